@@ -1,0 +1,18 @@
+// The `layerstream` subcommands. Each file tools/cmd_<name>.cpp adds one
+// subcommand to the CLI11 app and returns the function that runs it once the
+// command line is parsed; main() in tools/layerstream.cpp is only the table.
+// defines: Command, add_* for each subcommand
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ls {
+
+// Runs a parsed subcommand; returns the process exit code.
+using Command = std::function<int()>;
+
+Command add_inspect(CLI::App& app);
+Command add_synth(CLI::App& app);
+
+}  // namespace ls
