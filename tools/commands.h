@@ -14,5 +14,6 @@ using Command = std::function<int()>;
 
 Command add_inspect(CLI::App& app);
 Command add_synth(CLI::App& app);
+Command add_tokenize(CLI::App& app);
 
 }  // namespace ls

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   };
   add(ls::add_synth);
   add(ls::add_inspect);
+  add(ls::add_tokenize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
