@@ -1,0 +1,301 @@
+// Acceptance tests of `layerstream decode`, run as the user runs it: the
+// built binary (LS_BINARY) on a tiny synthetic Q8_0 model, stdout and stderr
+// captured to files. Determinism (greedy and seeded sampling, across thread
+// counts), --dump-logits against the library's own logits, and bad input:
+// every error must exit non-zero, by return and not by a signal, with a
+// message on stderr that names the problem.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <span>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/gguf_writer.h"     // defines: GgufWriter
+#include "model/cpu_backend.h"  // defines: CpuBackend
+#include "model/model.h"        // defines: open_model()
+#include "model/session.h"      // defines: Session
+#include "model/synth.h"        // defines: synth_write()
+
+using namespace ls;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kPrompt = "The quick brown fox jumps over the lazy dog";
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag) {
+    path = fs::temp_directory_path() / ("ls_" + tag + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// The directory and the tiny Q8_0 model every case shares (written once).
+const TempDir& temp_dir() {
+  static TempDir dir("decode_cli");
+  return dir;
+}
+
+const std::string& tiny_model() {
+  static const std::string path = [] {
+    SynthOptions opt;
+    opt.shape = *synth_preset("tiny");
+    opt.quant = *synth_quant_from_name("q8_0");
+    opt.seed = 1;
+    opt.threads = 2;
+    opt.quiet = true;
+    const std::string p = temp_dir().file("tiny-q8_0.gguf");
+    const Status st = synth_write(opt, p);
+    REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
+    return p;
+  }();
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct RunResult {
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  std::string out, err;
+  bool exited_with_error() const { return signal == 0 && exit_code > 0; }
+};
+
+// Run `layerstream decode ARGS...`; `exec` so that the wait status is the
+// binary's own, not the shell's (a crash shows up as a signal).
+RunResult run_decode(const std::vector<std::string>& args) {
+  static int n = 0;
+  const std::string out = temp_dir().file("out" + std::to_string(n) + ".txt");
+  const std::string err = temp_dir().file("err" + std::to_string(n) + ".txt");
+  ++n;
+  std::string cmd = "exec ";
+  cmd += shell_quote(LS_BINARY);
+  cmd += " decode";
+  for (const std::string& a : args) (cmd += ' ') += shell_quote(a);
+  (cmd += " </dev/null >") += shell_quote(out);
+  (cmd += " 2>") += shell_quote(err);
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + ", signal " + std::to_string(r.signal) +
+         "\n--- stderr:\n" + r.err + "--- stdout (tail):\n" +
+         r.out.substr(r.out.size() > 400 ? r.out.size() - 400 : 0);
+}
+
+// The ids that --ids prints on the last line of stdout.
+std::vector<int32_t> parse_ids(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  const size_t nl = s.rfind('\n');
+  std::istringstream line(nl == std::string::npos ? s : s.substr(nl + 1));
+  std::vector<int32_t> ids;
+  int64_t v;
+  while (line >> v) ids.push_back(static_cast<int32_t>(v));
+  return ids;
+}
+
+// A successful decode's ids (fails the test on an error exit).
+std::vector<int32_t> decode_ids(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"-m",    tiny_model(),          "-p",
+                                   kPrompt, "--no-display-prompt", "--ids"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const RunResult r = run_decode(args);
+  INFO(describe(r));
+  REQUIRE(r.signal == 0);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<int32_t> ids = parse_ids(r.out);
+  REQUIRE(!ids.empty());
+  return ids;
+}
+
+// An error case: non-zero exit by return, a message naming `what`, no crash.
+// The command's own errors start with "error:"; CLI11's parse errors do not.
+void check_fails(const std::vector<std::string>& args, const std::vector<std::string>& what,
+                 bool command_error = true) {
+  const RunResult r = run_decode(args);
+  MESSAGE("exit " << r.exit_code << ": " << r.err.substr(0, r.err.find('\n')));
+  INFO(describe(r));
+  CHECK(r.signal == 0);
+  CHECK(r.exit_code > 0);
+  CHECK(r.exit_code < 128);  // not a shell-reported signal either
+  if (command_error) CHECK(r.err.find("error: ") != std::string::npos);
+  for (const std::string& w : what) {
+    INFO("stderr should name: " << w);
+    CHECK(r.err.find(w) != std::string::npos);
+  }
+  for (const char* crash : {"terminate called", "Assertion", "Sanitizer", "core dumped"})
+    CHECK(r.err.find(crash) == std::string::npos);
+}
+
+std::string base_name(const std::string& path) {
+  return fs::path(path).filename().string();
+}
+
+}  // namespace
+
+TEST_CASE("decode: greedy ids are identical run to run and for 1, 2 and 3 threads") {
+  const std::vector<std::string> greedy = {"--temp", "0", "-n", "32"};
+  auto with_threads = [&](const char* t) {
+    std::vector<std::string> a = greedy;
+    a.insert(a.end(), {"-t", t});
+    return decode_ids(a);
+  };
+  const std::vector<int32_t> a = with_threads("2");
+  CHECK(a.size() <= 32);
+  CHECK(with_threads("2") == a);
+  CHECK(with_threads("1") == a);
+  CHECK(with_threads("3") == a);
+  MESSAGE("greedy: " << a.size() << " ids, identical for -t 2 (twice), 1 and 3");
+}
+
+TEST_CASE("decode: seeded sampling is identical run to run, and the seed matters") {
+  const std::vector<std::string> s7 = {"--temp", "0.8", "--seed", "7", "-n", "32", "-t", "2"};
+  const std::vector<int32_t> a = decode_ids(s7);
+  CHECK(decode_ids(s7) == a);
+  const std::vector<int32_t> b =
+      decode_ids({"--temp", "0.8", "--seed", "8", "-n", "32", "-t", "2"});
+  CHECK(b != a);  // else the seed is ignored (or sampling is greedy)
+  MESSAGE("seed 7: " << a.size() << " ids, identical twice; seed 8 differs: " << (b != a));
+}
+
+TEST_CASE("decode: --dump-logits writes one row per generated token, equal to the library's") {
+  const std::string dump = temp_dir().file("logits.f32");
+  const int n = 6;
+  const std::vector<int32_t> ids = decode_ids({"--temp", "0", "-n", std::to_string(n), "-t", "2",
+                                               "--kv-type", "f32", "--dump-logits", dump});
+  REQUIRE(ids.size() <= static_cast<size_t>(n));  // fewer only if an end-of-generation token came
+
+  auto mr = open_model(tiny_model());
+  REQUIRE_MESSAGE(mr.has_value(), (mr ? "" : mr.error().message));
+  const Model& m = **mr;
+  const size_t n_vocab = m.config().n_vocab;
+  // Rows: the prompt's last position, then one per generated token fed back
+  // (the last one is not fed): 1 + (generated - 1).
+  const size_t rows = ids.size();
+  const std::string bytes = read_file(dump);
+  REQUIRE(bytes.size() == rows * n_vocab * sizeof(float));
+  const float* dumped = reinterpret_cast<const float*>(bytes.data());
+
+  // The library, as the command drives it: same tokens, threads and cache type.
+  const std::vector<int32_t> prompt =
+      m.tokenizer->encode(kPrompt, m.tokenizer->add_bos_default(), false);
+  CpuBackend be(m.config(), m.globals(), 256, 1, KvType::F32, 2);
+  Session s(m, be, 256);
+  auto lg = s.feed(prompt);
+  REQUIRE_MESSAGE(lg.has_value(), (lg ? "" : lg.error().message));
+  for (size_t r = 0; r < rows; ++r) {
+    if (r > 0) {
+      lg = s.feed(std::span<const int32_t>(&ids[r - 1], 1));
+      REQUIRE(lg.has_value());
+    }
+    double max_diff = 0, max_ref = 0;
+    size_t argmax = 0;
+    for (size_t j = 0; j < n_vocab; ++j) {
+      max_diff = std::max(max_diff, std::fabs(double(dumped[r * n_vocab + j]) - double((*lg)[j])));
+      max_ref = std::max(max_ref, std::fabs(double((*lg)[j])));
+      if (dumped[r * n_vocab + j] > dumped[r * n_vocab + argmax]) argmax = j;
+    }
+    if (r == 0)
+      MESSAGE("dump row 0 vs library: max |diff| = " << max_diff << " (max |logit| " << max_ref
+                                                     << "); " << rows << " rows of " << n_vocab);
+    INFO("row " << r);
+    CHECK(max_diff == 0.0);                         // same code, same threads: bit for bit
+    CHECK(static_cast<int32_t>(argmax) == ids[r]);  // greedy sampled each row's argmax
+  }
+}
+
+TEST_CASE("decode: a GGUF of another architecture is refused by name") {
+  const std::string path = temp_dir().file("gpt2-model.gguf");
+  GgufWriter w;
+  w.set_str("general.architecture", "gpt2");
+  w.set_u32("gpt2.block_count", 1);
+  w.add_tensor("token_embd.weight", GgmlType::F32, {8, 4});
+  REQUIRE(w.create(path).ok());
+  std::vector<float> zeros(32, 0.0f);
+  REQUIRE(w.write_tensor(0, {reinterpret_cast<const uint8_t*>(zeros.data()), 128}).ok());
+  REQUIRE(w.finish().ok());
+  check_fails({"-m", path, "-p", "hi", "-n", "1"}, {base_name(path), "gpt2"});
+}
+
+TEST_CASE("decode: a vocabulary-only GGUF is refused") {
+  std::string path =
+      std::string(LS_SOURCE_DIR) + "/../shared/testdata/llama.cpp-vocab/ggml-vocab-llama-spm.gguf";
+  if (!fs::exists(path)) {  // write one: llama metadata and a vocabulary, no tensors
+    path = temp_dir().file("vocab-only.gguf");
+    GgufWriter w;
+    w.set_str("general.architecture", "llama");
+    w.set_str("tokenizer.ggml.model", "llama");
+    w.set_arr_str("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "a"});
+    w.set_arr_f32("tokenizer.ggml.scores", {0, 0, 0, -1});
+    w.set_arr_i32("tokenizer.ggml.token_type", {2, 3, 3, 1});
+    REQUIRE(w.create(path).ok());
+    REQUIRE(w.finish().ok());
+  }
+  check_fails({"-m", path, "-p", "hi", "-n", "1"}, {base_name(path)});
+}
+
+TEST_CASE("decode: a prompt longer than -c is refused, naming the context") {
+  std::string prompt;
+  for (int i = 0; i < 20; ++i) prompt += "word ";
+  check_fails({"-m", tiny_model(), "-c", "8", "-p", prompt, "-n", "4", "-t", "2"},
+              {"context", "-c 8"});
+}
+
+TEST_CASE("decode: -n -1 is refused") {
+  check_fails({"-m", tiny_model(), "-p", "hi", "-n", "-1"}, {"-n"});
+}
+
+TEST_CASE("decode: a missing model file is refused by name") {
+  const std::string path = temp_dir().file("no-such-model.gguf");
+  check_fails({"-m", path, "-p", "hi", "-n", "1"}, {"no-such-model.gguf"});
+}
+
+TEST_CASE("decode: an unknown flag is refused by name") {
+  check_fails({"-m", tiny_model(), "-p", "hi", "--no-such-flag"}, {"--no-such-flag"}, false);
+}
+
+TEST_CASE("decode: a truncated model file is refused by name") {
+  const std::string whole = read_file(tiny_model());
+  const std::string path = temp_dir().file("truncated-tiny.gguf");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(whole.data(), static_cast<std::streamsize>(whole.size() / 2));
+  }
+  REQUIRE(fs::file_size(path) == whole.size() / 2);
+  check_fails({"-m", path, "-p", "hi", "-n", "1"}, {base_name(path)});
+}
