@@ -15,5 +15,7 @@ using Command = std::function<int()>;
 Command add_inspect(CLI::App& app);
 Command add_synth(CLI::App& app);
 Command add_tokenize(CLI::App& app);
+Command add_trace(CLI::App& app);
+Command add_decode(CLI::App& app);
 
 }  // namespace ls

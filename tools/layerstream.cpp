@@ -14,9 +14,11 @@ int main(int argc, char** argv) {
     ls::Command c = f(app);
     cmds.emplace_back(app.get_subcommands({})[before], std::move(c));
   };
+  add(ls::add_decode);
   add(ls::add_synth);
   add(ls::add_inspect);
   add(ls::add_tokenize);
+  add(ls::add_trace);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

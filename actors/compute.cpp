@@ -1,0 +1,93 @@
+#include "actors/compute.h"
+
+namespace ls {
+
+ComputeActor::ComputeActor(const Model& m, Backend& be, const LayerMemory& mem, CreditPool& slots,
+                           CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
+                           Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer,
+                           bool io_only)
+    : m_(m),
+      be_(be),
+      mem_(mem),
+      slots_(slots),
+      depth_(depth),
+      steps_(steps),
+      jobs_(jobs),
+      to_sampler_(to_sampler),
+      rc_(rc),
+      tracer_(tracer),
+      io_only_(io_only) {}
+
+std::optional<LayerJob> ComputeActor::next_job(int64_t step, int32_t layer, int track) {
+  const auto key = std::make_pair(step, layer);
+  if (auto it = early_.find(key); it != early_.end()) {
+    LayerJob j = it->second;
+    early_.erase(it);
+    return j;
+  }
+  TraceScope wait(tracer_, track, "wait layer", SpanKind::Starved, layer, step);
+  for (;;) {
+    std::optional<LayerJob> j = jobs_.pop(rc_);
+    if (!j) return std::nullopt;
+    if (j->step == step && j->layer == layer) return j;
+    early_[{j->step, j->layer}] = *j;
+  }
+}
+
+void ComputeActor::run() {
+  const int track = tracer_.register_track("compute");
+  const LlamaConfig& c = m_.config();
+  for (int64_t step = 0; !rc_.stopped(); ++step) {
+    std::optional<StepInput> in;
+    {
+      TraceScope wait(tracer_, track, "wait batch", SpanKind::Starved, -1, step);
+      in = steps_.pop(rc_);
+    }
+    if (!in || in->stop) return;
+    const Batch& b = in->batch;
+    if (!io_only_) {
+      TraceScope span(tracer_, track, "embed", SpanKind::Busy, -1, step);
+      if (Status st = be_.begin(b); !st.ok()) {
+        rc_.fail("compute", -1, step, st.error().message);
+        return;
+      }
+    }
+    for (int32_t l = 0; l < static_cast<int32_t>(c.n_layer); ++l) {
+      std::optional<LayerJob> job = next_job(step, l, track);
+      if (!job) return;
+      {
+        TraceScope span(tracer_, track, "layer", SpanKind::Busy, l, step,
+                        m_.map.layers[l].range_bytes, job->slot, trace_flow_id(step, l),
+                        job->tier == Tier::Resident ? kFlowNone : kFlowEnd);
+        if (!io_only_) {
+          const LayerView v = job->tier == Tier::Resident
+                                  ? m_.layer(l)
+                                  : packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
+                                                      mem_.layout(l), mem_.slot(job->slot));
+          if (Status st = be_.layer(static_cast<uint32_t>(l), v); !st.ok()) {
+            rc_.fail("compute", l, step, st.error().message);
+            return;
+          }
+        }
+      }
+      if (job->slot >= 0) slots_.release(job->slot);
+      depth_.release(0);
+      rc_.pulse();
+    }
+    StepOutput out;
+    out.step = step;
+    out.n_rows = static_cast<int32_t>(b.n_logits());
+    logits_.resize(static_cast<size_t>(out.n_rows) * c.n_vocab);
+    if (!io_only_) {
+      TraceScope span(tracer_, track, "head", SpanKind::Busy, -1, step);
+      if (Status st = be_.finish(logits_.data()); !st.ok()) {
+        rc_.fail("compute", -1, step, st.error().message);
+        return;
+      }
+    }
+    out.logits = logits_.data();
+    if (!to_sampler_.push(out, rc_)) return;
+  }
+}
+
+}  // namespace ls

@@ -1,0 +1,47 @@
+// The compute actor: owns the backend. For each step it takes the batch
+// (from the request or the sampler), then runs layers 0..L-1 in order as
+// their jobs arrive — resident ones straight from the planner, streamed ones
+// from the copier, so they may arrive out of order and wait in a small
+// reorder buffer — hands each slot back when the layer is done, returns the
+// planner's depth credit, and sends the logits to the sampler. In I/O-only
+// mode it skips the kernels, so the pipeline's own ceiling can be measured.
+// defines: ComputeActor
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "model/model.h"
+#include "runtime/credit_pool.h"
+#include "runtime/layer_memory.h"
+#include "runtime/messages.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+class ComputeActor {
+ public:
+  ComputeActor(const Model& m, Backend& be, const LayerMemory& mem, CreditPool& slots,
+               CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
+               Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer, bool io_only);
+  void run();  // the actor's thread
+
+ private:
+  std::optional<LayerJob> next_job(int64_t step, int32_t layer, int track);
+
+  const Model& m_;
+  Backend& be_;
+  const LayerMemory& mem_;
+  CreditPool& slots_;
+  CreditPool& depth_;
+  Mailbox<StepInput>& steps_;
+  Mailbox<LayerJob>& jobs_;
+  Mailbox<StepOutput>& to_sampler_;
+  RunControl& rc_;
+  Tracer& tracer_;
+  bool io_only_;
+  std::map<std::pair<int64_t, int32_t>, LayerJob> early_;  // arrived before their turn
+  std::vector<float> logits_;
+};
+
+}  // namespace ls

@@ -1,0 +1,39 @@
+#include "actors/planner.h"
+
+namespace ls {
+
+Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
+                 Mailbox<LayerJob>& to_copier, Mailbox<LayerJob>& to_compute, RunControl& rc,
+                 Tracer& tracer)
+    : plan_(plan),
+      depth_(depth),
+      to_reader_(to_reader),
+      to_copier_(to_copier),
+      to_compute_(to_compute),
+      rc_(rc),
+      tracer_(tracer) {}
+
+void Planner::run() {
+  const int track = tracer_.register_track("planner");
+  const int32_t n_layer = static_cast<int32_t>(plan_.layer_tier.size());
+  for (int64_t step = 0; !rc_.stopped(); ++step) {
+    for (int32_t layer = 0; layer < n_layer; ++layer) {
+      {
+        TraceScope wait(tracer_, track, "wait depth", SpanKind::Blocked, layer, step);
+        if (!depth_.acquire(rc_)) return;
+      }
+      LayerJob job;
+      job.step = step;
+      job.layer = layer;
+      job.tier = plan_.layer_tier[layer];
+      TraceScope span(tracer_, track, "plan", SpanKind::Busy, layer, step, 0, -1,
+                      trace_flow_id(step, layer), job.tier == Tier::Resident ? kFlowNone : kFlowStart);
+      Mailbox<LayerJob>& out = job.tier == Tier::Resident ? to_compute_
+                               : job.tier == Tier::Ram    ? to_copier_
+                                                          : to_reader_;
+      if (!out.push(job, rc_)) return;
+    }
+  }
+}
+
+}  // namespace ls

@@ -1,0 +1,35 @@
+// The planner: emits the endless cyclic sequence of layer jobs (step s,
+// layers 0..L-1, step s+1, ...) and routes each by its tier: resident layers
+// straight to compute, RAM layers to the copier, storage layers to the
+// reader. It never runs more than `depth` layers ahead of compute: each job
+// holds a depth credit that compute returns when the layer is done. Weights
+// do not depend on the token, so the next step's first layers are read and
+// copied while the current step finishes (prefetch across tokens).
+// defines: Planner
+#pragma once
+
+#include "model/tier_plan.h"
+#include "runtime/credit_pool.h"
+#include "runtime/messages.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+class Planner {
+ public:
+  Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
+          Mailbox<LayerJob>& to_copier, Mailbox<LayerJob>& to_compute, RunControl& rc,
+          Tracer& tracer);
+  void run();  // the actor's thread
+
+ private:
+  const TierPlan& plan_;
+  CreditPool& depth_;
+  Mailbox<LayerJob>& to_reader_;
+  Mailbox<LayerJob>& to_copier_;
+  Mailbox<LayerJob>& to_compute_;
+  RunControl& rc_;
+  Tracer& tracer_;
+};
+
+}  // namespace ls

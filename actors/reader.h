@@ -1,0 +1,34 @@
+// The reader: fills staging buffers with storage-tier layers. It keeps up to
+// one layer per staging buffer in flight (the block source splits each into
+// chunks at its queue depth), and forwards finished layers to the copier in
+// the order they were planned. A read error stops the run, naming the layer.
+// defines: Reader
+#pragma once
+
+#include "io/block_source.h"
+#include "model/layer_map.h"
+#include "runtime/credit_pool.h"
+#include "runtime/layer_memory.h"
+#include "runtime/messages.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+class Reader {
+ public:
+  Reader(const LayerMap& map, const LayerMemory& mem, BlockSource& src, CreditPool& staging,
+         Mailbox<LayerJob>& in, Mailbox<LayerJob>& to_copier, RunControl& rc, Tracer& tracer);
+  void run();  // the actor's thread
+
+ private:
+  const LayerMap& map_;
+  const LayerMemory& mem_;
+  BlockSource& src_;
+  CreditPool& staging_;
+  Mailbox<LayerJob>& in_;
+  Mailbox<LayerJob>& to_copier_;
+  RunControl& rc_;
+  Tracer& tracer_;
+};
+
+}  // namespace ls

@@ -1,0 +1,76 @@
+// What a compute backend does, whatever it runs on: a step is a batch of
+// (sequence, position, token) entries that goes through every layer, each
+// layer's weights handed in as a view of wherever they lie (the mapped file,
+// a RAM buffer, a device slot). Batch 1 is a case, not the design.
+// defines: Batch, LayerView, GlobalView, layer_view(), global_view(), Backend
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ref/matmul.h"
+#include "model/llama_config.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+struct Batch {
+  std::vector<int32_t> token;
+  std::vector<int32_t> pos;
+  std::vector<int32_t> seq;
+  std::vector<uint8_t> logits;  // 1: compute logits for this entry
+  size_t size() const { return token.size(); }
+  size_t n_logits() const {
+    size_t n = 0;
+    for (uint8_t l : logits) n += l;
+    return n;
+  }
+  void add(int32_t t, int32_t p, int32_t s, bool want_logits) {
+    token.push_back(t);
+    pos.push_back(p);
+    seq.push_back(s);
+    logits.push_back(want_logits ? 1 : 0);
+  }
+  void clear() {
+    token.clear();
+    pos.clear();
+    seq.clear();
+    logits.clear();
+  }
+};
+
+// A layer's weights wherever they are. Norm weights are f32 (as llama.cpp writes them).
+struct LayerView {
+  const float* attn_norm = nullptr;  // (n_embd)
+  WeightView wq, wk, wv, wo;
+  const float* ffn_norm = nullptr;   // (n_embd)
+  WeightView w_gate, w_up, w_down;
+};
+
+struct GlobalView {
+  WeightView token_embd;             // (n_embd, n_vocab)
+  const float* output_norm = nullptr;
+  WeightView output;                 // (n_embd, n_vocab)
+  const float* rope_freqs = nullptr; // (n_rot/2) or nullptr
+};
+
+// The view of layer weights whose file bytes [base_offset, ...) lie at base.
+LayerView layer_view(const LayerWeights& w, const uint8_t* base, uint64_t base_offset);
+// The view of the global tensors, all in the mapped file.
+GlobalView global_view(const LlamaWeights& w, const uint8_t* file_base);
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  // Start a step: embed the batch's tokens into the hidden state.
+  virtual Status begin(const Batch& b) = 0;
+  // Apply one layer to the hidden state (and write its keys/values to the cache).
+  virtual Status layer(uint32_t index, const LayerView& w) = 0;
+  // Final norm and head for the entries with logits set; writes n_logits x n_vocab floats.
+  virtual Status finish(float* logits) = 0;
+  // Forget the cached keys/values of a sequence from position `from` on.
+  virtual void clear_seq(int32_t seq, int32_t from) = 0;
+};
+
+}  // namespace ls

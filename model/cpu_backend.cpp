@@ -1,0 +1,135 @@
+#include "model/cpu_backend.h"
+
+#include <cmath>
+
+#include "kernels/ref/quant.h"
+
+namespace ls {
+
+CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
+                       KvType kv_type, int n_threads)
+    : c_(c), g_(g), kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type), pool_(n_threads) {
+  rope_.n_rot = static_cast<int32_t>(c.n_rot);
+  rope_.freq_base = c.rope_freq_base;
+  rope_.freq_scale = c.rope_freq_scale;
+  rope_.freq_factors = g.rope_freqs;
+  scratch_.resize(pool_.size());
+  for (auto& s : scratch_) s.resize(std::max<size_t>({c.n_embd, c.n_ff, n_ctx}));
+}
+
+void CpuBackend::reserve(size_t n) {
+  if (n <= cap_) return;
+  cap_ = n;
+  h_.resize(n * c_.n_embd);
+  xn_.resize(n * c_.n_embd);
+  q_.resize(n * c_.n_embd);
+  k_.resize(n * c_.n_embd_kv());
+  v_.resize(n * c_.n_embd_kv());
+  att_.resize(n * c_.n_embd);
+  o_.resize(n * c_.n_embd);
+  gate_.resize(n * c_.n_ff);
+  up_.resize(n * c_.n_ff);
+}
+
+Status CpuBackend::begin(const Batch& b) {
+  for (size_t t = 0; t < b.size(); ++t) {
+    if (b.token[t] < 0 || static_cast<uint32_t>(b.token[t]) >= c_.n_vocab)
+      return make_error("token id %d is outside the vocabulary (%u)", b.token[t], c_.n_vocab);
+    if (b.pos[t] < 0 || static_cast<uint32_t>(b.pos[t]) >= kv_.n_ctx())
+      return make_error("position %d is outside the context (%u)", b.pos[t], kv_.n_ctx());
+    if (b.seq[t] < 0 || static_cast<uint32_t>(b.seq[t]) >= kv_.n_seq())
+      return make_error("sequence %d is outside the %u sequence slots", b.seq[t], kv_.n_seq());
+  }
+  batch_ = b;
+  reserve(b.size());
+  const uint64_t row_bytes = ggml_row_bytes(g_.token_embd.type, c_.n_embd);
+  for (size_t t = 0; t < b.size(); ++t) {
+    const uint8_t* row = static_cast<const uint8_t*>(g_.token_embd.data) + b.token[t] * row_bytes;
+    dequantize_row(g_.token_embd.type, row, h_.data() + t * c_.n_embd, c_.n_embd);
+  }
+  return ok();
+}
+
+Status CpuBackend::layer(uint32_t il, const LayerView& w) {
+  const int64_t n = static_cast<int64_t>(batch_.size());
+  const int64_t E = c_.n_embd, KV = c_.n_embd_kv(), F = c_.n_ff, HD = c_.head_dim;
+  const int64_t group = c_.n_head / c_.n_head_kv;
+
+  // Attention block.
+  for (int64_t t = 0; t < n; ++t)
+    rmsnorm_f32(h_.data() + t * E, w.attn_norm, xn_.data() + t * E, E, c_.rms_eps);
+  matmul_f32(pool_, w.wq, xn_.data(), n, q_.data(), scratch_);
+  matmul_f32(pool_, w.wk, xn_.data(), n, k_.data(), scratch_);
+  matmul_f32(pool_, w.wv, xn_.data(), n, v_.data(), scratch_);
+  for (int64_t t = 0; t < n; ++t) {
+    rope_f32(q_.data() + t * E, c_.n_head, HD, batch_.pos[t], rope_);
+    rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
+    kv_.store(il, batch_.seq[t], batch_.pos[t], k_.data() + t * KV, v_.data() + t * KV);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+  // One task per (token, head): scores over the sequence's positions 0..pos.
+  pool_.run(n * c_.n_head, [&](int64_t task, int thread) {
+    const int64_t t = task / c_.n_head, h = task % c_.n_head, kvh = h / group;
+    const int32_t seq = batch_.seq[t], pos = batch_.pos[t];
+    float* sc = scratch_[thread].data();
+    const float* q = q_.data() + t * E + h * HD;
+    float kbuf[512];  // head_dim <= 512 for every Llama
+    for (int32_t p = 0; p <= pos; ++p) {
+      const float* k;
+      if (kv_.type() == KvType::F32) {
+        k = kv_.k_f32(il, seq, p) + kvh * HD;
+      } else {
+        // f16 cache: convert one head's row.
+        thread_local std::vector<float> row;
+        row.resize(KV);
+        kv_.load_k(il, seq, p, row.data());
+        for (int64_t i = 0; i < HD; ++i) kbuf[i] = row[kvh * HD + i];
+        k = kbuf;
+      }
+      sc[p] = dot_f32(q, k, HD) * scale;
+    }
+    softmax_f32(sc, pos + 1);
+    float* out = att_.data() + t * E + h * HD;
+    for (int64_t i = 0; i < HD; ++i) out[i] = 0.0f;
+    for (int32_t p = 0; p <= pos; ++p) {
+      const float* v;
+      if (kv_.type() == KvType::F32) {
+        v = kv_.v_f32(il, seq, p) + kvh * HD;
+      } else {
+        thread_local std::vector<float> row;
+        row.resize(KV);
+        kv_.load_v(il, seq, p, row.data());
+        for (int64_t i = 0; i < HD; ++i) kbuf[i] = row[kvh * HD + i];
+        v = kbuf;
+      }
+      const float a = sc[p];
+      for (int64_t i = 0; i < HD; ++i) out[i] += a * v[i];
+    }
+  });
+  matmul_f32(pool_, w.wo, att_.data(), n, o_.data(), scratch_);
+  for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
+
+  // Feed-forward block.
+  for (int64_t t = 0; t < n; ++t)
+    rmsnorm_f32(h_.data() + t * E, w.ffn_norm, xn_.data() + t * E, E, c_.rms_eps);
+  matmul_f32(pool_, w.w_gate, xn_.data(), n, gate_.data(), scratch_);
+  matmul_f32(pool_, w.w_up, xn_.data(), n, up_.data(), scratch_);
+  silu_mul_f32(gate_.data(), up_.data(), gate_.data(), n * F);
+  matmul_f32(pool_, w.w_down, gate_.data(), n, o_.data(), scratch_);
+  for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
+  return ok();
+}
+
+Status CpuBackend::finish(float* logits) {
+  const int64_t E = c_.n_embd;
+  int64_t m = 0;
+  for (size_t t = 0; t < batch_.size(); ++t) {
+    if (!batch_.logits[t]) continue;
+    rmsnorm_f32(h_.data() + t * E, g_.output_norm, xn_.data() + m * E, E, c_.rms_eps);
+    ++m;
+  }
+  if (m > 0) matmul_f32(pool_, g_.output, xn_.data(), m, logits, scratch_);
+  return ok();
+}
+
+}  // namespace ls

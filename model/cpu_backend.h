@@ -1,0 +1,55 @@
+// The CPU backend: the Llama forward in float32 activations, weights read in
+// place in any GGUF format (dequantized row by row), threads from one
+// persistent pool. It is the correctness oracle of the CUDA backend and what
+// CI runs end to end; the layer-at-a-time interface is the one the streaming
+// runtime's CPU compute actor drives.
+// defines: CpuBackend
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/ref/ops.h"
+#include "model/backend.h"
+#include "model/kv_cache.h"
+#include "runtime/thread_pool.h"
+
+namespace ls {
+
+class CpuBackend final : public Backend {
+ public:
+  // n_ctx: cache length per sequence; n_seq: sequence slots.
+  CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
+             KvType kv_type, int n_threads);
+  const char* name() const override { return "cpu"; }
+  Status begin(const Batch& b) override;
+  Status layer(uint32_t index, const LayerView& w) override;
+  Status finish(float* logits) override;
+  void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
+  const KvCache& kv() const { return kv_; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  void reserve(size_t n_tok);
+
+  LlamaConfig c_;
+  GlobalView g_;
+  RopeParams rope_;
+  KvCache kv_;
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
+  Batch batch_;
+  size_t cap_ = 0;
+  // Activations, (n_tok, width) row-major.
+  std::vector<float> h_;    // residual stream (n_embd)
+  std::vector<float> xn_;   // normalised input (n_embd)
+  std::vector<float> q_;    // (n_embd)
+  std::vector<float> k_;    // (n_embd_kv)
+  std::vector<float> v_;    // (n_embd_kv)
+  std::vector<float> att_;  // attention output (n_embd)
+  std::vector<float> o_;    // projection output (n_embd)
+  std::vector<float> gate_; // (n_ff)
+  std::vector<float> up_;   // (n_ff)
+};
+
+}  // namespace ls

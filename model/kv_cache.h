@@ -1,0 +1,49 @@
+// The key/value cache: for every layer and every sequence slot, the keys and
+// values of positions 0..n_ctx-1, stored as f32 or f16. Several sequences
+// live side by side, so one pass over a layer's weights can serve a batch of
+// (sequence, position) pairs.
+// defines: KvType, KvCache
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/half.h"
+
+namespace ls {
+
+enum class KvType { F32, F16 };
+
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv, KvType type);
+
+  uint32_t n_ctx() const { return n_ctx_; }
+  uint32_t n_seq() const { return n_seq_; }
+  uint32_t n_embd_kv() const { return n_embd_kv_; }
+  KvType type() const { return type_; }
+  uint64_t bytes() const;
+  // Bytes a cache of this shape needs (for budgets and plans).
+  static uint64_t bytes_for(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv,
+                            KvType type);
+
+  void store(uint32_t layer, uint32_t seq, uint32_t pos, const float* k, const float* v);
+  // Row (n_embd_kv values) of a position, converted to f32 into out.
+  void load_k(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const;
+  void load_v(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const;
+  // Direct pointers for the f32 cache (avoids a copy in the attention loop).
+  const float* k_f32(uint32_t layer, uint32_t seq, uint32_t pos) const { return kf_.data() + index(layer, seq, pos); }
+  const float* v_f32(uint32_t layer, uint32_t seq, uint32_t pos) const { return vf_.data() + index(layer, seq, pos); }
+
+ private:
+  uint64_t index(uint32_t layer, uint32_t seq, uint32_t pos) const {
+    return ((static_cast<uint64_t>(layer) * n_seq_ + seq) * n_ctx_ + pos) * n_embd_kv_;
+  }
+  uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_embd_kv_ = 0;
+  KvType type_ = KvType::F32;
+  std::vector<float> kf_, vf_;
+  std::vector<uint16_t> kh_, vh_;
+};
+
+}  // namespace ls

@@ -1,0 +1,67 @@
+// Synthetic Llama models: GGUF files of any Llama shape with random weights,
+// so that tests and benchmarks need no downloaded model. Weights are scaled
+// like an initialised network (residual projections shrunk with depth), so
+// activations stay finite through 80 layers. Deterministic for a seed,
+// whatever the thread count.
+// defines: SynthShape, SynthOptions, synth_preset(), synth_quant_plan(), synth_write()
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/ggml_type.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+struct SynthShape {
+  std::string name = "custom";
+  uint32_t n_layer = 2, n_embd = 256, n_head = 4, n_head_kv = 2, n_ff = 768, n_vocab = 512;
+  uint32_t n_ctx = 4096;
+  float rope_base = 500000.0f;
+  bool llama31_rope = false;  // write rope_freqs.weight (Llama 3.1 scaling)
+  float rope_factor = 8.0f, rope_low = 1.0f, rope_high = 4.0f;
+  uint32_t rope_orig_ctx = 8192;
+  bool tied = false;  // no output.weight
+};
+
+// "tiny", "1b", "8b", "70b" (Llama 3.x shapes), or nullopt.
+std::optional<SynthShape> synth_preset(const std::string& name);
+
+// A quantization recipe: a plain type, or llama.cpp's Q4_K_M / Q5_K_M mixtures.
+struct SynthQuant {
+  GgmlType base = GgmlType::F32;
+  int mixture = 0;  // 0 = pure, 4 = q4_k_m, 5 = q5_k_m
+  std::string name;  // as given
+};
+std::optional<SynthQuant> synth_quant_from_name(const std::string& name);
+
+struct SynthTensor {
+  std::string name;
+  GgmlType type;
+  std::vector<uint64_t> shape;
+  float stddev;  // of the random values (norm weights: around 1)
+  bool is_norm;
+};
+
+// The tensors of a model, with the type each gets under the recipe
+// (llama.cpp's rules for the mixtures, and its fallbacks for rows that are
+// not a multiple of the block size).
+std::vector<SynthTensor> synth_tensor_plan(const SynthShape& s, const SynthQuant& q);
+
+struct SynthOptions {
+  SynthShape shape;
+  SynthQuant quant;
+  uint64_t seed = 1;
+  std::string vocab_path;  // empty: the built-in byte-level vocabulary
+  int threads = 0;         // 0: all cores
+  bool quiet = false;
+};
+
+// Write the model to `path` (via path.tmp, renamed at the end). With a vocab
+// file, n_vocab becomes the vocab's size.
+Status synth_write(const SynthOptions& opt, const std::string& path);
+
+}  // namespace ls

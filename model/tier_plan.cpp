@@ -1,0 +1,170 @@
+#include "model/tier_plan.h"
+
+#include <algorithm>
+
+#include "runtime/units.h"
+
+namespace ls {
+
+const char* tier_name(Tier t) {
+  switch (t) {
+    case Tier::Resident: return "resident";
+    case Tier::Ram: return "ram";
+    case Tier::Storage: return "storage";
+  }
+  return "?";
+}
+
+uint64_t staged_bytes(const LayerExtent& e, uint32_t a) {
+  uint64_t total = 0;
+  for (const ByteRange& r : e.ranges) {
+    const uint64_t start = r.offset / a * a;
+    const uint64_t end = (r.offset + r.bytes + a - 1) / a * a;
+    total += end - start;
+  }
+  return total;
+}
+
+Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
+  TierPlan p;
+  const size_t n = map.layers.size();
+  p.layer_tier.assign(n, Tier::Storage);
+  p.vram_budget = in.vram_budget;
+  p.ram_budget = in.ram_budget;
+  uint64_t max_layer = 0, max_staged = 0;
+  for (const LayerExtent& e : map.layers) {
+    max_layer = std::max(max_layer, e.range_bytes);
+    max_staged = std::max(max_staged, staged_bytes(e, in.read_alignment));
+  }
+  if (in.device_slots < 1 || in.staging_buffers < 1)
+    return make_error("the plan needs at least one device slot and one staging buffer");
+
+  auto fits = [](uint64_t used, uint64_t add, uint64_t budget) {
+    return budget == UINT64_MAX || (used <= budget && add <= budget - used);
+  };
+  // Device memory: fixed reserves first.
+  const std::vector<TierPlan::Line> fixed = {
+      {"KV cache", in.kv_bytes},
+      {"activations and logits", in.activation_bytes},
+      {"global tensors (token_embd, output, norms)", in.globals_bytes},
+  };
+  for (const auto& l : fixed) {
+    if (!fits(p.vram_used, l.bytes, in.vram_budget))
+      return make_error("the device budget %s cannot hold the %s (%s; %s already reserved)",
+                        human_bytes(in.vram_budget).c_str(), l.what.c_str(),
+                        human_bytes(l.bytes).c_str(), human_bytes(p.vram_used).c_str());
+    p.vram.push_back(l);
+    p.vram_used += l.bytes;
+  }
+  // Does everything fit without slots?
+  uint64_t all_layers = 0;
+  for (const LayerExtent& e : map.layers) all_layers += e.range_bytes;
+  if (fits(p.vram_used, all_layers, in.vram_budget)) {
+    for (size_t l = 0; l < n; ++l) p.layer_tier[l] = Tier::Resident;
+    p.n_resident = static_cast<int32_t>(n);
+    p.vram.push_back({std::to_string(n) + " resident layers", all_layers});
+    p.vram_used += all_layers;
+    return p;
+  }
+  // Streaming: device slots for the streamed layers.
+  p.device_slots = in.device_slots;
+  p.slot_bytes = max_layer;
+  const uint64_t slots = p.slot_bytes * static_cast<uint64_t>(in.device_slots);
+  if (!fits(p.vram_used, slots, in.vram_budget))
+    return make_error("the device budget %s cannot hold %d device slots of %s each (the largest "
+                      "layer) after %s of reserves: raise --vram-budget or lower --device-slots",
+                      human_bytes(in.vram_budget).c_str(), in.device_slots,
+                      human_bytes(p.slot_bytes).c_str(), human_bytes(p.vram_used).c_str());
+  p.vram.push_back({std::to_string(in.device_slots) + " device slots", slots});
+  p.vram_used += slots;
+  uint64_t resident = 0;
+  for (size_t l = 0; l < n; ++l) {
+    const uint64_t b = map.layers[l].range_bytes;
+    if (!fits(p.vram_used, b, in.vram_budget)) break;
+    p.layer_tier[l] = Tier::Resident;
+    p.vram_used += b;
+    resident += b;
+    ++p.n_resident;
+  }
+  if (p.n_resident) p.vram.push_back({std::to_string(p.n_resident) + " resident layers", resident});
+
+  // Host memory: staging buffers if anything is left for storage, then layers.
+  uint64_t rest = 0;
+  for (size_t l = p.n_resident; l < n; ++l) rest += map.layers[l].range_bytes;
+  const bool all_fit_ram = fits(0, rest, in.ram_budget);
+  if (!all_fit_ram) {
+    p.staging_buffers = in.staging_buffers;
+    p.staging_bytes = max_staged;
+    const uint64_t staging = p.staging_bytes * static_cast<uint64_t>(in.staging_buffers);
+    if (!fits(0, staging, in.ram_budget))
+      return make_error("the host budget %s cannot hold %d staging buffers of %s each: raise "
+                        "--ram-budget or lower --staging-buffers",
+                        human_bytes(in.ram_budget).c_str(), in.staging_buffers,
+                        human_bytes(p.staging_bytes).c_str());
+    p.ram.push_back({std::to_string(in.staging_buffers) + " staging buffers", staging});
+    p.ram_used += staging;
+  }
+  uint64_t ram_layers = 0;
+  for (size_t l = p.n_resident; l < n; ++l) {
+    const uint64_t b = map.layers[l].range_bytes;
+    if (!fits(p.ram_used, b, in.ram_budget)) break;
+    p.layer_tier[l] = Tier::Ram;
+    p.ram_used += b;
+    ram_layers += b;
+    ++p.n_ram;
+  }
+  if (p.n_ram) p.ram.push_back({std::to_string(p.n_ram) + " RAM layers", ram_layers});
+  for (size_t l = 0; l < n; ++l) {
+    if (p.layer_tier[l] == Tier::Storage) {
+      ++p.n_storage;
+      p.storage_bytes_per_step += map.layers[l].range_bytes;
+    }
+    if (p.layer_tier[l] != Tier::Resident) p.streamed_bytes_per_step += map.layers[l].range_bytes;
+  }
+  return p;
+}
+
+TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_t device_slots,
+                     int32_t staging_buffers, uint32_t read_alignment) {
+  TierPlan p;
+  p.layer_tier = tiers;
+  p.vram_budget = p.ram_budget = UINT64_MAX;
+  for (size_t l = 0; l < tiers.size(); ++l) {
+    const LayerExtent& e = map.layers[l];
+    switch (tiers[l]) {
+      case Tier::Resident: ++p.n_resident; p.vram_used += e.range_bytes; break;
+      case Tier::Ram: ++p.n_ram; p.ram_used += e.range_bytes; break;
+      case Tier::Storage: ++p.n_storage; p.storage_bytes_per_step += e.range_bytes; break;
+    }
+    if (tiers[l] != Tier::Resident) {
+      p.streamed_bytes_per_step += e.range_bytes;
+      p.slot_bytes = std::max(p.slot_bytes, e.range_bytes);
+    }
+    if (tiers[l] == Tier::Storage)
+      p.staging_bytes = std::max(p.staging_bytes, staged_bytes(e, read_alignment));
+  }
+  p.device_slots = p.slot_bytes ? device_slots : 0;
+  p.staging_buffers = p.staging_bytes ? staging_buffers : 0;
+  p.vram.push_back({"forced tiers (--tiers)", p.vram_used});
+  return p;
+}
+
+std::string TierPlan::to_text() const {
+  std::string s;
+  auto budget = [](uint64_t b) { return b == UINT64_MAX ? std::string("unlimited") : human_bytes(b); };
+  s += "tier plan: " + std::to_string(n_resident) + " resident, " + std::to_string(n_ram) +
+       " RAM, " + std::to_string(n_storage) + " storage layers\n";
+  s += "  device memory (budget " + budget(vram_budget) + ", used " + human_bytes(vram_used) + "):\n";
+  for (const Line& l : vram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
+  s += "  host memory (budget " + budget(ram_budget) + ", used " + human_bytes(ram_used) + "):\n";
+  for (const Line& l : ram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
+  s += "  per step: " + human_bytes(streamed_bytes_per_step) + " copied, " +
+       human_bytes(storage_bytes_per_step) + " read from storage\n";
+  s += "  layers: ";
+  for (size_t l = 0; l < layer_tier.size(); ++l)
+    s += (layer_tier[l] == Tier::Resident ? 'A' : layer_tier[l] == Tier::Ram ? 'B' : 'C');
+  s += "  (A resident, B RAM, C storage)\n";
+  return s;
+}
+
+}  // namespace ls

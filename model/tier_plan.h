@@ -1,0 +1,64 @@
+// The tier plan: where each layer's weights live for the run.
+//   Resident — in device memory (on the CPU backend: read in place from the
+//              mapped file), no cost per token;
+//   Ram      — in (pinned) host memory, one copy into a device slot per use;
+//   Storage  — in the file, one read into a staging buffer and one copy per use.
+// Device memory first takes its reserves (KV cache, activations, the global
+// tensors, the device slots), then layers; host memory takes the staging
+// buffers, then layers; the rest stays on storage. Every reserve is printed.
+// defines: Tier, tier_name(), PlanInputs, TierPlan, plan_tiers()
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/layer_map.h"
+#include "model/llama_config.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+enum class Tier : uint8_t { Resident, Ram, Storage };
+const char* tier_name(Tier t);
+
+struct PlanInputs {
+  uint64_t vram_budget = UINT64_MAX;  // device memory for the run (UINT64_MAX: unlimited)
+  uint64_t ram_budget = UINT64_MAX;   // host memory for RAM-tier layers and staging
+  uint64_t kv_bytes = 0;              // the KV cache (device)
+  uint64_t activation_bytes = 0;      // activations and logits (device)
+  uint64_t globals_bytes = 0;         // token_embd, output, norms (device)
+  int32_t device_slots = 2;
+  int32_t staging_buffers = 2;
+  uint32_t read_alignment = 4096;     // staging buffers hold aligned over-reads
+};
+
+struct TierPlan {
+  struct Line {
+    std::string what;
+    uint64_t bytes;
+  };
+  std::vector<Tier> layer_tier;      // by layer
+  std::vector<Line> vram, ram;       // reserves and layers, as placed
+  uint64_t vram_budget = 0, ram_budget = 0, vram_used = 0, ram_used = 0;
+  uint64_t slot_bytes = 0;           // one device slot: the largest streamed layer, packed
+  uint64_t staging_bytes = 0;        // one staging buffer: the largest storage layer, aligned
+  int32_t device_slots = 0, staging_buffers = 0;  // 0 when the plan needs none
+  int32_t n_resident = 0, n_ram = 0, n_storage = 0;
+  uint64_t streamed_bytes_per_step = 0;  // RAM + storage layers: copied every step
+  uint64_t storage_bytes_per_step = 0;   // storage layers: read every step
+  std::string to_text() const;
+};
+
+// Place the layers. An error says what does not fit in which budget.
+Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in);
+
+// A plan with the tiers given per layer (tests, --tiers): the budgets are
+// ignored, slots and staging buffers are sized for the layers that need them.
+TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_t device_slots,
+                     int32_t staging_buffers, uint32_t read_alignment);
+
+// Bytes of a layer in a staging buffer: every range as an aligned over-read.
+uint64_t staged_bytes(const LayerExtent& e, uint32_t alignment);
+
+}  // namespace ls

@@ -1,0 +1,76 @@
+// The memory the tiers live in, and the layout of a layer in it.
+//   packed layout: a layer's byte ranges back to back (range k at packed[k]);
+//     RAM-tier buffers and device slots hold layers this way.
+//   staged layout: each range as an aligned over-read (range k at staged[k],
+//     its wanted bytes `lead` further on); staging buffers hold layers this way.
+// On the CPU backend, "device" slots are host buffers, so the graph and its
+// credits are the same as on the GPU; the CUDA backend supplies an allocator
+// that returns pinned host memory and device memory instead.
+// defines: LayerLayout, MemoryOps, host_memory_ops(), LayerMemory
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "model/backend.h"
+#include "model/layer_map.h"
+#include "model/tier_plan.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+struct LayerLayout {
+  std::vector<uint64_t> packed;  // offset of range k in a packed buffer
+  std::vector<uint64_t> staged;  // offset of range k's aligned over-read in a staging buffer
+  std::vector<uint64_t> lead;    // where range k's wanted bytes start within its over-read
+  uint64_t packed_bytes = 0;
+  uint64_t staged_bytes = 0;
+};
+LayerLayout layer_layout(const LayerExtent& e, uint32_t alignment);
+
+// The view of a layer held in packed layout at `base`.
+LayerView packed_layer_view(const LayerWeights& w, const LayerExtent& e, const LayerLayout& l,
+                            const uint8_t* base);
+
+// How buffers are allocated: host (pinned on CUDA) for RAM layers and staging,
+// device for slots. Each returns nullptr on failure.
+struct MemoryOps {
+  std::function<uint8_t*(uint64_t bytes)> alloc_host;
+  std::function<void(uint8_t*)> free_host;
+  std::function<uint8_t*(uint64_t bytes)> alloc_device;
+  std::function<void(uint8_t*)> free_device;
+};
+// Plain 4096-aligned host memory for both (the CPU backend).
+MemoryOps host_memory_ops();
+
+class LayerMemory {
+ public:
+  // Allocates staging buffers, device slots and RAM-tier buffers per the plan,
+  // and fills the RAM-tier buffers from the file. An error names what could
+  // not be allocated or read.
+  static Expected<std::unique_ptr<LayerMemory>> create(const LayerMap& map, const TierPlan& plan,
+                                                       const uint8_t* file_base, uint32_t alignment,
+                                                       MemoryOps ops);
+  ~LayerMemory();
+  LayerMemory(const LayerMemory&) = delete;
+  LayerMemory& operator=(const LayerMemory&) = delete;
+
+  const LayerLayout& layout(int32_t layer) const { return layouts_[layer]; }
+  uint8_t* staging(int32_t id) const { return staging_[id]; }
+  uint8_t* slot(int32_t id) const { return slots_[id]; }
+  const uint8_t* ram_layer(int32_t layer) const { return ram_[layer]; }  // nullptr unless RAM tier
+  int32_t n_staging() const { return static_cast<int32_t>(staging_.size()); }
+  int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
+  uint64_t staging_bytes() const { return staging_bytes_; }
+
+ private:
+  LayerMemory() = default;
+  MemoryOps ops_;
+  std::vector<LayerLayout> layouts_;
+  std::vector<uint8_t*> staging_, slots_, ram_;
+  uint64_t staging_bytes_ = 0;
+};
+
+}  // namespace ls

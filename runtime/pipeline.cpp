@@ -1,0 +1,141 @@
+// The actor graph, on one screen:
+//
+//   planner ──LayerJob──▶ reader ──LayerJob──▶ copier ──LayerJob──▶ compute ──StepOutput──▶ sampler
+//      │  (storage tier)     ▲ staging credits    ▲ slot credits    ▲   │                      │
+//      ├──────────────── (RAM tier) ─────────────▶│                 │   │                      │
+//      └──────────────── (resident tier) ──────────────────────────▶│   │                      │
+//      ▲ depth credits (returned by compute as each layer is done) ─────┘                      │
+//                                          compute ◀──StepInput (the prompt, or the next token)┘
+//
+// - Every edge is a bounded Mailbox; every buffer is an id from a CreditPool:
+//   `staging` (reader → copier), `slots` (copier → compute), `depth`
+//   (planner → compute). A free buffer is the only thing that lets work
+//   start, so the pools are the back-pressure.
+// - The token goes from the sampler straight to compute as the next batch:
+//   the planner schedules weights only, since what a layer reads does not
+//   depend on the token — that is what lets it read and copy the next step's
+//   first layers while the current step finishes.
+// - An actor that fails calls RunControl::fail; all others see the stop
+//   within kPollInterval and exit; the client's run_request returns the error.
+#include "runtime/pipeline.h"
+
+#include <chrono>
+
+#include "actors/compute.h"
+#include "actors/copier.h"
+#include "actors/planner.h"
+#include "actors/reader.h"
+
+namespace ls {
+
+struct Pipeline::Graph {
+  Graph(const Model& m, Backend& be, const TierPlan& plan, const PipelineOptions& opt,
+        std::unique_ptr<LayerMemory> memory, std::unique_ptr<BlockSource> source, Tracer& tracer,
+        RunControl& rc)
+      : plan(plan),
+        mem(std::move(memory)),
+        src(std::move(source)),
+        // Credits.
+        depth(opt.depth),
+        staging(std::max(1, mem->n_staging())),
+        slots(std::max(1, mem->n_slots())),
+        // Edges. A mailbox never holds more than the credits that gate its
+        // sender allow, so `depth` places suffice everywhere but the batch edges.
+        to_reader(opt.depth),
+        to_copier(opt.depth),
+        to_compute(opt.depth),
+        steps(2),
+        to_sampler(2),
+        // Actors.
+        planner(plan, depth, to_reader, to_copier, to_compute, rc, tracer),
+        copier(m.map, *mem, staging, slots, to_copier, to_compute, rc, tracer),
+        compute(m, be, *mem, slots, depth, steps, to_compute, to_sampler, rc, tracer, opt.io_only),
+        sampler(to_sampler, steps, rc, tracer) {
+    if (src) reader.emplace(m.map, *mem, *src, staging, to_reader, to_copier, rc, tracer);
+  }
+
+  const TierPlan plan;
+  std::unique_ptr<LayerMemory> mem;
+  std::unique_ptr<BlockSource> src;
+  CreditPool depth, staging, slots;
+  Mailbox<LayerJob> to_reader, to_copier, to_compute;
+  Mailbox<StepInput> steps;
+  Mailbox<StepOutput> to_sampler;
+  Planner planner;
+  std::optional<Reader> reader;
+  HostCopier copier;
+  ComputeActor compute;
+  SamplerActor sampler;
+};
+
+Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
+                                                    const TierPlan& plan,
+                                                    const PipelineOptions& opt, Tracer& tracer,
+                                                    RunControl& rc) {
+  if (opt.depth < 1) return make_error("--depth must be at least 1");
+  std::unique_ptr<BlockSource> src;
+  uint32_t alignment = 4096;
+  if (plan.n_storage > 0) {
+    auto s = open_block_source(m.file->path(), opt.source);
+    if (!s) return s.error();
+    src = std::move(*s);
+    alignment = std::max<uint32_t>(src->alignment(), 1);
+  }
+  auto mem = LayerMemory::create(m.map, plan, m.file->base(), alignment, opt.memory);
+  if (!mem) return mem.error();
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  p->rc_ = &rc;
+  p->n_ctx_ = opt.n_ctx;
+  p->g_ = std::make_unique<Graph>(m, be, plan, opt, std::move(*mem), std::move(src), tracer, rc);
+  Graph& g = *p->g_;
+  p->threads_.emplace_back([&g] { g.planner.run(); });
+  if (g.reader) p->threads_.emplace_back([&g] { g.reader->run(); });
+  p->threads_.emplace_back([&g] { g.copier.run(); });
+  p->threads_.emplace_back([&g] { g.compute.run(); });
+  p->threads_.emplace_back([&g] { g.sampler.run(); });
+  return p;
+}
+
+const char* Pipeline::source_name() const { return g_->src ? g_->src->name() : "none"; }
+
+Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
+  if (prompt.empty()) return make_error("empty request");
+  if (n_ctx_ && n_past_ + prompt.size() > n_ctx_)
+    return make_error("%zu more tokens do not fit in the context: %u of %u positions are used",
+                      prompt.size(), n_past_, n_ctx_);
+  if (rc_->stopped()) {
+    if (auto e = rc_->error()) return *e;
+    return make_error("the run was stopped");
+  }
+  std::promise<uint32_t> done;
+  std::future<uint32_t> fut = done.get_future();
+  const uint32_t first_gen = n_past_ + static_cast<uint32_t>(prompt.size());
+  g_->sampler.begin_request(std::move(cb), 0, first_gen, n_ctx_ ? n_ctx_ : UINT32_MAX,
+                            std::move(done));
+  StepInput in;
+  for (size_t i = 0; i < prompt.size(); ++i)
+    in.batch.add(prompt[i], static_cast<int32_t>(n_past_ + i), 0, i + 1 == prompt.size());
+  if (!g_->steps.push(std::move(in), *rc_)) {
+    if (auto e = rc_->error()) return *e;
+    return make_error("the run was stopped");
+  }
+  while (fut.wait_for(kPollInterval) != std::future_status::ready) {
+    if (rc_->stopped()) {
+      if (auto e = rc_->error()) return *e;
+      return make_error("the run was stopped");
+    }
+  }
+  n_past_ = fut.get();
+  return ok();
+}
+
+void Pipeline::stop() {
+  if (rc_) rc_->stop();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+Pipeline::~Pipeline() { stop(); }
+
+}  // namespace ls

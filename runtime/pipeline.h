@@ -1,0 +1,60 @@
+// The streaming pipeline: the actor graph that runs a model whose layers
+// live in three tiers. runtime/pipeline.cpp declares every actor, every edge
+// and every capacity in one place; read it first.
+// defines: PipelineOptions, Pipeline
+#pragma once
+
+#include <memory>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "actors/sampler.h"
+#include "io/block_source.h"
+#include "model/model.h"
+#include "model/tier_plan.h"
+#include "runtime/layer_memory.h"
+#include "runtime/run_control.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+struct PipelineOptions {
+  int32_t depth = 4;            // layers planned ahead of compute
+  SourceOptions source;         // the reader's block source (kind, queue depth, chunk size)
+  bool io_only = false;         // skip the kernels: measure the pipeline's own ceiling
+  uint32_t n_ctx = 0;           // the backend's context (positions per sequence)
+  MemoryOps memory = host_memory_ops();
+};
+
+class Pipeline {
+ public:
+  // Allocates the tiers' memory per the plan, opens the block source (when
+  // some layer is on storage) and starts the actors.
+  static Expected<std::unique_ptr<Pipeline>> start(const Model& m, Backend& be,
+                                                   const TierPlan& plan,
+                                                   const PipelineOptions& opt, Tracer& tracer,
+                                                   RunControl& rc);
+  ~Pipeline();  // stops the run and joins every actor
+
+  // Feed the prompt as one batch at positions n_past.., then keep feeding
+  // back what the callback returns until it returns nullopt (or the context
+  // is full). Returns when the request ends; an error if the run failed or
+  // was stopped.
+  Status run_request(std::span<const int32_t> prompt, StepCallback cb);
+  uint32_t n_past() const { return n_past_; }
+  uint32_t n_ctx() const { return n_ctx_; }
+  const char* source_name() const;
+  // Stop the run (every actor exits within a poll interval) and join.
+  void stop();
+
+ private:
+  struct Graph;
+  Pipeline() = default;
+  std::unique_ptr<Graph> g_;
+  std::vector<std::thread> threads_;
+  RunControl* rc_ = nullptr;
+  uint32_t n_past_ = 0, n_ctx_ = 0;
+};
+
+}  // namespace ls

@@ -1,0 +1,67 @@
+// The shared fate of one run of the actor graph: a stop flag every actor
+// polls between (timed) waits, the first error (naming the actor and the
+// layer), and a progress counter for the stall watchdog. An actor that fails
+// calls fail(); every other actor sees stopped() within one poll interval,
+// drains and exits, and the error reaches main.
+// defines: RunControl, kPollInterval
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "runtime/status.h"
+
+namespace ls {
+
+// How long a blocked actor waits before looking at the stop flag again: the
+// bound on how late a stop is seen.
+inline constexpr std::chrono::milliseconds kPollInterval{20};
+
+class RunControl {
+ public:
+  bool stopped() const { return stopped_.load(std::memory_order_acquire); }
+  // Record an error (the first one wins) and stop the run.
+  void fail(const std::string& actor, int32_t layer, int64_t step, const std::string& what) {
+    std::string msg = actor;
+    if (layer >= 0) msg += " (layer " + std::to_string(layer) + ", step " + std::to_string(step) + ")";
+    msg += ": " + what;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = Error{msg};
+    }
+    stop();
+  }
+  // Stop without an error (end of the run, Ctrl-C).
+  void stop() { stopped_.store(true, std::memory_order_release); }
+  void cancel(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!cancel_reason_) cancel_reason_ = why;
+    }
+    stop();
+  }
+  std::optional<Error> error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+  std::optional<std::string> cancelled() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancel_reason_;
+  }
+  // Something moved (a layer was computed, a buffer filled): the watchdog's pulse.
+  void pulse() { progress_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> progress_{0};
+  mutable std::mutex mu_;
+  std::optional<Error> error_;
+  std::optional<std::string> cancel_reason_;
+};
+
+}  // namespace ls

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Build layerstream and run every test: unit tests (CPU), GPU tests (they
+# print SKIPPED without a CUDA device), and the GGUF reader's fuzzer for 60 s.
+# Usage: scripts/test.sh [build-dir]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+jobs=$(nproc)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" -j "$jobs" --output-on-failure
+if [ -x "$build/ls_gpu_tests" ]; then
+  # The GPU tests' own summary (a visible SKIPPED line on machines without a GPU).
+  "$build/ls_gpu_tests" || exit 1
+fi
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
