@@ -1,0 +1,23 @@
+// Reads a Chrome trace JSON back into the stall table: what
+// `layerstream trace summarize FILE` prints. It rebuilds the per-track totals
+// from the spans themselves (their kind is the event's "cat", or args.kind),
+// so it also works on a trace cut or merged by other tools.
+// defines: summarize_chrome_trace(), chrome_trace_track_stats()
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+// One TrackStats per thread track (thread_name metadata, or a bare pid/tid that
+// carries spans), in the order the tracks first appear.
+Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path);
+
+// The stall table of a trace written by Tracer::write_chrome_json.
+Expected<StallTable> summarize_chrome_trace(const std::string& path);
+
+}  // namespace ls

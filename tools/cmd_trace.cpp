@@ -1,0 +1,31 @@
+// layerstream trace summarize FILE: the stall table of a trace written by --trace
+// (per actor: busy / starved / blocked %, bytes, GB/s, and the stage that bounds
+// the pipeline), the same table that --stats prints at the end of a run.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "runtime/trace_summary.h"
+#include "tools/commands.h"
+
+namespace ls {
+
+Command add_trace(CLI::App& app) {
+  auto* sub = app.add_subcommand("trace", "Read traces written by --trace");
+  sub->require_subcommand(1);
+  auto* summarize =
+      sub->add_subcommand("summarize", "Print the stall table of a Chrome trace JSON file");
+  auto path = std::make_shared<std::string>();
+  summarize->add_option("FILE", *path, "Trace written by --trace FILE")->required();
+  return [path] {
+    auto table = summarize_chrome_trace(*path);
+    if (!table) {
+      std::fprintf(stderr, "error: %s\n", table.error().message.c_str());
+      return 1;
+    }
+    std::fputs(table->to_text().c_str(), stdout);
+    return 0;
+  };
+}
+
+}  // namespace ls
