@@ -261,25 +261,35 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& f) {
           "%s: metadata 'tokenizer.ggml.merges' is missing or not an array of strings (a gpt2 "
           "tokenizer needs it)",
           file);
-    t->merges_.assign(table_size(merges->count), Merge{0, -1, -1});
-    t->merge_mask_ = t->merges_.size() - 1;
+    if (merges->count >= INT32_MAX)
+      return make_error("%s: tokenizer.ggml.merges has too many entries", file);
+    size_t bytes = 0;
+    for (const std::string& m : merges->strings) bytes += m.size();
+    if (bytes >= UINT32_MAX) return make_error("%s: tokenizer.ggml.merges is too large", file);
+    t->merge_text_.reserve(bytes);
+    t->merge_off_.reserve(merges->count + 1);
+    t->merge_slot_.assign(table_size(merges->count), MergeSlot{-1, 0});
+    t->merge_mask_ = t->merge_slot_.size() - 1;
     for (size_t r = 0; r < merges->count; ++r) {
-      std::string_view m = merges->strings[r];
-      const size_t sp = m.find(' ', 1);
-      if (sp == std::string_view::npos)
+      const std::string& m = merges->strings[r];
+      if (m.find(' ', 1) == std::string::npos)
         return make_error("%s: tokenizer.ggml.merges[%zu] = '%s' is not two tokens and a space",
-                          file, r, merges->strings[r].c_str());
-      const std::string_view left = m.substr(0, sp), right = m.substr(sp + 1);
-      const int32_t a = t->find(left), b = t->find(right), c = t->find2(left, right);
-      // Merges whose parts or result are not tokens can never apply: every
-      // symbol starts as a byte token and only ever becomes a merge's result.
-      if (a < 0 || b < 0 || c < 0) continue;
-      const uint64_t key = pair_key(a, b);
-      uint64_t k = mix64(key) & t->merge_mask_;
-      while (t->merges_[k].rank >= 0 && t->merges_[k].key != key) k = (k + 1) & t->merge_mask_;
-      if (t->merges_[k].rank < 0)
-        t->merges_[k] = {key, static_cast<int32_t>(r), c};  // first rank wins
+                          file, r, m.c_str());
+      t->merge_off_.push_back(static_cast<uint32_t>(t->merge_text_.size()));
+      t->merge_text_ += m;
+      const uint64_t h = mix64(fnv1a(m));
+      const auto tag = static_cast<uint32_t>(h >> 32);
+      uint64_t k = h & t->merge_mask_;
+      for (;; k = (k + 1) & t->merge_mask_) {
+        const MergeSlot& e = t->merge_slot_[k];
+        if (e.rank < 0) {
+          t->merge_slot_[k] = {static_cast<int32_t>(r), tag};
+          break;
+        }
+        if (e.tag == tag && m == merges->strings[e.rank]) break;  // a repeat: the first rank wins
+      }
     }
+    t->merge_off_.push_back(static_cast<uint32_t>(t->merge_text_.size()));
   }
 
   // Special token ids: the keys, else the family's usual tokens.
@@ -372,13 +382,20 @@ int32_t Tokenizer::find2(std::string_view a, std::string_view b) const {
   }
 }
 
-const Tokenizer::Merge* Tokenizer::find_merge(int32_t a, int32_t b) const {
-  if (merges_.empty()) return nullptr;
-  const uint64_t key = pair_key(a, b);
-  for (uint64_t k = mix64(key) & merge_mask_;; k = (k + 1) & merge_mask_) {
-    const Merge& m = merges_[k];
-    if (m.rank < 0) return nullptr;
-    if (m.key == key) return &m;
+int32_t Tokenizer::merge_rank(int32_t left, int32_t right) const {
+  if (merge_slot_.empty()) return -1;
+  const std::string& a = text_[left];
+  const std::string& b = text_[right];
+  const uint64_t h = mix64(fnv1a(b, fnv1a(" ", fnv1a(a))));
+  for (uint64_t k = h & merge_mask_;; k = (k + 1) & merge_mask_) {
+    const auto [rank, tag] = merge_slot_[k];
+    if (rank < 0) return -1;
+    if (tag != static_cast<uint32_t>(h >> 32)) continue;
+    const std::string_view m(merge_text_.data() + merge_off_[rank],
+                             merge_off_[rank + 1] - merge_off_[rank]);
+    if (m.size() == a.size() + 1 + b.size() && m.compare(0, a.size(), a) == 0 &&
+        m[a.size()] == ' ' && m.substr(a.size() + 1) == b)
+      return rank;
   }
 }
 
@@ -519,9 +536,13 @@ void Tokenizer::encode_bpe_word(std::string_view word, std::vector<int32_t>& out
   std::priority_queue<Bigram> queue;
   const auto consider = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0) return;
-    const Merge* m = find_merge(sym[l].id, sym[r].id);
-    if (!m) return;
-    queue.push({-static_cast<float>(m->rank), l, r, sym[l].len + sym[r].len, m->result});
+    const int32_t rank = merge_rank(sym[l].id, sym[r].id);
+    if (rank < 0) return;
+    // A merge whose result is not a token never applies (Hugging Face
+    // refuses such vocabularies): symbols stay tokens throughout.
+    const int32_t result = find2(text_[sym[l].id], text_[sym[r].id]);
+    if (result < 0) return;
+    queue.push({-static_cast<float>(rank), l, r, sym[l].len + sym[r].len, result});
   };
   for (size_t i = 0; i + 1 < word.size(); ++i)
     consider(static_cast<int32_t>(i), static_cast<int32_t>(i + 1));

@@ -75,16 +75,13 @@ class Tokenizer {
   void encode_bpe_word(std::string_view word, std::vector<int32_t>& out) const;
   void encode_spm(std::string_view text, std::vector<int32_t>& out) const;
   int32_t spm_byte_token(uint8_t b) const;
-  static uint64_t pair_key(int32_t a, int32_t b) {
-    return (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
-  }
 
   TokenizerFamily family_ = TokenizerFamily::Llama3Bpe;
   std::vector<std::string> text_;  // (n_vocab)
   std::vector<TokenType> type_;    // (n_vocab)
   std::vector<float> score_;       // (n_vocab) SPM only
-  // Token text -> id: open addressing over text_ (a std::unordered_map of
-  // 128k strings plus 280k merge lookups took ~0.5 s to build; this ~30 ms).
+  // Token text -> id: open addressing over text_ (a std::unordered_map was
+  // several times slower to build for 128k tokens).
   struct TextSlot {
     int32_t id;    // -1: empty
     uint32_t tag;  // the text's hash, to skip most string compares
@@ -95,14 +92,19 @@ class Tokenizer {
   };
   TextIndex index_;
   int32_t find2(std::string_view a, std::string_view b) const;  // the id of text a + b
-  struct Merge {
-    uint64_t key;  // pair_key(left, right); 0 with rank -1: empty
-    int32_t rank, result;
+  // BPE merges keyed by their text "left right" (the rank is the index), so
+  // loading 280k of them is one hash insert each; token ids are resolved only
+  // for the pairs an encode meets.
+  struct MergeSlot {
+    int32_t rank;  // -1: empty
+    uint32_t tag;
   };
-  std::vector<Merge> merges_;  // open addressing on key
+  std::vector<MergeSlot> merge_slot_;  // size a power of two
   uint64_t merge_mask_ = 0;
-  const Merge* find_merge(int32_t a, int32_t b) const;
-  int32_t byte_token_[256];        // BPE: the token of each byte's character
+  std::string merge_text_;                                // every merge's text, back to back
+  std::vector<uint32_t> merge_off_;                       // (n_merges + 1) offsets into merge_text_
+  int32_t merge_rank(int32_t left, int32_t right) const;  // -1: no merge
+  int32_t byte_token_[256];                               // BPE: the token of each byte's character
   std::vector<int32_t> specials_;  // control/user-defined/unknown ids, longest text first
   std::vector<int32_t> eog_;
   int32_t bos_ = -1, eos_ = -1, eot_ = -1, unk_ = -1;

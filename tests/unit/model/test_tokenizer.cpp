@@ -91,13 +91,15 @@ std::string ids_str(const std::vector<int32_t>& ids) {
   return s;
 }
 
-// Decode token by token, checking that nothing pushed ends inside a character.
-std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids) {
+// Decode token by token; for text that is valid UTF-8, check that nothing
+// pushed ends inside a character.
+std::string stream_decode(const Tokenizer& tok, const std::vector<int32_t>& ids,
+                          bool valid_utf8 = true) {
   Detokenizer d(tok);
   std::string all;
   for (int32_t id : ids) {
     const std::string part = d.push(id);
-    if (!part.empty()) {
+    if (valid_utf8 && !part.empty()) {
       // A part never ends with a lead byte waiting for its continuation.
       const auto last = static_cast<uint8_t>(part.back());
       CHECK_FALSE((last >= 0xC2 && last <= 0xF4));
@@ -270,6 +272,31 @@ TEST_CASE("tokenizer: decoding the test strings gives them back") {
   }
 }
 
+TEST_CASE("tokenizer: random text round-trips") {
+  Loaded bpe = load_vocab("llama-bpe");
+  Loaded spm = load_vocab("llama-spm");
+  if (!bpe.tok || !spm.tok) return;
+  uint64_t state = 42;
+  const auto rnd = [&](uint32_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 33) % n;
+  };
+  const uint32_t pool[] = {' ',   ' ',    '\n',    '\t',   'a',  'Z',   '7',    '\'',   '.', 0xE9,
+                           0x416, 0x4E2D, 0x1F999, 0x3000, 0xA0, 0x661, 0x200D, 0xFE0F, 's'};
+  for (int iter = 0; iter < 300; ++iter) {
+    std::string s;
+    const uint32_t len = rnd(40);
+    for (uint32_t i = 0; i < len; ++i)
+      utf8_append(s, rnd(3) ? pool[rnd(std::size(pool))] : 'a' + rnd(26));
+    CHECK(stream_decode(*bpe.tok, bpe.tok->encode(s, true, false)) == s);
+    CHECK(stream_decode(*spm.tok, spm.tok->encode(s, true, false)) == s);
+    // Byte-level BPE keeps any bytes, valid UTF-8 or not.
+    std::string raw;
+    for (uint32_t i = 0; i < len; ++i) raw += static_cast<char>(rnd(256));
+    CHECK(stream_decode(*bpe.tok, bpe.tok->encode(raw, false, false), false) == raw);
+  }
+}
+
 TEST_CASE("tokenizer: encoding a few KB takes milliseconds") {
   Loaded bpe = load_vocab("llama-bpe");
   Loaded spm = load_vocab("llama-spm");
@@ -278,6 +305,9 @@ TEST_CASE("tokenizer: encoding a few KB takes milliseconds") {
   std::string text;
   while (text.size() < 8192)
     for (const std::string& s : v.text) text += s + "\n";
+  // One 4 KB word with no whole-word token: every merge goes through the queue.
+  uint32_t x = 1;
+  for (int i = 0; i < 4096; ++i) text += static_cast<char>('a' + (x = x * 1103515245 + 12345) % 26);
   for (const Tokenizer* t : {bpe.tok.get(), spm.tok.get()}) {
     double best = 1e9;
     size_t n = 0;
