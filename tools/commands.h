@@ -17,5 +17,6 @@ Command add_synth(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_trace(CLI::App& app);
 Command add_decode(CLI::App& app);
+Command add_probe(CLI::App& app);
 
 }  // namespace ls

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(ls::add_inspect);
   add(ls::add_tokenize);
   add(ls::add_trace);
+  add(ls::add_probe);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@
 
 #include "io/block_source.h"
 #include "io/faulty_source.h"
+#include "io/probe_storage.h"
 
 using namespace ls;
 namespace fs = std::filesystem;
@@ -430,4 +431,36 @@ TEST_CASE("block source: wait returns at its timeout, and does not hang waiting 
     CHECK(done[0].status.ok());
     CHECK(f.in_flight() == 0);
   }
+}
+
+TEST_CASE("block source: probe_storage reports every queue depth over the whole file") {
+  ProbeOptions o;
+  o.queue_depths = {1, 4};
+  o.chunk_bytes = 256 * 1024;
+  o.passes = 3;
+  auto r = probe_storage(pattern_file().string(), o);
+  REQUIRE_MESSAGE(r, r.error().message);
+  MESSAGE(r->source_line);
+  CHECK(r->file_bytes == kFileBytes);
+  CHECK(r->bytes_per_pass == kFileBytes);
+  CHECK(r->chunk_bytes == 256 * 1024);
+  CHECK(r->direct == test_dir().direct);
+  CHECK(r->note.empty() == r->direct);  // buffered reads carry the page-cache caveat
+  REQUIRE(r->rows.size() == 2);
+  for (const ProbeRow& row : r->rows) {
+    CHECK(row.gbps.size() == 3);
+    CHECK(row.gbps_min > 0);
+    CHECK(row.gbps_min <= row.gbps_median);
+    CHECK(row.gbps_median <= row.gbps_max);
+  }
+  CHECK(r->rows[0].queue_depth == 1);
+  CHECK(r->best() != nullptr);
+
+  o.max_bytes = 1 << 20;
+  o.queue_depths = {2};
+  auto part = probe_storage(pattern_file().string(), o);
+  REQUIRE(part);
+  CHECK(part->bytes_per_pass == (1 << 20));
+  o.queue_depths = {};
+  CHECK(!probe_storage(pattern_file().string(), o));
 }

@@ -1,0 +1,184 @@
+// layerstream probe: measure this machine's ceilings, so that every benchmark
+// can print its result as a ratio to them. Storage: O_DIRECT reads of a given
+// file at several queue depths (io/probe_storage). GPU: pinned and pageable
+// H2D, device memory bandwidth: see probe_gpu below (the hook for the CUDA side).
+#include <cinttypes>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/block_source.h"
+#include "io/probe_storage.h"
+#include "tools/commands.h"
+
+namespace ls {
+namespace {
+
+// "1MiB", "4M", "512k", "65536", "2GB" -> bytes (K/M/G/T are binary, as in dd).
+Expected<uint64_t> parse_bytes(const std::string& s) {
+  size_t pos = 0;
+  unsigned long long n = 0;
+  try {
+    n = std::stoull(s, &pos);
+  } catch (...) {
+    return make_error("'%s' is not a size (e.g. 1MiB, 512KiB, 4096)", s.c_str());
+  }
+  std::string unit = s.substr(pos);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  uint64_t mul = 1;
+  if (unit.empty() || unit == "b")
+    mul = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb")
+    mul = 1ull << 10;
+  else if (unit == "m" || unit == "mib" || unit == "mb")
+    mul = 1ull << 20;
+  else if (unit == "g" || unit == "gib" || unit == "gb")
+    mul = 1ull << 30;
+  else if (unit == "t" || unit == "tib" || unit == "tb")
+    mul = 1ull << 40;
+  else
+    return make_error("'%s': unknown size unit '%s' (KiB, MiB, GiB)", s.c_str(), unit.c_str());
+  return static_cast<uint64_t>(n) * mul;
+}
+
+// ---- GPU measurements: the hook for the CUDA engineer ----------------------
+// Add here: pinned H2D (cudaHostAlloc + cudaMemcpyAsync), pageable H2D, and
+// device memory bandwidth (a device-to-device copy), each as median/min/max
+// GB/s over a few passes, like the storage rows. Fill `rows` and return true;
+// run_probe prints them in the same table and writes them under "gpu" in the
+// JSON. In a CPU-only build (no LS_HAVE_CUDA) this stays as it is.
+struct GpuRow {
+  std::string what;  // "pinned H2D", "pageable H2D", "device memory (D2D, read+write)"
+  double gbps_median = 0, gbps_min = 0, gbps_max = 0;
+};
+bool probe_gpu(std::vector<GpuRow>& rows, std::string& why_not) {
+  (void)rows;
+  why_not = "not measured yet (GPU probes: tools/cmd_probe.cpp, probe_gpu)";
+  return false;
+}
+
+int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const std::string& chunk,
+              const std::string& bytes, int passes, const std::string& source,
+              const std::string& json_out) {
+  nlohmann::json j;
+  if (!file.empty()) {
+    ProbeOptions o;
+    o.kind = source;
+    o.queue_depths = qds;
+    o.passes = passes;
+    auto c = parse_bytes(chunk);
+    if (!c) {
+      std::fprintf(stderr, "probe: --chunk %s\n", c.error().message.c_str());
+      return 1;
+    }
+    o.chunk_bytes = *c;
+    if (!bytes.empty()) {
+      auto b = parse_bytes(bytes);
+      if (!b) {
+        std::fprintf(stderr, "probe: --bytes %s\n", b.error().message.c_str());
+        return 1;
+      }
+      o.max_bytes = *b;
+    }
+    auto r = probe_storage(file, o);
+    if (!r) {
+      std::fprintf(stderr, "probe: %s\n", r.error().message.c_str());
+      return 1;
+    }
+    std::printf("%s\n", r->source_line.c_str());
+    std::printf("storage: %s, %.2f GB file, %d pass(es) of %.2f GB each, chunk %s, %s%s\n",
+                file.c_str(), r->file_bytes / 1e9, passes, r->bytes_per_pass / 1e9,
+                format_bytes(r->chunk_bytes).c_str(), r->source.c_str(),
+                r->direct ? " O_DIRECT" : " buffered");
+    if (!r->note.empty()) std::printf("note: %s\n", r->note.c_str());
+    std::printf("%6s  %12s  %8s  %8s\n", "qd", "GB/s median", "min", "max");
+    for (const ProbeRow& row : r->rows)
+      std::printf("%6u  %12.3f  %8.3f  %8.3f\n", row.queue_depth, row.gbps_median, row.gbps_min,
+                  row.gbps_max);
+    if (const ProbeRow* b = r->best())
+      std::printf("storage read ceiling: %.3f GB/s (qd %u)\n", b->gbps_median, b->queue_depth);
+
+    nlohmann::json s;
+    s["file"] = file;
+    s["file_bytes"] = r->file_bytes;
+    s["bytes_per_pass"] = r->bytes_per_pass;
+    s["chunk_bytes"] = r->chunk_bytes;
+    s["passes"] = passes;
+    s["source"] = r->source;
+    s["source_line"] = r->source_line;
+    s["direct"] = r->direct;
+    s["fixed_buffers"] = r->fixed_buffers;
+    s["note"] = r->note;
+    s["rows"] = nlohmann::json::array();
+    for (const ProbeRow& row : r->rows)
+      s["rows"].push_back({{"queue_depth", row.queue_depth},
+                           {"gbps_median", row.gbps_median},
+                           {"gbps_min", row.gbps_min},
+                           {"gbps_max", row.gbps_max},
+                           {"gbps_passes", row.gbps}});
+    if (const ProbeRow* b = r->best()) {
+      s["ceiling_gbps"] = b->gbps_median;
+      s["ceiling_queue_depth"] = b->queue_depth;
+    }
+    j["storage"] = s;
+  } else {
+    std::printf("storage: not measured (give --file F, e.g. the model)\n");
+    j["storage"] = nullptr;
+  }
+
+  std::vector<GpuRow> gpu;
+  std::string why_not;
+  if (probe_gpu(gpu, why_not)) {
+    std::printf("%-34s  %12s  %8s  %8s\n", "gpu", "GB/s median", "min", "max");
+    j["gpu"] = nlohmann::json::array();
+    for (const GpuRow& g : gpu) {
+      std::printf("%-34s  %12.2f  %8.2f  %8.2f\n", g.what.c_str(), g.gbps_median, g.gbps_min,
+                  g.gbps_max);
+      j["gpu"].push_back({{"what", g.what},
+                          {"gbps_median", g.gbps_median},
+                          {"gbps_min", g.gbps_min},
+                          {"gbps_max", g.gbps_max}});
+    }
+  } else {
+    std::printf("gpu: %s\n", why_not.c_str());
+    j["gpu"] = nullptr;
+  }
+
+  if (!json_out.empty()) {
+    std::ofstream f(json_out);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "probe: cannot write %s\n", json_out.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_probe(CLI::App& app) {
+  auto* sub = app.add_subcommand("probe", "Measure this machine's ceilings: storage read, GPU");
+  struct Args {
+    std::string file, chunk = "1MiB", bytes, source = "auto", json;
+    std::vector<uint32_t> qd = {1, 4, 16, 32};
+    int passes = 3;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("-f,--file", a->file, "File to read (the model): O_DIRECT where allowed");
+  sub->add_option("--qd", a->qd, "Queue depths, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--chunk", a->chunk, "Bytes per read request (e.g. 1MiB, 256KiB)")
+      ->capture_default_str();
+  sub->add_option("--bytes", a->bytes, "Read at most this much per pass (default: whole file)");
+  sub->add_option("--passes", a->passes, "Passes per queue depth (median, min, max over them)")
+      ->capture_default_str();
+  sub->add_option("--source", a->source, "Block source: auto, uring, pread, buffered")
+      ->capture_default_str();
+  sub->add_option("--json", a->json, "Also write the results as JSON to this file");
+  return
+      [a] { return run_probe(a->file, a->qd, a->chunk, a->bytes, a->passes, a->source, a->json); };
+}
+
+}  // namespace ls
