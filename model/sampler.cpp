@@ -1,0 +1,229 @@
+// The token sampler: see sampler.h for the chain and its guarantees.
+// defines: Sampler
+#include "model/sampler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace ls {
+
+namespace {
+
+// The candidate order, as one integer: higher logit first, lower id first
+// among equals. A total order, so nth_element/sort give the same sequence with
+// any library, and integer compares are cheaper than (float, id) pairs.
+// Floats map to uint32 preserving order: negatives have every bit flipped,
+// non-negatives the sign bit set. (-0 is made +0 before, so they tie.)
+uint64_t candidate_key(float logit, int32_t id) {
+  uint32_t bits;
+  std::memcpy(&bits, &logit, sizeof bits);
+  const uint32_t ord = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  return (uint64_t(ord) << 32) | uint64_t(0xFFFFFFFFu - uint32_t(id));
+}
+int32_t candidate_id(uint64_t key) {
+  return int32_t(0xFFFFFFFFu - uint32_t(key));
+}
+
+bool penalty_on(const SamplerParams& p) {
+  return p.repeat_penalty != 1.0f && p.repeat_last_n != 0;
+}
+
+uint64_t pick_seed(uint64_t requested) {
+  if (requested != kSamplerRandomSeed) return requested;
+  std::random_device rd;  // 32 bits a call
+  uint64_t s;
+  do {  // never report the "random" sentinel as the seed used: it would not replay
+    s = (uint64_t(rd()) << 32) | uint64_t(rd());
+  } while (s == kSamplerRandomSeed);
+  return s;
+}
+
+}  // namespace
+
+Sampler::Sampler(const SamplerParams& p, int32_t n_vocab)
+    : params_(p), n_vocab_(n_vocab), seed_(pick_seed(p.seed)), rng_(seed_) {
+  assert(n_vocab > 0);
+  work_.resize(size_t(n_vocab_));
+  cand_.resize(size_t(n_vocab_));
+  prob_.resize(size_t(n_vocab_));
+  if (penalty_on(params_)) {
+    if (params_.repeat_last_n > 0) ring_.resize(size_t(params_.repeat_last_n));
+    count_.assign(size_t(n_vocab_), 0);
+    pos_.assign(size_t(n_vocab_), -1);
+    distinct_.reserve(size_t(n_vocab_));  // at most every token once: push_back never grows it
+  }
+}
+
+void Sampler::reset() {
+  rng_.seed(seed_);
+  for (int32_t t : distinct_) {
+    count_[size_t(t)] = 0;
+    pos_[size_t(t)] = -1;
+  }
+  distinct_.clear();
+  ring_head_ = 0;
+  ring_size_ = 0;
+}
+
+void Sampler::history_add(int32_t t) {
+  if (count_[size_t(t)]++ == 0) {
+    pos_[size_t(t)] = int32_t(distinct_.size());
+    distinct_.push_back(t);
+  }
+}
+
+void Sampler::history_remove(int32_t t) {
+  if (--count_[size_t(t)] == 0) {
+    const int32_t i = pos_[size_t(t)];
+    const int32_t last = distinct_.back();
+    distinct_[size_t(i)] = last;
+    pos_[size_t(last)] = i;
+    distinct_.pop_back();
+    pos_[size_t(t)] = -1;
+  }
+}
+
+void Sampler::accept(int32_t token) {
+  assert(token >= 0 && token < n_vocab_);
+  if (token < 0 || token >= n_vocab_ || !penalty_on(params_)) return;
+  if (!ring_.empty()) {  // finite window: the oldest token leaves when it is full
+    if (ring_size_ == ring_.size()) {
+      history_remove(ring_[ring_head_]);
+    } else {
+      ++ring_size_;
+    }
+    ring_[ring_head_] = token;
+    ring_head_ = (ring_head_ + 1) % ring_.size();
+  }
+  history_add(token);
+}
+
+// llama.cpp's rule, once per distinct token in the window however often it
+// occurs: a positive logit is divided by the penalty, the others multiplied.
+void Sampler::apply_penalty() {
+  const float p = params_.repeat_penalty;
+  for (int32_t t : distinct_) {
+    float& l = work_[size_t(t)];
+    l = l <= 0.0f ? l * p : l / p;
+  }
+}
+
+int32_t Sampler::argmax() const {
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab_; ++i) {
+    if (work_[size_t(i)] > work_[size_t(best)]) best = i;  // strict: ties keep the lowest id
+  }
+  return best;
+}
+
+double Sampler::uniform01() {
+  return double(rng_() >> 11) * 0x1.0p-53;  // 53 random bits: every double in [0, 1) on the grid
+}
+
+int32_t Sampler::sample(const float* logits) {
+  const size_t n = size_t(n_vocab_);
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // Copy, with NaN as -inf, +inf as the largest float and -0 as +0, so the
+  // order is total and differences of logits stay finite.
+  for (size_t i = 0; i < n; ++i) {
+    float l = logits[i];
+    if (std::isnan(l)) l = kNegInf;
+    if (l > FLT_MAX) l = FLT_MAX;
+    if (l == 0.0f) l = 0.0f;
+    work_[i] = l;
+  }
+  if (penalty_on(params_)) apply_penalty();
+  const int32_t best = argmax();
+  // Greedy, and the degenerate row where every token is masked out.
+  if (params_.temp <= 0.0f || work_[size_t(best)] == kNegInf) return best;
+  const float top = work_[size_t(best)];  // every filter keeps it
+  auto logit = [&](uint64_t key) { return work_[size_t(candidate_id(key))]; };
+  auto begin = cand_.begin();
+  const std::greater<uint64_t> before;  // larger key first
+
+  for (size_t i = 0; i < n; ++i) cand_[i] = candidate_key(work_[i], int32_t(i));
+  size_t n_cand = n;
+  size_t n_sorted = 0;  // cand_[0, n_sorted) is in order and ahead of the rest
+
+  // top-k: O(n) selection, then sort only the k kept.
+  if (params_.top_k > 0 && size_t(params_.top_k) < n) {
+    const size_t k = size_t(params_.top_k);
+    std::nth_element(begin, begin + std::ptrdiff_t(k), cand_.end(), before);
+    std::sort(begin, begin + std::ptrdiff_t(k), before);
+    n_cand = n_sorted = k;
+  }
+
+  // top-p: the smallest prefix (by probability, before temperature) whose
+  // mass reaches p; at least one token.
+  if (params_.top_p < 1.0f) {
+    const double p = double(params_.top_p);
+    double z = 0.0;
+    for (size_t i = 0; i < n_cand; ++i) z += std::exp(double(logit(cand_[i])) - double(top));
+    // Unsorted (top-k off): select growing prefixes until one holds mass p,
+    // then sort only that one. The top-m set is unique under the total order,
+    // so this equals sorting everything.
+    for (size_t m = 256; n_sorted < n_cand; m *= 4) {
+      if (m >= n_cand) {
+        std::sort(begin, begin + std::ptrdiff_t(n_cand), before);
+        n_sorted = n_cand;
+        break;
+      }
+      std::nth_element(begin, begin + std::ptrdiff_t(m), begin + std::ptrdiff_t(n_cand), before);
+      double mass = 0.0;
+      for (size_t i = 0; i < m; ++i) mass += std::exp(double(logit(cand_[i])) - double(top));
+      if (mass >= p * z) {
+        std::sort(begin, begin + std::ptrdiff_t(m), before);
+        n_sorted = m;
+        break;
+      }
+    }
+    double cum = 0.0;
+    size_t kept = n_sorted;  // mass p reached within the sorted prefix, up to rounding
+    for (size_t i = 0; i < n_sorted; ++i) {
+      cum += std::exp(double(logit(cand_[i])) - double(top)) / z;
+      if (cum >= p) {
+        kept = i + 1;
+        break;
+      }
+    }
+    n_cand = kept;
+  }
+
+  // min-p: keep logits >= max + log(min_p), i.e. probability >= min_p times
+  // the largest one (before temperature); the largest is always kept.
+  if (params_.min_p > 0.0f) {
+    const float threshold = std::min(top, top + std::log(params_.min_p));
+    size_t kept = 0;
+    for (size_t i = 0; i < n_cand; ++i) {  // stable compaction: the order stays
+      if (logit(cand_[i]) >= threshold) cand_[kept++] = cand_[i];
+    }
+    n_cand = kept;
+  }
+
+  // temperature, softmax and the draw. (l - max) / t rather than l / t - max / t:
+  // no inf - inf as t -> 0.
+  const double inv_t = 1.0 / double(params_.temp);
+  double sum = 0.0;
+  for (size_t i = 0; i < n_cand; ++i) {
+    prob_[i] = std::exp((double(logit(cand_[i])) - double(top)) * inv_t);
+    sum += prob_[i];
+  }
+  const double u = uniform01() * sum;
+  double cum = 0.0;
+  size_t last_nonzero = 0;
+  for (size_t i = 0; i < n_cand; ++i) {
+    if (prob_[i] == 0.0) continue;  // never drawn
+    cum += prob_[i];
+    last_nonzero = i;
+    if (u < cum) return candidate_id(cand_[i]);
+  }
+  return candidate_id(cand_[last_nonzero]);  // u rounded up to sum
+}
+
+}  // namespace ls

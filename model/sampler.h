@@ -1,0 +1,89 @@
+// The token sampler: one row of logits in, one token id out, with the
+// semantics of llama.cpp's default sampler chain:
+//
+//   repeat penalty -> top-k -> top-p -> min-p -> temperature -> softmax -> draw
+//
+// temp <= 0 is greedy: the argmax after the repeat penalty, ties to the lowest
+// id (the filters in between always keep the argmax, so they are skipped).
+//
+// Determinism: the draw uses std::mt19937_64, whose output sequence the C++
+// standard fixes, and turns its raw 64-bit output into a uniform double itself
+// (std::*_distribution is implementation-defined). Candidates are ordered by
+// (logit descending, id ascending), a total order, so ties sort the same way
+// with any standard library. Same seed, same logits => same tokens everywhere.
+//
+// Cost per call: O(n_vocab) for the copy, the penalty and top-k
+// (nth_element on integer keys). With top-k off, top-p selects a growing
+// prefix (256, 1024, ... tokens) until it holds mass p, and sorts only that,
+// so a full sort of the vocabulary happens only for a nearly flat row. No
+// allocation after construction: every scratch buffer is a member sized to
+// n_vocab.
+// defines: SamplerParams, kSamplerRandomSeed, Sampler
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace ls {
+
+// llama.cpp's LLAMA_DEFAULT_SEED: "pick a random seed" (then report it).
+inline constexpr uint64_t kSamplerRandomSeed = 0xFFFFFFFF;
+
+struct SamplerParams {
+  float temp = 0.8f;            // <= 0 means greedy (llama.cpp: --temp 0 is greedy)
+  int32_t top_k = 40;           // <= 0: off
+  float top_p = 0.95f;          // >= 1: off
+  float min_p = 0.05f;          // <= 0: off
+  float repeat_penalty = 1.0f;  // 1: off
+  int32_t repeat_last_n = 64;   // recent tokens the penalty looks at (0: off, -1: whole context)
+  uint64_t seed = kSamplerRandomSeed;  // kSamplerRandomSeed: one from std::random_device
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerParams& p, int32_t n_vocab);
+
+  // Choose the next token from one row of logits (n_vocab floats; not modified).
+  int32_t sample(const float* logits);
+  // Record a token that is now part of the context (prompt tokens and sampled
+  // ones), for the repeat penalty. O(1).
+  void accept(int32_t token);
+  // Forget the history and re-seed with seed(): a reset sampler repeats the
+  // draws of a fresh one.
+  void reset();
+  // The seed actually used (the random one when params.seed was kSamplerRandomSeed).
+  uint64_t seed() const { return seed_; }
+  const SamplerParams& params() const { return params_; }
+
+ private:
+  void apply_penalty();    // on work_
+  int32_t argmax() const;  // of work_, lowest id on ties
+  double uniform01();      // [0, 1) from 53 raw bits
+  void history_add(int32_t token);
+  void history_remove(int32_t token);
+
+  SamplerParams params_;
+  int32_t n_vocab_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+
+  // Scratch, sized once.
+  std::vector<float> work_;  // (n_vocab) logits after the penalty
+  // (n_vocab) the candidate set, first n_cand live, as sort keys: the logit's
+  // bits made order-preserving in the high half, 0xFFFFFFFF - id in the low
+  // half, so a larger key is a larger logit, or the lower id among equals.
+  std::vector<uint64_t> cand_;
+  std::vector<double> prob_;  // (n_vocab) unnormalised probabilities of the live set
+
+  // Repeat-penalty history: the window as a ring buffer, and per token its
+  // count in the window, plus the distinct tokens present (swap-remove list,
+  // pos_ is each token's index in it) so the penalty touches each once.
+  std::vector<int32_t> ring_;  // (repeat_last_n) when the window is finite
+  size_t ring_head_ = 0, ring_size_ = 0;
+  std::vector<int32_t> count_;     // (n_vocab)
+  std::vector<int32_t> distinct_;  // capacity n_vocab
+  std::vector<int32_t> pos_;       // (n_vocab) index into distinct_, -1 if absent
+};
+
+}  // namespace ls
