@@ -59,6 +59,7 @@ void ComputeActor::run() {
         TraceScope span(tracer_, track, "layer", SpanKind::Busy, l, step,
                         m_.map.layers[l].range_bytes, job->slot, trace_flow_id(step, l),
                         job->tier == Tier::Resident ? kFlowNone : kFlowEnd);
+        rc_.chaos();
         if (!io_only_) {
           const LayerView v = job->tier == Tier::Resident
                                   ? m_.layer(l)

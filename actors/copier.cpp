@@ -38,6 +38,7 @@ void HostCopier::run() {
       TraceScope span(tracer_, track, "copy", SpanKind::Busy, job->layer, job->step,
                       e.range_bytes, *slot, trace_flow_id(job->step, job->layer),
                       job->tier == Tier::Ram ? kFlowStart : kFlowStep);
+      rc_.chaos();
       uint8_t* dst = mem_.slot(*slot);
       if (job->tier == Tier::Ram) {
         std::memcpy(dst, mem_.ram_layer(job->layer), lay.packed_bytes);

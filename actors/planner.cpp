@@ -3,12 +3,11 @@
 namespace ls {
 
 Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-                 Mailbox<LayerJob>& to_copier, Mailbox<LayerJob>& to_compute, RunControl& rc,
+                 Mailbox<LayerJob>& to_compute, RunControl& rc,
                  Tracer& tracer)
     : plan_(plan),
       depth_(depth),
       to_reader_(to_reader),
-      to_copier_(to_copier),
       to_compute_(to_compute),
       rc_(rc),
       tracer_(tracer) {}
@@ -22,15 +21,16 @@ void Planner::run() {
         TraceScope wait(tracer_, track, "wait depth", SpanKind::Blocked, layer, step);
         if (!depth_.acquire(rc_)) return;
       }
+      rc_.chaos();
       LayerJob job;
       job.step = step;
       job.layer = layer;
       job.tier = plan_.layer_tier[layer];
       TraceScope span(tracer_, track, "plan", SpanKind::Busy, layer, step, 0, -1,
                       trace_flow_id(step, layer), job.tier == Tier::Resident ? kFlowNone : kFlowStart);
-      Mailbox<LayerJob>& out = job.tier == Tier::Resident ? to_compute_
-                               : job.tier == Tier::Ram    ? to_copier_
-                                                          : to_reader_;
+      // Streamed layers (RAM and storage) all go through the reader, which
+      // keeps them in order; resident ones go straight to compute.
+      Mailbox<LayerJob>& out = job.tier == Tier::Resident ? to_compute_ : to_reader_;
       if (!out.push(job, rc_)) return;
     }
   }

@@ -1,7 +1,7 @@
 // The planner: emits the endless cyclic sequence of layer jobs (step s,
 // layers 0..L-1, step s+1, ...) and routes each by its tier: resident layers
-// straight to compute, RAM layers to the copier, storage layers to the
-// reader. It never runs more than `depth` layers ahead of compute: each job
+// straight to compute, streamed ones (RAM and storage) to the reader, which
+// reads the storage ones and passes all of them to the copier in order. It never runs more than `depth` layers ahead of compute: each job
 // holds a depth credit that compute returns when the layer is done. Weights
 // do not depend on the token, so the next step's first layers are read and
 // copied while the current step finishes (prefetch across tokens).
@@ -18,7 +18,7 @@ namespace ls {
 class Planner {
  public:
   Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-          Mailbox<LayerJob>& to_copier, Mailbox<LayerJob>& to_compute, RunControl& rc,
+          Mailbox<LayerJob>& to_compute, RunControl& rc,
           Tracer& tracer);
   void run();  // the actor's thread
 
@@ -26,7 +26,6 @@ class Planner {
   const TierPlan& plan_;
   CreditPool& depth_;
   Mailbox<LayerJob>& to_reader_;
-  Mailbox<LayerJob>& to_copier_;
   Mailbox<LayerJob>& to_compute_;
   RunControl& rc_;
   Tracer& tracer_;

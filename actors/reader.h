@@ -1,7 +1,11 @@
 // The reader: fills staging buffers with storage-tier layers. It keeps up to
 // one layer per staging buffer in flight (the block source splits each into
 // chunks at its queue depth), and forwards finished layers to the copier in
-// the order they were planned. A read error stops the run, naming the layer.
+// the order they were planned. RAM-tier jobs pass through its queue unread,
+// so the copier sees every streamed layer in planned order: slots are then
+// taken in that order, which is what keeps the credits free of deadlock (a
+// later layer holding the last slot while compute waits for an earlier one).
+// A read error stops the run, naming the layer.
 // defines: Reader
 #pragma once
 
@@ -16,14 +20,14 @@ namespace ls {
 
 class Reader {
  public:
-  Reader(const LayerMap& map, const LayerMemory& mem, BlockSource& src, CreditPool& staging,
+  Reader(const LayerMap& map, const LayerMemory& mem, BlockSource* src, CreditPool& staging,
          Mailbox<LayerJob>& in, Mailbox<LayerJob>& to_copier, RunControl& rc, Tracer& tracer);
   void run();  // the actor's thread
 
  private:
   const LayerMap& map_;
   const LayerMemory& mem_;
-  BlockSource& src_;
+  BlockSource* src_;  // nullptr when no layer is on storage
   CreditPool& staging_;
   Mailbox<LayerJob>& in_;
   Mailbox<LayerJob>& to_copier_;

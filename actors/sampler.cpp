@@ -29,6 +29,7 @@ void SamplerActor::run() {
     std::optional<int32_t> tok;
     {
       TraceScope span(tracer_, track, "sample", SpanKind::Busy, -1, out->step);
+      rc_.chaos();
       if (cb_) tok = cb_(out->step, out->logits, out->n_rows);
     }
     // The request ends when the callback says so or the context is full.

@@ -1,8 +1,7 @@
 // The actor graph, on one screen:
 //
 //   planner ──LayerJob──▶ reader ──LayerJob──▶ copier ──LayerJob──▶ compute ──StepOutput──▶ sampler
-//      │  (storage tier)     ▲ staging credits    ▲ slot credits    ▲   │                      │
-//      ├──────────────── (RAM tier) ─────────────▶│                 │   │                      │
+//      │ (RAM, storage)      ▲ staging credits    ▲ slot credits    ▲   │                      │
 //      └──────────────── (resident tier) ──────────────────────────▶│   │                      │
 //      ▲ depth credits (returned by compute as each layer is done) ─────┘                      │
 //                                          compute ◀──StepInput (the prompt, or the next token)┘
@@ -11,6 +10,9 @@
 //   `staging` (reader → copier), `slots` (copier → compute), `depth`
 //   (planner → compute). A free buffer is the only thing that lets work
 //   start, so the pools are the back-pressure.
+// - Streamed layers reach the copier in planned order (the reader passes
+//   RAM-tier jobs through unread), so slots are taken in that order: a later
+//   layer can never hold the last slot while compute waits for an earlier one.
 // - The token goes from the sampler straight to compute as the next batch:
 //   the planner schedules weights only, since what a layer reads does not
 //   depend on the token — that is what lets it read and copy the next step's
@@ -47,11 +49,11 @@ struct Pipeline::Graph {
         steps(2),
         to_sampler(2),
         // Actors.
-        planner(plan, depth, to_reader, to_copier, to_compute, rc, tracer),
+        planner(plan, depth, to_reader, to_compute, rc, tracer),
+        reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, *mem, slots, depth, steps, to_compute, to_sampler, rc, tracer, opt.io_only),
         sampler(to_sampler, steps, rc, tracer) {
-    if (src) reader.emplace(m.map, *mem, *src, staging, to_reader, to_copier, rc, tracer);
   }
 
   const TierPlan plan;
@@ -62,7 +64,7 @@ struct Pipeline::Graph {
   Mailbox<StepInput> steps;
   Mailbox<StepOutput> to_sampler;
   Planner planner;
-  std::optional<Reader> reader;
+  Reader reader;
   HostCopier copier;
   ComputeActor compute;
   SamplerActor sampler;
@@ -79,6 +81,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
     auto s = open_block_source(m.file->path(), opt.source);
     if (!s) return s.error();
     src = std::move(*s);
+    if (opt.wrap_source) src = opt.wrap_source(std::move(src));
     alignment = std::max<uint32_t>(src->alignment(), 1);
   }
   auto mem = LayerMemory::create(m.map, plan, m.file->base(), alignment, opt.memory);
@@ -89,7 +92,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   p->g_ = std::make_unique<Graph>(m, be, plan, opt, std::move(*mem), std::move(src), tracer, rc);
   Graph& g = *p->g_;
   p->threads_.emplace_back([&g] { g.planner.run(); });
-  if (g.reader) p->threads_.emplace_back([&g] { g.reader->run(); });
+  p->threads_.emplace_back([&g] { g.reader.run(); });
   p->threads_.emplace_back([&g] { g.copier.run(); });
   p->threads_.emplace_back([&g] { g.compute.run(); });
   p->threads_.emplace_back([&g] { g.sampler.run(); });

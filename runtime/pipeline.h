@@ -4,6 +4,7 @@
 // defines: PipelineOptions, Pipeline
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <thread>
@@ -25,6 +26,8 @@ struct PipelineOptions {
   bool io_only = false;         // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;           // the backend's context (positions per sequence)
   MemoryOps memory = host_memory_ops();
+  // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
+  std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
 };
 
 class Pipeline {

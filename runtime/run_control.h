@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
+#include <thread>
 
 #include "runtime/status.h"
 
@@ -56,9 +58,25 @@ class RunControl {
   void pulse() { progress_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
 
+  // Stress testing: every actor calls chaos() at the points where a slow
+  // disk, copy or kernel would delay it; with chaos on, each call sleeps a
+  // random 0..max_us (per-thread generator, seeded). Off, it is one branch.
+  void set_chaos(uint32_t max_us, uint64_t seed) {
+    chaos_max_us_ = max_us;
+    chaos_seed_ = seed;
+  }
+  void chaos() const {
+    if (chaos_max_us_ == 0) return;
+    thread_local std::mt19937_64 rng(chaos_seed_ ^ std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    const uint64_t r = rng();
+    if (r & 1) std::this_thread::sleep_for(std::chrono::microseconds((r >> 1) % (chaos_max_us_ + 1)));
+  }
+
  private:
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> progress_{0};
+  uint32_t chaos_max_us_ = 0;
+  uint64_t chaos_seed_ = 0;
   mutable std::mutex mu_;
   std::optional<Error> error_;
   std::optional<std::string> cancel_reason_;
