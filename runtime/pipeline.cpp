@@ -112,6 +112,11 @@ Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
   }
   std::promise<uint32_t> done;
   std::future<uint32_t> fut = done.get_future();
+  rc_->set_busy(true);
+  struct Idle {
+    RunControl* rc;
+    ~Idle() { rc->set_busy(false); }
+  } idle{rc_};
   const uint32_t first_gen = n_past_ + static_cast<uint32_t>(prompt.size());
   g_->sampler.begin_request(std::move(cb), 0, first_gen, n_ctx_ ? n_ctx_ : UINT32_MAX,
                             std::move(done));

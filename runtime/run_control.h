@@ -57,6 +57,10 @@ class RunControl {
   // Something moved (a layer was computed, a buffer filled): the watchdog's pulse.
   void pulse() { progress_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  // A request is running (the watchdog only watches then, not while a chat
+  // waits for the user).
+  void set_busy(bool b) { busy_.store(b, std::memory_order_relaxed); }
+  bool busy() const { return busy_.load(std::memory_order_relaxed); }
 
   // Stress testing: every actor calls chaos() at the points where a slow
   // disk, copy or kernel would delay it; with chaos on, each call sleeps a
@@ -75,6 +79,7 @@ class RunControl {
  private:
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> progress_{0};
+  std::atomic<bool> busy_{false};
   uint32_t chaos_max_us_ = 0;
   uint64_t chaos_seed_ = 0;
   mutable std::mutex mu_;

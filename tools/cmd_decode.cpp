@@ -1,9 +1,7 @@
 // layerstream decode: generate text from a prompt (or chat), with llama.cpp's
-// flag names where they exist. Text streams to stdout as it is generated; the
-// summary line goes to stderr. Ctrl-C stops cleanly and still prints it.
-#include <signal.h>
-
-#include <atomic>
+// flag names where they exist. Every run goes through the actor pipeline;
+// text streams to stdout as it is generated, the summary goes to stderr.
+// Ctrl-C stops cleanly and still prints it (and writes the trace).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,18 +9,13 @@
 #include <sstream>
 
 #include "model/chat.h"
-#include "model/cpu_backend.h"
-#include "model/default_model.h"
-#include "model/model.h"
 #include "model/sampler.h"
-#include "model/session.h"
+#include "runtime/engine.h"
 #include "tools/commands.h"
+#include "tools/engine_flags.h"
 
 namespace ls {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted.store(true); }
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
@@ -30,17 +23,17 @@ double seconds_since(Clock::time_point t) {
 }
 
 struct DecodeArgs {
-  std::string model, prompt, prompt_file, backend = "auto", dump_logits, system, kv_type = "f16";
+  EngineOptions engine;
+  EngineFlagText text;
+  std::string prompt, prompt_file, dump_logits, system;
   int n_predict = 64;
-  int n_ctx = 0;
-  int threads = 0;
   bool no_bos = false, special = false, ids = false, chat = false, no_display_prompt = false;
   SamplerParams sp;
 };
 
 struct Stats {
   size_t prompt_tokens = 0, generated = 0;
-  double prompt_s = 0, gen_s = 0, load_s = 0;
+  double prompt_s = 0, gen_s = 0;
 };
 
 int fail(const std::string& msg) {
@@ -48,63 +41,70 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-void print_summary(const Stats& s, const char* backend, int threads) {
-  std::fprintf(stderr,
-               "\nlayerstream: prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.2f tok/s | "
-               "load %.2f s | backend %s, %d threads\n",
-               s.prompt_tokens, s.prompt_s > 0 ? s.prompt_tokens / s.prompt_s : 0.0, s.generated,
-               s.gen_s > 0 ? s.generated / s.gen_s : 0.0, s.load_s, backend, threads);
-}
-
-// Generate up to n tokens after `logits`; streams text; stops at end-of-generation.
-// Returns false on error (message printed).
-bool generate(const Model& m, Session& sess, Sampler& sampler, const float* logits, int n,
-              Stats& st, std::vector<int32_t>& out_ids, std::FILE* dump, bool stop_at_eog) {
-  Detokenizer detok(*m.tokenizer);
-  const auto t0 = Clock::now();
+// One request through the pipeline: the prompt as one batch, then up to n
+// sampled tokens, streamed as text. The callback runs on the sampler actor.
+Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, int n,
+                std::FILE* dump, Stats& st, std::vector<int32_t>& out_ids, bool* hit_eog) {
+  const Model& m = e.model();
   const size_t n_vocab = m.config().n_vocab;
-  for (int i = 0; i < n && !g_interrupted.load(); ++i) {
-    if (dump && std::fwrite(logits, sizeof(float), n_vocab, dump) != n_vocab) {
-      std::fprintf(stderr, "error: --dump-logits: write failed\n");
-      return false;
-    }
-    const int32_t tok = sampler.sample(logits);
-    sampler.accept(tok);
-    out_ids.push_back(tok);
-    ++st.generated;
-    if (stop_at_eog && m.tokenizer->is_eog(tok)) break;
-    const std::string text = detok.push(tok);
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    if (i + 1 == n) break;  // the last token need not be fed
-    if (sess.n_past() >= sess.n_ctx()) {
-      std::fprintf(stderr, "\nlayerstream: the context (%u tokens) is full; stopping\n", sess.n_ctx());
-      break;
-    }
-    auto next = sess.feed(std::span<const int32_t>(&tok, 1));
-    if (!next) {
-      std::fprintf(stderr, "\nerror: %s\n", next.error().message.c_str());
-      return false;
-    }
-    logits = *next;
-  }
+  Detokenizer detok(*m.tokenizer);
+  Status write_error;
+  const auto t0 = Clock::now();
+  Clock::time_point t_first;
+  int count = 0;
+  *hit_eog = false;
+  if (n == 0) return ok();
+  Status s = e.pipeline().run_request(
+      prompt, [&](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
+        if (count == 0) t_first = Clock::now();
+        const float* row = logits + static_cast<size_t>(rows - 1) * n_vocab;
+        if (dump && std::fwrite(row, sizeof(float), n_vocab, dump) != n_vocab) {
+          write_error = make_error("--dump-logits: write failed");
+          return std::nullopt;
+        }
+        const int32_t tok = sampler.sample(row);
+        sampler.accept(tok);
+        out_ids.push_back(tok);
+        ++count;
+        if (m.tokenizer->is_eog(tok)) {
+          *hit_eog = true;
+          return std::nullopt;
+        }
+        const std::string text = detok.push(tok);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        if (count >= n) return std::nullopt;  // the last token need not be fed
+        return tok;
+      });
   const std::string rest = detok.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::fflush(stdout);
-  st.gen_s += seconds_since(t0);
-  return true;
+  if (count > 0) {
+    st.prompt_s += std::chrono::duration<double>(t_first - t0).count();
+    st.gen_s += seconds_since(t_first);
+  }
+  st.prompt_tokens += prompt.size();
+  st.generated += static_cast<size_t>(count);
+  if (!write_error.ok()) return write_error;
+  return s;
+}
+
+void print_summary(const Stats& s, const Engine& e) {
+  // Decode rate: the first token comes with the prompt's pass, so the rate
+  // counts the tokens after it over the time after it.
+  const double dec = s.generated > 1 && s.gen_s > 0 ? (s.generated - 1) / s.gen_s : 0.0;
+  std::fprintf(stderr,
+               "\nlayerstream: prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.2f tok/s | "
+               "load %.2f s | backend %s, reader %s\n",
+               s.prompt_tokens, s.prompt_s > 0 ? s.prompt_tokens / s.prompt_s : 0.0, s.generated,
+               dec, e.load_seconds(), const_cast<Engine&>(e).backend_name(),
+               const_cast<Engine&>(e).pipeline().source_name());
 }
 
 int run_decode(DecodeArgs& a) {
   if (a.n_predict < 0) return fail("-n must be 0 or more (got " + std::to_string(a.n_predict) + ")");
-  if (a.n_ctx < 0) return fail("-c must be 0 (model default) or more");
   if (!a.prompt.empty() && !a.prompt_file.empty()) return fail("give -p or -f, not both");
-  if (a.backend != "auto" && a.backend != "cpu" && a.backend != "cuda")
-    return fail("--backend must be cpu, cuda or auto (got '" + a.backend + "')");
-  if (a.backend == "cuda")
-    return fail("--backend cuda: this build has no CUDA decode backend yet (use cpu or auto)");
-  if (a.kv_type != "f16" && a.kv_type != "f32")
-    return fail("--kv-type must be f16 or f32 (got '" + a.kv_type + "')");
+  if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) return fail(st.error().message);
   if (!a.prompt_file.empty()) {
     std::ifstream in(a.prompt_file, std::ios::binary);
     if (!in) return fail(a.prompt_file + ": cannot read the prompt file");
@@ -112,27 +112,11 @@ int run_decode(DecodeArgs& a) {
     ss << in.rdbuf();
     a.prompt = ss.str();
   }
-
-  Stats st;
-  const auto t_load = Clock::now();
-  if (a.model.empty()) {
-    auto p = default_model_path();
-    if (!p) return fail(p.error().message);
-    a.model = *p;
-  }
-  auto mr = open_model(a.model);
-  if (!mr) return fail(mr.error().message);
-  const Model& m = **mr;
-  const LlamaConfig& c = m.config();
-  uint32_t n_ctx = a.n_ctx > 0 ? static_cast<uint32_t>(a.n_ctx) : std::min<uint32_t>(c.n_ctx_train, 4096);
-  if (n_ctx > c.n_ctx_train)
-    std::fprintf(stderr, "layerstream: warning: -c %u is beyond the model's training context %u\n",
-                 n_ctx, c.n_ctx_train);
-  const int threads = a.threads > 0 ? a.threads : default_thread_count();
-  CpuBackend be(c, m.globals(), n_ctx, 1, a.kv_type == "f32" ? KvType::F32 : KvType::F16, threads);
-  Session sess(m, be, n_ctx);
-  Sampler sampler(a.sp, static_cast<int32_t>(c.n_vocab));
-  st.load_s = seconds_since(t_load);
+  auto er = Engine::open(a.engine);
+  if (!er) return fail(er.error().message);
+  Engine& e = **er;
+  const Model& m = e.model();
+  Sampler sampler(a.sp, static_cast<int32_t>(m.config().n_vocab));
 
   std::FILE* dump = nullptr;
   if (!a.dump_logits.empty()) {
@@ -141,17 +125,17 @@ int run_decode(DecodeArgs& a) {
   }
   struct Closer {
     std::FILE* f;
-    ~Closer() { if (f) std::fclose(f); }
+    ~Closer() {
+      if (f) std::fclose(f);
+    }
   } closer{dump};
 
-  struct sigaction sa {};
-  sa.sa_handler = on_sigint;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
   const bool add_bos = m.tokenizer->add_bos_default() && !a.no_bos;
+  const uint32_t n_ctx = e.pipeline().n_ctx();
+  Stats st;
   std::vector<int32_t> out_ids;
-  int rc = 0;
+  Status status;
+  bool eog = false;
 
   if (!a.chat) {
     std::vector<int32_t> prompt = m.tokenizer->encode(a.prompt, add_bos, a.special);
@@ -159,17 +143,14 @@ int run_decode(DecodeArgs& a) {
     if (prompt.size() > n_ctx)
       return fail("the prompt is " + std::to_string(prompt.size()) +
                   " tokens, longer than the context (-c " + std::to_string(n_ctx) + ")");
-    st.prompt_tokens = prompt.size();
     for (int32_t t : prompt) sampler.accept(t);
     if (!a.no_display_prompt) {
       std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
       std::fflush(stdout);
     }
-    const auto t0 = Clock::now();
-    auto logits = sess.feed(prompt);
-    if (!logits) return fail(logits.error().message);
-    st.prompt_s = seconds_since(t0);
-    if (!generate(m, sess, sampler, *logits, a.n_predict, st, out_ids, dump, true)) rc = 1;
+    status = generate(e, sampler, prompt, a.n_predict, dump, st, out_ids, &eog);
+    if (status.ok() && !eog && static_cast<int>(st.generated) < a.n_predict)
+      std::fprintf(stderr, "\nlayerstream: the context (%u tokens) is full; stopped\n", n_ctx);
   } else {
     const std::string* tmpl = nullptr;
     std::string tmpl_s;
@@ -182,39 +163,33 @@ int run_decode(DecodeArgs& a) {
                  fmt == ChatFormat::Llama3 ? "Llama 3" : "Llama 2");
     bool first = true;
     std::string line;
-    while (!g_interrupted.load()) {
+    std::vector<int32_t> carry;  // tokens to feed before the next turn's text
+    const std::string* sys = a.system.empty() ? nullptr : &a.system;
+    while (status.ok() && !e.control().stopped()) {
       std::fprintf(stderr, "\n> ");
       if (!std::getline(std::cin, line) || line.empty()) break;
-      const std::string* sys = a.system.empty() ? nullptr : &a.system;
-      const std::string text = chat_render_turn(fmt, {"user", line}, first, sys);
-      // The template's own special tokens are parsed; BOS is added on the first turn
-      // unless the rendered text already starts with it.
-      std::vector<int32_t> toks = m.tokenizer->encode(text, first && add_bos && fmt == ChatFormat::Llama2, true);
+      std::string text = chat_render_turn(fmt, {"user", line}, first, sys);
+      // The chat format's own special tokens are parsed; the reply's end
+      // token is already in the cache (fed below) when the next turn starts.
+      std::vector<int32_t> toks = std::move(carry);
+      const std::vector<int32_t> turn =
+          m.tokenizer->encode(text, first && add_bos && !chat_bos_in_text(fmt), true);
+      toks.insert(toks.end(), turn.begin(), turn.end());
+      carry.clear();
       first = false;
-      const auto t0 = Clock::now();
-      auto logits = sess.feed(toks);
-      if (!logits) {
-        rc = fail(logits.error().message);
-        break;
-      }
-      st.prompt_tokens += toks.size();
-      st.prompt_s += seconds_since(t0);
-      for (int32_t t : toks) sampler.accept(t);
+      for (int32_t t : turn) sampler.accept(t);
       std::vector<int32_t> reply;
-      if (!generate(m, sess, sampler, *logits, a.n_predict, st, reply, dump, true)) {
-        rc = 1;
-        break;
-      }
-      // Feed the reply's last token (the end-of-turn token, or the last one
-      // sampled) so the cache holds the whole turn before the next.
-      if (!reply.empty() && sess.n_past() < sess.n_ctx()) {
-        auto r = sess.feed(std::span<const int32_t>(&reply.back(), 1));
-        if (!r) {
-          rc = fail(r.error().message);
-          break;
-        }
-      }
+      status = generate(e, sampler, toks, a.n_predict, dump, st, reply, &eog);
+      if (!status.ok()) break;
       out_ids.insert(out_ids.end(), reply.begin(), reply.end());
+      // The reply's last token was sampled but not fed. It goes in front of
+      // the next turn, with the end-of-turn token when the reply was cut
+      // short, so the cache holds the whole conversation without an extra
+      // pass over the weights.
+      if (!reply.empty()) {
+        carry.push_back(reply.back());
+        if (!eog) carry.push_back(m.tokenizer->eot() >= 0 ? m.tokenizer->eot() : m.tokenizer->eos());
+      }
     }
   }
   if (a.ids) {
@@ -222,9 +197,16 @@ int run_decode(DecodeArgs& a) {
     for (size_t i = 0; i < out_ids.size(); ++i) line += (i ? " " : "") + std::to_string(out_ids[i]);
     std::printf("\n%s\n", line.c_str());
   }
-  print_summary(st, be.name(), threads);
-  if (g_interrupted.load()) std::fprintf(stderr, "layerstream: interrupted\n");
-  return rc;
+  const bool interrupted = e.interrupted();
+  Status fin = e.finish();
+  print_summary(st, e);
+  if (interrupted) {
+    std::fprintf(stderr, "layerstream: interrupted\n");
+    return 130;
+  }
+  if (!status.ok()) return fail(status.error().message);
+  if (!fin.ok()) return fail(fin.error().message);
+  return 0;
 }
 
 }  // namespace
@@ -233,12 +215,10 @@ Command add_decode(CLI::App& app) {
   auto* sub = app.add_subcommand("decode", "Generate text from a prompt (the main job)");
   auto a = std::make_shared<DecodeArgs>();
   a->sp.temp = 0.8f;
-  sub->add_option("-m,--model", a->model, "GGUF model (default: a tiny synthetic model)");
+  add_engine_flags(sub, a->engine, a->text);
   sub->add_option("-p,--prompt", a->prompt, "Prompt text");
   sub->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
   sub->add_option("-n,--n-predict", a->n_predict, "Tokens to generate")->capture_default_str();
-  sub->add_option("-c,--ctx-size", a->n_ctx, "Context size (0: the model's, at most 4096)")
-      ->capture_default_str();
   sub->add_option("--temp", a->sp.temp, "Temperature (0: greedy)")->capture_default_str();
   sub->add_option("--top-k", a->sp.top_k, "Top-k (0: off)")->capture_default_str();
   sub->add_option("--top-p", a->sp.top_p, "Top-p (1: off)")->capture_default_str();
@@ -251,13 +231,10 @@ Command add_decode(CLI::App& app) {
   sub->add_option("-s,--seed", a->sp.seed, "Sampling seed (default: random)");
   sub->add_flag("--no-bos", a->no_bos, "Do not add the BOS token");
   sub->add_flag("--special", a->special, "Parse special tokens in the prompt");
-  sub->add_option("--backend", a->backend, "cpu, cuda or auto")->capture_default_str();
-  sub->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)");
-  sub->add_option("--kv-type", a->kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sub->add_flag("--ids", a->ids, "Print the generated token ids on one line at the end");
   sub->add_option("--dump-logits", a->dump_logits,
-                  "Write raw float32 logits: the prompt's last position, then one row per "
-                  "generated token fed back (each row is what the next token was sampled from)");
+                  "Write raw float32 logits, one row per generated token: the row it was "
+                  "sampled from (the first is the prompt's last position)");
   sub->add_flag("--chat", a->chat, "Interactive chat (keeps the KV cache across turns)");
   sub->add_option("--system", a->system, "System prompt for --chat");
   sub->add_flag("--no-display-prompt", a->no_display_prompt, "Do not echo the prompt");

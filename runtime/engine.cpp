@@ -1,0 +1,114 @@
+#include "runtime/engine.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "model/cpu_backend.h"
+#include "model/default_model.h"
+#include "runtime/units.h"
+
+namespace ls {
+
+Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) {
+  std::vector<Tier> t;
+  for (char c : s) {
+    switch (c) {
+      case 'A': case 'a': t.push_back(Tier::Resident); break;
+      case 'B': case 'b': t.push_back(Tier::Ram); break;
+      case 'C': case 'c': t.push_back(Tier::Storage); break;
+      default:
+        return make_error("--tiers '%s': '%c' is not a tier (A resident, B RAM, C storage)",
+                          s.c_str(), c);
+    }
+  }
+  if (t.size() == 1) t.assign(n_layer, t[0]);
+  if (t.size() != n_layer)
+    return make_error("--tiers '%s' names %zu layers; the model has %u (or give one letter for all)",
+                      s.c_str(), t.size(), n_layer);
+  return t;
+}
+
+Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Engine> e(new Engine());
+  if (opt.backend != "auto" && opt.backend != "cpu" && opt.backend != "cuda")
+    return make_error("--backend must be cpu, cuda or auto (got '%s')", opt.backend.c_str());
+  if (opt.backend == "cuda")
+    return make_error("--backend cuda: this build has no CUDA decode backend yet (use cpu or auto)");
+  if (opt.depth < 1 || opt.staging_buffers < 1 || opt.device_slots < 1)
+    return make_error("--depth, --staging-buffers and --device-slots must be at least 1");
+  if (opt.model.empty()) {
+    auto p = default_model_path();
+    if (!p) return p.error();
+    opt.model = *p;
+  }
+  auto m = open_model(opt.model);
+  if (!m) return m.error();
+  e->model_ = std::move(*m);
+  const LlamaConfig& c = e->model_->config();
+  if (opt.n_ctx == 0) opt.n_ctx = std::min<uint32_t>(c.n_ctx_train, 4096);
+  if (opt.n_ctx > c.n_ctx_train)
+    std::fprintf(stderr, "layerstream: warning: -c %u is beyond the model's training context %u\n",
+                 opt.n_ctx, c.n_ctx_train);
+  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
+
+  // The plan. On the CPU backend "device memory" is host memory too, and the
+  // budgets default to unlimited: every layer resident, read in place.
+  const uint32_t align = 4096;
+  if (!opt.tiers.empty()) {
+    auto t = parse_tiers(opt.tiers, c.n_layer);
+    if (!t) return t.error();
+    e->plan_ = plan_forced(e->model_->map, *t, opt.device_slots, opt.staging_buffers, align);
+  } else {
+    PlanInputs in;
+    if (!opt.vram_budget.empty()) {
+      auto b = parse_bytes(opt.vram_budget);
+      if (!b) return make_error("--vram-budget: %s", b.error().message.c_str());
+      in.vram_budget = *b;
+    }
+    if (!opt.ram_budget.empty()) {
+      auto b = parse_bytes(opt.ram_budget);
+      if (!b) return make_error("--ram-budget: %s", b.error().message.c_str());
+      in.ram_budget = *b;
+    }
+    in.kv_bytes = KvCache::bytes_for(c.n_layer, 1, opt.n_ctx, c.n_embd_kv(), opt.kv_type);
+    in.activation_bytes = 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512;
+    in.globals_bytes = e->model_->map.globals.tensor_bytes;
+    in.device_slots = opt.device_slots;
+    in.staging_buffers = opt.staging_buffers;
+    in.read_alignment = align;
+    auto p = plan_tiers(e->model_->map, in);
+    if (!p) return p.error();
+    e->plan_ = std::move(*p);
+  }
+  if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
+
+  e->backend_ = std::make_unique<CpuBackend>(c, e->model_->globals(), opt.n_ctx, 1, opt.kv_type,
+                                             threads);
+  e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
+  e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
+  PipelineOptions po;
+  po.depth = opt.depth;
+  po.source = opt.source;
+  po.io_only = opt.io_only;
+  po.n_ctx = opt.n_ctx;
+  auto pl = Pipeline::start(*e->model_, *e->backend_, e->plan_, po, *e->tracer_, e->rc_);
+  if (!pl) return pl.error();
+  e->pipeline_ = std::move(*pl);
+  e->opt_ = opt;
+  e->load_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return e;
+}
+
+Status Engine::finish() {
+  if (finished_) return ok();
+  finished_ = true;
+  if (pipeline_) pipeline_->stop();
+  control_.reset();
+  if (!tracer_) return ok();
+  return finish_trace(*tracer_, opt_.trace_path, opt_.stats);
+}
+
+Engine::~Engine() { (void)finish(); }
+
+}  // namespace ls

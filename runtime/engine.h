@@ -1,0 +1,71 @@
+// An engine: a model opened, a backend made, its tiers planned, the actor
+// pipeline started, tracing and the control plane (Ctrl-C, watchdog) on.
+// `decode`, `bench` and the tests drive one through Engine::pipeline().
+// defines: EngineOptions, Engine
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "model/tier_plan.h"
+#include "runtime/control_plane.h"
+#include "runtime/pipeline.h"
+#include "runtime/trace.h"
+
+namespace ls {
+
+struct EngineOptions {
+  std::string model;                 // GGUF path (empty: the embedded default model)
+  std::string backend = "auto";      // cpu, cuda, auto
+  int threads = 0;                   // CPU threads (0: all cores)
+  uint32_t n_ctx = 0;                // 0: the model's, at most 4096
+  KvType kv_type = KvType::F16;
+  std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
+  std::string tiers;                 // force per-layer tiers: A resident, B RAM, C storage ("AABC..." or one letter for all)
+  int32_t depth = 4, staging_buffers = 3, device_slots = 3;
+  SourceOptions source;              // reader: kind, queue depth, chunk size
+  bool io_only = false;
+  std::string trace_path;            // --trace FILE
+  bool stats = false;                // --stats
+  int watchdog_s = 10;               // stall watchdog (0: off)
+  bool print_plan = true;
+};
+
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> open(EngineOptions opt);
+  ~Engine();
+
+  const Model& model() const { return *model_; }
+  Pipeline& pipeline() { return *pipeline_; }
+  const TierPlan& plan() const { return plan_; }
+  RunControl& control() { return rc_; }
+  Tracer& tracer() { return *tracer_; }
+  const EngineOptions& options() const { return opt_; }
+  const char* backend_name() const { return backend_->name(); }
+  bool interrupted() const { return control_ && control_->interrupted(); }
+  double load_seconds() const { return load_s_; }
+  // Stop the actors, write the trace (--trace) and print the stall table (--stats).
+  Status finish();
+
+ private:
+  Engine() = default;
+  EngineOptions opt_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Backend> backend_;
+  TierPlan plan_;
+  RunControl rc_;
+  std::unique_ptr<Tracer> tracer_;
+  std::unique_ptr<ControlPlane> control_;
+  std::unique_ptr<Pipeline> pipeline_;
+  double load_s_ = 0;
+  bool finished_ = false;
+};
+
+// Parse --tiers: one letter per layer, or one letter for all layers.
+Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer);
+
+}  // namespace ls

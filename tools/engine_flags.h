@@ -1,0 +1,61 @@
+// The flags every command that runs the engine shares (decode, bench): the
+// model, backend and threads, the budgets and tiers, the pipeline's tuning,
+// the reader, tracing.
+// defines: add_engine_flags()
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/engine.h"
+#include "runtime/units.h"
+
+namespace ls {
+
+// Flags given as text and checked after parsing.
+struct EngineFlagText {
+  std::string kv_type = "f16";
+  std::string read_chunk = "1MiB";
+};
+
+inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
+  sub->add_option("-m,--model", o.model, "GGUF model (default: a tiny synthetic model)");
+  sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
+  sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
+  sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+      ->capture_default_str();
+  sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  sub->add_option("--vram-budget", o.vram_budget,
+                  "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
+  sub->add_option("--ram-budget", o.ram_budget,
+                  "Host memory for RAM-tier layers and staging, e.g. 48GiB (default: available)");
+  sub->add_option("--tiers", o.tiers,
+                  "Force tiers per layer: A resident, B RAM, C storage (e.g. AABBCC, or C for all)");
+  sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
+  sub->add_option("--staging-buffers", o.staging_buffers, "Pinned staging buffers for storage reads")
+      ->capture_default_str();
+  sub->add_option("--device-slots", o.device_slots, "Device slots for streamed layers")
+      ->capture_default_str();
+  sub->add_option("--reader", o.source.kind, "auto, uring, pread (O_DIRECT) or buffered")
+      ->capture_default_str();
+  sub->add_option("--read-qd", o.source.queue_depth, "Reads in flight")->capture_default_str();
+  sub->add_option("--read-chunk", text.read_chunk, "Bytes per read request (e.g. 1MiB)")
+      ->capture_default_str();
+  sub->add_option("--trace", o.trace_path, "Write a Chrome trace (Perfetto) to FILE");
+  sub->add_flag("--stats", o.stats, "Print the stall table at the end");
+  sub->add_option("--watchdog", o.watchdog_s, "Seconds without progress before the stall report (0: off)")
+      ->capture_default_str();
+}
+
+// Apply the string flags that need checking.
+inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) {
+  if (text.kv_type == "f16") o.kv_type = KvType::F16;
+  else if (text.kv_type == "f32") o.kv_type = KvType::F32;
+  else return make_error("--kv-type must be f16 or f32 (got '%s')", text.kv_type.c_str());
+  auto chunk = parse_bytes(text.read_chunk);
+  if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
+  if (*chunk == 0) return make_error("--read-chunk must be more than 0");
+  o.source.chunk_bytes = *chunk;
+  return ok();
+}
+
+}  // namespace ls
