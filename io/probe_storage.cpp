@@ -24,6 +24,8 @@ const ProbeRow* StorageProbe::best() const {
 
 namespace {
 
+constexpr uint64_t kMaxAlign = 4096;  // room for an aligned over-read at each end
+
 // Page-aligned, pre-faulted staging memory (page faults must not be timed).
 struct Staging {
   uint8_t* p = nullptr;
@@ -39,6 +41,91 @@ struct Staging {
     if (p) ::munmap(p, bytes);
   }
 };
+
+// The pieces one pass reads: each range cut at multiples of the chunk size
+// in the file, so that every piece's aligned over-read is one chunk (cutting
+// at range-relative offsets would make each over-read a chunk and a page,
+// i.e. two device reads, and measure a slower disk than the pipeline sees).
+std::vector<std::pair<uint64_t, uint64_t>> pieces_of(
+    const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint64_t chunk) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (auto [off, n] : ranges) {
+    for (uint64_t at = off, end = off + n; at < end;) {
+      const uint64_t next = std::min(end, (at / chunk + 1) * chunk);
+      out.push_back({at, next - at});
+      at = next;
+    }
+  }
+  return out;
+}
+
+// One pass over the pieces, qd buffers (of `stride` bytes: a chunk plus room
+// for an aligned over-read) in rotation.
+Expected<double> one_pass_ranges(BlockSource& src,
+                                 const std::vector<std::pair<uint64_t, uint64_t>>& pieces,
+                                 uint64_t stride, uint32_t qd, uint8_t* staging) {
+  std::vector<uint32_t> free_bufs;
+  for (uint32_t i = qd; i-- > 0;) free_bufs.push_back(i);
+  std::vector<ReadRequest> batch;
+  std::vector<ReadCompletion> done;
+  size_t next = 0, landed = 0;
+  uint64_t bytes = 0;
+  for (auto& p : pieces) bytes += p.second;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (landed < pieces.size()) {
+    batch.clear();
+    while (!free_bufs.empty() && next < pieces.size()) {
+      const uint32_t b = free_bufs.back();
+      free_bufs.pop_back();
+      batch.push_back({pieces[next].first, pieces[next].second, staging + uint64_t{b} * stride, b});
+      ++next;
+    }
+    if (!batch.empty()) LS_TRY(src.submit(batch));
+    done.clear();
+    LS_TRY(src.wait(1, 30000, done));
+    if (done.empty()) return make_error("probe: no read completed in 30 s (storage stalled?)");
+    for (const ReadCompletion& c : done) {
+      if (!c.status.ok()) return c.status.error();
+      ++landed;
+      free_bufs.push_back(static_cast<uint32_t>(c.tag));
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(bytes) / s / 1e9;
+}
+
+// One pass over whole ranges, n of them in flight, each in its own buffer.
+Expected<double> one_pass_whole(BlockSource& src,
+                                const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                                uint64_t stride, uint32_t n, uint8_t* staging) {
+  std::vector<uint32_t> free_bufs;
+  for (uint32_t i = n; i-- > 0;) free_bufs.push_back(i);
+  std::vector<ReadCompletion> done;
+  size_t next = 0, landed = 0;
+  uint64_t bytes = 0;
+  for (auto& r : ranges) bytes += r.second;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (landed < ranges.size()) {
+    while (!free_bufs.empty() && next < ranges.size()) {
+      const uint32_t b = free_bufs.back();
+      free_bufs.pop_back();
+      const ReadRequest req{ranges[next].first, ranges[next].second, staging + uint64_t{b} * stride,
+                            b};
+      LS_TRY(src.submit(std::span<const ReadRequest>(&req, 1)));
+      ++next;
+    }
+    done.clear();
+    LS_TRY(src.wait(1, 30000, done));
+    if (done.empty()) return make_error("probe: no read completed in 30 s (storage stalled?)");
+    for (const ReadCompletion& c : done) {
+      if (!c.status.ok()) return c.status.error();
+      ++landed;
+      free_bufs.push_back(static_cast<uint32_t>(c.tag));
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(bytes) / s / 1e9;
+}
 
 // One pass: read [0, bytes) in chunk-sized requests, qd buffers in rotation.
 Expected<double> one_pass(BlockSource& src, uint64_t bytes, uint64_t chunk, uint32_t qd,
@@ -101,19 +188,30 @@ Expected<StorageProbe> probe_storage(const std::string& path, const ProbeOptions
       r.file_bytes = s.size();
       r.chunk_bytes = s.chunk_bytes();
       r.bytes_per_pass = o.max_bytes ? std::min(o.max_bytes, s.size()) : s.size();
+      if (!o.ranges.empty()) {
+        r.bytes_per_pass = 0;
+        for (auto& rg : o.ranges) r.bytes_per_pass += rg.second;
+      }
       if (r.bytes_per_pass == 0) return make_error("probe: %s is empty", path.c_str());
       if (!r.direct)
         r.note = "buffered reads: the page cache may serve them, so this can exceed the storage";
     }
     const uint64_t chunk = s.chunk_bytes();  // the same for every source opened here
+    uint64_t whole_stride = 0;  // ranges submitted whole: the largest range's over-read
+    for (auto& rg : o.ranges) whole_stride = std::max(whole_stride, rg.second + 2 * kMaxAlign);
+    const bool whole = !o.ranges.empty() && o.ranges_in_flight > 0;
+    if (!st && whole) {
+      st = std::make_unique<Staging>(uint64_t{o.ranges_in_flight} * whole_stride);
+      if (!st->p) return make_error("probe: cannot map staging memory for whole ranges");
+    }
     if (!st) {
-      st = std::make_unique<Staging>(uint64_t{max_qd} * chunk);
+      st = std::make_unique<Staging>(uint64_t{max_qd} * (chunk + 2 * kMaxAlign));
       if (!st->p)
         return make_error("probe: cannot map %s of staging memory",
                           format_bytes(uint64_t{max_qd} * chunk).c_str());
     }
-    const std::span<uint8_t> whole(st->p, uint64_t{qd} * chunk);
-    Status reg = s.register_buffers(std::span<const std::span<uint8_t>>(&whole, 1));
+    const std::span<uint8_t> all(st->p, st->bytes);
+    Status reg = s.register_buffers(std::span<const std::span<uint8_t>>(&all, 1));
     if (r.rows.empty()) {
       r.fixed_buffers = reg.ok();
       if (!reg.ok())
@@ -122,7 +220,10 @@ Expected<StorageProbe> probe_storage(const std::string& path, const ProbeOptions
     ProbeRow row;
     row.queue_depth = qd;
     for (int p = 0; p < o.passes; ++p) {
-      auto g = one_pass(s, r.bytes_per_pass, chunk, qd, st->p);
+      auto g = o.ranges.empty() ? one_pass(s, r.bytes_per_pass, chunk, qd, st->p)
+               : whole ? one_pass_whole(s, o.ranges, whole_stride, o.ranges_in_flight, st->p)
+                       : one_pass_ranges(s, pieces_of(o.ranges, chunk), chunk + 2 * kMaxAlign, qd,
+                                         st->p);
       if (!g) return g.error();
       row.gbps.push_back(*g);
     }

@@ -20,6 +20,14 @@ struct ProbeOptions {
   std::vector<uint32_t> queue_depths = {1, 4, 16, 32};
   uint64_t chunk_bytes = 1 << 20;  // one request = one chunk
   uint64_t max_bytes = 0;          // read [0, max_bytes) per pass; 0: the whole file
+  // Instead, read exactly these (offset, bytes) ranges per pass, in order (the
+  // byte ranges a run reads, so the bound is measured on the same bytes).
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  // With ranges: 0 cuts them into chunk-sized requests (qd in flight); N > 0
+  // submits each range whole, N at a time, the way the reader submits layers
+  // (the source then keeps qd chunks in flight), so the block layer sees the
+  // same pattern as in a run.
+  uint32_t ranges_in_flight = 0;
   int passes = 3;
 };
 

@@ -5,7 +5,11 @@
 namespace ls {
 
 ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
-    : rc_(rc), tracer_(tracer), watchdog_s_(watchdog_s), signals_(io_, SIGINT, SIGTERM), timer_(io_) {
+    : rc_(rc),
+      tracer_(tracer),
+      watchdog_s_(watchdog_s),
+      signals_(io_, SIGINT, SIGTERM),
+      timer_(io_) {
   signals_.async_wait([this](const asio::error_code& ec, int sig) {
     if (ec) return;
     interrupted_.store(true);

@@ -13,9 +13,18 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
   std::vector<Tier> t;
   for (char c : s) {
     switch (c) {
-      case 'A': case 'a': t.push_back(Tier::Resident); break;
-      case 'B': case 'b': t.push_back(Tier::Ram); break;
-      case 'C': case 'c': t.push_back(Tier::Storage); break;
+      case 'A':
+      case 'a':
+        t.push_back(Tier::Resident);
+        break;
+      case 'B':
+      case 'b':
+        t.push_back(Tier::Ram);
+        break;
+      case 'C':
+      case 'c':
+        t.push_back(Tier::Storage);
+        break;
       default:
         return make_error("--tiers '%s': '%c' is not a tier (A resident, B RAM, C storage)",
                           s.c_str(), c);
@@ -23,8 +32,9 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
   }
   if (t.size() == 1) t.assign(n_layer, t[0]);
   if (t.size() != n_layer)
-    return make_error("--tiers '%s' names %zu layers; the model has %u (or give one letter for all)",
-                      s.c_str(), t.size(), n_layer);
+    return make_error(
+        "--tiers '%s' names %zu layers; the model has %u (or give one letter for all)", s.c_str(),
+        t.size(), n_layer);
   return t;
 }
 
@@ -34,7 +44,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   if (opt.backend != "auto" && opt.backend != "cpu" && opt.backend != "cuda")
     return make_error("--backend must be cpu, cuda or auto (got '%s')", opt.backend.c_str());
   if (opt.backend == "cuda")
-    return make_error("--backend cuda: this build has no CUDA decode backend yet (use cpu or auto)");
+    return make_error(
+        "--backend cuda: this build has no CUDA decode backend yet (use cpu or auto)");
   if (opt.depth < 1 || opt.staging_buffers < 1 || opt.device_slots < 1)
     return make_error("--depth, --staging-buffers and --device-slots must be at least 1");
   if (opt.model.empty()) {
@@ -83,8 +94,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   }
   if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
 
-  e->backend_ = std::make_unique<CpuBackend>(c, e->model_->globals(), opt.n_ctx, 1, opt.kv_type,
-                                             threads);
+  e->backend_ =
+      std::make_unique<CpuBackend>(c, e->model_->globals(), opt.n_ctx, 1, opt.kv_type, threads);
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
   e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
   PipelineOptions po;
@@ -109,6 +120,8 @@ Status Engine::finish() {
   return finish_trace(*tracer_, opt_.trace_path, opt_.stats);
 }
 
-Engine::~Engine() { (void)finish(); }
+Engine::~Engine() {
+  (void)finish();
+}
 
 }  // namespace ls

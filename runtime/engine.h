@@ -18,19 +18,20 @@
 namespace ls {
 
 struct EngineOptions {
-  std::string model;                 // GGUF path (empty: the embedded default model)
-  std::string backend = "auto";      // cpu, cuda, auto
-  int threads = 0;                   // CPU threads (0: all cores)
-  uint32_t n_ctx = 0;                // 0: the model's, at most 4096
+  std::string model;             // GGUF path (empty: the embedded default model)
+  std::string backend = "auto";  // cpu, cuda, auto
+  int threads = 0;               // CPU threads (0: all cores)
+  uint32_t n_ctx = 0;            // 0: the model's, at most 4096
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
-  std::string tiers;                 // force per-layer tiers: A resident, B RAM, C storage ("AABC..." or one letter for all)
+  std::string tiers;  // force per-layer tiers: A resident, B RAM, C storage ("AABC..." or one
+                      // letter for all)
   int32_t depth = 4, staging_buffers = 3, device_slots = 3;
-  SourceOptions source;              // reader: kind, queue depth, chunk size
+  SourceOptions source;  // reader: kind, queue depth, chunk size
   bool io_only = false;
-  std::string trace_path;            // --trace FILE
-  bool stats = false;                // --stats
-  int watchdog_s = 10;               // stall watchdog (0: off)
+  std::string trace_path;  // --trace FILE
+  bool stats = false;      // --stats
+  int watchdog_s = 10;     // stall watchdog (0: off)
   bool print_plan = true;
 };
 

@@ -102,7 +102,8 @@ void print_summary(const Stats& s, const Engine& e) {
 }
 
 int run_decode(DecodeArgs& a) {
-  if (a.n_predict < 0) return fail("-n must be 0 or more (got " + std::to_string(a.n_predict) + ")");
+  if (a.n_predict < 0)
+    return fail("-n must be 0 or more (got " + std::to_string(a.n_predict) + ")");
   if (!a.prompt.empty() && !a.prompt_file.empty()) return fail("give -p or -f, not both");
   if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) return fail(st.error().message);
   if (!a.prompt_file.empty()) {
@@ -139,7 +140,8 @@ int run_decode(DecodeArgs& a) {
 
   if (!a.chat) {
     std::vector<int32_t> prompt = m.tokenizer->encode(a.prompt, add_bos, a.special);
-    if (prompt.empty()) return fail("the prompt is empty (and --no-bos leaves no token to start from)");
+    if (prompt.empty())
+      return fail("the prompt is empty (and --no-bos leaves no token to start from)");
     if (prompt.size() > n_ctx)
       return fail("the prompt is " + std::to_string(prompt.size()) +
                   " tokens, longer than the context (-c " + std::to_string(n_ctx) + ")");
@@ -158,7 +160,8 @@ int run_decode(DecodeArgs& a) {
       tmpl_s = *t;
       tmpl = &tmpl_s;
     }
-    const ChatFormat fmt = chat_format_for(tmpl, m.tokenizer->family() == TokenizerFamily::Llama3Bpe);
+    const ChatFormat fmt =
+        chat_format_for(tmpl, m.tokenizer->family() == TokenizerFamily::Llama3Bpe);
     std::fprintf(stderr, "layerstream: chat (%s format); an empty line or Ctrl-D ends it\n",
                  fmt == ChatFormat::Llama3 ? "Llama 3" : "Llama 2");
     bool first = true;
@@ -188,7 +191,8 @@ int run_decode(DecodeArgs& a) {
       // pass over the weights.
       if (!reply.empty()) {
         carry.push_back(reply.back());
-        if (!eog) carry.push_back(m.tokenizer->eot() >= 0 ? m.tokenizer->eot() : m.tokenizer->eos());
+        if (!eog)
+          carry.push_back(m.tokenizer->eot() >= 0 ? m.tokenizer->eot() : m.tokenizer->eos());
       }
     }
   }

@@ -17,6 +17,7 @@ Command add_synth(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_trace(CLI::App& app);
 Command add_decode(CLI::App& app);
+Command add_bench(CLI::App& app);
 Command add_probe(CLI::App& app);
 
 }  // namespace ls

@@ -28,10 +28,12 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
   sub->add_option("--ram-budget", o.ram_budget,
                   "Host memory for RAM-tier layers and staging, e.g. 48GiB (default: available)");
-  sub->add_option("--tiers", o.tiers,
-                  "Force tiers per layer: A resident, B RAM, C storage (e.g. AABBCC, or C for all)");
+  sub->add_option(
+      "--tiers", o.tiers,
+      "Force tiers per layer: A resident, B RAM, C storage (e.g. AABBCC, or C for all)");
   sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
-  sub->add_option("--staging-buffers", o.staging_buffers, "Pinned staging buffers for storage reads")
+  sub->add_option("--staging-buffers", o.staging_buffers,
+                  "Pinned staging buffers for storage reads")
       ->capture_default_str();
   sub->add_option("--device-slots", o.device_slots, "Device slots for streamed layers")
       ->capture_default_str();
@@ -42,15 +44,19 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
       ->capture_default_str();
   sub->add_option("--trace", o.trace_path, "Write a Chrome trace (Perfetto) to FILE");
   sub->add_flag("--stats", o.stats, "Print the stall table at the end");
-  sub->add_option("--watchdog", o.watchdog_s, "Seconds without progress before the stall report (0: off)")
+  sub->add_option("--watchdog", o.watchdog_s,
+                  "Seconds without progress before the stall report (0: off)")
       ->capture_default_str();
 }
 
 // Apply the string flags that need checking.
 inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) {
-  if (text.kv_type == "f16") o.kv_type = KvType::F16;
-  else if (text.kv_type == "f32") o.kv_type = KvType::F32;
-  else return make_error("--kv-type must be f16 or f32 (got '%s')", text.kv_type.c_str());
+  if (text.kv_type == "f16")
+    o.kv_type = KvType::F16;
+  else if (text.kv_type == "f32")
+    o.kv_type = KvType::F32;
+  else
+    return make_error("--kv-type must be f16 or f32 (got '%s')", text.kv_type.c_str());
   auto chunk = parse_bytes(text.read_chunk);
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     cmds.emplace_back(app.get_subcommands({})[before], std::move(c));
   };
   add(ls::add_decode);
+  add(ls::add_bench);
   add(ls::add_synth);
   add(ls::add_inspect);
   add(ls::add_tokenize);

@@ -1,0 +1,315 @@
+// layerstream bench: run the pipeline over a grid of settings and print a
+// markdown table — tok/s, GB/s streamed from storage, the ratio to the
+// storage ceiling that `probe` measures for the same file in the same run,
+// and the stage that bounds the pipeline. --io-only skips the kernels, so the
+// pipeline's own ceiling is measured.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "io/probe_storage.h"
+#include "runtime/engine.h"
+#include "runtime/units.h"
+#include "tools/commands.h"
+#include "tools/engine_flags.h"
+
+namespace ls {
+namespace {
+
+struct BenchArgs {
+  EngineOptions engine;
+  EngineFlagText text;
+  std::vector<std::string> sweeps;
+  int steps = 16;
+  bool io_only = false;
+  std::string json;
+  int probe_passes = 1;
+};
+
+// NAME=v1,v2,... -> (NAME, [v1, v2, ...])
+Expected<std::pair<std::string, std::vector<std::string>>> parse_sweep(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    return make_error("--sweep '%s': expected NAME=v1,v2,...", s.c_str());
+  std::pair<std::string, std::vector<std::string>> out{s.substr(0, eq), {}};
+  std::stringstream ss(s.substr(eq + 1));
+  for (std::string v; std::getline(ss, v, ',');)
+    if (!v.empty()) out.second.push_back(v);
+  static const char* known[] = {"depth", "staging", "slots", "qd", "chunk", "threads", "tiers"};
+  bool ok_name = false;
+  for (const char* k : known) ok_name |= out.first == k;
+  if (!ok_name)
+    return make_error(
+        "--sweep: unknown setting '%s' (depth, staging, slots, qd, chunk, threads, tiers)",
+        out.first.c_str());
+  return out;
+}
+
+Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
+  auto int_of = [&](int32_t& dst) -> Status {
+    char* end = nullptr;
+    const long x = std::strtol(v.c_str(), &end, 10);
+    if (!end || *end || x < 1 || x > 1 << 20)
+      return make_error("--sweep %s: '%s' is not a positive integer", name.c_str(), v.c_str());
+    dst = static_cast<int32_t>(x);
+    return ok();
+  };
+  if (name == "depth") return int_of(o.depth);
+  if (name == "staging") return int_of(o.staging_buffers);
+  if (name == "slots") return int_of(o.device_slots);
+  if (name == "threads") return int_of(o.threads);
+  if (name == "tiers") {
+    o.tiers = v;
+    return ok();
+  }
+  if (name == "qd") {
+    int32_t q = 0;
+    LS_TRY(int_of(q));
+    o.source.queue_depth = static_cast<uint32_t>(q);
+    return ok();
+  }
+  if (name == "chunk") {
+    auto b = parse_bytes(v);
+    if (!b || *b == 0) return make_error("--sweep chunk: '%s' is not a size", v.c_str());
+    o.source.chunk_bytes = *b;
+    return ok();
+  }
+  return make_error("--sweep: unknown setting '%s'", name.c_str());
+}
+
+struct Row {
+  std::map<std::string, std::string> settings;
+  double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
+  std::string bound, error, source;
+};
+
+int run_bench(BenchArgs& a) {
+  if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  if (a.steps < 2) {
+    std::fprintf(stderr, "error: -n must be at least 2 (the first step fills the pipeline)\n");
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> grid;
+  for (const std::string& s : a.sweeps) {
+    auto p = parse_sweep(s);
+    if (!p) {
+      std::fprintf(stderr, "error: %s\n", p.error().message.c_str());
+      return 1;
+    }
+    grid.push_back(*p);
+  }
+  a.engine.io_only = a.io_only;
+  a.engine.watchdog_s = 0;
+
+  // Every combination of the sweeps (the first varies slowest).
+  std::vector<std::vector<std::string>> combos{{}};
+  for (const auto& [name, values] : grid) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& c : combos)
+      for (const std::string& v : values) {
+        auto d = c;
+        d.push_back(v);
+        next.push_back(d);
+      }
+    combos = next;
+  }
+
+  std::vector<Row> rows;
+  // The storage ceiling is measured around every run: one probe pass over
+  // the same number of bytes at the same queue depth and chunk right before
+  // the run and one right after, so a disk whose speed drifts (virtual disks
+  // with burst credits do) is compared with itself.
+  std::vector<double> all_probes;
+  std::string probe_how, probe_error;
+  auto probe_once = [&](const Engine& e, const SourceOptions& src, int passes_of_layers) {
+    ProbeOptions po;
+    po.kind = src.kind;
+    po.chunk_bytes = src.chunk_bytes;
+    po.queue_depths = {src.queue_depth};
+    po.passes = a.probe_passes;
+    po.ranges_in_flight = static_cast<uint32_t>(e.options().staging_buffers);
+    // The same bytes the run reads: the storage layers' ranges, in order.
+    for (int k = 0; k < passes_of_layers; ++k)
+      for (size_t l = 0; l < e.plan().layer_tier.size(); ++l)
+        if (e.plan().layer_tier[l] == Tier::Storage)
+          for (const ByteRange& r : e.model().map.layers[l].ranges)
+            po.ranges.push_back({r.offset, r.bytes});
+    const std::string& path = e.model().file->path();
+    auto pr = probe_storage(path, po);
+    if (!pr || !pr->best()) {
+      if (!pr) probe_error = pr.error().message;
+      return 0.0;
+    }
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s%s", pr->source.c_str(),
+                  pr->direct ? " O_DIRECT" : " (buffered: the page cache may serve it)");
+    probe_how = buf;
+    all_probes.insert(all_probes.end(), pr->best()->gbps.begin(), pr->best()->gbps.end());
+    return pr->best()->gbps_median;
+  };
+  for (size_t ci = 0; ci < combos.size(); ++ci) {
+    EngineOptions o = a.engine;
+    o.print_plan = ci == 0;
+    Row row;
+    Status st;
+    for (size_t k = 0; k < grid.size() && st.ok(); ++k) {
+      row.settings[grid[k].first] = combos[ci][k];
+      st = apply(o, grid[k].first, combos[ci][k]);
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+      return 1;
+    }
+    auto er = Engine::open(o);
+    if (!er) {
+      row.error = er.error().message;
+      rows.push_back(row);
+      std::fprintf(stderr, "bench: %s\n", row.error.c_str());
+      continue;
+    }
+    Engine& e = **er;
+    const Model& m = e.model();
+    const uint64_t run_bytes = e.plan().storage_bytes_per_step * static_cast<uint64_t>(a.steps - 1);
+    // Probe over as many passes of the layers as the run's steady state reads
+    // (at least one, at most enough for ~8 GiB), right before and right after.
+    const uint64_t per_step = std::max<uint64_t>(1, e.plan().storage_bytes_per_step);
+    const int probe_steps =
+        static_cast<int>(std::clamp<uint64_t>((8ull << 30) / per_step, 1, a.steps - 1));
+    double before = 0, after = 0;
+    if (run_bytes > 0) before = probe_once(e, o.source, probe_steps);
+    const int32_t V = static_cast<int32_t>(m.config().n_vocab);
+    std::vector<std::chrono::steady_clock::time_point> t;
+    const int32_t bos = m.tokenizer->bos() >= 0 ? m.tokenizer->bos() : 0;
+    std::vector<int32_t> prompt{bos};
+    Status rs = e.pipeline().run_request(
+        prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
+          t.push_back(std::chrono::steady_clock::now());
+          if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
+          if (a.io_only) return bos;
+          const float* r = l + static_cast<size_t>(rows_n - 1) * V;
+          int32_t best = 0;
+          for (int32_t i = 1; i < V; ++i)
+            if (r[i] > r[best]) best = i;
+          return best;
+        });
+    const StallTable table = e.tracer().stall_table();
+    Status fin = e.finish();
+    if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
+    if (!rs.ok() || t.size() < 2) {
+      row.error = rs.ok() ? "too few steps" : rs.error().message;
+      rows.push_back(row);
+      std::fprintf(stderr, "bench: %s\n", row.error.c_str());
+      continue;
+    }
+    // Steady state: from the first step's logits to the last.
+    const double secs = std::chrono::duration<double>(t.back() - t.front()).count();
+    const double steps = static_cast<double>(t.size() - 1);
+    row.tok_s = steps / secs;
+    row.storage_gbps = e.plan().storage_bytes_per_step * steps / secs / 1e9;
+    row.streamed_gbps = e.plan().streamed_bytes_per_step * steps / secs / 1e9;
+    row.probe_gbps = before > 0 && after > 0 ? (before + after) / 2 : 0;
+    row.ratio = row.probe_gbps > 0 ? row.storage_gbps / row.probe_gbps : 0;
+    row.bound = table.bound;
+    row.source = e.pipeline().source_name();
+    rows.push_back(row);
+    (void)fin;
+  }
+  std::string probe_desc;
+  if (!all_probes.empty()) {
+    std::vector<double> v = all_probes;
+    std::sort(v.begin(), v.end());
+    char buf[400];
+    std::snprintf(buf, sizeof buf,
+                  "%s, the reader alone: the run's own layer ranges, whole, as many in flight as "
+                  "staging buffers, right before and after each run; all passes: "
+                  "median %.2f, min %.2f, max %.2f GB/s",
+                  probe_how.c_str(), v[v.size() / 2], v.front(), v.back());
+    probe_desc = buf;
+  } else if (!probe_error.empty()) {
+    probe_desc = "probe failed: " + probe_error;
+  }
+
+  // The table.
+  std::printf("\n");
+  if (!probe_desc.empty())
+    std::printf("storage bound (probe, same run): %s\n\n", probe_desc.c_str());
+  std::string head = "|", rule = "|";
+  for (const auto& [name, values] : grid) {
+    head += " " + name + " |";
+    rule += "---|";
+  }
+  head += " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | bound |";
+  rule += "---|---|---|---|---|---|";
+  std::printf("%s\n%s\n", head.c_str(), rule.c_str());
+  size_t best = 0;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].tok_s > rows[best].tok_s) best = i;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::string line = "|";
+    for (const auto& [name, values] : grid) line += " " + r.settings.at(name) + " |";
+    char buf[512], ratio[32] = "-";
+    if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.1f%%", 100.0 * r.ratio);
+    if (!r.error.empty())
+      std::snprintf(buf, sizeof buf, " error: %s | | | | | |", r.error.c_str());
+    else
+      std::snprintf(buf, sizeof buf, " %.2f%s | %.3f | %.3f | %s | %.3f | %s |", r.tok_s,
+                    i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps, r.probe_gbps,
+                    ratio, r.streamed_gbps, r.bound.c_str());
+    std::printf("%s%s\n", line.c_str(), buf);
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j;
+    j["model"] = a.engine.model;
+    j["io_only"] = a.io_only;
+    j["steps"] = a.steps;
+    j["storage_probe"] = probe_desc;
+    j["rows"] = nlohmann::json::array();
+    for (const Row& r : rows)
+      j["rows"].push_back({{"settings", r.settings},
+                           {"tok_s", r.tok_s},
+                           {"storage_gbps", r.storage_gbps},
+                           {"probe_gbps", r.probe_gbps},
+                           {"streamed_gbps", r.streamed_gbps},
+                           {"ratio_to_storage_bound", r.ratio},
+                           {"bound", r.bound},
+                           {"source", r.source},
+                           {"error", r.error}});
+    std::ofstream out(a.json);
+    out << j.dump(1) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "error: %s: cannot write\n", a.json.c_str());
+      return 1;
+    }
+  }
+  for (const Row& r : rows)
+    if (!r.error.empty()) return 1;
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "Run the pipeline over a grid of settings");
+  auto a = std::make_shared<BenchArgs>();
+  add_engine_flags(sub, a->engine, a->text);
+  sub->add_option(
+      "--sweep", a->sweeps,
+      "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers (repeatable)");
+  sub->add_option("-n,--steps", a->steps, "Decode steps per setting (the first fills the pipeline)")
+      ->capture_default_str();
+  sub->add_flag("--io-only", a->io_only, "Skip the kernels: measure the pipeline's own ceiling");
+  sub->add_option("--json", a->json, "Also write the results as JSON to this file");
+  sub->add_option("--probe-passes", a->probe_passes, "Probe passes before and after each run")
+      ->capture_default_str();
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace ls
