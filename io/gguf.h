@@ -44,21 +44,22 @@ struct GgufValue;
 struct GgufArray {
   GgufType elem_type = GgufType::UINT8;
   uint64_t count = 0;
-  std::vector<uint8_t> raw;            // scalar elements, count * gguf_scalar_bytes(elem_type)
-  std::vector<std::string> strings;    // elem_type == STRING
-  std::vector<GgufValue> arrays;       // elem_type == ARRAY (nested)
+  std::vector<uint8_t> raw;          // scalar elements, count * gguf_scalar_bytes(elem_type)
+  std::vector<std::string> strings;  // elem_type == STRING
+  std::vector<GgufValue> arrays;     // elem_type == ARRAY (nested)
 
-  // Element i as a number, whatever its scalar type (bool as 0/1).
+  // Element i (< count) as a number, whatever its scalar type (bool as 0/1;
+  // a float out of int64_t range saturates, NaN gives 0).
   double number(uint64_t i) const;
   int64_t integer(uint64_t i) const;
 };
 
 struct GgufValue {
   GgufType type = GgufType::UINT8;
-  uint64_t u = 0;     // UINT8..UINT64, BOOL
-  int64_t i = 0;      // INT8..INT64
-  double f = 0;       // FLOAT32, FLOAT64
-  std::string s;      // STRING
+  uint64_t u = 0;                  // UINT8..UINT64, BOOL
+  int64_t i = 0;                   // INT8..INT64
+  double f = 0;                    // FLOAT32, FLOAT64
+  std::string s;                   // STRING
   std::shared_ptr<GgufArray> arr;  // ARRAY
 
   bool is_integer() const;
@@ -76,12 +77,13 @@ struct GgufTensor {
   uint64_t offset = 0;          // absolute offset in the file
   uint64_t bytes = 0;           // size of its data
   uint64_t elements() const;
-  uint64_t rows() const { return shape.empty() ? 0 : elements() / shape[0]; }
+  uint64_t rows() const;  // product of ne[1..]; a dimension may be 0 (an empty tensor)
 };
 
 class GgufFile {
  public:
-  // Map and parse a file. Errors name the path and the field or tensor.
+  // Map and parse a file. Errors name the path and the field or tensor; what
+  // is accepted and rejected is listed at the top of gguf.cpp.
   static Expected<std::shared_ptr<GgufFile>> open(const std::string& path);
   // Parse bytes already in memory (tests and the fuzzer). The bytes must
   // outlive the result.

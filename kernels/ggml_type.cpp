@@ -39,6 +39,38 @@ const char* ggml_type_name(GgmlType t) {
   return tr ? tr->name : "unknown";
 }
 
+const char* ggml_type_id_name(uint32_t id) {
+  if (auto tr = ggml_type_traits(id)) return tr->name;
+  switch (id) {  // ggml.h's enum ggml_type; 4, 5 and 31..33, 36..38 were removed
+    case 16:
+      return "iq2_xxs";
+    case 17:
+      return "iq2_xs";
+    case 18:
+      return "iq3_xxs";
+    case 19:
+      return "iq1_s";
+    case 20:
+      return "iq4_nl";
+    case 21:
+      return "iq3_s";
+    case 22:
+      return "iq2_s";
+    case 23:
+      return "iq4_xs";
+    case 29:
+      return "iq1_m";
+    case 34:
+      return "tq1_0";
+    case 35:
+      return "tq2_0";
+    case 39:
+      return "mxfp4";
+    default:
+      return nullptr;
+  }
+}
+
 std::optional<GgmlType> ggml_type_from_name(std::string_view name) {
   std::string lower(name);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

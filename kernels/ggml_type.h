@@ -2,7 +2,7 @@
 // Shared by host and device code; the numbers are the on-disk ids (ggml.h's
 // enum ggml_type), so they must never be renumbered.
 // defines: GgmlType, GgmlTypeTraits, ggml_type_traits(), ggml_type_name(),
-//          ggml_type_from_name(), ggml_row_bytes()
+//          ggml_type_id_name(), ggml_type_from_name(), ggml_row_bytes()
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ enum class GgmlType : uint32_t {
 };
 
 struct GgmlTypeTraits {
-  const char* name;     // llama.cpp's spelling, lower case ("q4_K")
+  const char* name;      // llama.cpp's spelling, lower case ("q4_K")
   uint32_t block_elems;  // elements per block (1 for plain types)
   uint32_t block_bytes;  // bytes per block
   bool dequantizable;    // layerstream can turn it into float
@@ -44,8 +44,13 @@ struct GgmlTypeTraits {
 // Traits of a type id read from a file; nullopt for ids we do not know the
 // layout of (the GGUF reader rejects those, naming the tensor).
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t id);
-inline GgmlTypeTraits ggml_traits(GgmlType t) { return *ggml_type_traits(static_cast<uint32_t>(t)); }
+inline GgmlTypeTraits ggml_traits(GgmlType t) {
+  return *ggml_type_traits(static_cast<uint32_t>(t));
+}
 const char* ggml_type_name(GgmlType t);
+// ggml's name for any type id it defines, including those layerstream has no
+// layout for ("iq2_xxs"), so an error can say what it meant; nullptr if unknown.
+const char* ggml_type_id_name(uint32_t id);
 // Accepts "q4_k", "Q4_K", "f16", ... (case-insensitive).
 std::optional<GgmlType> ggml_type_from_name(std::string_view name);
 
