@@ -38,6 +38,39 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
   return t;
 }
 
+Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
+  const LlamaConfig& c = m.config();
+  const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
+  // On the CPU backend "device memory" is host memory too, and the budgets
+  // default to unlimited: every layer resident, read in place.
+  const uint32_t align = 4096;
+  if (!opt.tiers.empty()) {
+    auto t = parse_tiers(opt.tiers, c.n_layer);
+    if (!t) return t.error();
+    return plan_forced(m.map, *t, opt.device_slots, opt.staging_buffers, align);
+  }
+  PlanInputs in;
+  if (!opt.vram_budget.empty()) {
+    auto b = parse_bytes(opt.vram_budget);
+    if (!b) return make_error("--vram-budget: %s", b.error().message.c_str());
+    in.vram_budget = *b;
+  }
+  if (!opt.ram_budget.empty()) {
+    auto b = parse_bytes(opt.ram_budget);
+    if (!b) return make_error("--ram-budget: %s", b.error().message.c_str());
+    in.ram_budget = *b;
+  }
+  in.kv_bytes = KvCache::bytes_for(c.n_layer, 1, n_ctx, c.n_embd_kv(), opt.kv_type);
+  // Activations and logits for a 512-token batch: the residual, norms, q/k/v,
+  // attention output, the two feed-forward halves, and a row of logits each.
+  in.activation_bytes = 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512;
+  in.globals_bytes = m.map.globals.tensor_bytes;
+  in.device_slots = opt.device_slots;
+  in.staging_buffers = opt.staging_buffers;
+  in.read_alignment = align;
+  return plan_tiers(m.map, in);
+}
+
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> e(new Engine());
@@ -63,35 +96,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
                  opt.n_ctx, c.n_ctx_train);
   const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
 
-  // The plan. On the CPU backend "device memory" is host memory too, and the
-  // budgets default to unlimited: every layer resident, read in place.
-  const uint32_t align = 4096;
-  if (!opt.tiers.empty()) {
-    auto t = parse_tiers(opt.tiers, c.n_layer);
-    if (!t) return t.error();
-    e->plan_ = plan_forced(e->model_->map, *t, opt.device_slots, opt.staging_buffers, align);
-  } else {
-    PlanInputs in;
-    if (!opt.vram_budget.empty()) {
-      auto b = parse_bytes(opt.vram_budget);
-      if (!b) return make_error("--vram-budget: %s", b.error().message.c_str());
-      in.vram_budget = *b;
-    }
-    if (!opt.ram_budget.empty()) {
-      auto b = parse_bytes(opt.ram_budget);
-      if (!b) return make_error("--ram-budget: %s", b.error().message.c_str());
-      in.ram_budget = *b;
-    }
-    in.kv_bytes = KvCache::bytes_for(c.n_layer, 1, opt.n_ctx, c.n_embd_kv(), opt.kv_type);
-    in.activation_bytes = 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512;
-    in.globals_bytes = e->model_->map.globals.tensor_bytes;
-    in.device_slots = opt.device_slots;
-    in.staging_buffers = opt.staging_buffers;
-    in.read_alignment = align;
-    auto p = plan_tiers(e->model_->map, in);
-    if (!p) return p.error();
-    e->plan_ = std::move(*p);
-  }
+  auto plan = plan_for(*e->model_, opt);
+  if (!plan) return plan.error();
+  e->plan_ = std::move(*plan);
   if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
 
   e->backend_ =

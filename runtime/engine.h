@@ -66,6 +66,9 @@ class Engine {
   bool finished_ = false;
 };
 
+// The tier plan a run with these options would use (inspect prints it too).
+Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt);
+
 // Parse --tiers: one letter per layer, or one letter for all layers.
 Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer);
 

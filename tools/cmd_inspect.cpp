@@ -5,6 +5,8 @@
 #include "io/gguf.h"
 #include "model/layer_map.h"
 #include "model/llama_config.h"
+#include "model/model.h"
+#include "runtime/engine.h"
 #include "tools/commands.h"
 
 namespace ls {
@@ -56,7 +58,7 @@ nlohmann::json extent_json(const LayerExtent& e) {
   return j;
 }
 
-int run_inspect(const std::string& path, bool json, bool full_arrays) {
+int run_inspect(const std::string& path, bool json, bool full_arrays, EngineOptions plan_opt) {
   auto fr = GgufFile::open(path);
   if (!fr) {
     std::fprintf(stderr, "error: %s\n", fr.error().message.c_str());
@@ -136,6 +138,20 @@ int run_inspect(const std::string& path, bool json, bool full_arrays) {
   row("globals", map.globals);
   std::printf("  total: %.3f GB in tensors (%.3f GB in layers, %.3f GB global)\n",
               map.total_tensor_bytes / 1e9, layers_bytes / 1e9, map.globals.tensor_bytes / 1e9);
+  if (model) {
+    // The tier plan a run with these budgets would use.
+    auto m = open_model(path);
+    if (!m) {
+      std::printf("\ntier plan: not available: %s\n", m.error().message.c_str());
+      return 0;
+    }
+    auto plan = plan_for(**m, plan_opt);
+    if (!plan) {
+      std::fprintf(stderr, "error: %s\n", plan.error().message.c_str());
+      return 1;
+    }
+    std::printf("\n%s", plan->to_text().c_str());
+  }
   return 0;
 }
 
@@ -146,10 +162,18 @@ Command add_inspect(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto full = std::make_shared<bool>(false);
+  auto po = std::make_shared<EngineOptions>();
   sub->add_option("file", *path, "GGUF file")->required();
   sub->add_flag("--json", *json, "Machine-readable output");
   sub->add_flag("--full-arrays", *full, "With --json: include every array element");
-  return [path, json, full] { return run_inspect(*path, *json, *full); };
+  sub->add_option("--vram-budget", po->vram_budget, "Plan: device memory budget (e.g. 24GiB)");
+  sub->add_option("--ram-budget", po->ram_budget, "Plan: host memory budget (e.g. 48GiB)");
+  sub->add_option("--tiers", po->tiers, "Plan: forced tiers (A resident, B RAM, C storage)");
+  sub->add_option("--device-slots", po->device_slots, "Plan: device slots")->capture_default_str();
+  sub->add_option("--staging-buffers", po->staging_buffers, "Plan: staging buffers")
+      ->capture_default_str();
+  sub->add_option("-c,--ctx-size", po->n_ctx, "Plan: context size (0: the model's, at most 4096)");
+  return [path, json, full, po] { return run_inspect(*path, *json, *full, *po); };
 }
 
 }  // namespace ls
