@@ -59,13 +59,14 @@ std::vector<std::pair<uint64_t, uint64_t>> pieces_of(
   return out;
 }
 
-// One pass over the pieces, qd buffers (of `stride` bytes: a chunk plus room
-// for an aligned over-read) in rotation.
-Expected<double> one_pass_ranges(BlockSource& src,
+// One pass over the pieces (each one request), n_bufs buffers of `stride`
+// bytes (a piece plus room for its aligned over-read) in rotation, so exactly
+// n_bufs reads are in flight until the tail.
+Expected<double> one_pass(BlockSource& src,
                                  const std::vector<std::pair<uint64_t, uint64_t>>& pieces,
-                                 uint64_t stride, uint32_t qd, uint8_t* staging) {
+                                 uint64_t stride, uint32_t n_bufs, uint8_t* staging) {
   std::vector<uint32_t> free_bufs;
-  for (uint32_t i = qd; i-- > 0;) free_bufs.push_back(i);
+  for (uint32_t i = n_bufs; i-- > 0;) free_bufs.push_back(i);
   std::vector<ReadRequest> batch;
   std::vector<ReadCompletion> done;
   size_t next = 0, landed = 0;
@@ -87,73 +88,6 @@ Expected<double> one_pass_ranges(BlockSource& src,
     for (const ReadCompletion& c : done) {
       if (!c.status.ok()) return c.status.error();
       ++landed;
-      free_bufs.push_back(static_cast<uint32_t>(c.tag));
-    }
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(bytes) / s / 1e9;
-}
-
-// One pass over whole ranges, n of them in flight, each in its own buffer.
-Expected<double> one_pass_whole(BlockSource& src,
-                                const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
-                                uint64_t stride, uint32_t n, uint8_t* staging) {
-  std::vector<uint32_t> free_bufs;
-  for (uint32_t i = n; i-- > 0;) free_bufs.push_back(i);
-  std::vector<ReadCompletion> done;
-  size_t next = 0, landed = 0;
-  uint64_t bytes = 0;
-  for (auto& r : ranges) bytes += r.second;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (landed < ranges.size()) {
-    while (!free_bufs.empty() && next < ranges.size()) {
-      const uint32_t b = free_bufs.back();
-      free_bufs.pop_back();
-      const ReadRequest req{ranges[next].first, ranges[next].second, staging + uint64_t{b} * stride,
-                            b};
-      LS_TRY(src.submit(std::span<const ReadRequest>(&req, 1)));
-      ++next;
-    }
-    done.clear();
-    LS_TRY(src.wait(1, 30000, done));
-    if (done.empty()) return make_error("probe: no read completed in 30 s (storage stalled?)");
-    for (const ReadCompletion& c : done) {
-      if (!c.status.ok()) return c.status.error();
-      ++landed;
-      free_bufs.push_back(static_cast<uint32_t>(c.tag));
-    }
-  }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return static_cast<double>(bytes) / s / 1e9;
-}
-
-// One pass: read [0, bytes) in chunk-sized requests, qd buffers in rotation.
-Expected<double> one_pass(BlockSource& src, uint64_t bytes, uint64_t chunk, uint32_t qd,
-                          uint8_t* staging) {
-  std::vector<uint32_t> free_bufs;
-  for (uint32_t i = qd; i-- > 0;) free_bufs.push_back(i);
-  std::vector<ReadRequest> batch;
-  std::vector<ReadCompletion> done;
-  uint64_t next = 0, landed = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  while (landed < bytes) {
-    batch.clear();
-    while (!free_bufs.empty() && next < bytes) {
-      const uint32_t b = free_bufs.back();
-      free_bufs.pop_back();
-      const uint64_t n = std::min(chunk, bytes - next);
-      batch.push_back({next, n, staging + uint64_t{b} * chunk, b});
-      next += n;
-    }
-    if (!batch.empty()) LS_TRY(src.submit(batch));
-    done.clear();
-    LS_TRY(src.wait(1, 30000, done));
-    if (done.empty())
-      return make_error("probe: no read completed in 30 s at offset %llu (storage stalled?)",
-                        (unsigned long long)landed);
-    for (const ReadCompletion& c : done) {
-      if (!c.status.ok()) return c.status.error();
-      landed += c.bytes;
       free_bufs.push_back(static_cast<uint32_t>(c.tag));
     }
   }
@@ -217,13 +151,17 @@ Expected<StorageProbe> probe_storage(const std::string& path, const ProbeOptions
       if (!reg.ok())
         r.note += (r.note.empty() ? "" : "; ") + ("buffers not registered: " + reg.error().message);
     }
+    // What one pass reads: the file from the start, or the given ranges, cut
+    // into chunk-sized requests (or the ranges whole).
+    const std::vector<std::pair<uint64_t, uint64_t>> pieces = pieces_of(
+        o.ranges.empty() ? std::vector<std::pair<uint64_t, uint64_t>>{{0, r.bytes_per_pass}}
+                         : o.ranges,
+        chunk);
     ProbeRow row;
     row.queue_depth = qd;
     for (int p = 0; p < o.passes; ++p) {
-      auto g = o.ranges.empty() ? one_pass(s, r.bytes_per_pass, chunk, qd, st->p)
-               : whole ? one_pass_whole(s, o.ranges, whole_stride, o.ranges_in_flight, st->p)
-                       : one_pass_ranges(s, pieces_of(o.ranges, chunk), chunk + 2 * kMaxAlign, qd,
-                                         st->p);
+      auto g = whole ? one_pass(s, o.ranges, whole_stride, o.ranges_in_flight, st->p)
+                     : one_pass(s, pieces, chunk + 2 * kMaxAlign, qd, st->p);
       if (!g) return g.error();
       row.gbps.push_back(*g);
     }

@@ -73,35 +73,23 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
     const int32_t seq = batch_.seq[t], pos = batch_.pos[t];
     float* sc = scratch_[thread].data();
     const float* q = q_.data() + t * E + h * HD;
-    float kbuf[512];  // head_dim <= 512 for every Llama
-    for (int32_t p = 0; p <= pos; ++p) {
-      const float* k;
-      if (kv_.type() == KvType::F32) {
-        k = kv_.k_f32(il, seq, p) + kvh * HD;
-      } else {
-        // f16 cache: convert one head's row.
-        thread_local std::vector<float> row;
-        row.resize(KV);
-        kv_.load_k(il, seq, p, row.data());
-        for (int64_t i = 0; i < HD; ++i) kbuf[i] = row[kvh * HD + i];
-        k = kbuf;
-      }
-      sc[p] = dot_f32(q, k, HD) * scale;
-    }
+    // This head's key or value at position p: in place for an f32 cache,
+    // converted (the whole row, then this head's part) for an f16 one.
+    thread_local std::vector<float> row;
+    row.resize(KV);
+    auto head_of = [&](bool key, int32_t p) -> const float* {
+      if (kv_.type() == KvType::F32)
+        return (key ? kv_.k_f32(il, seq, p) : kv_.v_f32(il, seq, p)) + kvh * HD;
+      if (key) kv_.load_k(il, seq, p, row.data());
+      else kv_.load_v(il, seq, p, row.data());
+      return row.data() + kvh * HD;
+    };
+    for (int32_t p = 0; p <= pos; ++p) sc[p] = dot_f32(q, head_of(true, p), HD) * scale;
     softmax_f32(sc, pos + 1);
     float* out = att_.data() + t * E + h * HD;
     for (int64_t i = 0; i < HD; ++i) out[i] = 0.0f;
     for (int32_t p = 0; p <= pos; ++p) {
-      const float* v;
-      if (kv_.type() == KvType::F32) {
-        v = kv_.v_f32(il, seq, p) + kvh * HD;
-      } else {
-        thread_local std::vector<float> row;
-        row.resize(KV);
-        kv_.load_v(il, seq, p, row.data());
-        for (int64_t i = 0; i < HD; ++i) kbuf[i] = row[kvh * HD + i];
-        v = kbuf;
-      }
+      const float* v = head_of(false, p);
       const float a = sc[p];
       for (int64_t i = 0; i < HD; ++i) out[i] += a * v[i];
     }
