@@ -255,7 +255,9 @@ uint64_t GgufWriter::total_bytes() const {
 
 Status GgufWriter::create(const std::string& path) {
   path_ = path;
-  tmp_path_ = path + ".tmp";
+  // Unique per process: two writers of the same model (parallel tests) must
+  // not share a temporary file; the last rename wins, and both are whole.
+  tmp_path_ = path + ".tmp." + std::to_string(::getpid());
   const std::vector<uint8_t> header = header_bytes();
   uint64_t end = tensors_.empty() ? 0 : tensors_.back().rel_offset + tensors_.back().bytes;
   fd_ = ::open(tmp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
