@@ -1,0 +1,28 @@
+// Fused dequantize + matrix-vector products for decode batches (n_tok <= 8):
+// see kernels/gemv_q.cu.
+// defines: GemvParams, kGemvMaxTok, gemv_q_f32_launch
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/ggml_type.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+inline constexpr int kGemvMaxTok = 8;
+
+struct GemvParams {
+  const uint8_t* w;   // (n_out, row_bytes) GGUF rows, 16-byte aligned base
+  const float* x;     // (n_tok, n_in), 16-byte aligned
+  float* y;           // (n_tok, n_out)
+  int64_t n_in;       // a multiple of 8 (and of the type's block size)
+  int64_t n_out;
+  int64_t row_bytes;  // ggml_row_bytes(type, n_in)
+  int n_tok;          // 1 .. kGemvMaxTok
+};
+
+Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream);
+
+}  // namespace ls

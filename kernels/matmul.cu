@@ -1,0 +1,249 @@
+// matmul: y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ for a weight W of any GGUF
+// type in device memory (n_out rows of n_in elements, GGUF blocks), x and y
+// f32 row-major. This file is the dispatch and the GEMM half; the kernels
+// that touch quant bits live in kernels/gemv_q.cu (fused decode GEMV) and
+// kernels/dequant.cu (W -> f16), both over kernels/quant_decode.cuh.
+//
+// Paths (MatmulPath::Auto picks by n_tok):
+//   n_tok <= 8  gemv_q: one pass over W for the whole batch, f32 throughout.
+//   n_tok >  8  dequant W to f16 scratch (skipped for F16 weights), x to f16,
+//               then a tensor-core GEMM with f32 accumulation and f32 output:
+//               cublasGemmEx when libcublas loads, else gemm_wmma_f16 below.
+//
+// cuBLAS is opened with dlopen at context creation rather than linked: the
+// binary then starts on machines without libcublas (and needs no 100 MiB of
+// static cuBLAS), and the context says which GEMM it runs (gemm_backend()).
+//
+// gemm_wmma_f16 (the fallback, v1, correctness over speed): one warp per
+// 16 x 16 tile of y (16 tokens x 16 outputs), grid (ceil(n_out/16),
+// ceil(n_tok/16)). Per k-step of 16 the warp stages the x tile and the W tile
+// in shared memory (16-byte loads, zeros past the edges), runs one
+// 16x16x16 wmma, and at the end writes the in-bounds part of the tile.
+// defines: MatmulContext, matmul_cuda, matmul_gemm_f16
+#include "kernels/matmul.cuh"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#include <mma.h>
+
+#include <string>
+
+#include "kernels/cuda_util.cuh"
+#include "kernels/dequant.cuh"
+#include "kernels/gemv_q.cuh"
+
+namespace ls {
+
+namespace {
+
+using CublasCreate = cublasStatus_t (*)(cublasHandle_t*);
+using CublasDestroy = cublasStatus_t (*)(cublasHandle_t);
+using CublasSetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
+using CublasGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                        int, int, const void*, const void*, cudaDataType, int,
+                                        const void*, cudaDataType, int, const void*, void*,
+                                        cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+
+struct WmmaParams {
+  const uint4* x16;  // (n_tok, n_in) f16, 8 per uint4
+  const uint4* w16;  // (n_out, n_in) f16
+  float* y;          // (n_tok, n_out)
+  int64_t n_in, n_out, n_tok;
+};
+
+__global__ void __launch_bounds__(32) gemm_wmma_f16(WmmaParams p) {
+  using namespace nvcuda;
+  __shared__ __align__(32) __half xs[16 * 16];  // (tok, k)
+  __shared__ __align__(32) __half ws[16 * 16];  // (out, k) = col-major (k, out)
+  __shared__ __align__(32) float cs[16 * 16];   // (tok, out)
+  const int lane = threadIdx.x;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * 16, t0 = static_cast<int64_t>(blockIdx.y) * 16;
+  const int r = lane >> 1, half8 = (lane & 1) * 8;  // each lane stages 8 halves of one tile row
+  const int64_t k8 = p.n_in / 8;                     // uint4s per row
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.f);
+  for (int64_t k0 = 0; k0 < p.n_in; k0 += 16) {
+    const int64_t kc = (k0 + half8) / 8;  // this lane's uint4 column
+    const bool k_in = k0 + half8 < p.n_in;
+    uint4 zero = make_uint4(0, 0, 0, 0);
+    uint4 xa = (k_in && t0 + r < p.n_tok) ? p.x16[(t0 + r) * k8 + kc] : zero;
+    uint4 wa = (k_in && o0 + r < p.n_out) ? p.w16[(o0 + r) * k8 + kc] : zero;
+    *reinterpret_cast<uint4*>(xs + r * 16 + half8) = xa;
+    *reinterpret_cast<uint4*>(ws + r * 16 + half8) = wa;
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+    wmma::load_matrix_sync(fa, xs, 16);
+    wmma::load_matrix_sync(fb, ws, 16);
+    wmma::mma_sync(acc, fa, fb, acc);
+    __syncwarp();
+  }
+  wmma::store_matrix_sync(cs, acc, 16, wmma::mem_row_major);
+  __syncwarp();
+  for (int i = lane; i < 256; i += 32) {
+    const int64_t t = t0 + i / 16, o = o0 + i % 16;
+    if (t < p.n_tok && o < p.n_out) p.y[t * p.n_out + o] = cs[i];
+  }
+}
+
+}  // namespace
+
+struct MatmulContext::Impl {
+  cudaStream_t stream = nullptr;
+  int64_t max_weight_elems = 0;
+  uint16_t* w16 = nullptr;  // (max_weight_elems) f16 scratch for dequantized W
+  uint16_t* x16 = nullptr;  // f16 activations, grown on demand
+  int64_t x16_cap = 0;
+  MatmulPath path = MatmulPath::Auto;
+  // cuBLAS, when it loads.
+  void* lib = nullptr;
+  cublasHandle_t handle = nullptr;
+  CublasDestroy destroy = nullptr;
+  CublasSetStream set_stream = nullptr;
+  CublasGemmEx gemm_ex = nullptr;
+  std::string backend;
+
+  void load_cublas() {
+    const char* names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    const char* found = nullptr;
+    for (const char* n : names)
+      if ((lib = dlopen(n, RTLD_NOW | RTLD_LOCAL))) {
+        found = n;
+        break;
+      }
+    if (!lib) {
+      const char* why = dlerror();
+      backend = std::string("wmma (libcublas not loadable: ") + (why ? why : "?") + ")";
+      return;
+    }
+    auto create = reinterpret_cast<CublasCreate>(dlsym(lib, "cublasCreate_v2"));
+    destroy = reinterpret_cast<CublasDestroy>(dlsym(lib, "cublasDestroy_v2"));
+    set_stream = reinterpret_cast<CublasSetStream>(dlsym(lib, "cublasSetStream_v2"));
+    gemm_ex = reinterpret_cast<CublasGemmEx>(dlsym(lib, "cublasGemmEx"));
+    if (!create || !destroy || !set_stream || !gemm_ex) {
+      backend = std::string("wmma (") + found + " lacks a cuBLAS symbol)";
+    } else if (create(&handle) != CUBLAS_STATUS_SUCCESS) {
+      handle = nullptr;
+      backend = std::string("wmma (cublasCreate failed in ") + found + ")";
+    } else {
+      backend = std::string("cublas (") + found + ")";
+      return;
+    }
+    dlclose(lib);
+    lib = nullptr;
+  }
+};
+
+Expected<std::unique_ptr<MatmulContext>> MatmulContext::create(cudaStream_t stream,
+                                                               int64_t max_weight_elems) {
+  std::unique_ptr<MatmulContext> ctx(new MatmulContext());
+  ctx->impl_ = std::make_unique<Impl>();
+  Impl& im = *ctx->impl_;
+  im.stream = stream;
+  im.max_weight_elems = max_weight_elems;
+  if (max_weight_elems > 0)
+    LS_CUDA_TRY(cudaMalloc(&im.w16, static_cast<size_t>(max_weight_elems) * sizeof(uint16_t)));
+  im.load_cublas();
+  return std::move(ctx);
+}
+
+MatmulContext::~MatmulContext() {
+  if (!impl_) return;
+  cudaFree(impl_->w16);
+  cudaFree(impl_->x16);
+  if (impl_->handle) impl_->destroy(impl_->handle);
+  if (impl_->lib) dlclose(impl_->lib);
+}
+
+bool MatmulContext::has_cublas() const { return impl_->handle != nullptr; }
+const char* MatmulContext::gemm_backend() const { return impl_->backend.c_str(); }
+void MatmulContext::set_path(MatmulPath p) { impl_->path = p; }
+MatmulPath MatmulContext::path() const { return impl_->path; }
+
+Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
+                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream) {
+  MatmulContext::Impl& im = *ctx.impl();
+  const bool use_cublas = im.handle && im.path != MatmulPath::GemmWmma;
+  if (im.path == MatmulPath::GemmCublas && !im.handle)
+    return make_error("matmul: cuBLAS path asked for but %s", im.backend.c_str());
+  if (use_cublas) {
+    if (n_in > 0x7fffffff || n_out > 0x7fffffff || n_tok > 0x7fffffff)
+      return make_error("matmul: GEMM dimension over 2^31 (n_in %lld, n_out %lld, n_tok %lld)",
+                        (long long)n_in, (long long)n_out, (long long)n_tok);
+    if (im.set_stream(im.handle, stream) != CUBLAS_STATUS_SUCCESS)
+      return make_error("matmul: cublasSetStream failed");
+    // Column-major view: C (n_out x n_tok, ld n_out) = Wᵀ... W row-major
+    // (n_out, n_in) is column-major (n_in x n_out), so op(A) = T gives
+    // (n_out x n_in); x row-major (n_tok, n_in) is column-major (n_in x n_tok).
+    const float alpha = 1.f, beta = 0.f;
+    const cublasStatus_t s =
+        im.gemm_ex(im.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
+                   static_cast<int>(n_tok), static_cast<int>(n_in), &alpha, w16, CUDA_R_16F,
+                   static_cast<int>(n_in), x16, CUDA_R_16F, static_cast<int>(n_in), &beta, y,
+                   CUDA_R_32F, static_cast<int>(n_out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return make_error("matmul: cublasGemmEx failed with status %d (n_in %lld, n_out %lld, n_tok %lld)",
+                        static_cast<int>(s), (long long)n_in, (long long)n_out, (long long)n_tok);
+    return ok();
+  }
+  const dim3 grid(static_cast<unsigned>((n_out + 15) / 16), static_cast<unsigned>((n_tok + 15) / 16));
+  if ((n_tok + 15) / 16 > 65535) return make_error("matmul: wmma GEMM n_tok %lld too large", (long long)n_tok);
+  gemm_wmma_f16<<<grid, 32, 0, stream>>>(WmmaParams{static_cast<const uint4*>(x16),
+                                                     static_cast<const uint4*>(w16), y, n_in,
+                                                     n_out, n_tok});
+  LS_CUDA_TRY(cudaGetLastError());
+  return ok();
+}
+
+Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
+                   cudaStream_t stream) {
+  MatmulContext::Impl& im = *ctx.impl();
+  const GgmlTypeTraits tr = ggml_traits(w.type);
+  const char* tn = ggml_type_name(w.type);
+  if (w.n_in <= 0 || w.n_out <= 0 || n_tok < 0)
+    return make_error("matmul: bad shape %s n_in %lld n_out %lld n_tok %lld", tn, (long long)w.n_in,
+                      (long long)w.n_out, (long long)n_tok);
+  if (w.n_in % tr.block_elems != 0 || w.n_in % 8 != 0)
+    return make_error("matmul: %s n_in %lld is not a multiple of its block (%u) and of 8", tn,
+                      (long long)w.n_in, tr.block_elems);
+  if (reinterpret_cast<uintptr_t>(w.data) % 16 || reinterpret_cast<uintptr_t>(x) % 16)
+    return make_error("matmul: weight and x must be 16-byte aligned (%s)", tn);
+  if (n_tok == 0) return ok();
+
+  MatmulPath path = im.path;
+  if (path == MatmulPath::Auto) path = n_tok <= kGemvMaxTok ? MatmulPath::Gemv : MatmulPath::GemmCublas;
+  if (path == MatmulPath::Gemv) {
+    if (n_tok > kGemvMaxTok)
+      return make_error("matmul: GEMV path takes n_tok <= %d, got %lld", kGemvMaxTok, (long long)n_tok);
+    GemvParams p{static_cast<const uint8_t*>(w.data), x, y, w.n_in, w.n_out,
+                 static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in)), static_cast<int>(n_tok)};
+    return gemv_q_f32_launch(w.type, p, stream);
+  }
+
+  // GEMM: W -> f16 (F16 weights are used in place), x -> f16.
+  const void* w16 = w.data;
+  if (w.type != GgmlType::F16) {
+    if (w.n_in * w.n_out > im.max_weight_elems)
+      return make_error("matmul: %s weight of %lld elements exceeds the context's scratch (%lld)", tn,
+                        (long long)(w.n_in * w.n_out), (long long)im.max_weight_elems);
+    LS_TRY(dequant_f16_launch(w.type, w.data, w.n_in, w.n_out, im.w16, stream));
+    w16 = im.w16;
+  }
+  const int64_t nx = n_tok * w.n_in;
+  if (nx > im.x16_cap) {
+    // Stream-ordered, so no device-wide sync; grows to the largest batch seen.
+    if (im.x16) LS_CUDA_TRY(cudaFreeAsync(im.x16, stream));
+    im.x16 = nullptr;
+    im.x16_cap = 0;
+    LS_CUDA_TRY(cudaMallocAsync(&im.x16, static_cast<size_t>(nx) * sizeof(uint16_t), stream));
+    im.x16_cap = nx;
+  }
+  LS_TRY(convert_f32_f16_launch(x, nx, im.x16, stream));
+  const MatmulPath saved = im.path;
+  if (path == MatmulPath::GemmWmma) im.path = MatmulPath::GemmWmma;
+  Status st = matmul_gemm_f16(ctx, w16, im.x16, w.n_in, w.n_out, n_tok, y, stream);
+  im.path = saved;
+  return st;
+}
+
+}  // namespace ls

@@ -1,0 +1,55 @@
+// Matrix products on the GPU: y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ for a
+// weight W of any GGUF type, in device memory in its GGUF layout (n_out rows
+// of n_in elements). Decode batches (n_tok <= 8) run fused dequantize-GEMV
+// kernels that read each weight once for the whole batch; larger batches
+// (prefill) dequantize to f16 and run a tensor-core GEMM. The CPU reference
+// is kernels/ref/matmul.h (matmul_f32).
+// defines: MatmulContext, MatmulPath, matmul_cuda, matmul_gemm_f16
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "kernels/ref/matmul.h"  // WeightView
+#include "runtime/status.h"
+
+namespace ls {
+
+// Which kernels matmul_cuda runs. Auto: the fused GEMV for n_tok <= 8, else
+// dequantize + GEMM (cuBLAS when libcublas loads, else the WMMA fallback).
+// The others force one path, for tests and benchmarks.
+enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma };
+
+// Per-stream state of the matmuls (cuBLAS handle, dequantization scratch).
+class MatmulContext {
+ public:
+  // max_weight_elems: the largest weight (n_in * n_out) a GEMM will see.
+  static Expected<std::unique_ptr<MatmulContext>> create(cudaStream_t stream,
+                                                         int64_t max_weight_elems);
+  ~MatmulContext();
+  // cuBLAS is loaded at run time (dlopen of libcublas.so.13), so a binary
+  // runs where it is missing and falls back to the WMMA GEMM.
+  bool has_cublas() const;
+  const char* gemm_backend() const;  // "cublas (libcublas.so.13)" or "wmma (why)"
+  void set_path(MatmulPath p);
+  MatmulPath path() const;
+  struct Impl;
+  Impl* impl() { return impl_.get(); }
+
+ private:
+  MatmulContext() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+// x, y: device f32, row-major. w.data: device pointer. Asynchronous on `stream`.
+Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
+                   cudaStream_t stream);
+
+// The GEMM step alone: y (n_tok, n_out) f32 = x16 (n_tok, n_in) · w16ᵀ, both
+// f16 row-major on the device, f32 accumulation. Uses cuBLAS unless the path
+// is GemmWmma or cuBLAS is missing.
+Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
+                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream);
+
+}  // namespace ls

@@ -1,0 +1,200 @@
+// bench_matmul: matmul_cuda at the Llama-3-8B shapes, against the machine's
+// measured limits, in one run:
+//   bound 1: device-memory bandwidth, a 2 GiB cudaMemcpy D2D counting bytes
+//            read + written (median of 20);
+//   bound 2: cuBLAS f16 GEMM (f32 accumulate) on an 8192^3 product and on
+//            each benchmarked shape (the dequantized weight, median of 20).
+// Decode (n_tok = 1, fused GEMV): GB/s of weight bytes, ratio to bound 1.
+// Prefill (n_tok = 512, dequant + GEMM): TFLOP/s of 2·n_tok·n_in·n_out,
+// ratio to the same shape's pure cuBLAS GEMM.
+// Each timing: CUDA events around one call, warm-up first, median / min /
+// max of >= 50 runs (decode) or 20 (prefill), rotating among weight copies
+// whose total exceeds the 60 MB L2 several times, so decode reads DRAM.
+// Weights: 64 rows of random floats quantized with quantize_row, tiled.
+// Usage: ls_bench_matmul [out.json]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dequant.cuh"
+#include "kernels/ggml_type.h"
+#include "kernels/matmul.cuh"
+#include "kernels/ref/quant.h"
+
+using namespace ls;
+
+#define CK(call)                                                                                  \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+#define ST(expr)                                                                          \
+  do {                                                                                    \
+    Status s_ = (expr);                                                                   \
+    if (!s_.ok()) {                                                                       \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_.error().message.c_str()); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+struct Stats {
+  double med, min, max;  // ms
+};
+
+template <typename F>
+Stats time_it(cudaStream_t s, int warm, int reps, F&& f) {
+  for (int i = 0; i < warm; ++i) f(i);
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(ev[2 * i], s));
+    f(i);
+    CK(cudaEventRecord(ev[2 * i + 1], s));
+  }
+  CK(cudaStreamSynchronize(s));
+  CK(cudaGetLastError());
+  std::vector<float> ms(reps);
+  for (int i = 0; i < reps; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return {ms[reps / 2], ms.front(), ms.back()};
+}
+
+std::vector<float> randn(size_t n, std::mt19937_64& r) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& f : v) f = nd(r);
+  return v;
+}
+
+int main(int argc, char** argv) {
+  std::mt19937_64 rng(1234);
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  // Bound 1: D2D copy bandwidth.
+  const size_t cb = size_t(2) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, cb));
+  CK(cudaMalloc(&b, cb));
+  CK(cudaMemset(a, 1, cb));
+  Stats cp = time_it(s, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice, s)); });
+  const double bw = 2.0 * cb / (cp.med * 1e-3) / 1e9;  // GB/s, read + write
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  std::printf("bound: D2D copy %.0f GB/s (read+write, median of 20; min %.3f max %.3f ms)\n", bw, cp.min, cp.max);
+
+  const int64_t max_elems = int64_t(128256) * 4096;
+  auto ctx_or = MatmulContext::create(s, max_elems);
+  if (!ctx_or) { std::fprintf(stderr, "%s\n", ctx_or.error().message.c_str()); return 1; }
+  MatmulContext& ctx = **ctx_or;
+  std::printf("GEMM backend: %s\n", ctx.gemm_backend());
+
+  // Bound 2: an 8192^3 f16 GEMM through the same call the prefill path uses.
+  {
+    const int64_t n = 8192;
+    uint16_t *w16, *x16;
+    float* y;
+    CK(cudaMalloc(&w16, n * n * 2));
+    CK(cudaMalloc(&x16, n * n * 2));
+    CK(cudaMalloc(&y, n * n * 4));
+    std::vector<float> hx = randn(size_t(n) * n, rng);
+    float* dx;
+    CK(cudaMalloc(&dx, n * n * 4));
+    CK(cudaMemcpy(dx, hx.data(), n * n * 4, cudaMemcpyHostToDevice));
+    ST(convert_f32_f16_launch(dx, n * n, w16, s));
+    ST(convert_f32_f16_launch(dx, n * n, x16, s));
+    Stats g = time_it(s, 3, 20, [&](int) { ST(matmul_gemm_f16(ctx, w16, x16, n, n, n, y, s)); });
+    std::printf("bound: f16 GEMM 8192^3 %.0f TFLOP/s (median of 20, random data)\n",
+                2.0 * n * n * n / (g.med * 1e-3) / 1e12);
+    CK(cudaFree(w16)); CK(cudaFree(x16)); CK(cudaFree(y)); CK(cudaFree(dx));
+  }
+
+  struct Shape { int64_t n_in, n_out; const char* what; };
+  const Shape shapes[] = {{4096, 4096, "attn q/o"}, {4096, 14336, "ffn gate/up"},
+                          {14336, 4096, "ffn down"}, {4096, 128256, "output"}};
+  const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  std::string json = "[";
+  std::vector<std::string> rows;
+  for (GgmlType t : types)
+    for (const Shape& sh : shapes) {
+      const int64_t rb = ggml_row_bytes(t, sh.n_in);
+      const size_t bytes = size_t(rb) * sh.n_out;
+      // 64 quantized random rows, tiled over the matrix.
+      std::vector<uint8_t> pat(size_t(rb) * 64);
+      for (int r = 0; r < 64; ++r) {
+        auto f = randn(sh.n_in, rng);
+        quantize_row(t, f.data(), pat.data() + r * rb, sh.n_in);
+      }
+      std::vector<uint8_t> host(bytes);
+      for (int64_t r = 0; r < sh.n_out; ++r) std::memcpy(host.data() + r * rb, pat.data() + (r % 64) * rb, rb);
+      const int copies = std::max<int>(2, int((size_t(512) << 20) / bytes + 1));
+      std::vector<void*> dw(copies);
+      for (auto& p : dw) {
+        CK(cudaMalloc(&p, bytes));
+        CK(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice));
+      }
+      const int64_t ntok_pf = 512;
+      auto hx = randn(size_t(ntok_pf) * sh.n_in, rng);
+      float *dx, *dy;
+      CK(cudaMalloc(&dx, hx.size() * 4));
+      CK(cudaMalloc(&dy, size_t(ntok_pf) * sh.n_out * 4));
+      CK(cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+
+      ctx.set_path(MatmulPath::Auto);
+      Stats dec = time_it(s, 5, 60, [&](int i) {
+        ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, 1, dy, s));
+      });
+      const double gbs = bytes / (dec.med * 1e-3) / 1e9;
+      Stats pf = time_it(s, 3, 20, [&](int i) {
+        ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, ntok_pf, dy, s));
+      });
+      const double flop = 2.0 * ntok_pf * sh.n_in * sh.n_out;
+      const double tf = flop / (pf.med * 1e-3) / 1e12;
+      // The same shape's pure GEMM (W already f16, x already f16).
+      uint16_t *w16, *x16;
+      CK(cudaMalloc(&w16, size_t(sh.n_in) * sh.n_out * 2));
+      CK(cudaMalloc(&x16, hx.size() * 2));
+      ST(dequant_f16_launch(t, dw[0], sh.n_in, sh.n_out, w16, s));
+      ST(convert_f32_f16_launch(dx, int64_t(hx.size()), x16, s));
+      Stats gm = time_it(s, 3, 20, [&](int) { ST(matmul_gemm_f16(ctx, w16, x16, sh.n_in, sh.n_out, ntok_pf, dy, s)); });
+      const double tf_bound = flop / (gm.med * 1e-3) / 1e12;
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "| %-4s | %-11s | %5lld x %6lld | %7.1f | %7.1f %7.1f %7.1f | %5.0f | %4.2f | %7.3f | %5.0f | %5.0f | %4.2f |",
+                    ggml_type_name(t), sh.what, (long long)sh.n_in, (long long)sh.n_out, bytes / 1e6,
+                    dec.med * 1e3, dec.min * 1e3, dec.max * 1e3, gbs, gbs / bw, pf.med, tf, tf_bound, tf / tf_bound);
+      rows.push_back(line);
+      char js[512];
+      std::snprintf(js, sizeof js,
+                    "%s{\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"weight_bytes\":%zu,\"decode_ms\":{\"median\":%.5f,\"min\":%.5f,\"max\":%.5f},"
+                    "\"decode_gbps\":%.1f,\"bw_gbps\":%.1f,\"prefill512_ms\":%.4f,\"prefill_tflops\":%.1f,\"gemm_only_tflops\":%.1f}",
+                    json.size() > 1 ? "," : "", ggml_type_name(t), (long long)sh.n_in, (long long)sh.n_out, bytes,
+                    dec.med, dec.min, dec.max, gbs, bw, pf.med, tf, tf_bound);
+      json += js;
+      std::printf("%s\n", line);
+      std::fflush(stdout);
+      for (auto p : dw) CK(cudaFree(p));
+      CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(w16)); CK(cudaFree(x16));
+    }
+  json += "]\n";
+  std::printf("\nbound: D2D %.0f GB/s. decode n_tok=1 (fused GEMV, median of 60 over rotated copies); prefill n_tok=512 (dequant+GEMM, median of 20)\n", bw);
+  std::printf("| type | matrix      | n_in x n_out   | W MB    | n_tok=1 us: med min max | GB/s  | /bw  | n_tok=512 ms | TF/s | cuBLAS same-shape TF/s | ratio |\n");
+  for (auto& r : rows) std::printf("%s\n", r.c_str());
+  if (argc > 1) {
+    FILE* f = std::fopen(argv[1], "w");
+    if (f) { std::fputs(json.c_str(), f); std::fclose(f); }
+  }
+  return 0;
+}

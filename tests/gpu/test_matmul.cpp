@@ -1,0 +1,248 @@
+// matmul_cuda against the CPU reference matmul_f32 (kernels/ref/matmul.h),
+// for every GGUF type, on odd shapes: n_in a multiple of the block but not of
+// 256·k, n_out not a multiple of the rows per block (1, 7, 333), n_tok on both
+// sides of the GEMV/GEMM switch (1, 2, 3, 8 | 9, 64, 130). Every path runs:
+// the fused GEMV (n_tok <= 8), cuBLAS when it loaded, and the WMMA fallback.
+// Inputs are fresh random floats (W quantized with quantize_row); y is
+// poisoned with NaN before each run, so an unwritten element fails.
+//
+// NMSE = ||y - ref||² / ||ref||² against a threshold per format and path:
+//   GEMV: the same dequantized values and f32 accumulation as the reference,
+//     only the summation order differs: ~1e-14 expected, threshold 1e-9.
+//   GEMM: x and W rounded to f16 (relative 2^-11 each, about 2.8e-4 rms), so
+//     NMSE ~ 2 · (2.8e-4)² ≈ 1.6e-7 for quantized W; only x rounds for F16 /
+//     BF16 W (bf16's 8-bit mantissa fits in f16), ≈ 8e-8. Thresholds: 1e-6
+//     for F32 and the quant types, 4e-7 for F16 and BF16.
+#include <cuda_runtime.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/ggml_type.h"
+#include "kernels/matmul.cuh"
+#include "kernels/ref/matmul.h"
+#include "kernels/ref/quant.h"
+#include "runtime/thread_pool.h"
+
+namespace {
+
+using ls::GgmlType;
+using ls::MatmulPath;
+
+#define CUDA_CHECK(call) REQUIRE_MESSAGE((call) == cudaSuccess, #call)
+
+struct DeviceBuf {
+  void* p = nullptr;
+  explicit DeviceBuf(size_t bytes) { CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1)); }
+  ~DeviceBuf() { cudaFree(p); }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+  template <typename T>
+  T* as() const { return static_cast<T*>(p); }
+};
+
+double gemv_threshold(GgmlType) { return 1e-9; }
+double gemm_threshold(GgmlType t) {
+  return (t == GgmlType::F16 || t == GgmlType::BF16) ? 4e-7 : 1e-6;
+}
+
+std::mt19937_64& rng() {
+  static std::mt19937_64 r(std::random_device{}());
+  return r;
+}
+
+std::vector<float> random_floats(int64_t n) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = nd(rng());
+  return v;
+}
+
+// (n_out, row_bytes) GGUF rows of random values.
+std::vector<uint8_t> random_weight(GgmlType t, int64_t n_in, int64_t n_out) {
+  const int64_t rb = static_cast<int64_t>(ls::ggml_row_bytes(t, n_in));
+  std::vector<uint8_t> w(static_cast<size_t>(rb * n_out));
+  for (int64_t r = 0; r < n_out; ++r) {
+    std::vector<float> f = random_floats(n_in);
+    ls::quantize_row(t, f.data(), w.data() + r * rb, n_in);
+  }
+  return w;
+}
+
+ls::ThreadPool& pool() {
+  static ls::ThreadPool p(ls::default_thread_count());
+  return p;
+}
+
+std::vector<float> reference(const ls::WeightView& host_w, const std::vector<float>& x, int64_t n_tok) {
+  std::vector<std::vector<float>> scratch(pool().size());
+  std::vector<float> y(static_cast<size_t>(n_tok * host_w.n_out));
+  ls::matmul_f32(pool(), host_w, x.data(), n_tok, y.data(), scratch);
+  return y;
+}
+
+struct RunResult {
+  double nmse = 0;
+  int64_t unwritten = 0;  // NaN / inf elements (the poison survived)
+};
+
+RunResult compare(const std::vector<float>& y, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  RunResult r;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i])) {
+      ++r.unwritten;
+      continue;
+    }
+    const double d = static_cast<double>(y[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  r.nmse = den > 0 ? num / den : num;
+  return r;
+}
+
+const char* path_name(MatmulPath p) {
+  switch (p) {
+    case MatmulPath::Auto: return "auto";
+    case MatmulPath::Gemv: return "gemv";
+    case MatmulPath::GemmCublas: return "cublas";
+    case MatmulPath::GemmWmma: return "wmma";
+  }
+  return "?";
+}
+
+// Runs one path on the GPU with y poisoned; returns y.
+std::vector<float> run_gpu(ls::MatmulContext& ctx, MatmulPath path, const ls::WeightView& dw,
+                           const float* dx, int64_t n_tok, float* dy, cudaStream_t s) {
+  const size_t ny = static_cast<size_t>(n_tok * dw.n_out);
+  CUDA_CHECK(cudaMemsetAsync(dy, 0xFF, ny * sizeof(float), s));  // all-ones bits: NaN
+  ctx.set_path(path);
+  const ls::Status st = ls::matmul_cuda(ctx, dw, dx, n_tok, dy, s);
+  REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  CUDA_CHECK(cudaGetLastError());
+  std::vector<float> y(ny);
+  CUDA_CHECK(cudaMemcpy(y.data(), dy, ny * sizeof(float), cudaMemcpyDeviceToHost));
+  return y;
+}
+
+struct Worst {
+  double gemv = 0, cublas = 0, wmma = 0;
+};
+
+// Every path over every (n_in, n_out, n_tok) for type t; returns the worst NMSE per path.
+Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vector<int64_t>& n_outs,
+                 const std::vector<int64_t>& n_toks) {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  int64_t max_elems = 0;
+  for (int64_t a : n_ins)
+    for (int64_t b : n_outs) max_elems = std::max(max_elems, a * b);
+  auto ctx_or = ls::MatmulContext::create(s, max_elems);
+  REQUIRE(ctx_or.has_value());
+  ls::MatmulContext& ctx = **ctx_or;
+  Worst worst;
+  for (int64_t n_in : n_ins)
+    for (int64_t n_out : n_outs) {
+      const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
+      DeviceBuf dw(w.size());
+      CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+      const ls::WeightView hw{t, w.data(), n_in, n_out}, dwv{t, dw.p, n_in, n_out};
+      for (int64_t n_tok : n_toks) {
+        const std::vector<float> x = random_floats(n_tok * n_in);
+        DeviceBuf dx(x.size() * sizeof(float)), dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
+        CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+        const std::vector<float> ref = reference(hw, x, n_tok);
+        std::vector<MatmulPath> paths;
+        if (n_tok <= 8) paths.push_back(MatmulPath::Gemv);
+        paths.push_back(ctx.has_cublas() ? MatmulPath::GemmCublas : MatmulPath::Auto);
+        paths.push_back(MatmulPath::GemmWmma);
+        for (MatmulPath p : paths) {
+          if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
+          const RunResult r = compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref);
+          const bool is_gemv = p == MatmulPath::Gemv;
+          const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
+          INFO(ls::ggml_type_name(t), " path ", path_name(p), " n_in ", n_in, " n_out ", n_out,
+               " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ", r.unwritten);
+          CHECK(r.unwritten == 0);
+          CHECK(r.nmse <= limit);
+          double& slot = is_gemv ? worst.gemv : (p == MatmulPath::GemmWmma ? worst.wmma : worst.cublas);
+          slot = std::max(slot, r.nmse);
+        }
+      }
+    }
+  ctx.set_path(MatmulPath::Auto);
+  std::printf("cuda matmul: %-5s worst NMSE  gemv %.2e (thr %.0e)  %s %.2e  wmma %.2e (thr %.0e)\n",
+              ls::ggml_type_name(t), worst.gemv, gemv_threshold(t),
+              ctx.has_cublas() ? "cublas" : "auto", worst.cublas, worst.wmma, gemm_threshold(t));
+  ctx_or = ls::Error{"released"};
+  CUDA_CHECK(cudaStreamDestroy(s));
+  return worst;
+}
+
+bool is_k_quant(GgmlType t) { return ls::ggml_traits(t).block_elems == 256; }
+bool is_float(GgmlType t) { return ls::ggml_traits(t).block_elems == 1; }
+
+void check_odd_shapes(GgmlType t) {
+  std::vector<int64_t> n_ins;
+  if (is_k_quant(t)) n_ins = {256, 768};         // 1 and 3 super-blocks
+  else if (is_float(t)) n_ins = {8, 72, 1064};   // not multiples of 16 / 32
+  else n_ins = {32, 96, 1056};                   // 1, 3, 33 blocks
+  check_type(t, n_ins, {1, 7, 333}, {1, 2, 3, 8, 9, 64, 130});
+}
+
+}  // namespace
+
+#define LS_ODD_SHAPES_CASE(T) \
+  TEST_CASE("cuda matmul: " #T " odd shapes, all paths") { check_odd_shapes(GgmlType::T); }
+LS_ODD_SHAPES_CASE(F32)
+LS_ODD_SHAPES_CASE(F16)
+LS_ODD_SHAPES_CASE(BF16)
+LS_ODD_SHAPES_CASE(Q8_0)
+LS_ODD_SHAPES_CASE(Q4_0)
+LS_ODD_SHAPES_CASE(Q4_1)
+LS_ODD_SHAPES_CASE(Q5_0)
+LS_ODD_SHAPES_CASE(Q5_1)
+LS_ODD_SHAPES_CASE(Q2_K)
+LS_ODD_SHAPES_CASE(Q3_K)
+LS_ODD_SHAPES_CASE(Q4_K)
+LS_ODD_SHAPES_CASE(Q5_K)
+LS_ODD_SHAPES_CASE(Q6_K)
+
+TEST_CASE("cuda matmul: model-sized rows (n_in 4096, n_out 1000) for every type") {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                     GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K,
+                     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
+    check_type(t, {4096}, {1000}, {1, 5, 64});
+}
+
+TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  auto ctx_or = ls::MatmulContext::create(s, 256 * 4);
+  REQUIRE(ctx_or.has_value());
+  ls::MatmulContext& ctx = **ctx_or;
+  DeviceBuf w(1 << 16), x(1 << 16), y(1 << 16);
+  // n_in not a multiple of the Q4_K super-block.
+  CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q4_K, w.p, 128, 4}, x.as<float>(), 1, y.as<float>(), s).ok());
+  // Misaligned weight.
+  CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.as<uint8_t>() + 2, 32, 4}, x.as<float>(), 1,
+                              y.as<float>(), s).ok());
+  // A GEMM weight larger than the context's scratch.
+  CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 256, 8}, x.as<float>(), 16, y.as<float>(), s).ok());
+  // The GEMV path forced beyond its batch limit.
+  ctx.set_path(MatmulPath::Gemv);
+  const ls::Status st = ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 32, 4}, x.as<float>(), 9, y.as<float>(), s);
+  CHECK_FALSE(st.ok());
+  if (!st.ok()) CHECK(std::strstr(st.error().message.c_str(), "n_tok") != nullptr);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::printf("cuda matmul: GEMM backend: %s\n", ctx.gemm_backend());
+  ctx_or = ls::Error{"released"};
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
