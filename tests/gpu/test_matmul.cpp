@@ -6,7 +6,13 @@
 // Inputs are fresh random floats (W quantized with quantize_row); y is
 // poisoned with NaN before each run, so an unwritten element fails.
 //
-// NMSE = ||y - ref||² / ||ref||² against a threshold per format and path:
+// NMSE = ||y - ref||² / ||ref||² against a threshold per format and path,
+// with the denominator floored at S = sum over outputs of sum_i (w_i x_i)²:
+// rounding errors scale with the product terms, not with the result, so a
+// shape of one or two outputs whose dot product happens to cancel (seen on
+// the H200: n_out 1, n_tok 1, NMSE 1.8e-2 for Q2_K through f16 while every
+// larger shape stayed under 1e-7) must not fail a correct kernel. For random
+// inputs and many outputs ||ref||² ≈ S, so this is the plain NMSE there.
 //   GEMV: the same dequantized values and f32 accumulation as the reference,
 //     only the summation order differs: ~1e-14 expected, threshold 1e-9.
 //   GEMM: x and W rounded to f16 (relative 2^-11 each, about 2.8e-4 rms), so
@@ -21,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/ggml_type.h"
@@ -91,7 +98,24 @@ struct RunResult {
   int64_t unwritten = 0;  // NaN / inf elements (the poison survived)
 };
 
-RunResult compare(const std::vector<float>& y, const std::vector<float>& ref) {
+// S of the header: sum over (t, o) of sum_i (W[o][i] x[t][i])².
+double term_scale(const ls::WeightView& host_w, const std::vector<float>& x, int64_t n_tok) {
+  const int64_t rb = static_cast<int64_t>(ls::ggml_row_bytes(host_w.type, host_w.n_in));
+  std::vector<float> row(static_cast<size_t>(host_w.n_in));
+  std::vector<double> x2(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x2[i] = static_cast<double>(x[i]) * x[i];
+  double s = 0;
+  for (int64_t o = 0; o < host_w.n_out; ++o) {
+    ls::dequantize_row(host_w.type, static_cast<const uint8_t*>(host_w.data) + o * rb, row.data(),
+                       host_w.n_in);
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int64_t i = 0; i < host_w.n_in; ++i)
+        s += static_cast<double>(row[i]) * row[i] * x2[t * host_w.n_in + i];
+  }
+  return s;
+}
+
+RunResult compare(const std::vector<float>& y, const std::vector<float>& ref, double scale) {
   double num = 0, den = 0;
   RunResult r;
   for (size_t i = 0; i < y.size(); ++i) {
@@ -103,6 +127,7 @@ RunResult compare(const std::vector<float>& y, const std::vector<float>& ref) {
     num += d * d;
     den += static_cast<double>(ref[i]) * ref[i];
   }
+  den = std::max(den, scale);
   r.nmse = den > 0 ? num / den : num;
   return r;
 }
@@ -159,16 +184,17 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
         DeviceBuf dx(x.size() * sizeof(float)), dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
         CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
         const std::vector<float> ref = reference(hw, x, n_tok);
+        const double scale = term_scale(hw, x, n_tok);
         std::vector<MatmulPath> paths;
         if (n_tok <= 8) paths.push_back(MatmulPath::Gemv);
         paths.push_back(ctx.has_cublas() ? MatmulPath::GemmCublas : MatmulPath::Auto);
         paths.push_back(MatmulPath::GemmWmma);
         for (MatmulPath p : paths) {
           if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
-          const RunResult r = compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref);
+          const RunResult r = compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref, scale);
           const bool is_gemv = p == MatmulPath::Gemv;
           const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
-          INFO(ls::ggml_type_name(t), " path ", path_name(p), " n_in ", n_in, " n_out ", n_out,
+          INFO(std::string(ls::ggml_type_name(t)), " path ", std::string(path_name(p)), " n_in ", n_in, " n_out ", n_out,
                " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ", r.unwritten);
           CHECK(r.unwritten == 0);
           CHECK(r.nmse <= limit);
