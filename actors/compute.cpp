@@ -61,8 +61,10 @@ void ComputeActor::run() {
                         job->tier == Tier::Resident ? kFlowNone : kFlowEnd);
         rc_.chaos();
         if (!io_only_) {
+          // Resident: the backend's own copy when it keeps one (device
+          // memory on CUDA), else the mapped file.
           const LayerView v = job->tier == Tier::Resident
-                                  ? m_.layer(l)
+                                  ? be_.resident_layer(l).value_or(m_.layer(l))
                                   : packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                                       mem_.layout(l), mem_.slot(job->slot));
           if (Status st = be_.layer(static_cast<uint32_t>(l), v); !st.ok()) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/ref/matmul.h"
@@ -71,6 +72,10 @@ class Backend {
   virtual Status finish(float* logits) = 0;
   // Forget the cached keys/values of a sequence from position `from` on.
   virtual void clear_seq(int32_t seq, int32_t from) = 0;
+  // The view of a resident layer as this backend holds it, when it keeps its
+  // own copy (the CUDA backend: device pointers); nullopt: the mapped file's
+  // view (Model::layer) is the one to pass to layer().
+  virtual std::optional<LayerView> resident_layer(uint32_t) const { return std::nullopt; }
 };
 
 }  // namespace ls

@@ -22,7 +22,8 @@ Expected<std::unique_ptr<Model>> open_model(const std::string& path) {
 
 Status forward_resident(const Model& m, Backend& be, const Batch& b, float* logits) {
   LS_TRY(be.begin(b));
-  for (uint32_t l = 0; l < m.config().n_layer; ++l) LS_TRY(be.layer(l, m.layer(l)));
+  for (uint32_t l = 0; l < m.config().n_layer; ++l)
+    LS_TRY(be.layer(l, be.resident_layer(l).value_or(m.layer(l))));
   return be.finish(logits);
 }
 

@@ -30,7 +30,8 @@ struct Model {
 // Open, validate and map a model; errors name the file and what is wrong.
 Expected<std::unique_ptr<Model>> open_model(const std::string& path);
 
-// One step through every layer with weights read from the mapped file.
+// One step through every layer with weights read from the mapped file (or
+// from the backend's own resident copy, Backend::resident_layer).
 // logits: n_logits x n_vocab floats.
 Status forward_resident(const Model& m, Backend& be, const Batch& b, float* logits);
 

@@ -71,14 +71,22 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   return plan_tiers(m.map, in);
 }
 
+std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt) {
+  const LlamaConfig& c = m.config();
+  const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
+  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
+  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads);
+}
+
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> e(new Engine());
   if (opt.backend != "auto" && opt.backend != "cpu" && opt.backend != "cuda")
     return make_error("--backend must be cpu, cuda or auto (got '%s')", opt.backend.c_str());
-  if (opt.backend == "cuda")
+  if (opt.backend == "cuda" && !opt.make_backend)
     return make_error(
-        "--backend cuda: this build has no CUDA decode backend yet (use cpu or auto)");
+        "--backend cuda: this engine was given no CUDA backend (a build without CUDA, or a "
+        "caller that set no EngineOptions::make_backend); use cpu or auto");
   if (opt.depth < 1 || opt.staging_buffers < 1 || opt.device_slots < 1)
     return make_error("--depth, --staging-buffers and --device-slots must be at least 1");
   if (opt.model.empty()) {
@@ -94,15 +102,19 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   if (opt.n_ctx > c.n_ctx_train)
     std::fprintf(stderr, "layerstream: warning: -c %u is beyond the model's training context %u\n",
                  opt.n_ctx, c.n_ctx_train);
-  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
 
   auto plan = plan_for(*e->model_, opt);
   if (!plan) return plan.error();
   e->plan_ = std::move(*plan);
   if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
 
-  e->backend_ =
-      std::make_unique<CpuBackend>(c, e->model_->globals(), opt.n_ctx, 1, opt.kv_type, threads);
+  if (opt.make_backend) {
+    auto be = opt.make_backend(*e->model_, opt, e->plan_);
+    if (!be) return be.error();
+    e->backend_ = std::move(*be);
+  } else {
+    e->backend_ = make_cpu_backend(*e->model_, opt);
+  }
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
   e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
   PipelineOptions po;

@@ -4,6 +4,7 @@
 // defines: EngineOptions, Engine
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +17,14 @@
 #include "runtime/trace.h"
 
 namespace ls {
+
+struct EngineOptions;
+// Makes the compute backend for a run (model, options, the tier plan). Core
+// cannot depend on the CUDA library, so tools/ injects the factory that knows
+// about CUDA (tools/backends.cpp); without one the engine makes a CpuBackend
+// and refuses --backend cuda.
+using BackendFactory = std::function<Expected<std::unique_ptr<Backend>>(
+    const Model&, const EngineOptions&, const TierPlan&)>;
 
 struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
@@ -33,7 +42,11 @@ struct EngineOptions {
   bool stats = false;      // --stats
   int watchdog_s = 10;     // stall watchdog (0: off)
   bool print_plan = true;
+  BackendFactory make_backend;  // empty: CPU (see BackendFactory)
 };
+
+// The CPU backend for these options (the default factory).
+std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt);
 
 class Engine {
  public:

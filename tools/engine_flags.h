@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "runtime/engine.h"
+#include "tools/backends.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -61,6 +62,7 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");
   o.source.chunk_bytes = *chunk;
+  o.make_backend = make_tool_backend;  // cpu, cuda (CUDA builds) or auto
   return ok();
 }
 

@@ -1,0 +1,151 @@
+// Attention kernels: see attention.cuh for the mapping and the two passes.
+#include <cfloat>
+
+#include "kernels/attention.cuh"
+#include "kernels/cuda_util.cuh"
+
+namespace ls {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxPerLane = kAttentionMaxHeadDim / 32;
+
+__global__ void attention_f16kv_split_kernel(AttentionParams p) {
+  __shared__ float q_sh[kAttentionMaxHeadDim];
+  __shared__ float m_sh[kWarps], l_sh[kWarps];
+  __shared__ float acc_sh[kWarps][kAttentionMaxHeadDim];
+  const int s = blockIdx.x, h = blockIdx.y;
+  const int64_t t = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int HD = p.head_dim, nl = HD / 32;
+  const int32_t n_embd_kv = p.n_head_kv * HD;
+  const int kvh = h / (p.n_head / p.n_head_kv);
+  const float* q = p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(h) * HD;
+  for (int i = threadIdx.x; i < HD; i += blockDim.x) q_sh[i] = q[i];
+  __syncthreads();
+
+  const int32_t pos = p.pos[t];
+  const int32_t begin = s * p.chunk;
+  const int32_t end = min(begin + p.chunk, pos + 1);
+  const int64_t base = static_cast<int64_t>(p.seq[t]) * p.n_ctx * n_embd_kv + kvh * HD;
+
+  float qr[kMaxPerLane], acc[kMaxPerLane];
+#pragma unroll
+  for (int j = 0; j < kMaxPerLane; ++j) {
+    qr[j] = j < nl ? q_sh[lane + 32 * j] : 0.0f;
+    acc[j] = 0.0f;
+  }
+  float m = -FLT_MAX, l = 0.0f;
+  for (int32_t ps = begin + warp; ps < end; ps += kWarps) {
+    const __half* k = p.k_cache + base + static_cast<int64_t>(ps) * n_embd_kv;
+    float d = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kMaxPerLane; ++j)
+      if (j < nl) d += qr[j] * __half2float(k[lane + 32 * j]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+    const float sc = d * p.scale;
+    const float m_new = fmaxf(m, sc);
+    const float corr = expf(m - m_new);  // 0 on the first position (m = -FLT_MAX)
+    const float w = expf(sc - m_new);
+    l = l * corr + w;
+    const __half* v = p.v_cache + base + static_cast<int64_t>(ps) * n_embd_kv;
+#pragma unroll
+    for (int j = 0; j < kMaxPerLane; ++j)
+      if (j < nl) acc[j] = acc[j] * corr + w * __half2float(v[lane + 32 * j]);
+    m = m_new;
+  }
+  // Merge the warps.
+  if (lane == 0) {
+    m_sh[warp] = m;
+    l_sh[warp] = l;
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxPerLane; ++j)
+    if (j < nl) acc_sh[warp][lane + 32 * j] = acc[j];
+  __syncthreads();
+  float M = -FLT_MAX;
+  for (int w = 0; w < kWarps; ++w) M = fmaxf(M, m_sh[w]);
+  float L = 0.0f;
+  float f[kWarps];
+  for (int w = 0; w < kWarps; ++w) {
+    f[w] = l_sh[w] > 0.0f ? expf(m_sh[w] - M) : 0.0f;  // a warp that saw no position counts 0
+    L += l_sh[w] * f[w];
+  }
+  const int64_t row = t * p.n_head + h;
+  if (p.n_split == 1) {
+    float* out = p.out + row * HD;
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+      float a = 0.0f;
+      for (int w = 0; w < kWarps; ++w) a += acc_sh[w][i] * f[w];
+      out[i] = a * inv;
+    }
+  } else {
+    // Partial record of (row, split): m, l, then head_dim accumulators.
+    float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
+    if (threadIdx.x == 0) {
+      rec[0] = M;
+      rec[1] = L;
+    }
+    for (int i = threadIdx.x; i < HD; i += blockDim.x) {
+      float a = 0.0f;
+      for (int w = 0; w < kWarps; ++w) a += acc_sh[w][i] * f[w];
+      rec[2 + i] = a;
+    }
+  }
+}
+
+__global__ void attention_f16kv_reduce_kernel(AttentionParams p) {
+  const int h = blockIdx.x;
+  const int64_t t = blockIdx.y;
+  const int HD = p.head_dim;
+  const int64_t row = t * p.n_head + h;
+  const float* recs = p.partial + row * p.n_split * (HD + 2);
+  float M = -FLT_MAX;
+  for (int s = 0; s < p.n_split; ++s)
+    if (recs[s * (HD + 2) + 1] > 0.0f) M = fmaxf(M, recs[s * (HD + 2)]);
+  float L = 0.0f, a = 0.0f;
+  const int i = threadIdx.x;
+  for (int s = 0; s < p.n_split; ++s) {
+    const float* r = recs + s * (HD + 2);
+    if (r[1] <= 0.0f) continue;  // split past pos: empty
+    const float f = expf(r[0] - M);
+    L += r[1] * f;
+    if (i < HD) a += r[2 + i] * f;
+  }
+  if (i < HD) p.out[row * HD + i] = L > 0.0f ? a / L : 0.0f;
+}
+
+}  // namespace
+
+int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos) {
+  if (n_tok * n_head >= 512) return 1;
+  return (max_pos + 1 + kAttentionChunk - 1) / kAttentionChunk;
+}
+
+int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split) {
+  return n_split > 1 ? n_tok * n_head * n_split * (head_dim + 2) : 0;
+}
+
+Status attention_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
+  if (p.n_tok == 0) return ok();
+  if (p.head_dim % 32 != 0 || p.head_dim > kAttentionMaxHeadDim || p.head_dim <= 0)
+    return make_error("attention: head_dim %d is not a multiple of 32 up to %d", p.head_dim,
+                      kAttentionMaxHeadDim);
+  if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
+    return make_error("attention: %d heads do not group over %d KV heads", p.n_head, p.n_head_kv);
+  if (p.n_split > 1 && !p.partial) return make_error("attention: %d splits need scratch", p.n_split);
+  const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
+                  static_cast<unsigned>(p.n_tok));
+  attention_f16kv_split_kernel<<<grid, 32 * kWarps, 0, stream>>>(p);
+  LS_CUDA_TRY(cudaGetLastError());
+  if (p.n_split > 1) {
+    const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
+    attention_f16kv_reduce_kernel<<<g2, p.head_dim, 0, stream>>>(p);
+    LS_CUDA_TRY(cudaGetLastError());
+  }
+  return ok();
+}
+
+}  // namespace ls

@@ -1,0 +1,41 @@
+// RoPE kernel: see rope.cuh for the convention, layout and mapping.
+#include "kernels/cuda_util.cuh"
+#include "kernels/rope.cuh"
+
+namespace ls {
+namespace {
+
+__global__ void rope_f32_kernel(RopeCudaParams p) {
+  const int32_t n_pair = p.n_rot / 2;
+  const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t total = p.n_tok * p.n_head * n_pair;
+  if (id >= total) return;
+  const int32_t i = static_cast<int32_t>(id % n_pair);
+  const int64_t th = id / n_pair;
+  const int32_t h = static_cast<int32_t>(th % p.n_head);
+  const int64_t t = th / p.n_head;
+  double theta = p.pos[t] * static_cast<double>(p.freq_scale) *
+                 pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+  if (p.freq_factors) theta /= p.freq_factors[i];
+  double s, c;
+  sincos(theta, &s, &c);
+  const float cf = static_cast<float>(c), sf = static_cast<float>(s);
+  float* v = p.x + t * p.row_stride + static_cast<int64_t>(h) * p.head_dim + 2 * i;
+  const float x0 = v[0], x1 = v[1];
+  // __fmul_rn/__fadd_rn: no FMA contraction, so the result matches the CPU's rounding.
+  v[0] = __fsub_rn(__fmul_rn(x0, cf), __fmul_rn(x1, sf));
+  v[1] = __fadd_rn(__fmul_rn(x0, sf), __fmul_rn(x1, cf));
+}
+
+}  // namespace
+
+Status rope_f32_cuda(const RopeCudaParams& p, cudaStream_t stream) {
+  const int64_t total = p.n_tok * p.n_head * (p.n_rot / 2);
+  if (total == 0) return ok();
+  const unsigned blocks = static_cast<unsigned>((total + 255) / 256);
+  rope_f32_kernel<<<blocks, 256, 0, stream>>>(p);
+  LS_CUDA_TRY(cudaGetLastError());
+  return ok();
+}
+
+}  // namespace ls

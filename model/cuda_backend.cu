@@ -1,0 +1,459 @@
+// The CUDA backend (see cuda_backend.h). A layer, on one stream:
+//   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused)
+//   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda
+//   rope(q), rope(k); cache[seq, pos] = k, v   (f16)
+//   att = attention(q, cache)                   decode and prefill, split over long contexts
+//   o = att · Wo
+//   h += o; xn = rmsnorm(h) · ffn_norm          fused
+//   o = (silu(xn · Wgate) · (xn · Wup)) · Wdown; the add h += o is left to the next norm
+#include "model/cuda_backend.h"
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/argmax.cuh"
+#include "kernels/attention.cuh"
+#include "kernels/cuda_util.cuh"
+#include "kernels/embed.cuh"
+#include "kernels/kv_store.cuh"
+#include "kernels/matmul.cuh"
+#include "kernels/rmsnorm.cuh"
+#include "kernels/rope.cuh"
+#include "kernels/swiglu.cuh"
+#include "model/kv_cache.h"
+#include "runtime/units.h"
+
+namespace ls {
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear: no driver / no device is not sticky
+    return 0;
+  }
+  return n;
+}
+
+namespace {
+constexpr uint64_t kAlign = 256;  // every tensor and buffer starts 256-aligned on the device
+uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+struct CudaBackend::Impl {
+  LlamaConfig c;
+  CudaBackendOptions opt;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<MatmulContext> mm;
+  int64_t max_weight_elems = 0;
+
+  uint8_t* arena = nullptr;  // weights: globals then layers
+  uint64_t arena_bytes = 0;
+  GlobalView g;              // device pointers
+  std::vector<LayerView> layers;
+  __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
+  __half* v_cache = nullptr;
+  uint64_t kv_bytes = 0;
+
+  // Activations, (cap, width) row-major, and the batch's ints.
+  uint64_t cap = 0;
+  uint8_t* act = nullptr;
+  uint64_t act_bytes = 0;
+  float *h = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr,
+        *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
+  int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
+  int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+
+  Batch batch;
+  int32_t max_pos = 0;
+  int64_t n_logits = 0;
+  bool pending_add = false;  // h += o not yet done (fused into the next norm)
+
+  ~Impl() {
+    if (stream) cudaStreamSynchronize(stream);
+    mm.reset();
+    if (arena) cudaFree(arena);
+    if (k_cache) cudaFree(k_cache);
+    if (v_cache) cudaFree(v_cache);
+    if (act) cudaFree(act);
+    if (pinned) cudaFreeHost(pinned);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  uint64_t act_bytes_for(uint64_t n) const {
+    const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
+    const int32_t max_split = attention_splits(1, static_cast<int32_t>(c.n_head),
+                                               static_cast<int32_t>(opt.n_ctx) - 1);
+    const uint64_t part = static_cast<uint64_t>(std::max<int64_t>(
+        attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
+                                 c.head_dim, max_split),
+        0));
+    return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
+           align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5;
+  }
+
+  Error error_oom(const char* what, uint64_t want) const {
+    size_t free_b = 0, total_b = 0;
+    (void)cudaMemGetInfo(&free_b, &total_b);
+    (void)cudaGetLastError();
+    return make_error(
+        "cuda backend: out of device memory for %s: %s needed (weights %s, KV cache %s, "
+        "activations for %llu tokens %s); %s free of %s",
+        what, human_bytes(want).c_str(), human_bytes(arena_bytes).c_str(),
+        human_bytes(kv_bytes).c_str(), static_cast<unsigned long long>(cap ? cap : opt.max_batch),
+        human_bytes(act_bytes_for(cap ? cap : opt.max_batch)).c_str(),
+        human_bytes(free_b).c_str(), human_bytes(total_b).c_str());
+  }
+
+  // (Re)allocate the activations for n tokens.
+  Status reserve(uint64_t n) {
+    if (n <= cap) return ok();
+    if (act) {
+      LS_CUDA_TRY(cudaStreamSynchronize(stream));
+      cudaFree(act);
+      act = nullptr;
+      cudaFreeHost(pinned);
+      pinned = nullptr;
+    }
+    const uint64_t bytes = act_bytes_for(n);
+    if (cudaMalloc(&act, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      act = nullptr;
+      cap = 0;
+      return error_oom("activations", bytes);
+    }
+    LS_CUDA_TRY(cudaMallocHost(&pinned, n * 5 * sizeof(int32_t)));
+    cap = n;
+    act_bytes = bytes;
+    const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
+    uint8_t* p = act;
+    auto take = [&](uint64_t b) {
+      uint8_t* r = p;
+      p += align_up(b);
+      return r;
+    };
+    h = reinterpret_cast<float*>(take(n * E * 4));
+    xn = reinterpret_cast<float*>(take(n * E * 4));
+    q = reinterpret_cast<float*>(take(n * E * 4));
+    att = reinterpret_cast<float*>(take(n * E * 4));
+    o = reinterpret_cast<float*>(take(n * E * 4));
+    k = reinterpret_cast<float*>(take(n * KV * 4));
+    v = reinterpret_cast<float*>(take(n * KV * 4));
+    gate = reinterpret_cast<float*>(take(n * F * 4));
+    up = reinterpret_cast<float*>(take(n * F * 4));
+    logits = reinterpret_cast<float*>(take(n * V * 4));
+    const int32_t max_split = attention_splits(1, static_cast<int32_t>(c.n_head),
+                                               static_cast<int32_t>(opt.n_ctx) - 1);
+    partial = reinterpret_cast<float*>(take(4 * std::max<int64_t>(
+        attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
+                                 c.head_dim, max_split), 0)));
+    tok = reinterpret_cast<int32_t*>(take(n * 4));
+    pos = reinterpret_cast<int32_t*>(take(n * 4));
+    seq = reinterpret_cast<int32_t*>(take(n * 4));
+    rows = reinterpret_cast<int32_t*>(take(n * 4));
+    best = reinterpret_cast<int32_t*>(take(n * 4));
+    return ok();
+  }
+
+  Status matmul(const WeightView& w, const float* x, int64_t n, float* y) {
+    return matmul_cuda(*mm, w, x, n, y, stream);
+  }
+
+  // The head: final norm of the rows that want logits, then the output matmul.
+  Status head() {
+    RmsNormParams np;
+    np.h = h;
+    np.add = pending_add ? o : nullptr;
+    np.w = g.output_norm;
+    np.y = xn;
+    np.rows = rows;
+    np.n = c.n_embd;
+    np.n_out = n_logits;
+    np.eps = c.rms_eps;
+    LS_TRY(rmsnorm_f32_cuda(np, stream));
+    pending_add = false;
+    if (n_logits > 0) LS_TRY(matmul(g.output, xn, n_logits, logits));
+    return ok();
+  }
+};
+
+Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
+                                                           const CudaBackendOptions& o) {
+  const int n_dev = cuda_device_count();
+  if (n_dev == 0)
+    return make_error("--backend cuda: no CUDA device (cudaGetDeviceCount found none or no driver)");
+  std::unique_ptr<CudaBackend> be(new CudaBackend());
+  be->impl_ = std::make_unique<Impl>();
+  Impl& s = *be->impl_;
+  s.c = m.config();
+  s.opt = o;
+  s.opt.max_batch = std::max<uint32_t>(1, std::min(o.max_batch, o.n_ctx));
+  const LlamaConfig& c = s.c;
+  const LlamaWeights& w = m.info.weights;
+  if (!embed_type_supported(w.token_embd->type))
+    return make_error("cuda backend: token_embd.weight has type %s, which has no GPU decoder",
+                      ggml_type_name(w.token_embd->type));
+  if (c.head_dim % 32 != 0 || c.head_dim > static_cast<uint32_t>(kAttentionMaxHeadDim))
+    return make_error("cuda backend: head_dim %u is not a multiple of 32 up to %d", c.head_dim,
+                      kAttentionMaxHeadDim);
+  LS_CUDA_TRY(cudaSetDevice(0));
+  LS_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+
+  // Weights: one arena, each tensor 256-aligned; tied output shares token_embd.
+  std::vector<std::pair<const GgufTensor*, uint64_t>> place;  // tensor, arena offset
+  auto add = [&](const GgufTensor* t) -> uint64_t {
+    for (auto& [pt, off] : place)
+      if (pt == t) return off;
+    const uint64_t off = s.arena_bytes;
+    place.emplace_back(t, off);
+    s.arena_bytes += align_up(t->bytes);
+    return off;
+  };
+  auto elems = [](const GgufTensor* t) { return static_cast<int64_t>(t->shape[0] * t->rows()); };
+  const uint64_t o_embd = add(w.token_embd);
+  const uint64_t o_out = add(w.output);
+  const uint64_t o_onorm = add(w.output_norm);
+  const uint64_t o_rope = w.rope_freqs ? add(w.rope_freqs) : 0;
+  s.max_weight_elems = elems(w.output);
+  struct LayerOffsets {
+    uint64_t attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  };
+  std::vector<LayerOffsets> lo(c.n_layer);
+  for (uint32_t l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    lo[l] = {add(lw.attn_norm), add(lw.wq),    add(lw.wk),   add(lw.wv),    add(lw.wo),
+             add(lw.ffn_norm),  add(lw.w_gate), add(lw.w_up), add(lw.w_down)};
+    for (const GgufTensor* t : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_gate, lw.w_up, lw.w_down})
+      s.max_weight_elems = std::max(s.max_weight_elems, elems(t));
+  }
+  s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), KvType::F16);
+  // Check the whole need against what is free before allocating any of it.
+  {
+    size_t free_b = 0, total_b = 0;
+    LS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    const uint64_t need = s.arena_bytes + s.kv_bytes + s.act_bytes_for(s.opt.max_batch);
+    if (need > free_b) return s.error_oom("the model", need);
+  }
+  if (cudaMalloc(&s.arena, s.arena_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    s.arena = nullptr;
+    return s.error_oom("the weights", s.arena_bytes);
+  }
+  const uint8_t* file = m.file->base();
+  for (auto& [t, off] : place)
+    LS_CUDA_TRY(cudaMemcpy(s.arena + off, file + t->offset, t->bytes, cudaMemcpyHostToDevice));
+  auto wv = [&](const GgufTensor* t, uint64_t off) {
+    WeightView v;
+    v.type = t->type;
+    v.data = s.arena + off;
+    v.n_in = static_cast<int64_t>(t->shape[0]);
+    v.n_out = static_cast<int64_t>(t->rows());
+    return v;
+  };
+  auto f32 = [&](uint64_t off) { return reinterpret_cast<const float*>(s.arena + off); };
+  s.g.token_embd = wv(w.token_embd, o_embd);
+  s.g.output = wv(w.output, o_out);
+  s.g.output_norm = f32(o_onorm);
+  s.g.rope_freqs = w.rope_freqs ? f32(o_rope) : nullptr;
+  for (uint32_t l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& lw = w.layers[l];
+    LayerView v;
+    v.attn_norm = f32(lo[l].attn_norm);
+    v.wq = wv(lw.wq, lo[l].wq);
+    v.wk = wv(lw.wk, lo[l].wk);
+    v.wv = wv(lw.wv, lo[l].wv);
+    v.wo = wv(lw.wo, lo[l].wo);
+    v.ffn_norm = f32(lo[l].ffn_norm);
+    v.w_gate = wv(lw.w_gate, lo[l].w_gate);
+    v.w_up = wv(lw.w_up, lo[l].w_up);
+    v.w_down = wv(lw.w_down, lo[l].w_down);
+    s.layers.push_back(v);
+  }
+  // The KV cache, zeroed (positions are written before they are read).
+  for (__half** p : {&s.k_cache, &s.v_cache}) {
+    if (cudaMalloc(p, s.kv_bytes / 2) != cudaSuccess) {
+      (void)cudaGetLastError();
+      *p = nullptr;
+      return s.error_oom("the KV cache", s.kv_bytes);
+    }
+    LS_CUDA_TRY(cudaMemsetAsync(*p, 0, s.kv_bytes / 2, s.stream));
+  }
+  LS_TRY(s.reserve(s.opt.max_batch));
+  auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
+  if (!mm) return mm.error();
+  s.mm = std::move(*mm);
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  return std::move(be);
+}
+
+CudaBackend::~CudaBackend() = default;
+
+uint64_t CudaBackend::device_bytes() const {
+  return impl_->arena_bytes + impl_->kv_bytes + impl_->act_bytes;
+}
+
+std::optional<LayerView> CudaBackend::resident_layer(uint32_t index) const {
+  if (index >= impl_->layers.size()) return std::nullopt;
+  return impl_->layers[index];
+}
+
+Status CudaBackend::begin(const Batch& b) {
+  Impl& s = *impl_;
+  const uint32_t n_ctx = s.opt.n_ctx, n_seq = s.opt.n_seq;
+  s.max_pos = 0;
+  for (size_t t = 0; t < b.size(); ++t) {
+    if (b.token[t] < 0 || static_cast<uint32_t>(b.token[t]) >= s.c.n_vocab)
+      return make_error("token id %d is outside the vocabulary (%u)", b.token[t], s.c.n_vocab);
+    if (b.pos[t] < 0 || static_cast<uint32_t>(b.pos[t]) >= n_ctx)
+      return make_error("position %d is outside the context (%u)", b.pos[t], n_ctx);
+    if (b.seq[t] < 0 || static_cast<uint32_t>(b.seq[t]) >= n_seq)
+      return make_error("sequence %d is outside the %u sequence slots", b.seq[t], n_seq);
+    s.max_pos = std::max(s.max_pos, b.pos[t]);
+  }
+  LS_TRY(s.reserve(b.size()));
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));  // the pinned staging is free again
+  s.batch = b;
+  const size_t n = b.size();
+  int32_t* hp = s.pinned;
+  std::memcpy(hp, b.token.data(), n * 4);
+  std::memcpy(hp + n, b.pos.data(), n * 4);
+  std::memcpy(hp + 2 * n, b.seq.data(), n * 4);
+  int64_t m = 0;
+  for (size_t t = 0; t < n; ++t)
+    if (b.logits[t]) hp[3 * n + m++] = static_cast<int32_t>(t);
+  s.n_logits = m;
+  LS_CUDA_TRY(cudaMemcpyAsync(s.tok, hp, n * 4, cudaMemcpyHostToDevice, s.stream));
+  LS_CUDA_TRY(cudaMemcpyAsync(s.pos, hp + n, n * 4, cudaMemcpyHostToDevice, s.stream));
+  LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
+  if (m > 0)
+    LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
+  EmbedParams ep;
+  ep.table = s.g.token_embd.data;
+  ep.type = s.g.token_embd.type;
+  ep.n_embd = s.c.n_embd;
+  ep.row_bytes = ggml_row_bytes(ep.type, s.c.n_embd);
+  ep.tokens = s.tok;
+  ep.n_tok = static_cast<int64_t>(n);
+  ep.out = s.h;
+  LS_TRY(embed_rows_cuda(ep, s.stream));
+  s.pending_add = false;
+  return ok();
+}
+
+Status CudaBackend::layer(uint32_t il, const LayerView& w) {
+  Impl& s = *impl_;
+  const LlamaConfig& c = s.c;
+  const int64_t n = static_cast<int64_t>(s.batch.size());
+  if (n == 0) return ok();
+  const int64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff;
+
+  RmsNormParams np;
+  np.h = s.h;
+  np.add = s.pending_add ? s.o : nullptr;
+  np.w = w.attn_norm;
+  np.y = s.xn;
+  np.n = E;
+  np.n_out = n;
+  np.eps = c.rms_eps;
+  LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  LS_TRY(s.matmul(w.wq, s.xn, n, s.q));
+  LS_TRY(s.matmul(w.wk, s.xn, n, s.k));
+  LS_TRY(s.matmul(w.wv, s.xn, n, s.v));
+
+  RopeCudaParams rp;
+  rp.pos = s.pos;
+  rp.freq_factors = s.g.rope_freqs;
+  rp.n_tok = n;
+  rp.head_dim = static_cast<int32_t>(c.head_dim);
+  rp.n_rot = static_cast<int32_t>(c.n_rot);
+  rp.freq_base = c.rope_freq_base;
+  rp.freq_scale = c.rope_freq_scale;
+  rp.x = s.q;
+  rp.n_head = static_cast<int32_t>(c.n_head);
+  rp.row_stride = E;
+  LS_TRY(rope_f32_cuda(rp, s.stream));
+  rp.x = s.k;
+  rp.n_head = static_cast<int32_t>(c.n_head_kv);
+  rp.row_stride = KV;
+  LS_TRY(rope_f32_cuda(rp, s.stream));
+
+  const uint64_t layer_off = static_cast<uint64_t>(il) * s.opt.n_seq * s.opt.n_ctx * KV;
+  KvStoreParams kp;
+  kp.k = s.k;
+  kp.v = s.v;
+  kp.pos = s.pos;
+  kp.seq = s.seq;
+  kp.k_cache = s.k_cache + layer_off;
+  kp.v_cache = s.v_cache + layer_off;
+  kp.n_tok = n;
+  kp.n_embd_kv = static_cast<int32_t>(KV);
+  kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
+  LS_TRY(kv_store_f16_cuda(kp, s.stream));
+
+  AttentionParams ap;
+  ap.q = s.q;
+  ap.k_cache = kp.k_cache;
+  ap.v_cache = kp.v_cache;
+  ap.pos = s.pos;
+  ap.seq = s.seq;
+  ap.out = s.att;
+  ap.partial = s.partial;
+  ap.n_tok = n;
+  ap.n_head = static_cast<int32_t>(c.n_head);
+  ap.n_head_kv = static_cast<int32_t>(c.n_head_kv);
+  ap.head_dim = static_cast<int32_t>(c.head_dim);
+  ap.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
+  ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  ap.chunk = kAttentionChunk;
+  ap.n_split = attention_splits(n, ap.n_head, s.max_pos);
+  LS_TRY(attention_f16kv_cuda(ap, s.stream));
+  LS_TRY(s.matmul(w.wo, s.att, n, s.o));
+
+  np.add = s.o;  // h += attention output, fused with the feed-forward norm
+  np.w = w.ffn_norm;
+  LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  LS_TRY(s.matmul(w.w_gate, s.xn, n, s.gate));
+  LS_TRY(s.matmul(w.w_up, s.xn, n, s.up));
+  SwigluParams sp;
+  sp.gate = s.gate;
+  sp.up = s.up;
+  sp.out = s.gate;
+  sp.n = n * F;
+  LS_TRY(swiglu_f32_cuda(sp, s.stream));
+  LS_TRY(s.matmul(w.w_down, s.gate, n, s.o));
+  s.pending_add = true;
+  return ok();
+}
+
+Status CudaBackend::finish(float* logits) {
+  Impl& s = *impl_;
+  LS_TRY(s.head());
+  const uint64_t bytes = static_cast<uint64_t>(s.n_logits) * s.c.n_vocab * sizeof(float);
+  if (bytes > 0)
+    LS_CUDA_TRY(cudaMemcpyAsync(logits, s.logits, bytes, cudaMemcpyDeviceToHost, s.stream));
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  return ok();
+}
+
+Status CudaBackend::finish_argmax(int32_t* tokens) {
+  Impl& s = *impl_;
+  LS_TRY(s.head());
+  ArgmaxParams ap;
+  ap.x = s.logits;
+  ap.out = s.best;
+  ap.n_rows = s.n_logits;
+  ap.n = s.c.n_vocab;
+  LS_TRY(argmax_f32_cuda(ap, s.stream));
+  if (s.n_logits > 0)
+    LS_CUDA_TRY(cudaMemcpyAsync(s.pinned + 4 * s.cap, s.best, s.n_logits * 4,
+                                cudaMemcpyDeviceToHost, s.stream));
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  std::memcpy(tokens, s.pinned + 4 * s.cap, static_cast<size_t>(s.n_logits) * 4);
+  return ok();
+}
+
+}  // namespace ls

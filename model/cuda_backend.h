@@ -1,0 +1,57 @@
+// The CUDA backend: the Llama forward on one GPU, resident decode. Every
+// layer's weights, the global tensors (token_embd, output, output_norm,
+// rope_freqs) and an f16 KV cache are uploaded to device memory once, at
+// create(); layer(index, view) takes a view whose pointers are DEVICE
+// pointers (resident_layer(l) hands out those of the uploaded layers).
+// Activations live on the device, sized for a max batch (grown when a larger
+// batch comes); finish() copies the logits rows to the host. A step runs
+// asynchronously on one stream; finish() synchronises, so a CUDA error of
+// any kernel of the step surfaces there at the latest.
+// Streamed tiers (pinned staging, a cudaMemcpyAsync copier) are not here yet.
+// This header has no CUDA types, so host-only code (tools/backends.cpp) can include it.
+// defines: CudaBackendOptions, CudaBackend, cuda_device_count()
+#pragma once
+
+#include <memory>
+
+#include "model/backend.h"
+#include "model/model.h"
+
+namespace ls {
+
+struct CudaBackendOptions {
+  uint32_t n_ctx = 4096;      // positions per sequence in the KV cache
+  uint32_t n_seq = 1;         // sequence slots
+  uint32_t max_batch = 512;   // activations are sized for this many tokens (clamped to n_ctx)
+};
+
+// Number of CUDA devices; 0 when there is none or no usable driver.
+int cuda_device_count();
+
+class CudaBackend final : public Backend {
+ public:
+  // Uploads the model. Errors: no CUDA device; not enough device memory (says
+  // how much is needed, for what, and how much is free); a type with no GPU kernel.
+  static Expected<std::unique_ptr<CudaBackend>> create(const Model& m, const CudaBackendOptions& o);
+  ~CudaBackend() override;
+
+  const char* name() const override { return "cuda"; }
+  Status begin(const Batch& b) override;
+  Status layer(uint32_t index, const LayerView& w) override;
+  Status finish(float* logits) override;
+  void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
+  std::optional<LayerView> resident_layer(uint32_t index) const override;
+  // Greedy: finish the step with the argmax of each logits row computed on the
+  // GPU; only n_logits ints cross to the host.
+  Status finish_argmax(int32_t* tokens);
+  // Device bytes held (weights, cache, activations, scratch).
+  uint64_t device_bytes() const;
+
+  struct Impl;
+
+ private:
+  CudaBackend() = default;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ls

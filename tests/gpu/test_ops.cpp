@@ -1,0 +1,361 @@
+// Every op kernel of the CUDA backend (all but the matmul, which has its own
+// tests) against its CPU reference, llama.cpp's test-backend-ops style:
+// fresh random inputs per case, odd sizes, the output poisoned with NaN
+// before each run, and a stated threshold per op:
+//   rmsnorm (+ fused add)  NMSE < 1e-10   (f32 block sum vs the reference's f64 sum)
+//   rope                   NMSE < 1e-12   (theta in double on both sides)
+//   swiglu                 NMSE < 1e-12
+//   embedding rows         max |diff| <= 1e-6 * max |ref| per type (same float ops: expect 0)
+//   kv store (f16)         exact (round to nearest even on both sides)
+//   attention (f16 KV)     NMSE < 1e-9 and max |diff| <= 1e-4 * max |ref|
+//   argmax                 exact, ties to the lowest id
+// Each case prints its measured error (MESSAGE), so a run's log is the table.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/argmax.cuh"
+#include "kernels/attention.cuh"
+#include "kernels/embed.cuh"
+#include "kernels/half.h"
+#include "kernels/kv_store.cuh"
+#include "kernels/ref/ops.h"
+#include "kernels/ref/quant.h"
+#include "kernels/rmsnorm.cuh"
+#include "kernels/rope.cuh"
+#include "kernels/swiglu.cuh"
+#include "model/kv_cache.h"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace ls;
+using namespace ls::gpu_test;
+
+TEST_CASE("cuda ops: rmsnorm and fused residual add + rmsnorm, odd widths, row map") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(1234);
+  for (int64_t n : {1, 7, 33, 257, 4099}) {
+    for (int variant = 0; variant < 3; ++variant) {  // 0 plain, 1 add, 2 add + rows map
+      const int64_t n_rows = 5;
+      auto h = rand_floats(rng, n_rows * n, -3, 3);
+      auto add = rand_floats(rng, n_rows * n);
+      auto w = rand_floats(rng, n, 0.5f, 1.5f);
+      std::vector<int32_t> rows = {4, 1, 2};
+      const int64_t n_out = variant == 2 ? 3 : n_rows;
+      DevBuf<float> dh(h), dadd(add), dw(w), dy(n_out * n);
+      DevBuf<int32_t> drows(rows);
+      dy.poison();
+      RmsNormParams p;
+      p.h = dh.p;
+      p.add = variant ? dadd.p : nullptr;
+      p.w = dw.p;
+      p.y = dy.p;
+      p.rows = variant == 2 ? drows.p : nullptr;
+      p.n = n;
+      p.n_out = n_out;
+      p.eps = 1e-5f;
+      REQUIRE(rmsnorm_f32_cuda(p, nullptr).ok());
+      auto y = dy.download();
+      auto h_out = dh.download();
+      std::vector<float> ref(n_out * n), h_ref = h;
+      for (int64_t m = 0; m < n_out; ++m) {
+        const int64_t r = variant == 2 ? rows[m] : m;
+        if (variant)
+          for (int64_t i = 0; i < n; ++i) h_ref[r * n + i] = h[r * n + i] + add[r * n + i];
+        rmsnorm_f32(h_ref.data() + r * n, w.data(), ref.data() + m * n, n, 1e-5f);
+      }
+      const double e = nmse(y, ref);
+      MESSAGE("rmsnorm n=" << n << " variant=" << variant << " nmse=" << e);
+      CHECK(e < 1e-10);
+      if (variant) {  // the residual stream was updated in place, for the rows it touched
+        for (int64_t m = 0; m < n_out; ++m) {
+          const int64_t r = variant == 2 ? rows[m] : m;
+          for (int64_t i = 0; i < n; ++i) REQUIRE(h_out[r * n + i] == h_ref[r * n + i]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda ops: rope with and without freq factors, partial rotation, far positions") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(99);
+  struct Case {
+    int32_t n_head, head_dim, n_rot;
+    bool factors;
+    float scale;
+  };
+  for (Case cs : {Case{3, 64, 64, false, 1.0f}, Case{5, 128, 128, true, 1.0f},
+                  Case{2, 96, 64, true, 0.25f}, Case{1, 32, 32, false, 1.0f}}) {
+    const int64_t n_tok = 7;
+    const int64_t stride = static_cast<int64_t>(cs.n_head) * cs.head_dim;
+    auto x = rand_floats(rng, n_tok * stride);
+    std::vector<int32_t> pos = {0, 1, 17, 255, 4095, 65535, 131071};
+    std::vector<float> ff(cs.n_rot / 2);
+    for (auto& f : ff) f = std::uniform_real_distribution<float>(1.0f, 8.0f)(rng);
+    DevBuf<float> dx(x), dff(ff);
+    DevBuf<int32_t> dpos(pos);
+    RopeCudaParams p;
+    p.x = dx.p;
+    p.pos = dpos.p;
+    p.freq_factors = cs.factors ? dff.p : nullptr;
+    p.n_tok = n_tok;
+    p.n_head = cs.n_head;
+    p.head_dim = cs.head_dim;
+    p.row_stride = stride;
+    p.n_rot = cs.n_rot;
+    p.freq_base = 500000.0f;
+    p.freq_scale = cs.scale;
+    REQUIRE(rope_f32_cuda(p, nullptr).ok());  // in place: the input is the "poison" check below
+    auto y = dx.download();
+    RopeParams rp;
+    rp.n_rot = cs.n_rot;
+    rp.freq_base = 500000.0f;
+    rp.freq_scale = cs.scale;
+    rp.freq_factors = cs.factors ? ff.data() : nullptr;
+    std::vector<float> ref = x;
+    for (int64_t t = 0; t < n_tok; ++t) rope_f32(ref.data() + t * stride, cs.n_head, cs.head_dim, pos[t], rp);
+    const double e = nmse(y, ref);
+    MESSAGE("rope heads=" << cs.n_head << " hd=" << cs.head_dim << " n_rot=" << cs.n_rot
+                          << " factors=" << cs.factors << " nmse=" << e
+                          << " maxabs=" << max_abs_diff(y, ref));
+    CHECK(e < 1e-12);
+    // Pass-through dims untouched.
+    for (int64_t t = 0; t < n_tok; ++t)
+      for (int32_t hh = 0; hh < cs.n_head; ++hh)
+        for (int32_t i = cs.n_rot; i < cs.head_dim; ++i)
+          REQUIRE(y[t * stride + hh * cs.head_dim + i] == x[t * stride + hh * cs.head_dim + i]);
+  }
+}
+
+TEST_CASE("cuda ops: swiglu") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(5);
+  for (int64_t n : {1, 31, 12345, 3 * 14336 + 5}) {
+    auto g = rand_floats(rng, n, -8, 8), u = rand_floats(rng, n, -2, 2);
+    DevBuf<float> dg(g), du(u), dy(n);
+    dy.poison();
+    SwigluParams p{dg.p, du.p, dy.p, n};
+    REQUIRE(swiglu_f32_cuda(p, nullptr).ok());
+    auto y = dy.download();
+    std::vector<float> ref(n);
+    silu_mul_f32(g.data(), u.data(), ref.data(), n);
+    const double e = nmse(y, ref);
+    MESSAGE("swiglu n=" << n << " nmse=" << e);
+    CHECK(e < 1e-12);
+  }
+}
+
+TEST_CASE("cuda ops: embedding rows of every quant type") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(7);
+  const GgmlType types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                            GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                            GgmlType::Q6_K};
+  for (GgmlType t : types) {
+    REQUIRE(embed_type_supported(t));
+    const int64_t n_embd = 768, n_vocab = 37, n_tok = 11;  // 3 super-blocks; odd vocab and batch
+    const uint64_t rb = ggml_row_bytes(t, n_embd);
+    std::vector<uint8_t> table(rb * n_vocab);
+    for (int64_t r = 0; r < n_vocab; ++r) {
+      auto x = rand_floats(rng, n_embd, -2, 2);
+      REQUIRE(can_quantize(t));
+      quantize_row(t, x.data(), table.data() + r * rb, n_embd);
+    }
+    std::vector<int32_t> tok(n_tok);
+    for (auto& x : tok) x = std::uniform_int_distribution<int32_t>(0, n_vocab - 1)(rng);
+    tok[0] = 0;
+    tok[1] = n_vocab - 1;
+    DevBuf<uint8_t> dtab(table);
+    DevBuf<int32_t> dtok(tok);
+    DevBuf<float> dy(n_tok * n_embd);
+    dy.poison();
+    EmbedParams p;
+    p.table = dtab.p;
+    p.type = t;
+    p.n_embd = n_embd;
+    p.row_bytes = rb;
+    p.tokens = dtok.p;
+    p.n_tok = n_tok;
+    p.out = dy.p;
+    REQUIRE(embed_rows_cuda(p, nullptr).ok());
+    auto y = dy.download();
+    std::vector<float> ref(n_tok * n_embd);
+    for (int64_t i = 0; i < n_tok; ++i)
+      dequantize_row(t, table.data() + tok[i] * rb, ref.data() + i * n_embd, n_embd);
+    const double d = max_abs_diff(y, ref);
+    MESSAGE("embed " << ggml_type_name(t) << " max|diff|=" << d << " max|ref|=" << max_abs(ref));
+    CHECK(d <= 1e-6 * max_abs(ref));
+  }
+}
+
+TEST_CASE("cuda ops: kv store to the f16 cache at (seq, pos)") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(11);
+  const uint32_t n_seq = 3, n_ctx = 50, kv = 96;
+  const int64_t n_tok = 6;
+  auto k = rand_floats(rng, n_tok * kv, -5, 5), v = rand_floats(rng, n_tok * kv, -5, 5);
+  std::vector<int32_t> pos = {0, 49, 7, 8, 9, 0}, seq = {0, 0, 1, 1, 1, 2};
+  DevBuf<float> dk(k), dv(v);
+  DevBuf<int32_t> dpos(pos), dseq(seq);
+  DevBuf<uint16_t> kc(n_seq * n_ctx * kv), vc(n_seq * n_ctx * kv);
+  kc.poison();
+  vc.poison();
+  KvStoreParams p;
+  p.k = dk.p;
+  p.v = dv.p;
+  p.pos = dpos.p;
+  p.seq = dseq.p;
+  p.k_cache = reinterpret_cast<__half*>(kc.p);
+  p.v_cache = reinterpret_cast<__half*>(vc.p);
+  p.n_tok = n_tok;
+  p.n_embd_kv = kv;
+  p.n_ctx = n_ctx;
+  REQUIRE(kv_store_f16_cuda(p, nullptr).ok());
+  auto kh = kc.download(), vh = vc.download();
+  KvCache ref(1, n_seq, n_ctx, kv, KvType::F16);
+  std::vector<float> rk(kv), rv(kv);
+  int64_t mismatches = 0, untouched_changed = 0;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    ref.store(0, seq[t], pos[t], k.data() + t * kv, v.data() + t * kv);
+    ref.load_k(0, seq[t], pos[t], rk.data());
+    ref.load_v(0, seq[t], pos[t], rv.data());
+    const uint64_t at = (static_cast<uint64_t>(seq[t]) * n_ctx + pos[t]) * kv;
+    for (uint32_t i = 0; i < kv; ++i) {
+      mismatches += fp16_to_fp32(kh[at + i]) != rk[i];
+      mismatches += fp16_to_fp32(vh[at + i]) != rv[i];
+    }
+  }
+  // A position nothing wrote keeps the poison.
+  untouched_changed += kh[(1ull * n_ctx + 3) * kv] != 0xFFFF;
+  MESSAGE("kv store mismatches=" << mismatches);
+  CHECK(mismatches == 0);
+  CHECK(untouched_changed == 0);
+}
+
+namespace {
+
+// CPU reference attention over an f16 cache (n_seq, n_ctx, n_embd_kv), as CpuBackend does it.
+std::vector<float> attention_ref(const std::vector<float>& q, const std::vector<uint16_t>& kc,
+                                 const std::vector<uint16_t>& vc, const std::vector<int32_t>& pos,
+                                 const std::vector<int32_t>& seq, int32_t n_head, int32_t n_head_kv,
+                                 int32_t hd, int32_t n_ctx) {
+  const int64_t n_tok = static_cast<int64_t>(pos.size());
+  const int32_t kv = n_head_kv * hd, group = n_head / n_head_kv;
+  std::vector<float> out(n_tok * n_head * hd, 0.0f), sc(n_ctx), kf(hd);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int32_t h = 0; h < n_head; ++h) {
+      const int32_t kvh = h / group;
+      const float* qq = q.data() + (t * n_head + h) * hd;
+      for (int32_t p = 0; p <= pos[t]; ++p) {
+        const uint64_t at = (static_cast<uint64_t>(seq[t]) * n_ctx + p) * kv + kvh * hd;
+        for (int32_t i = 0; i < hd; ++i) kf[i] = fp16_to_fp32(kc[at + i]);
+        sc[p] = dot_f32(qq, kf.data(), hd) * scale;
+      }
+      softmax_f32(sc.data(), pos[t] + 1);
+      float* o = out.data() + (t * n_head + h) * hd;
+      for (int32_t p = 0; p <= pos[t]; ++p) {
+        const uint64_t at = (static_cast<uint64_t>(seq[t]) * n_ctx + p) * kv + kvh * hd;
+        for (int32_t i = 0; i < hd; ++i) o[i] += sc[p] * fp16_to_fp32(vc[at + i]);
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (causal), GQA") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(21);
+  struct Case {
+    const char* what;
+    int32_t n_head, n_head_kv, hd, n_ctx, n_seq;
+    std::vector<int32_t> pos, seq;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"decode 1 token, long context (splits)", 8, 2, 64, 3000, 1, {2999}, {0}});
+  cases.push_back({"decode 3 sequences", 4, 4, 128, 1200, 3, {1100, 5, 700}, {0, 1, 2}});
+  cases.push_back({"decode head_dim 256, pos 0", 2, 1, 256, 300, 1, {0}, {0}});
+  {
+    Case c{"prefill 37 tokens causal", 8, 2, 64, 64, 1, {}, {}};
+    for (int i = 0; i < 37; ++i) c.pos.push_back(i), c.seq.push_back(0);
+    cases.push_back(c);
+  }
+  {
+    Case c{"prefill 130 tokens at 600.. (one split per block)", 4, 2, 96, 800, 2, {}, {}};
+    for (int i = 0; i < 130; ++i) c.pos.push_back(600 + i), c.seq.push_back(1);
+    cases.push_back(c);
+  }
+  for (const Case& cs : cases) {
+    const int64_t n_tok = static_cast<int64_t>(cs.pos.size());
+    const int32_t kv = cs.n_head_kv * cs.hd;
+    const size_t cache_n = static_cast<size_t>(cs.n_seq) * cs.n_ctx * kv;
+    std::vector<uint16_t> kc(cache_n), vc(cache_n);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (size_t i = 0; i < cache_n; ++i) {
+      kc[i] = fp32_to_fp16(nd(rng));
+      vc[i] = fp32_to_fp16(nd(rng));
+    }
+    auto q = rand_floats(rng, n_tok * cs.n_head * cs.hd, -2, 2);
+    DevBuf<float> dq(q), dout(n_tok * cs.n_head * cs.hd);
+    DevBuf<uint16_t> dk(kc), dv(vc);
+    DevBuf<int32_t> dpos(cs.pos), dseq(cs.seq);
+    const int32_t max_pos = *std::max_element(cs.pos.begin(), cs.pos.end());
+    AttentionParams p;
+    p.q = dq.p;
+    p.k_cache = reinterpret_cast<const __half*>(dk.p);
+    p.v_cache = reinterpret_cast<const __half*>(dv.p);
+    p.pos = dpos.p;
+    p.seq = dseq.p;
+    p.out = dout.p;
+    p.n_tok = n_tok;
+    p.n_head = cs.n_head;
+    p.n_head_kv = cs.n_head_kv;
+    p.head_dim = cs.hd;
+    p.n_ctx = cs.n_ctx;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
+    p.n_split = attention_splits(n_tok, cs.n_head, max_pos);
+    DevBuf<float> part(std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, p.n_split)));
+    part.poison();
+    p.partial = part.p;
+    dout.poison();
+    REQUIRE(attention_f16kv_cuda(p, nullptr).ok());
+    auto y = dout.download();
+    auto ref = attention_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
+    const double e = nmse(y, ref), d = max_abs_diff(y, ref);
+    MESSAGE("attention " << cs.what << " splits=" << p.n_split << " nmse=" << e
+                         << " max|diff|/max|ref|=" << d / max_abs(ref));
+    CHECK(e < 1e-9);
+    CHECK(d <= 1e-4 * max_abs(ref));
+  }
+}
+
+TEST_CASE("cuda ops: argmax over logits rows, ties to the lowest id") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(31);
+  for (int64_t n : {1, 255, 100003, 128256}) {
+    const int64_t rows = 4;
+    auto x = rand_floats(rng, rows * n, -10, 10);
+    if (n > 300) {  // row 2: a tie between two ids; row 3: the maximum at the very end
+      x[2 * n + 100] = 50.0f;
+      x[2 * n + 200] = 50.0f;
+      x[3 * n + n - 1] = 60.0f;
+    }
+    DevBuf<float> dx(x);
+    DevBuf<int32_t> dout(rows);
+    dout.poison();
+    ArgmaxParams p{dx.p, dout.p, rows, n};
+    REQUIRE(argmax_f32_cuda(p, nullptr).ok());
+    auto got = dout.download();
+    for (int64_t r = 0; r < rows; ++r) {
+      int32_t best = 0;
+      for (int64_t i = 1; i < n; ++i)
+        if (x[r * n + i] > x[r * n + best]) best = static_cast<int32_t>(i);
+      CHECK(got[r] == best);
+    }
+  }
+}
