@@ -37,7 +37,7 @@ void HostCopier::run() {
     {
       TraceScope span(tracer_, track, "copy", SpanKind::Busy, job->layer, job->step,
                       e.range_bytes, *slot, trace_flow_id(job->step, job->layer),
-                      job->tier == Tier::Ram ? kFlowStart : kFlowStep);
+                      kFlowStep);  // the planner started the flow
       rc_.chaos();
       uint8_t* dst = mem_.slot(*slot);
       if (job->tier == Tier::Ram) {

@@ -1,6 +1,7 @@
 #include "actors/reader.h"
 
 #include <deque>
+#include <optional>
 
 namespace ls {
 namespace {
@@ -90,9 +91,12 @@ void Reader::run() {
       }
     }
     // Reap completions. Time spent waiting on the device is the reader's work
-    // (Busy); the span carries the bytes of the layers it finished.
-    TraceScope span(tracer_, track, "read", SpanKind::Busy, flight.front().job.layer,
-                    flight.front().job.step);
+    // (Busy); the span carries the bytes of the layer it finished.
+    // A span carries one flow id, so each storage layer forwarded gets a span
+    // of its own (the wait is in the first; the others are the forwarding).
+    std::optional<TraceScope> span;
+    LayerJob span_job = flight.front().job;
+    span.emplace(tracer_, track, "read", SpanKind::Busy, span_job.layer, span_job.step);
     if (reads > 0) {
       done.clear();
       if (Status st = src_->wait(1, static_cast<int>(kPollInterval.count()), done); !st.ok()) {
@@ -112,16 +116,20 @@ void Reader::run() {
       }
     }
     // Forward finished layers in planned order.
-    uint64_t bytes = 0;
+    bool carried = false;  // the span already carries a layer
     while (!flight.empty() && flight.front().pending == 0) {
       const InFlight f = flight.front();
       flight.pop_front();
       if (f.job.tier == Tier::Storage) {
         --reads;
-        if (bytes == 0) span.set_flow(trace_flow_id(f.job.step, f.job.layer), kFlowStep);
-        span.set_buffer(f.job.staging);
-        bytes += map_.layers[f.job.layer].range_bytes;
-        span.set_bytes(bytes);
+        if (carried || f.job.layer != span_job.layer || f.job.step != span_job.step) {
+          span_job = f.job;
+          span.emplace(tracer_, track, "read", SpanKind::Busy, f.job.layer, f.job.step);
+        }
+        span->set_flow(trace_flow_id(f.job.step, f.job.layer), kFlowStep);
+        span->set_buffer(f.job.staging);
+        span->set_bytes(map_.layers[f.job.layer].range_bytes);
+        carried = true;
       }
       rc_.pulse();
       if (!to_copier_.push(f.job, rc_)) return;

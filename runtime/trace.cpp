@@ -56,6 +56,14 @@ int pipeline_stage(const std::string& actor) {
 //      slack: waits of a few percent are noise). Stages with X's number
 //      (compute and cpu-compute take turns) and unordered tracks (stage -1)
 //      are not compared with X.
+//      One exception upstream: a stage J starved behind a blocked stage I
+//      further upstream (k_I > s_I + 2 and k_I + 2 >= s_J) does not
+//      contradict X. A credit can span several stages — the planner's depth
+//      credit is returned by compute, past the reader and the copier — and
+//      then back-pressure from X stops the planner, and the stages between
+//      it and X see it as an empty mailbox, not as a credit wait. (On the
+//      real pipeline with slow kernels the reader is starved 70-98% that way,
+//      and without the exception the bound came out as the idle planner.)
 //   3. The bound is the consistent stage with the highest b (on a tie, the
 //      upstream one). A busier stage that is not consistent is one whose
 //      downstream is back-pressured (or upstream starved): it only keeps up.
@@ -67,11 +75,28 @@ namespace {
 constexpr double kSlackPct = 2.0;
 constexpr double kSaturatedPct = 50.0;
 
+bool mostly_blocked(const StallRow& r) {
+  return r.blocked_pct > r.starved_pct + kSlackPct;
+}
+bool mostly_starved(const StallRow& r) {
+  return r.starved_pct > r.blocked_pct + kSlackPct;
+}
+
+// The blocked stage upstream of j that j's starvation is explained by (rule
+// step 2's exception), or nullptr.
+const StallRow* blocked_upstream(const std::vector<StallRow>& rows, const StallRow& j) {
+  for (const StallRow& i : rows)
+    if (i.spans > 0 && i.stage >= 0 && i.stage < j.stage && mostly_blocked(i) &&
+        i.blocked_pct + kSlackPct >= j.starved_pct)
+      return &i;
+  return nullptr;
+}
+
 // Whether stage j waits the wrong way for x to be the bound (rule step 2).
-bool contradicts(const StallRow& x, const StallRow& j) {
+bool contradicts(const std::vector<StallRow>& rows, const StallRow& x, const StallRow& j) {
   if (x.stage < 0 || j.stage < 0 || j.stage == x.stage) return false;
-  if (j.stage > x.stage) return j.blocked_pct > j.starved_pct + kSlackPct;
-  return j.starved_pct > j.blocked_pct + kSlackPct;
+  if (j.stage > x.stage) return mostly_blocked(j);
+  return mostly_starved(j) && !blocked_upstream(rows, j);
 }
 
 std::string pct(double v) {
@@ -95,6 +120,9 @@ std::string explain(const std::vector<StallRow>& rows, size_t bi, bool saturated
     if (&j == &x || j.spans == 0 || j.stage < 0 || x.stage < 0 || j.stage == x.stage) continue;
     if (j.stage > x.stage)
       down += (down.empty() ? "" : ", ") + j.actor + " starved " + pct(j.starved_pct);
+    else if (const StallRow* i = mostly_starved(j) ? blocked_upstream(rows, j) : nullptr)
+      up += (up.empty() ? "" : ", ") + j.actor + " starved " + pct(j.starved_pct) + " behind " +
+            i->actor;
     else
       up += (up.empty() ? "" : ", ") + j.actor + " blocked " + pct(j.blocked_pct);
   }
@@ -177,7 +205,7 @@ StallTable make_stall_table(const std::vector<TrackStats>& tracks) {
     if (x.spans == 0) continue;
     bool ok = true;
     for (const StallRow& j : t.rows)
-      if (j.spans > 0 && &j != &x && contradicts(x, j)) ok = false;
+      if (j.spans > 0 && &j != &x && contradicts(t.rows, x, j)) ok = false;
     if (ok && (best == SIZE_MAX || x.busy_pct > t.rows[best].busy_pct)) best = i;
   }
   const bool consistent = best != SIZE_MAX;
