@@ -26,7 +26,8 @@ __global__ void attention_f16kv_split_kernel(AttentionParams p) {
 
   const int32_t pos = p.pos[t];
   const int32_t begin = s * p.chunk;
-  const int32_t end = min(begin + p.chunk, pos + 1);
+  // The last split takes every position left (with one split: all of 0..pos).
+  const int32_t end = s == p.n_split - 1 ? pos + 1 : min(begin + p.chunk, pos + 1);
   const int64_t base = static_cast<int64_t>(p.seq[t]) * p.n_ctx * n_embd_kv + kvh * HD;
 
   float qr[kMaxPerLane], acc[kMaxPerLane];

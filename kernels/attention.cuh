@@ -8,7 +8,8 @@
 // (n_seq, n_ctx, n_embd_kv) f16, head g at offset g * head_dim of a row.
 // Pass 1, attention_f16kv_split_kernel: grid (n_split, n_head, n_tok),
 //   128 threads = 4 warps. Block s covers positions [s*chunk, (s+1)*chunk)
-//   ∩ [0, pos]; each warp takes every 4th position: the lanes split the
+//   ∩ [0, pos], the last split everything from s*chunk to pos (so one split
+//   covers the whole context); each warp takes every 4th position: the lanes split the
 //   head's dims (lane, lane+32, ...; head_dim a multiple of 32, at most
 //   256), a shuffle reduction gives the score, and an online softmax keeps a
 //   running max m, sum l and weighted V sum per warp. The 4 warps merge in

@@ -187,7 +187,7 @@ TEST_CASE("cuda ops: embedding rows of every quant type") {
     for (int64_t i = 0; i < n_tok; ++i)
       dequantize_row(t, table.data() + tok[i] * rb, ref.data() + i * n_embd, n_embd);
     const double d = max_abs_diff(y, ref);
-    MESSAGE("embed " << ggml_type_name(t) << " max|diff|=" << d << " max|ref|=" << max_abs(ref));
+    MESSAGE("embed " << std::string(ggml_type_name(t)) << " max|diff|=" << d << " max|ref|=" << max_abs(ref));
     CHECK(d <= 1e-6 * max_abs(ref));
   }
 }
@@ -327,7 +327,7 @@ TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (c
     auto y = dout.download();
     auto ref = attention_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
     const double e = nmse(y, ref), d = max_abs_diff(y, ref);
-    MESSAGE("attention " << cs.what << " splits=" << p.n_split << " nmse=" << e
+    MESSAGE("attention " << std::string(cs.what) << " splits=" << p.n_split << " nmse=" << e
                          << " max|diff|/max|ref|=" << d / max_abs(ref));
     CHECK(e < 1e-9);
     CHECK(d <= 1e-4 * max_abs(ref));
