@@ -1,0 +1,29 @@
+// CUDA error handling as values: a failed call becomes an Error carrying the
+// CUDA error name, its text and the call site, never an abort.
+// defines: cuda_error(), LS_CUDA_TRY, LS_CUDA_LAUNCH_TRY
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "runtime/status.h"
+
+namespace ls {
+
+inline Error cuda_error(cudaError_t e, const char* call, const char* file, int line) {
+  return make_error("CUDA error %s (%s) in %s at %s:%d", cudaGetErrorName(e), cudaGetErrorString(e),
+                    call, file, line);
+}
+
+}  // namespace ls
+
+// Return an Error from the enclosing function when a CUDA call fails.
+#define LS_CUDA_TRY(call)                                                  \
+  do {                                                                     \
+    cudaError_t ls_cuda_e_ = (call);                                       \
+    if (ls_cuda_e_ != cudaSuccess)                                         \
+      return ::ls::cuda_error(ls_cuda_e_, #call, __FILE__, __LINE__);      \
+  } while (0)
+
+// After a kernel launch: the launch error, if any (cudaGetLastError also
+// clears it, so the next check does not report it again).
+#define LS_CUDA_LAUNCH_TRY() LS_CUDA_TRY(cudaGetLastError())
