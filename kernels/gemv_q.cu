@@ -4,25 +4,31 @@
 // byte exactly once for all n_tok tokens and keeps everything else in
 // registers and L1.
 //
-// Mapping: one warp per output row, 4 warps (4 rows) per 128-thread block,
-// grid = ceil(n_out / 4) blocks (a tail row past n_out retires at once). A
-// row is cut in chunks of 8 consecutive values (n_in / 8 chunks); lane l
-// takes chunks l, l + 32, l + 64, ..., so one warp step covers 256
-// consecutive values = a contiguous run of the row's bytes (one Q4_K / Q5_K
-// / Q6_K / Q2_K / Q3_K super-block, or 8 Q4_0..Q8_0 blocks), and the 32
-// lanes' loads of one step coalesce into few 32-byte sectors. Each chunk is
-// decoded by decode8<T> (kernels/quant_decode.cuh: where the quant bits of
-// each format live is explained there), then dotted with the matching 8
-// activations of each token (two 16-byte float4 loads per token, served by
-// L1/L2 since every row's warp reads the same x). f32 accumulation per lane,
-// then a butterfly shuffle reduction (__shfl_xor_sync) per token; lane t
-// writes y[t][row]. The token count is a template parameter (1..8) so the
-// accumulators stay in registers.
+// Mapping (v2): one 128-thread block per kR = 4 consecutive output rows. A
+// row is cut into units (GemvUnit<T>::kValues consecutive values: 32 for
+// Q4_K and Q8_0, 8 = one decode8 chunk for the other types); thread i takes
+// units i, i + 128, ..., and for each unit first loads it from all kR rows
+// (independent loads in flight), then walks its 8-value pieces: the 8
+// activations of each token (two float4 __ldg, served by L1) are loaded
+// once per piece and used for all kR rows, so x traffic per weight byte is
+// a quarter of v1's. f32 accumulation per (row, token); a butterfly shuffle
+// per warp, then the 4 warps' partial sums meet in shared memory.
 //
-// Versions: v1 (this one) is the generic decode8 form, one kernel per type
-// and token count. It does not quantize x to int8 for dp4a as llama.cpp's
-// MMVQ does: with f32 activations the result matches the f32 reference to
-// rounding, and at n_tok = 1 the kernel is bound by DRAM, not arithmetic.
+// Units: Q4_K — 8 threads per 144-byte super-block; each reads the 16-byte
+// header (d, dmin, 12 scale bytes; the 8 threads hit one sector) and one
+// 16-byte slice qs[16j ..] with two 16-byte loads, decodes the two 6-bit
+// scale/min pairs once, and yields 32 values (16 low nibbles, 16 high).
+// Q8_0 — one 34-byte block per thread as nine aligned 4-byte words (the
+// block starts 2 bytes off a word every other block; a funnel shift
+// realigns the quants). The aligned word past an even block's end may read
+// 2 bytes of the next block (or, for the buffer's last block, of the 4-byte
+// granule that holds its end): they are never used.
+//
+// v1 (one warp per row, lanes on 8-value chunks, x read once per row) ran
+// at 0.14-0.56 of the copy bandwidth on the H200: bench/results/
+// 2026-11-29-h200-matmul.md. It does not quantize x to int8 for dp4a as
+// MMVQ-style kernels do: with f32 activations the result matches the f32
+// reference to rounding.
 // defines: gemv_q_f32_launch
 #include "kernels/gemv_q.cuh"
 
@@ -32,58 +38,213 @@
 namespace ls {
 namespace {
 
-constexpr int kWarps = 4;  // rows per block
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kR = 4;  // rows per block
+
+__device__ __forceinline__ uint32_t byte_of(uint32_t w, int i) { return (w >> (8 * i)) & 0xFFu; }
+// Byte i of w as an exact f32: one PRMT builds the float 2^23 + byte, an FADD
+// takes 2^23 off. The int-to-float converter runs at 1/8 of the FMA rate on
+// sm_90 and was the v2 limit (one conversion per weight).
+__device__ __forceinline__ float byte_to_float(uint32_t w, int i) {
+  return __uint_as_float(__byte_perm(w, 0x4B00u, static_cast<uint32_t>(i) | 0x5440u)) - 8388608.f;
+}
+
+// Generic unit: one decode8 chunk (the loads happen in piece()).
+template <GgmlType T>
+struct GemvUnit {
+  static constexpr int kValues = 8;
+  struct Raw {
+    const uint8_t* row;
+    int64_t c;
+  };
+  static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
+    r.row = row;
+    r.c = u;
+  }
+  // Piece k's first value, relative to the unit's first value (8u).
+  static __device__ __forceinline__ int pos(int k) { return 8 * k; }
+  static __device__ __forceinline__ void piece(const Raw& r, int, float v[8]) {
+    decode8<T>(r.row, r.c, v);
+  }
+};
+
+// Q4_K: unit u is slice j = u & 7 of super-block u >> 3: qs bytes 16j ..
+// 16j + 15, in 64-value group g = j >> 1, half h = j & 1: low nibbles are
+// values 64g + 16h + i (sub-block 2g), high nibbles 64g + 32 + 16h + i
+// (sub-block 2g + 1), i = 0..15.
+template <>
+struct GemvUnit<GgmlType::Q4_K> {
+  static constexpr int kValues = 32;
+  struct Raw {
+    uint32_t q[4];
+    float dl0, ml0, dl1, ml1;
+  };
+  static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
+    const uint8_t* blk = row + (u >> 3) * sizeof(BlockQ4_K);
+    const int j = static_cast<int>(u & 7);
+    const uint4 hd = __ldg(reinterpret_cast<const uint4*>(blk));
+    const uint4 qs = __ldg(reinterpret_cast<const uint4*>(blk + 16 + 16 * j));
+    r.q[0] = qs.x, r.q[1] = qs.y, r.q[2] = qs.z, r.q[3] = qs.w;
+    const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x & 0xFFFFu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x >> 16)));
+    const int g = j >> 1;  // sub-blocks 2g (< 4 when g < 2) and 2g + 1
+    uint32_t sc0, m0, sc1, m1;
+    if (g < 2) {  // both sub-blocks < 4: plain 6-bit fields
+      sc0 = byte_of(hd.y, 2 * g) & 63, m0 = byte_of(hd.z, 2 * g) & 63;
+      sc1 = byte_of(hd.y, 2 * g + 1) & 63, m1 = byte_of(hd.z, 2 * g + 1) & 63;
+    } else {  // sub-blocks 4..7: jj = j - 4
+      const int a = 2 * g - 4, b = a + 1;
+      sc0 = (byte_of(hd.w, a) & 0xF) | ((byte_of(hd.y, a) >> 6) << 4);
+      m0 = (byte_of(hd.w, a) >> 4) | ((byte_of(hd.z, a) >> 6) << 4);
+      sc1 = (byte_of(hd.w, b) & 0xF) | ((byte_of(hd.y, b) >> 6) << 4);
+      m1 = (byte_of(hd.w, b) >> 4) | ((byte_of(hd.z, b) >> 6) << 4);
+    }
+    r.dl0 = d * static_cast<float>(sc0), r.ml0 = dmin * static_cast<float>(m0);
+    r.dl1 = d * static_cast<float>(sc1), r.ml1 = dmin * static_cast<float>(m1);
+  }
+  // Unit u's values start at 256 (u >> 3) + 64 g + 16 h; pieces: k = 0, 1 low
+  // nibbles of bytes 8k .., k = 2, 3 high nibbles of bytes 8 (k - 2) ...
+  static __device__ __forceinline__ int pos(int k) { return (k & 1) * 8 + (k >> 1) * 32; }
+  static __device__ __forceinline__ void piece(const Raw& r, int k, float v[8]) {
+    const int sh = 4 * (k >> 1);
+    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu, hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
+    const float dl = (k >> 1) ? r.dl1 : r.dl0, ml = (k >> 1) ? r.ml1 : r.ml0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = dl * byte_to_float(i < 4 ? lo : hi, i & 3) - ml;
+  }
+};
+
+// Q8_0: unit u is block u (32 values); pieces are qs[8k .. 8k + 7].
+template <>
+struct GemvUnit<GgmlType::Q8_0> {
+  static constexpr int kValues = 32;
+  struct Raw {
+    uint32_t q[8];
+    float d;
+  };
+  static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
+    const uint8_t* blk = row + u * sizeof(BlockQ8_0);
+    const bool odd = (reinterpret_cast<uintptr_t>(blk) & 2) != 0;
+    const uint32_t* wp = reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(blk) & ~uintptr_t(3));
+    uint32_t w[9];
+#pragma unroll
+    for (int i = 0; i < 9; ++i) w[i] = __ldg(wp + i);
+    // Block at a word boundary: d = low half of w0, quants 2 bytes into w0.
+    // Two bytes past one: d = high half of w0, quants are w1 .. w8.
+#pragma unroll
+    for (int i = 0; i < 8; ++i) r.q[i] = odd ? w[i + 1] : __funnelshift_r(w[i], w[i + 1], 16);
+    r.d = __half2float(__ushort_as_half(static_cast<uint16_t>(odd ? (w[0] >> 16) : (w[0] & 0xFFFFu))));
+  }
+  static __device__ __forceinline__ int pos(int k) { return 8 * k; }
+  static __device__ __forceinline__ void piece(const Raw& r, int k, float v[8]) {
+    // int8 b as (b ^ 0x80) - 128, exact in f32.
+    const uint32_t lo = r.q[2 * k] ^ 0x80808080u, hi = r.q[2 * k + 1] ^ 0x80808080u;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = r.d * (byte_to_float(i < 4 ? lo : hi, i & 3) - 128.f);
+  }
+};
+
+// First value of unit u in the row.
+template <GgmlType T>
+__device__ __forceinline__ int64_t unit_base(int64_t u) {
+  if constexpr (T == GgmlType::Q4_K) {
+    const int j = static_cast<int>(u & 7);
+    return (u >> 3) * 256 + 64 * (j >> 1) + 16 * (j & 1);
+  } else {
+    return u * GemvUnit<T>::kValues;
+  }
+}
 
 template <GgmlType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) gemv_q_f32(GemvParams p) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (row >= p.n_out) return;  // whole warp leaves together
-  const uint8_t* __restrict__ wrow = p.w + row * p.row_bytes;
-  const float4* __restrict__ x4 = reinterpret_cast<const float4*>(p.x);
-  const int64_t n_chunks = p.n_in >> 3;
-  const int64_t x4_stride = p.n_in >> 2;  // float4s per token row
-
-  float acc[NT];
+__global__ void __launch_bounds__(kThreads) gemv_q_f32(GemvParams p) {
+  using U = GemvUnit<T>;
+  constexpr int kPieces = U::kValues / 8;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kR;
+  const uint8_t* __restrict__ wrow[kR];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+  for (int r = 0; r < kR; ++r) {
+    // A row past n_out re-reads the last row (its sum is never stored).
+    const int64_t row = row0 + r < p.n_out ? row0 + r : p.n_out - 1;
+    wrow[r] = p.w + row * p.row_bytes;
+  }
+  const float* __restrict__ x = p.x;
+  const int64_t n_units = p.n_in / U::kValues;
 
-#pragma unroll 4
-  for (int64_t c = lane; c < n_chunks; c += 32) {
-    float v[8];
-    decode8<T>(wrow, c, v);
+  float acc[kR][NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const float4 a = __ldg(x4 + t * x4_stride + 2 * c);
-      const float4 b = __ldg(x4 + t * x4_stride + 2 * c + 1);
-      float s = acc[t];
-      s = fmaf(v[0], a.x, s);
-      s = fmaf(v[1], a.y, s);
-      s = fmaf(v[2], a.z, s);
-      s = fmaf(v[3], a.w, s);
-      s = fmaf(v[4], b.x, s);
-      s = fmaf(v[5], b.y, s);
-      s = fmaf(v[6], b.z, s);
-      s = fmaf(v[7], b.w, s);
-      acc[t] = s;
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+
+#pragma unroll(NT <= 2 ? 2 : 1)  // two units in flight where registers allow
+  for (int64_t u = tid; u < n_units; u += kThreads) {
+    typename U::Raw raw[kR];
+#pragma unroll
+    for (int r = 0; r < kR; ++r) U::load(wrow[r], u, raw[r]);
+    const int64_t base = unit_base<T>(u);
+#pragma unroll
+    for (int k = 0; k < kPieces; ++k) {
+      const int64_t e = base + U::pos(k);  // first of 8 values, a multiple of 8
+      float4 xa[NT], xb[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float4* x4 = reinterpret_cast<const float4*>(x + t * p.n_in + e);
+        xa[t] = __ldg(x4);
+        xb[t] = __ldg(x4 + 1);
+      }
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        float v[8];
+        U::piece(raw[r], k, v);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          float s = acc[r][t];
+          s = fmaf(v[0], xa[t].x, s);
+          s = fmaf(v[1], xa[t].y, s);
+          s = fmaf(v[2], xa[t].z, s);
+          s = fmaf(v[3], xa[t].w, s);
+          s = fmaf(v[4], xb[t].x, s);
+          s = fmaf(v[5], xb[t].y, s);
+          s = fmaf(v[6], xb[t].z, s);
+          s = fmaf(v[7], xb[t].w, s);
+          acc[r][t] = s;
+        }
+      }
     }
   }
+
+  __shared__ float part[kWarps][kR * NT];
 #pragma unroll
-  for (int t = 0; t < NT; ++t) {
+  for (int r = 0; r < kR; ++r)
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
+    for (int t = 0; t < NT; ++t) {
+      float s = acc[r][t];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+      if (lane == 0) part[warp][r * NT + t] = s;
+    }
+  __syncthreads();
+  if (tid < kR * NT) {
+    const int r = tid / NT, t = tid % NT;
+    const int64_t row = row0 + r;
+    if (row < p.n_out) {
+      float s = part[0][tid];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) s += part[w][tid];
+      p.y[t * p.n_out + row] = s;
+    }
   }
-  // After the butterfly every lane holds every sum; lane t stores token t.
-#pragma unroll
-  for (int t = 0; t < NT; ++t)
-    if (lane == t) p.y[t * p.n_out + row] = acc[t];
 }
 
 template <GgmlType T, int NT>
 Status launch_nt(const GemvParams& p, cudaStream_t stream) {
-  const int64_t blocks = (p.n_out + kWarps - 1) / kWarps;
+  const int64_t blocks = (p.n_out + kR - 1) / kR;
   if (blocks > 0x7fffffff) return make_error("gemv_q: n_out %lld too large", (long long)p.n_out);
-  gemv_q_f32<T, NT><<<static_cast<unsigned>(blocks), kWarps * 32, 0, stream>>>(p);
+  if (p.n_in % GemvUnit<T>::kValues != 0)
+    return make_error("gemv_q: n_in %lld not a multiple of %d", (long long)p.n_in, GemvUnit<T>::kValues);
+  gemv_q_f32<T, NT><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
   LS_CUDA_TRY(cudaGetLastError());
   return ok();
 }
