@@ -17,6 +17,7 @@
 // - A file without tensors (a vocabulary) may end before the data section.
 // - Strings are bytes: keys and values that are not UTF-8 are accepted.
 #include "io/gguf.h"
+#include "io/map_guard.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -520,7 +521,10 @@ uint64_t GgufTensor::rows() const {
 }
 
 GgufFile::~GgufFile() {
-  if (map_) munmap(map_, size_);
+  if (map_) {
+    map_guard_remove(map_);
+    munmap(map_, size_);
+  }
 }
 
 Expected<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
@@ -548,6 +552,7 @@ Expected<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
     }
     f->map_ = m;
     f->base_ = static_cast<const uint8_t*>(m);
+    map_guard_add(m, f->size_, path.c_str());
   }
   ::close(fd);
   LS_TRY(f->parse_all());
