@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build layerstream and run every test: unit tests (CPU), GPU tests (they
-# print SKIPPED without a CUDA device), and the GGUF reader's fuzzer for 60 s.
+# print SKIPPED without a CUDA device), the GGUF reader's fuzzer for 60 s, and
+# the unit tests again under AddressSanitizer + UBSan. (ThreadSanitizer:
+# scripts/sanitize.sh tsan, about 6 minutes of tests on 2 cores, run by hand.)
 # Usage: scripts/test.sh [build-dir]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +16,4 @@ if [ -x "$build/ls_gpu_tests" ]; then
   "$build/ls_gpu_tests" || exit 1
 fi
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+[ "${SKIP_ASAN:-0}" = 1 ] || scripts/sanitize.sh asan
