@@ -270,6 +270,15 @@ Status synth_write(const SynthOptions& opt, const std::string& path) {
   w.set_f32("llama.rope.freq_base", s.rope_base);
   w.set_u32("llama.rope.dimension_count", s.n_embd / s.n_head);
   w.set_u32("llama.vocab_size", s.n_vocab);
+  if (s.llama31_rope) {
+    // The parameters rope_freqs.weight is computed from, as HF's rope_scaling
+    // names them (layerstream reads only the tensor; `export` needs these).
+    w.set_str("llama.rope.scaling.type", "llama3");
+    w.set_f32("llama.rope.scaling.factor", s.rope_factor);
+    w.set_f32("llama.rope.scaling.low_freq_factor", s.rope_low);
+    w.set_f32("llama.rope.scaling.high_freq_factor", s.rope_high);
+    w.set_u32("llama.rope.scaling.original_context_length", s.rope_orig_ctx);
+  }
 
   const std::vector<SynthTensor> plan = synth_tensor_plan(s, opt.quant);
   for (const SynthTensor& t : plan) w.add_tensor(t.name, t.type, t.shape);

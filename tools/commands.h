@@ -19,5 +19,7 @@ Command add_trace(CLI::App& app);
 Command add_decode(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_probe(CLI::App& app);
+Command add_export(CLI::App& app);
+Command add_logits(CLI::App& app);
 
 }  // namespace ls

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   add(ls::add_tokenize);
   add(ls::add_trace);
   add(ls::add_probe);
+  add(ls::add_export);
+  add(ls::add_logits);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
