@@ -16,6 +16,7 @@
 #include "model/session.h"
 #include "model/synth.h"
 #include "runtime/pipeline.h"
+#include "tests/unit/test_models.h"
 
 using namespace ls;
 namespace fs = std::filesystem;
@@ -24,23 +25,7 @@ namespace {
 
 constexpr int kGenerated = 4;
 
-// A tiny model written once per test binary run, outside tmpfs when possible
-// so that O_DIRECT reads are exercised too.
-const std::string& model_path() {
-  static const std::string path = [] {
-    fs::path dir = fs::current_path() / "ls_test_pipeline";
-    fs::create_directories(dir);
-    const std::string p = (dir / "tiny-q8_0.gguf").string();
-    SynthOptions o;
-    o.shape = *synth_preset("tiny");
-    o.quant = *synth_quant_from_name("q8_0");
-    o.threads = 2;
-    o.quiet = true;
-    REQUIRE(synth_write(o, p).ok());
-    return p;
-  }();
-  return path;
-}
+const std::string& model_path() { return test::tiny_model_path("ls_test_pipeline"); }
 
 const Model& model() {
   static std::unique_ptr<Model> m = [] {
@@ -245,7 +230,7 @@ TEST_CASE("pipeline: an error inside compute stops the run, naming compute and t
 
 TEST_CASE("pipeline: the model file truncated while the run is going") {
   // A private copy, cut down under the running pipeline.
-  const std::string copy = model_path() + ".trunc";
+  const std::string copy = model_path() + ".trunc." + std::to_string(getpid());
   fs::copy_file(model_path(), copy, fs::copy_options::overwrite_existing);
   auto mr = open_model(copy);
   REQUIRE(mr.has_value());

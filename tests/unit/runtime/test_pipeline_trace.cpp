@@ -22,6 +22,7 @@
 #include "model/cpu_backend.h"
 #include "model/model.h"
 #include "model/synth.h"
+#include "tests/unit/test_models.h"
 #include "runtime/pipeline.h"
 #include "runtime/trace.h"
 #include "runtime/trace_summary.h"
@@ -57,16 +58,7 @@ constexpr int32_t kDepth = 4, kSlots = 3, kStaging = 3;
 // the reader takes its O_DIRECT path.
 const Model& model() {
   static std::unique_ptr<Model> m = [] {
-    fs::path dir = fs::current_path() / "ls_test_pipeline_trace";
-    fs::create_directories(dir);
-    const std::string p = (dir / "tiny-q8_0.gguf").string();
-    SynthOptions o;
-    o.shape = *synth_preset("tiny");
-    o.quant = *synth_quant_from_name("q8_0");
-    o.threads = 2;
-    o.quiet = true;
-    REQUIRE(synth_write(o, p).ok());
-    auto r = open_model(p);
+    auto r = open_model(test::tiny_model_path("ls_test_pipeline_trace"));
     REQUIRE(r.has_value());
     return std::move(*r);
   }();
