@@ -517,6 +517,29 @@ void Tokenizer::encode_bpe(std::string_view text, std::vector<int32_t>& out) con
   split_llama3(text, [&](size_t off, size_t len) { encode_bpe_word(text.substr(off, len), out); });
 }
 
+// The agglomeration both BPE flavours share: take the best pair from the
+// queue, skip it if either side has changed since it was queued, merge it,
+// and queue the new pairs it forms with its neighbours. `consider(l, r)`
+// queues a pair if its union is a token (by merge rank or by score).
+template <typename Consider>
+void merge_symbols(std::vector<Symbol>& sym, std::priority_queue<Bigram>& queue,
+                   const Consider& consider) {
+  while (!queue.empty()) {
+    const Bigram bg = queue.top();
+    queue.pop();
+    Symbol& l = sym[bg.left];
+    Symbol& r = sym[bg.right];
+    if (l.len == 0 || r.len == 0 || l.next != bg.right || l.len + r.len != bg.size) continue;
+    l.len += r.len;
+    l.id = bg.result;
+    r.len = 0;
+    l.next = r.next;
+    if (r.next >= 0) sym[r.next].prev = bg.left;
+    consider(l.prev, bg.left);
+    consider(bg.left, l.next);
+  }
+}
+
 void Tokenizer::encode_bpe_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.size() == 1) {
     out.push_back(byte_token_[static_cast<uint8_t>(word[0])]);
@@ -546,20 +569,7 @@ void Tokenizer::encode_bpe_word(std::string_view word, std::vector<int32_t>& out
   };
   for (size_t i = 0; i + 1 < word.size(); ++i)
     consider(static_cast<int32_t>(i), static_cast<int32_t>(i + 1));
-  while (!queue.empty()) {
-    const Bigram bg = queue.top();
-    queue.pop();
-    Symbol& l = sym[bg.left];
-    Symbol& r = sym[bg.right];
-    if (l.len == 0 || r.len == 0 || l.next != bg.right || l.len + r.len != bg.size) continue;
-    l.len += r.len;
-    l.id = bg.result;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = bg.left;
-    consider(l.prev, bg.left);
-    consider(bg.left, l.next);
-  }
+  merge_symbols(sym, queue, consider);
   for (int32_t i = 0; i >= 0; i = sym[i].next) out.push_back(sym[i].id);
 }
 
@@ -591,20 +601,7 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<int32_t>& out) con
   };
   for (size_t i = 0; i + 1 < sym.size(); ++i)
     consider(static_cast<int32_t>(i), static_cast<int32_t>(i + 1));
-  while (!queue.empty()) {
-    const Bigram bg = queue.top();
-    queue.pop();
-    Symbol& l = sym[bg.left];
-    Symbol& r = sym[bg.right];
-    if (l.len == 0 || r.len == 0 || l.next != bg.right || l.len + r.len != bg.size) continue;
-    l.len += r.len;
-    l.id = bg.result;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = bg.left;
-    consider(l.prev, bg.left);
-    consider(bg.left, l.next);
-  }
+  merge_symbols(sym, queue, consider);
   for (int32_t i = 0; i >= 0; i = sym[i].next) {
     const Symbol& s = sym[i];
     const int32_t id = s.id >= 0 ? s.id : find(text.substr(s.off, s.len));

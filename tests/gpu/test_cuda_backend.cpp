@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/test_models.h"
 #include "model/cpu_backend.h"
 #include "model/cuda_backend.h"
 #include "model/synth.h"
@@ -29,18 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::unique_ptr<Model> tiny_model(const std::string& quant) {
-  fs::path dir = fs::temp_directory_path() / "ls_gpu_test_backend";
-  fs::create_directories(dir);
-  const std::string p = (dir / ("tiny-" + quant + ".gguf")).string();
-  if (!fs::exists(p)) {
-    SynthOptions o;
-    o.shape = *synth_preset("tiny");
-    o.quant = *synth_quant_from_name(quant);
-    o.threads = 4;
-    o.quiet = true;
-    REQUIRE(synth_write(o, p).ok());
-  }
-  auto m = open_model(p);
+  auto m = open_model(test::tiny_model_path("ls_gpu_test_backend", quant));
   REQUIRE(m.has_value());
   return std::move(*m);
 }
