@@ -2,12 +2,14 @@
 
 namespace ls {
 
-ComputeActor::ComputeActor(const Model& m, Backend& be, const LayerMemory& mem, CreditPool& slots,
+ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
+                           CreditPool& slots,
                            CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
                            Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer,
                            bool io_only)
     : m_(m),
       be_(be),
+      link_(link),
       mem_(mem),
       slots_(slots),
       depth_(depth),
@@ -55,25 +57,30 @@ void ComputeActor::run() {
     for (int32_t l = 0; l < static_cast<int32_t>(c.n_layer); ++l) {
       std::optional<LayerJob> job = next_job(step, l, track);
       if (!job) return;
+      const GpuSpan gs{l, step, m_.map.layers[l].range_bytes, job->slot,
+                       job->tier == Tier::Resident ? 0 : trace_flow_id(step, l)};
       {
         TraceScope span(tracer_, track, "layer", SpanKind::Busy, l, step,
                         m_.map.layers[l].range_bytes, job->slot, trace_flow_id(step, l),
                         job->tier == Tier::Resident ? kFlowNone : kFlowEnd);
         rc_.chaos();
-        if (!io_only_) {
+        Status st = link_.before_layer(job->slot, gs);
+        if (st.ok() && !io_only_) {
           // Resident: the backend's own copy when it keeps one (device
           // memory on CUDA), else the mapped file.
           const LayerView v = job->tier == Tier::Resident
                                   ? be_.resident_layer(l).value_or(m_.layer(l))
                                   : packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                                       mem_.layout(l), mem_.slot(job->slot));
-          if (Status st = be_.layer(static_cast<uint32_t>(l), v); !st.ok()) {
-            rc_.fail("compute", l, step, st.error().message);
-            return;
-          }
+          st = be_.layer(static_cast<uint32_t>(l), v);
+        }
+        // The slot goes back once the device is done with the layer.
+        if (st.ok()) st = link_.after_layer({job->slot >= 0 ? &slots_ : nullptr, job->slot}, gs);
+        if (!st.ok()) {
+          rc_.fail("compute", l, step, st.error().message);
+          return;
         }
       }
-      if (job->slot >= 0) slots_.release(job->slot);
       depth_.release(0);
       rc_.pulse();
     }

@@ -3,7 +3,10 @@
 // their jobs arrive — resident ones straight from the planner, streamed ones
 // from the copier, so they may arrive out of order and wait in a small
 // reorder buffer — hands each slot back when the layer is done, returns the
-// planner's depth credit, and sends the logits to the sampler. In I/O-only
+// planner's depth credit, and sends the logits to the sampler. A streamed
+// layer's slot goes back through the DeviceLink once the device has finished
+// the layer (on CUDA: from the link's watcher thread, after the layer's done
+// event; this thread never waits for the GPU inside a step). In I/O-only
 // mode it skips the kernels, so the pipeline's own ceiling can be measured.
 // defines: ComputeActor
 #pragma once
@@ -11,6 +14,7 @@
 #include <map>
 #include <vector>
 
+#include "model/device_link.h"
 #include "model/model.h"
 #include "runtime/credit_pool.h"
 #include "runtime/layer_memory.h"
@@ -21,7 +25,8 @@ namespace ls {
 
 class ComputeActor {
  public:
-  ComputeActor(const Model& m, Backend& be, const LayerMemory& mem, CreditPool& slots,
+  ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
+               CreditPool& slots,
                CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
                Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer, bool io_only);
   void run();  // the actor's thread
@@ -31,6 +36,7 @@ class ComputeActor {
 
   const Model& m_;
   Backend& be_;
+  DeviceLink& link_;
   const LayerMemory& mem_;
   CreditPool& slots_;
   CreditPool& depth_;

@@ -1,14 +1,13 @@
 #include "actors/copier.h"
 
-#include <cstring>
-
 namespace ls {
 
-HostCopier::HostCopier(const LayerMap& map, const LayerMemory& mem, CreditPool& staging,
-                       CreditPool& slots, Mailbox<LayerJob>& in, Mailbox<LayerJob>& to_compute,
-                       RunControl& rc, Tracer& tracer)
+Copier::Copier(const LayerMap& map, const LayerMemory& mem, DeviceLink& link, CreditPool& staging,
+               CreditPool& slots, Mailbox<LayerJob>& in, Mailbox<LayerJob>& to_compute,
+               RunControl& rc, Tracer& tracer)
     : map_(map),
       mem_(mem),
+      link_(link),
       staging_(staging),
       slots_(slots),
       in_(in),
@@ -16,7 +15,7 @@ HostCopier::HostCopier(const LayerMap& map, const LayerMemory& mem, CreditPool& 
       rc_(rc),
       tracer_(tracer) {}
 
-void HostCopier::run() {
+void Copier::run() {
   const int track = tracer_.register_track("copier");
   while (!rc_.stopped()) {
     std::optional<LayerJob> job;
@@ -34,20 +33,29 @@ void HostCopier::run() {
     job->slot = *slot;
     const LayerExtent& e = map_.layers[job->layer];
     const LayerLayout& lay = mem_.layout(job->layer);
+    const uint64_t flow = trace_flow_id(job->step, job->layer);
     {
+      // The planner started the flow; on CUDA this span is the issue, the
+      // gpu-copy track holds the copy itself.
       TraceScope span(tracer_, track, "copy", SpanKind::Busy, job->layer, job->step,
-                      e.range_bytes, *slot, trace_flow_id(job->step, job->layer),
-                      kFlowStep);  // the planner started the flow
+                      e.range_bytes, *slot, flow, kFlowStep);
       rc_.chaos();
-      uint8_t* dst = mem_.slot(*slot);
+      pieces_.clear();
+      Release src_free;
       if (job->tier == Tier::Ram) {
-        std::memcpy(dst, mem_.ram_layer(job->layer), lay.packed_bytes);
+        pieces_.push_back({0, mem_.ram_layer(job->layer), lay.packed_bytes});
       } else {
         const uint8_t* src = mem_.staging(job->staging);
         for (size_t k = 0; k < e.ranges.size(); ++k)
-          std::memcpy(dst + lay.packed[k], src + lay.staged[k] + lay.lead[k], e.ranges[k].bytes);
-        staging_.release(job->staging);
+          pieces_.push_back({lay.packed[k], src + lay.staged[k] + lay.lead[k], e.ranges[k].bytes});
+        src_free = {&staging_, job->staging};
         job->staging = -1;
+      }
+      const GpuSpan gs{job->layer, job->step, e.range_bytes, *slot, flow};
+      if (Status st = link_.copy_to_slot(mem_.slot(*slot), *slot, pieces_, src_free, gs);
+          !st.ok()) {
+        rc_.fail("copier", job->layer, job->step, st.error().message);
+        return;
       }
     }
     rc_.pulse();

@@ -15,6 +15,8 @@
 
 namespace ls {
 
+class DeviceLink;
+
 struct Batch {
   std::vector<int32_t> token;
   std::vector<int32_t> pos;
@@ -76,6 +78,9 @@ class Backend {
   // own copy (the CUDA backend: device pointers); nullopt: the mapped file's
   // view (Model::layer) is the one to pass to layer().
   virtual std::optional<LayerView> resident_layer(uint32_t) const { return std::nullopt; }
+  // How streamed layers reach this backend's memory (model/device_link.h);
+  // nullptr: host memory and memcpy (a HostLink).
+  virtual DeviceLink* link() { return nullptr; }
 };
 
 }  // namespace ls

@@ -25,6 +25,8 @@
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/swiglu.cuh"
+#include "kernels/ref/quant.h"
+#include "model/cuda_link.cuh"
 #include "model/kv_cache.h"
 #include "runtime/units.h"
 
@@ -42,7 +44,71 @@ int cuda_device_count() {
 namespace {
 constexpr uint64_t kAlign = 256;  // every tensor and buffer starts 256-aligned on the device
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+// The CUDA context's own allocations after cudaMemGetInfo (cuBLAS handle and
+// workspace, the x16 buffer of the GEMM path, allocator slack).
+constexpr uint64_t kContextMargin = 384ull << 20;
+
+// Activations for n tokens: the residual, norm output, q, attention output,
+// o (n x n_embd each), k and v (n x n_embd_kv), the two feed-forward halves
+// (n x n_ff), logits (n x n_vocab), the split-attention partials, and the
+// batch's ints.
+uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
+  const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
+  const int32_t max_split =
+      attention_splits(1, static_cast<int32_t>(c.n_head), static_cast<int32_t>(n_ctx) - 1);
+  const uint64_t part = static_cast<uint64_t>(std::max<int64_t>(
+      attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
+                               c.head_dim, max_split),
+      0));
+  return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
+         align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5;
+}
+
+int64_t weight_elems(const GgufTensor* t) { return static_cast<int64_t>(t->shape[0] * t->rows()); }
+
+// The largest weight the prefill GEMM path dequantizes into its f16 scratch.
+int64_t max_weight_elems(const LlamaWeights& w) {
+  int64_t m = weight_elems(w.output);
+  for (const LayerWeights& lw : w.layers)
+    for (const GgufTensor* t : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_gate, lw.w_up, lw.w_down})
+      m = std::max(m, weight_elems(t));
+  return m;
+}
+
+uint32_t clamp_batch(const CudaBackendOptions& o) {
+  return std::max<uint32_t>(1, std::min(o.max_batch, o.n_ctx));
+}
 }  // namespace
+
+Expected<std::pair<uint64_t, uint64_t>> cuda_memory_info() {
+  if (cuda_device_count() == 0) return make_error("no CUDA device");
+  size_t free_b = 0, total_b = 0;
+  LS_CUDA_TRY(cudaSetDevice(0));
+  LS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  return std::make_pair(static_cast<uint64_t>(free_b), static_cast<uint64_t>(total_b));
+}
+
+std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions& o) {
+  const LlamaConfig& c = m.config();
+  const LlamaWeights& w = m.info.weights;
+  const uint32_t n = clamp_batch(o);
+  std::vector<CudaReserve> r;
+  r.push_back({"KV cache (f16, " + std::to_string(o.n_seq) + " x " + std::to_string(o.n_ctx) +
+                   " positions)",
+               KvCache::bytes_for(c.n_layer, o.n_seq, o.n_ctx, c.n_embd_kv(), KvType::F16)});
+  r.push_back({"activations and logits for " + std::to_string(n) + " tokens",
+               activation_bytes(c, o.n_ctx, n)});
+  r.push_back({"f16 dequantization scratch of the batched matmul",
+               align_up(static_cast<uint64_t>(max_weight_elems(w)) * 2)});
+  uint64_t head = align_up(w.output->bytes) + align_up(w.output_norm->bytes);
+  if (w.rope_freqs) head += align_up(w.rope_freqs->bytes);
+  r.push_back({std::string("output head (") + ggml_type_name(w.output->type) + ") and norms", head});
+  if (o.token_embd_on_device && w.output != w.token_embd)
+    r.push_back({std::string("token_embd (") + ggml_type_name(w.token_embd->type) + ")",
+                 align_up(w.token_embd->bytes)});
+  r.push_back({"CUDA context margin (cuBLAS workspace, allocator slack)", kContextMargin});
+  return r;
+}
 
 struct CudaBackend::Impl {
   LlamaConfig c;
@@ -53,8 +119,12 @@ struct CudaBackend::Impl {
 
   uint8_t* arena = nullptr;  // weights: globals then layers
   uint64_t arena_bytes = 0;
-  GlobalView g;              // device pointers
-  std::vector<LayerView> layers;
+  GlobalView g;              // device pointers (token_embd: host pointers when embd_on_host)
+  std::vector<LayerView> layers;     // by layer; set where is_resident
+  std::vector<uint8_t> is_resident;
+  bool embd_on_host = false;
+  float* embd_rows = nullptr;        // pinned host, (cap, n_embd): rows gathered on the CPU
+  std::unique_ptr<CudaLink> link;
   __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
   __half* v_cache = nullptr;
   uint64_t kv_bytes = 0;
@@ -75,26 +145,18 @@ struct CudaBackend::Impl {
 
   ~Impl() {
     if (stream) cudaStreamSynchronize(stream);
+    link.reset();  // its watchers drain first
     mm.reset();
     if (arena) cudaFree(arena);
     if (k_cache) cudaFree(k_cache);
     if (v_cache) cudaFree(v_cache);
     if (act) cudaFree(act);
     if (pinned) cudaFreeHost(pinned);
+    if (embd_rows) cudaFreeHost(embd_rows);
     if (stream) cudaStreamDestroy(stream);
   }
 
-  uint64_t act_bytes_for(uint64_t n) const {
-    const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
-    const int32_t max_split = attention_splits(1, static_cast<int32_t>(c.n_head),
-                                               static_cast<int32_t>(opt.n_ctx) - 1);
-    const uint64_t part = static_cast<uint64_t>(std::max<int64_t>(
-        attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
-                                 c.head_dim, max_split),
-        0));
-    return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
-           align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5;
-  }
+  uint64_t act_bytes_for(uint64_t n) const { return activation_bytes(c, opt.n_ctx, n); }
 
   Error error_oom(const char* what, uint64_t want) const {
     size_t free_b = 0, total_b = 0;
@@ -118,6 +180,8 @@ struct CudaBackend::Impl {
       act = nullptr;
       cudaFreeHost(pinned);
       pinned = nullptr;
+      if (embd_rows) cudaFreeHost(embd_rows);
+      embd_rows = nullptr;
     }
     const uint64_t bytes = act_bytes_for(n);
     if (cudaMalloc(&act, bytes) != cudaSuccess) {
@@ -127,6 +191,7 @@ struct CudaBackend::Impl {
       return error_oom("activations", bytes);
     }
     LS_CUDA_TRY(cudaMallocHost(&pinned, n * 5 * sizeof(int32_t)));
+    if (embd_on_host) LS_CUDA_TRY(cudaMallocHost(&embd_rows, n * c.n_embd * sizeof(float)));
     cap = n;
     act_bytes = bytes;
     const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
@@ -191,10 +256,18 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   Impl& s = *be->impl_;
   s.c = m.config();
   s.opt = o;
-  s.opt.max_batch = std::max<uint32_t>(1, std::min(o.max_batch, o.n_ctx));
+  s.opt.max_batch = clamp_batch(o);
   const LlamaConfig& c = s.c;
   const LlamaWeights& w = m.info.weights;
-  if (!embed_type_supported(w.token_embd->type))
+  if (!s.opt.resident.empty() && s.opt.resident.size() != c.n_layer)
+    return make_error("cuda backend: the resident mask has %zu entries for %u layers",
+                      s.opt.resident.size(), c.n_layer);
+  auto resident = [&](uint32_t l) { return s.opt.resident.empty() || s.opt.resident[l] != 0; };
+  // token_embd: on the device (the GPU gathers rows) or in the mapped file
+  // (the CPU dequantizes the batch's rows, which needs only the reference
+  // decoder of the type). A tied output keeps the table on the device anyway.
+  s.embd_on_host = !s.opt.token_embd_on_device && w.output != w.token_embd;
+  if (!s.embd_on_host && !embed_type_supported(w.token_embd->type))
     return make_error("cuda backend: token_embd.weight has type %s, which has no GPU decoder",
                       ggml_type_name(w.token_embd->type));
   if (c.head_dim % 32 != 0 || c.head_dim > static_cast<uint32_t>(kAttentionMaxHeadDim))
@@ -213,29 +286,28 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     s.arena_bytes += align_up(t->bytes);
     return off;
   };
-  auto elems = [](const GgufTensor* t) { return static_cast<int64_t>(t->shape[0] * t->rows()); };
-  const uint64_t o_embd = add(w.token_embd);
+  const uint64_t o_embd = s.embd_on_host ? 0 : add(w.token_embd);
   const uint64_t o_out = add(w.output);
   const uint64_t o_onorm = add(w.output_norm);
   const uint64_t o_rope = w.rope_freqs ? add(w.rope_freqs) : 0;
-  s.max_weight_elems = elems(w.output);
+  s.max_weight_elems = max_weight_elems(w);
   struct LayerOffsets {
     uint64_t attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
   };
   std::vector<LayerOffsets> lo(c.n_layer);
   for (uint32_t l = 0; l < c.n_layer; ++l) {
+    if (!resident(l)) continue;
     const LayerWeights& lw = w.layers[l];
     lo[l] = {add(lw.attn_norm), add(lw.wq),    add(lw.wk),   add(lw.wv),    add(lw.wo),
              add(lw.ffn_norm),  add(lw.w_gate), add(lw.w_up), add(lw.w_down)};
-    for (const GgufTensor* t : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_gate, lw.w_up, lw.w_down})
-      s.max_weight_elems = std::max(s.max_weight_elems, elems(t));
   }
   s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), KvType::F16);
   // Check the whole need against what is free before allocating any of it.
   {
     size_t free_b = 0, total_b = 0;
     LS_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-    const uint64_t need = s.arena_bytes + s.kv_bytes + s.act_bytes_for(s.opt.max_batch);
+    const uint64_t need = s.arena_bytes + s.kv_bytes + s.act_bytes_for(s.opt.max_batch) +
+                          static_cast<uint64_t>(s.max_weight_elems) * 2;
     if (need > free_b) return s.error_oom("the model", need);
   }
   if (cudaMalloc(&s.arena, s.arena_bytes) != cudaSuccess) {
@@ -255,11 +327,18 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     return v;
   };
   auto f32 = [&](uint64_t off) { return reinterpret_cast<const float*>(s.arena + off); };
-  s.g.token_embd = wv(w.token_embd, o_embd);
+  if (s.embd_on_host) {
+    s.g.token_embd = m.globals().token_embd;  // host pointers into the mapped file
+  } else {
+    s.g.token_embd = wv(w.token_embd, o_embd);
+  }
   s.g.output = wv(w.output, o_out);
   s.g.output_norm = f32(o_onorm);
   s.g.rope_freqs = w.rope_freqs ? f32(o_rope) : nullptr;
+  s.layers.assign(c.n_layer, LayerView{});
+  s.is_resident.assign(c.n_layer, 0);
   for (uint32_t l = 0; l < c.n_layer; ++l) {
+    if (!resident(l)) continue;
     const LayerWeights& lw = w.layers[l];
     LayerView v;
     v.attn_norm = f32(lo[l].attn_norm);
@@ -271,7 +350,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     v.w_gate = wv(lw.w_gate, lo[l].w_gate);
     v.w_up = wv(lw.w_up, lo[l].w_up);
     v.w_down = wv(lw.w_down, lo[l].w_down);
-    s.layers.push_back(v);
+    s.layers[l] = v;
+    s.is_resident[l] = 1;
   }
   // The KV cache, zeroed (positions are written before they are read).
   for (__half** p : {&s.k_cache, &s.v_cache}) {
@@ -286,6 +366,9 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();
   s.mm = std::move(*mm);
+  auto link = CudaLink::create(s.stream);
+  if (!link) return link.error();
+  s.link = std::move(*link);
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   return std::move(be);
 }
@@ -297,9 +380,11 @@ uint64_t CudaBackend::device_bytes() const {
 }
 
 std::optional<LayerView> CudaBackend::resident_layer(uint32_t index) const {
-  if (index >= impl_->layers.size()) return std::nullopt;
+  if (index >= impl_->layers.size() || !impl_->is_resident[index]) return std::nullopt;
   return impl_->layers[index];
 }
+
+DeviceLink* CudaBackend::link() { return impl_->link.get(); }
 
 Status CudaBackend::begin(const Batch& b) {
   Impl& s = *impl_;
@@ -331,6 +416,18 @@ Status CudaBackend::begin(const Batch& b) {
   LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
   if (m > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
+  if (s.embd_on_host) {
+    // The rows on the CPU (the reference decoder), one copy of n x n_embd floats.
+    const uint64_t row_bytes = ggml_row_bytes(s.g.token_embd.type, s.c.n_embd);
+    const uint8_t* table = static_cast<const uint8_t*>(s.g.token_embd.data);
+    for (size_t t = 0; t < n; ++t)
+      dequantize_row(s.g.token_embd.type, table + static_cast<uint64_t>(b.token[t]) * row_bytes,
+                     s.embd_rows + t * s.c.n_embd, s.c.n_embd);
+    LS_CUDA_TRY(cudaMemcpyAsync(s.h, s.embd_rows, n * s.c.n_embd * sizeof(float),
+                                cudaMemcpyHostToDevice, s.stream));
+    s.pending_add = false;
+    return ok();
+  }
   EmbedParams ep;
   ep.table = s.g.token_embd.data;
   ep.type = s.g.token_embd.type;

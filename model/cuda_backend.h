@@ -1,18 +1,26 @@
-// The CUDA backend: the Llama forward on one GPU, resident decode. Every
-// layer's weights, the global tensors (token_embd, output, output_norm,
-// rope_freqs) and an f16 KV cache are uploaded to device memory once, at
+// The CUDA backend: the Llama forward on one GPU. The resident layers (all,
+// or those the tier plan keeps on the device), the global tensors (output,
+// output_norm, rope_freqs, and token_embd unless the plan leaves it in host
+// memory) and an f16 KV cache are uploaded to device memory once, at
 // create(); layer(index, view) takes a view whose pointers are DEVICE
-// pointers (resident_layer(l) hands out those of the uploaded layers).
+// pointers: resident_layer(l) hands out those of the uploaded layers, and a
+// streamed layer's view points into the device slot its copy landed in (the
+// CudaLink, link(), moves it there). With token_embd in host memory, begin()
+// dequantizes the batch's rows on the CPU and copies them over: a few KB per
+// token instead of the table's hundreds of MB of device memory.
 // Activations live on the device, sized for a max batch (grown when a larger
 // batch comes); finish() copies the logits rows to the host. A step runs
 // asynchronously on one stream; finish() synchronises, so a CUDA error of
 // any kernel of the step surfaces there at the latest.
-// Streamed tiers (pinned staging, a cudaMemcpyAsync copier) are not here yet.
 // This header has no CUDA types, so host-only code (tools/backends.cpp) can include it.
-// defines: CudaBackendOptions, CudaBackend, cuda_device_count()
+// defines: CudaBackendOptions, CudaReserve, cuda_reserves(), cuda_memory_info(), CudaBackend,
+//          cuda_device_count()
 #pragma once
 
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "model/backend.h"
 #include "model/model.h"
@@ -23,7 +31,21 @@ struct CudaBackendOptions {
   uint32_t n_ctx = 4096;      // positions per sequence in the KV cache
   uint32_t n_seq = 1;         // sequence slots
   uint32_t max_batch = 512;   // activations are sized for this many tokens (clamped to n_ctx)
+  std::vector<uint8_t> resident;     // per layer, 1: upload it (empty: every layer)
+  bool token_embd_on_device = true;  // false: rows gathered on the host each step
 };
+
+// Device memory the backend takes besides the layers, each line named, for
+// the tier plan: KV cache, activations for max_batch tokens, the prefill
+// dequantization scratch, the output head, norms, token_embd (when on the
+// device) and a margin for the CUDA context's own allocations (cuBLAS).
+struct CudaReserve {
+  std::string what;
+  uint64_t bytes;
+};
+std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions& o);
+// Free and total device memory (cudaMemGetInfo); an error when there is no device.
+Expected<std::pair<uint64_t, uint64_t>> cuda_memory_info();
 
 // Number of CUDA devices; 0 when there is none or no usable driver.
 int cuda_device_count();
@@ -41,6 +63,7 @@ class CudaBackend final : public Backend {
   Status finish(float* logits) override;
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
   std::optional<LayerView> resident_layer(uint32_t index) const override;
+  DeviceLink* link() override;
   // Greedy: finish the step with the argmax of each logits row computed on the
   // GPU; only n_logits ints cross to the host.
   Status finish_argmax(int32_t* tokens);

@@ -43,38 +43,47 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
     return budget == UINT64_MAX || (used <= budget && add <= budget - used);
   };
   // Device memory: fixed reserves first.
-  const std::vector<TierPlan::Line> fixed = {
-      {"KV cache", in.kv_bytes},
-      {"activations and logits", in.activation_bytes},
-      {"global tensors (token_embd, output, norms)", in.globals_bytes},
-  };
-  for (const auto& l : fixed) {
+  for (const auto& l : in.device_reserves) {
     if (!fits(p.vram_used, l.bytes, in.vram_budget))
-      return make_error("the device budget %s cannot hold the %s (%s; %s already reserved)",
-                        human_bytes(in.vram_budget).c_str(), l.what.c_str(),
-                        human_bytes(l.bytes).c_str(), human_bytes(p.vram_used).c_str());
+      return make_error(
+          "the device budget %s cannot hold the %s (%s; %s already reserved): %s short",
+          human_bytes(in.vram_budget).c_str(), l.what.c_str(), human_bytes(l.bytes).c_str(),
+          human_bytes(p.vram_used).c_str(),
+          human_bytes(p.vram_used + l.bytes - in.vram_budget).c_str());
     p.vram.push_back(l);
     p.vram_used += l.bytes;
   }
   // Does everything fit without slots?
   uint64_t all_layers = 0;
   for (const LayerExtent& e : map.layers) all_layers += e.range_bytes;
-  if (fits(p.vram_used, all_layers, in.vram_budget)) {
+  if (fits(p.vram_used, all_layers, in.vram_budget) &&
+      fits(p.vram_used + all_layers, in.token_embd_bytes, in.vram_budget)) {
+    if (in.token_embd_bytes) {
+      p.vram.push_back({"token_embd", in.token_embd_bytes});
+      p.vram_used += in.token_embd_bytes;
+    }
     for (size_t l = 0; l < n; ++l) p.layer_tier[l] = Tier::Resident;
     p.n_resident = static_cast<int32_t>(n);
     p.vram.push_back({std::to_string(n) + " resident layers", all_layers});
     p.vram_used += all_layers;
     return p;
   }
-  // Streaming: device slots for the streamed layers.
+  // Streaming: device slots for the streamed layers; token_embd stays in
+  // host memory (the mapped file), which leaves its bytes to layers.
+  p.token_embd_on_device = in.token_embd_bytes == 0;
+  if (in.token_embd_bytes)
+    p.ram.push_back({"token_embd: in the mapped file, not in the budget (the batch's rows are gathered per step)",
+                     in.token_embd_bytes});
   p.device_slots = in.device_slots;
   p.slot_bytes = max_layer;
   const uint64_t slots = p.slot_bytes * static_cast<uint64_t>(in.device_slots);
   if (!fits(p.vram_used, slots, in.vram_budget))
     return make_error("the device budget %s cannot hold %d device slots of %s each (the largest "
-                      "layer) after %s of reserves: raise --vram-budget or lower --device-slots",
+                      "layer) after %s of reserves: %s short; raise --vram-budget or lower "
+                      "--device-slots (at least 1)",
                       human_bytes(in.vram_budget).c_str(), in.device_slots,
-                      human_bytes(p.slot_bytes).c_str(), human_bytes(p.vram_used).c_str());
+                      human_bytes(p.slot_bytes).c_str(), human_bytes(p.vram_used).c_str(),
+                      human_bytes(p.vram_used + slots - in.vram_budget).c_str());
   p.vram.push_back({std::to_string(in.device_slots) + " device slots", slots});
   p.vram_used += slots;
   uint64_t resident = 0;
@@ -97,10 +106,11 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
     p.staging_bytes = max_staged;
     const uint64_t staging = p.staging_bytes * static_cast<uint64_t>(in.staging_buffers);
     if (!fits(0, staging, in.ram_budget))
-      return make_error("the host budget %s cannot hold %d staging buffers of %s each: raise "
-                        "--ram-budget or lower --staging-buffers",
+      return make_error("the host budget %s cannot hold %d staging buffers of %s each: %s short; "
+                        "raise --ram-budget or lower --staging-buffers",
                         human_bytes(in.ram_budget).c_str(), in.staging_buffers,
-                        human_bytes(p.staging_bytes).c_str());
+                        human_bytes(p.staging_bytes).c_str(),
+                        human_bytes(staging - in.ram_budget).c_str());
     p.ram.push_back({std::to_string(in.staging_buffers) + " staging buffers", staging});
     p.ram_used += staging;
   }

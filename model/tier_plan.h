@@ -22,22 +22,26 @@ namespace ls {
 enum class Tier : uint8_t { Resident, Ram, Storage };
 const char* tier_name(Tier t);
 
+struct PlanLine {
+  std::string what;
+  uint64_t bytes;
+};
+
 struct PlanInputs {
   uint64_t vram_budget = UINT64_MAX;  // device memory for the run (UINT64_MAX: unlimited)
   uint64_t ram_budget = UINT64_MAX;   // host memory for RAM-tier layers and staging
-  uint64_t kv_bytes = 0;              // the KV cache (device)
-  uint64_t activation_bytes = 0;      // activations and logits (device)
-  uint64_t globals_bytes = 0;         // token_embd, output, norms (device)
+  std::vector<PlanLine> device_reserves;  // KV cache, activations, head, ... (device)
+  // token_embd, when the planner may leave it in host memory: on the device
+  // only if the whole model fits (a step needs just its batch's rows, which
+  // the CPU gathers). 0: it is counted in device_reserves or not on a device.
+  uint64_t token_embd_bytes = 0;
   int32_t device_slots = 2;
   int32_t staging_buffers = 2;
   uint32_t read_alignment = 4096;     // staging buffers hold aligned over-reads
 };
 
 struct TierPlan {
-  struct Line {
-    std::string what;
-    uint64_t bytes;
-  };
+  using Line = PlanLine;
   std::vector<Tier> layer_tier;      // by layer
   std::vector<Line> vram, ram;       // reserves and layers, as placed
   uint64_t vram_budget = 0, ram_budget = 0, vram_used = 0, ram_used = 0;
@@ -47,6 +51,7 @@ struct TierPlan {
   int32_t n_resident = 0, n_ram = 0, n_storage = 0;
   uint64_t streamed_bytes_per_step = 0;  // RAM + storage layers: copied every step
   uint64_t storage_bytes_per_step = 0;   // storage layers: read every step
+  bool token_embd_on_device = true;      // false: in host memory, rows gathered per step
   std::string to_text() const;
 };
 

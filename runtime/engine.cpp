@@ -41,8 +41,6 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
 Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
-  // On the CPU backend "device memory" is host memory too, and the budgets
-  // default to unlimited: every layer resident, read in place.
   const uint32_t align = 4096;
   if (!opt.tiers.empty()) {
     auto t = parse_tiers(opt.tiers, c.n_layer);
@@ -50,6 +48,43 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
     return plan_forced(m.map, *t, opt.device_slots, opt.staging_buffers, align);
   }
   PlanInputs in;
+  std::optional<DeviceMemory> dev;
+  if (opt.device_memory) {
+    auto d = opt.device_memory(m, opt);
+    if (!d) return d.error();
+    dev = std::move(*d);
+  }
+  if (dev) {
+    // Budgets default to what the machine has: free device memory, and the
+    // host's MemAvailable less a margin for the rest of the system.
+    in.vram_budget = dev->free_bytes;
+    const uint64_t avail = mem_available_bytes();
+    constexpr uint64_t kHostMargin = 4ull << 30;
+    in.ram_budget = avail > kHostMargin ? avail - kHostMargin : 0;
+    if (opt.print_plan) {
+      if (opt.vram_budget.empty())
+        std::fprintf(stderr, "layerstream: %s: %s free of %s: the default --vram-budget\n",
+                     dev->device.c_str(), human_bytes(dev->free_bytes).c_str(),
+                     human_bytes(dev->total_bytes).c_str());
+      if (opt.ram_budget.empty())
+        std::fprintf(stderr,
+                     "layerstream: host: MemAvailable %s less %s: the default --ram-budget\n",
+                     human_bytes(avail).c_str(), human_bytes(kHostMargin).c_str());
+    }
+    in.device_reserves = dev->reserves;
+    in.token_embd_bytes = dev->token_embd_bytes;
+  } else {
+    // The CPU backend: "device memory" is host memory too, and the budgets
+    // default to unlimited: every layer resident, read in place.
+    in.device_reserves = {
+        {"KV cache", KvCache::bytes_for(c.n_layer, 1, n_ctx, c.n_embd_kv(), opt.kv_type)},
+        // Activations and logits for a 512-token batch: the residual, norms,
+        // q/k/v, attention output, the two feed-forward halves, a row of logits each.
+        {"activations and logits",
+         4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512},
+        {"global tensors (token_embd, output, norms)", m.map.globals.tensor_bytes},
+    };
+  }
   if (!opt.vram_budget.empty()) {
     auto b = parse_bytes(opt.vram_budget);
     if (!b) return make_error("--vram-budget: %s", b.error().message.c_str());
@@ -60,15 +95,21 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
     if (!b) return make_error("--ram-budget: %s", b.error().message.c_str());
     in.ram_budget = *b;
   }
-  in.kv_bytes = KvCache::bytes_for(c.n_layer, 1, n_ctx, c.n_embd_kv(), opt.kv_type);
-  // Activations and logits for a 512-token batch: the residual, norms, q/k/v,
-  // attention output, the two feed-forward halves, and a row of logits each.
-  in.activation_bytes = 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512;
-  in.globals_bytes = m.map.globals.tensor_bytes;
   in.device_slots = opt.device_slots;
   in.staging_buffers = opt.staging_buffers;
   in.read_alignment = align;
   return plan_tiers(m.map, in);
+}
+
+uint64_t mem_available_bytes() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  std::fclose(f);
+  return static_cast<uint64_t>(kb) * 1024;
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -19,6 +20,18 @@
 namespace ls {
 
 struct EngineOptions;
+
+// The device's side of the plan, from the backend that will run it: free
+// device memory (cudaMemGetInfo) and the backend's own reserves, each named.
+struct DeviceMemory {
+  std::string device;  // e.g. "cuda:0 NVIDIA H200"
+  uint64_t free_bytes = 0, total_bytes = 0;
+  std::vector<PlanLine> reserves;  // KV cache, activations, head, scratch, margin
+  uint64_t token_embd_bytes = 0;   // placed by the planner (device or host)
+};
+// nullopt: the run is on the CPU (no device memory to plan).
+using DeviceMemoryProbe = std::function<Expected<std::optional<DeviceMemory>>(
+    const Model&, const EngineOptions&)>;
 // Makes the compute backend for a run (model, options, the tier plan). Core
 // cannot depend on the CUDA library, so tools/ injects the factory that knows
 // about CUDA (tools/backends.cpp); without one the engine makes a CpuBackend
@@ -43,7 +56,12 @@ struct EngineOptions {
   int watchdog_s = 10;     // stall watchdog (0: off)
   bool print_plan = true;
   BackendFactory make_backend;  // empty: CPU (see BackendFactory)
+  DeviceMemoryProbe device_memory;  // empty: CPU planning (see DeviceMemory)
 };
+
+// Host memory the kernel says is available without swapping (/proc/meminfo
+// MemAvailable); 0 when unknown.
+uint64_t mem_available_bytes();
 
 // The CPU backend for these options (the default factory).
 std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt);

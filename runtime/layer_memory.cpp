@@ -54,20 +54,6 @@ LayerView packed_layer_view(const LayerWeights& w, const LayerExtent& e, const L
   return v;
 }
 
-MemoryOps host_memory_ops() {
-  MemoryOps ops;
-  auto alloc = [](uint64_t bytes) -> uint8_t* {
-    const uint64_t n = (bytes + 4095) / 4096 * 4096;
-    return static_cast<uint8_t*>(std::aligned_alloc(4096, n ? n : 4096));
-  };
-  auto release = [](uint8_t* p) { std::free(p); };
-  ops.alloc_host = alloc;
-  ops.free_host = release;
-  ops.alloc_device = alloc;
-  ops.free_device = release;
-  return ops;
-}
-
 Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
                                                            const TierPlan& plan,
                                                            const uint8_t* file_base,

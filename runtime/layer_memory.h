@@ -6,7 +6,7 @@
 // On the CPU backend, "device" slots are host buffers, so the graph and its
 // credits are the same as on the GPU; the CUDA backend supplies an allocator
 // that returns pinned host memory and device memory instead.
-// defines: LayerLayout, MemoryOps, host_memory_ops(), LayerMemory
+// defines: LayerLayout, layer_layout(), packed_layer_view(), LayerMemory
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "model/backend.h"
 #include "model/layer_map.h"
 #include "model/tier_plan.h"
+#include "runtime/memory_ops.h"
 #include "runtime/status.h"
 
 namespace ls {
@@ -34,16 +35,6 @@ LayerLayout layer_layout(const LayerExtent& e, uint32_t alignment);
 LayerView packed_layer_view(const LayerWeights& w, const LayerExtent& e, const LayerLayout& l,
                             const uint8_t* base);
 
-// How buffers are allocated: host (pinned on CUDA) for RAM layers and staging,
-// device for slots. Each returns nullptr on failure.
-struct MemoryOps {
-  std::function<uint8_t*(uint64_t bytes)> alloc_host;
-  std::function<void(uint8_t*)> free_host;
-  std::function<uint8_t*(uint64_t bytes)> alloc_device;
-  std::function<void(uint8_t*)> free_device;
-};
-// Plain 4096-aligned host memory for both (the CPU backend).
-MemoryOps host_memory_ops();
 
 class LayerMemory {
  public:

@@ -6,6 +6,11 @@
 //      ▲ depth credits (returned by compute as each layer is done) ─────┘                      │
 //                                          compute ◀──StepInput (the prompt, or the next token)┘
 //
+//   The device link (the backend's, model/device_link.h) under copier and
+//   compute: on CUDA the copier's cudaMemcpyAsync records an event, compute's
+//   stream waits on it, and the link's watcher threads hand staging and slot
+//   credits back once the GPU is done with them (gpu-copy, gpu-compute tracks).
+//
 // - Every edge is a bounded Mailbox; every buffer is an id from a CreditPool:
 //   `staging` (reader → copier), `slots` (copier → compute), `depth`
 //   (planner → compute). A free buffer is the only thing that lets work
@@ -31,9 +36,9 @@
 namespace ls {
 
 struct Pipeline::Graph {
-  Graph(const Model& m, Backend& be, const TierPlan& plan, const PipelineOptions& opt,
-        std::unique_ptr<LayerMemory> memory, std::unique_ptr<BlockSource> source, Tracer& tracer,
-        RunControl& rc)
+  Graph(const Model& m, Backend& be, DeviceLink& link, const TierPlan& plan,
+        const PipelineOptions& opt, std::unique_ptr<LayerMemory> memory,
+        std::unique_ptr<BlockSource> source, Tracer& tracer, RunControl& rc)
       : plan(plan),
         mem(std::move(memory)),
         src(std::move(source)),
@@ -51,8 +56,9 @@ struct Pipeline::Graph {
         // Actors.
         planner(plan, depth, to_reader, to_compute, rc, tracer),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
-        copier(m.map, *mem, staging, slots, to_copier, to_compute, rc, tracer),
-        compute(m, be, *mem, slots, depth, steps, to_compute, to_sampler, rc, tracer, opt.io_only),
+        copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
+        compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, rc, tracer,
+                opt.io_only),
         sampler(to_sampler, steps, rc, tracer) {
   }
 
@@ -65,7 +71,7 @@ struct Pipeline::Graph {
   Mailbox<StepOutput> to_sampler;
   Planner planner;
   Reader reader;
-  HostCopier copier;
+  Copier copier;
   ComputeActor compute;
   SamplerActor sampler;
 };
@@ -84,12 +90,20 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
     if (opt.wrap_source) src = opt.wrap_source(std::move(src));
     alignment = std::max<uint32_t>(src->alignment(), 1);
   }
-  auto mem = LayerMemory::create(m.map, plan, m.file->base(), alignment, opt.memory);
-  if (!mem) return mem.error();
   std::unique_ptr<Pipeline> p(new Pipeline());
+  DeviceLink* link = be.link();
+  if (!link) {
+    p->host_link_ = std::make_unique<HostLink>();
+    link = p->host_link_.get();
+  }
+  link->set_tracer(&tracer);
+  auto mem = LayerMemory::create(m.map, plan, m.file->base(), alignment, link->memory_ops());
+  if (!mem) return mem.error();
   p->rc_ = &rc;
   p->n_ctx_ = opt.n_ctx;
-  p->g_ = std::make_unique<Graph>(m, be, plan, opt, std::move(*mem), std::move(src), tracer, rc);
+  p->link_ = link;
+  p->g_ = std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer,
+                                  rc);
   Graph& g = *p->g_;
   p->threads_.emplace_back([&g] { g.planner.run(); });
   p->threads_.emplace_back([&g] { g.reader.run(); });
@@ -142,6 +156,9 @@ void Pipeline::stop() {
   for (std::thread& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  // Copies and releases still in flight on the device touch the staging
+  // buffers and slots: let them land before the memory goes.
+  if (link_) (void)link_->drain();
 }
 
 Pipeline::~Pipeline() { stop(); }

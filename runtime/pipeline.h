@@ -12,6 +12,7 @@
 
 #include "actors/sampler.h"
 #include "io/block_source.h"
+#include "model/device_link.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
 #include "runtime/layer_memory.h"
@@ -25,7 +26,6 @@ struct PipelineOptions {
   SourceOptions source;         // the reader's block source (kind, queue depth, chunk size)
   bool io_only = false;         // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;           // the backend's context (positions per sequence)
-  MemoryOps memory = host_memory_ops();
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
   std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
 };
@@ -54,6 +54,8 @@ class Pipeline {
  private:
   struct Graph;
   Pipeline() = default;
+  std::unique_ptr<HostLink> host_link_;  // when the backend brings no link of its own
+  DeviceLink* link_ = nullptr;
   std::unique_ptr<Graph> g_;
   std::vector<std::thread> threads_;
   RunControl* rc_ = nullptr;

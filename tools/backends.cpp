@@ -1,48 +1,85 @@
-// make_tool_backend: see backends.h. LS_HAVE_CUDA is defined (PUBLIC) by the
-// layerstream_cuda target, which the CLI links in CUDA builds.
+// make_tool_backend, tool_device_memory: see backends.h. LS_HAVE_CUDA is
+// defined (PUBLIC) by the layerstream_cuda target, which the CLI links in CUDA builds.
 #include "tools/backends.h"
 
 #include <cstdio>
 
 #ifdef LS_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "model/cuda_backend.h"
 #endif
 
 namespace ls {
 
-Expected<std::unique_ptr<Backend>> make_tool_backend(const Model& m, const EngineOptions& opt,
-                                                     const TierPlan& plan) {
-  const bool want = opt.backend == "cuda";
+namespace {
 #ifdef LS_HAVE_CUDA
-  bool use = want;
-  if (opt.backend == "auto" && cuda_device_count() > 0) {
-    // auto takes the GPU only for what the CUDA backend runs today.
-    use = plan.n_resident == static_cast<int32_t>(m.config().n_layer) &&
-          opt.kv_type == KvType::F16;
-    if (!use)
-      std::fprintf(stderr,
-                   "layerstream: auto: the CUDA backend runs all-resident plans with an f16 KV "
-                   "cache only; using the CPU\n");
-  }
-  if (use) {
+// Whether this run goes to the GPU: cuda, or auto with a device and an f16 KV cache.
+Expected<bool> wants_cuda(const EngineOptions& opt) {
+  if (opt.backend == "cuda") {
     if (cuda_device_count() == 0)
       return make_error("--backend cuda: no CUDA device found on this machine");
-    if (plan.n_resident != static_cast<int32_t>(m.config().n_layer))
-      return make_error(
-          "--backend cuda: the plan streams %d of %u layers (RAM or storage tiers); the CUDA "
-          "backend runs resident layers only for now: raise --vram-budget or use --tiers A",
-          static_cast<int32_t>(m.config().n_layer) - plan.n_resident, m.config().n_layer);
     if (opt.kv_type != KvType::F16)
       return make_error("--backend cuda: the CUDA KV cache is f16 (got --kv-type f32)");
-    CudaBackendOptions co;
-    co.n_ctx = opt.n_ctx;
+    return true;
+  }
+  return opt.backend == "auto" && opt.kv_type == KvType::F16 && cuda_device_count() > 0;
+}
+
+CudaBackendOptions cuda_options(const EngineOptions& opt) {
+  CudaBackendOptions co;
+  co.n_ctx = opt.n_ctx;
+  return co;
+}
+#endif
+}  // namespace
+
+Expected<std::optional<DeviceMemory>> tool_device_memory(const Model& m, const EngineOptions& opt) {
+#ifdef LS_HAVE_CUDA
+  auto want = wants_cuda(opt);
+  if (!want) return want.error();
+  if (!*want) return std::optional<DeviceMemory>();
+  auto info = cuda_memory_info();
+  if (!info) return info.error();
+  DeviceMemory d;
+  cudaDeviceProp prop{};
+  d.device = "cuda:0";
+  if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) d.device += std::string(" ") + prop.name;
+  d.free_bytes = info->first;
+  d.total_bytes = info->second;
+  CudaBackendOptions co = cuda_options(opt);
+  co.n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(m.config().n_ctx_train, 4096);
+  co.token_embd_on_device = false;  // the planner places it (token_embd_bytes)
+  for (const CudaReserve& r : cuda_reserves(m, co)) d.reserves.push_back({r.what, r.bytes});
+  const LlamaWeights& w = m.info.weights;
+  if (w.token_embd != w.output) d.token_embd_bytes = w.token_embd->bytes;
+  return std::optional<DeviceMemory>(std::move(d));
+#else
+  (void)m;
+  if (opt.backend == "cuda")
+    return make_error("--backend cuda: this build has no CUDA (configured without nvcc); use cpu");
+  return std::optional<DeviceMemory>();
+#endif
+}
+
+Expected<std::unique_ptr<Backend>> make_tool_backend(const Model& m, const EngineOptions& opt,
+                                                     const TierPlan& plan) {
+#ifdef LS_HAVE_CUDA
+  auto want = wants_cuda(opt);
+  if (!want) return want.error();
+  if (*want) {
+    CudaBackendOptions co = cuda_options(opt);
+    co.resident.resize(plan.layer_tier.size());
+    for (size_t l = 0; l < plan.layer_tier.size(); ++l)
+      co.resident[l] = plan.layer_tier[l] == Tier::Resident;
+    co.token_embd_on_device = plan.token_embd_on_device;
     auto be = CudaBackend::create(m, co);
     if (!be) return be.error();
     return std::unique_ptr<Backend>(std::move(*be));
   }
 #else
   (void)plan;
-  if (want)
+  if (opt.backend == "cuda")
     return make_error("--backend cuda: this build has no CUDA (configured without nvcc); use cpu");
 #endif
   return make_cpu_backend(m, opt);

@@ -1,7 +1,9 @@
-// The backend factory the CLI hands the engine (EngineOptions::make_backend):
-// "cpu", "cuda", or "auto" (CUDA when a device is present and the plan is
-// all resident, else the CPU). The CUDA part is compiled only in CUDA builds.
-// defines: make_tool_backend()
+// The backend factory the CLI hands the engine (EngineOptions::make_backend)
+// and the device-memory probe the planner sizes budgets from
+// (EngineOptions::device_memory): "cpu", "cuda", or "auto" (CUDA when a
+// device is present and the KV cache is f16, else the CPU). The CUDA part is
+// compiled only in CUDA builds.
+// defines: make_tool_backend(), tool_device_memory()
 #pragma once
 
 #include "runtime/engine.h"
@@ -10,5 +12,6 @@ namespace ls {
 
 Expected<std::unique_ptr<Backend>> make_tool_backend(const Model& m, const EngineOptions& opt,
                                                      const TierPlan& plan);
+Expected<std::optional<DeviceMemory>> tool_device_memory(const Model& m, const EngineOptions& opt);
 
 }  // namespace ls

@@ -63,6 +63,7 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");
   o.source.chunk_bytes = *chunk;
   o.make_backend = make_tool_backend;  // cpu, cuda (CUDA builds) or auto
+  o.device_memory = tool_device_memory;  // budgets and reserves from the device
   return ok();
 }
 
