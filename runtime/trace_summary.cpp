@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -64,7 +65,8 @@ int64_t int_field(const json& ev, const char* key, int64_t dflt) {
 
 }  // namespace
 
-Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path) {
+Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path,
+                                                           int64_t from_step) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return make_error("trace summarize: cannot open %s: %s", path.c_str(), std::strerror(errno));
@@ -85,6 +87,34 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
   if (!events)
     return make_error("trace summarize: %s has no \"traceEvents\" array (not a Chrome trace)",
                       path.c_str());
+
+  // The warm start: the first busy span of step from_step on the compute track.
+  uint64_t warm_ns = 0;
+  if (from_step > 0) {
+    std::set<std::pair<int64_t, int64_t>> compute;  // (pid, tid) of the "compute" track
+    for (const json& ev : *events)
+      if (ev.is_object() && ev.value("ph", "") == "M" && ev.value("name", "") == "thread_name" &&
+          ev.contains("args") && ev["args"].is_object() &&
+          ev["args"].value("name", "") == "compute")
+        compute.insert({int_field(ev, "pid", 0), int_field(ev, "tid", 0)});
+    uint64_t best = UINT64_MAX;
+    for (const json& ev : *events) {
+      if (!ev.is_object() || ev.value("ph", "") != "X" || !ev.contains("ts") ||
+          !ev["ts"].is_number())
+        continue;
+      if (!compute.count({int_field(ev, "pid", 0), int_field(ev, "tid", 0)})) continue;
+      auto args = ev.find("args");
+      if (args == ev.end() || !args->is_object() || args->value("kind", "") != "busy") continue;
+      auto st = args->find("step");
+      if (st == args->end() || !st->is_number_integer() || st->get<int64_t>() < from_step) continue;
+      best = std::min(best, us_to_ns(ev["ts"]));
+    }
+    if (best == UINT64_MAX)
+      return make_error("trace summarize: %s: no busy span of step %lld or later on the compute "
+                        "track (--from-step beyond the run?)",
+                        path.c_str(), static_cast<long long>(from_step));
+    warm_ns = best;
+  }
 
   std::vector<TrackStats> tracks;
   std::map<std::pair<int64_t, int64_t>, size_t> by_thread;  // (pid, tid) -> tracks index
@@ -129,8 +159,13 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
       if (ts == ev.end() || !ts->is_number())
         return make_error("trace summarize: %s: event %zu (\"ph\":\"X\") has no numeric \"ts\"",
                           path.c_str(), index);
-      const uint64_t t0 = us_to_ns(*ts);
-      const uint64_t d = ev.contains("dur") ? us_to_ns(ev["dur"]) : 0;
+      uint64_t t0 = us_to_ns(*ts);
+      uint64_t d = ev.contains("dur") ? us_to_ns(ev["dur"]) : 0;
+      if (t0 + d <= warm_ns && warm_ns > 0) continue;  // before the warm window
+      if (t0 < warm_ns) {  // straddles its start: keep the warm part
+        d = t0 + d - warm_ns;
+        t0 = warm_ns;
+      }
       TrackStats& t = track_of(pid, tid);
       switch (kind) {
         case SpanKind::Busy: {
@@ -158,8 +193,8 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
   return tracks;
 }
 
-Expected<StallTable> summarize_chrome_trace(const std::string& path) {
-  auto tracks = chrome_trace_track_stats(path);
+Expected<StallTable> summarize_chrome_trace(const std::string& path, int64_t from_step) {
+  auto tracks = chrome_trace_track_stats(path, from_step);
   if (!tracks) return tracks.error();
   return make_stall_table(*tracks);
 }

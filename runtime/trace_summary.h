@@ -15,9 +15,13 @@ namespace ls {
 
 // One TrackStats per thread track (thread_name metadata, or a bare pid/tid that
 // carries spans), in the order the tracks first appear.
-Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path);
+// from_step > 0: only the warm part of the run — spans are clipped to start at
+// the first busy span of step from_step on the "compute" track (the moment
+// compute began that step), so the pipeline's fill does not count.
+Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path,
+                                                           int64_t from_step = 0);
 
 // The stall table of a trace written by Tracer::write_chrome_json.
-Expected<StallTable> summarize_chrome_trace(const std::string& path);
+Expected<StallTable> summarize_chrome_trace(const std::string& path, int64_t from_step = 0);
 
 }  // namespace ls

@@ -12,6 +12,9 @@
 #include <sstream>
 
 #include "io/probe_storage.h"
+#ifdef LS_HAVE_CUDA
+#include "runtime/probe_gpu.h"
+#endif
 #include "runtime/engine.h"
 #include "runtime/units.h"
 #include "tools/commands.h"
@@ -84,6 +87,8 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
 struct Row {
   std::map<std::string, std::string> settings;
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
+  double h2d_gbps = 0, pcie_ratio = 0;     // pinned H2D probe around the run; streamed / probe
+  double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
   std::string bound, error, source;
 };
 
@@ -184,6 +189,19 @@ int run_bench(BenchArgs& a) {
         static_cast<int>(std::clamp<uint64_t>((8ull << 30) / per_step, 1, a.steps - 1));
     double before = 0, after = 0;
     if (run_bytes > 0) before = probe_once(e, o.source, probe_steps);
+    // The PCIe ceiling, when the GPU streams: pinned H2D right before and after.
+    const bool pcie = std::string(e.backend_name()) == "cuda" &&
+                      e.plan().streamed_bytes_per_step > 0;
+    double h2d_before = 0, h2d_after = 0;
+    auto h2d_once = [&]() -> double {
+#ifdef LS_HAVE_CUDA
+      auto r = probe_h2d(1ull << 30, 3, true);
+      if (r) return r->median;
+      std::fprintf(stderr, "bench: H2D probe: %s\n", r.error().message.c_str());
+#endif
+      return 0.0;
+    };
+    if (pcie) h2d_before = h2d_once();
     const int32_t V = static_cast<int32_t>(m.config().n_vocab);
     std::vector<std::chrono::steady_clock::time_point> t;
     const int32_t bos = m.tokenizer->bos() >= 0 ? m.tokenizer->bos() : 0;
@@ -202,6 +220,7 @@ int run_bench(BenchArgs& a) {
     const StallTable table = e.tracer().stall_table();
     Status fin = e.finish();
     if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
+    if (pcie) h2d_after = h2d_once();
     if (!rs.ok() || t.size() < 2) {
       row.error = rs.ok() ? "too few steps" : rs.error().message;
       rows.push_back(row);
@@ -216,6 +235,16 @@ int run_bench(BenchArgs& a) {
     row.streamed_gbps = e.plan().streamed_bytes_per_step * steps / secs / 1e9;
     row.probe_gbps = before > 0 && after > 0 ? (before + after) / 2 : 0;
     row.ratio = row.probe_gbps > 0 ? row.storage_gbps / row.probe_gbps : 0;
+    row.h2d_gbps = h2d_before > 0 && h2d_after > 0 ? (h2d_before + h2d_after) / 2 : 0;
+    row.pcie_ratio = row.h2d_gbps > 0 ? row.streamed_gbps / row.h2d_gbps : 0;
+    {
+      // Seconds per token each link needs at its measured rate; the slower bounds.
+      double need = 0;
+      if (row.h2d_gbps > 0) need = std::max(need, e.plan().streamed_bytes_per_step / (row.h2d_gbps * 1e9));
+      if (row.probe_gbps > 0) need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
+      row.bound_tok_s = need > 0 ? 1.0 / need : 0;
+      row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
+    }
     row.bound = table.bound;
     row.source = e.pipeline().source_name();
     rows.push_back(row);
@@ -245,8 +274,9 @@ int run_bench(BenchArgs& a) {
     head += " " + name + " |";
     rule += "---|";
   }
-  head += " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | bound |";
-  rule += "---|---|---|---|---|---|";
+  head += " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
+          " ratio to H2D | link bound tok/s | ratio to link bound | stall-table bound |";
+  rule += "---|---|---|---|---|---|---|---|---|---|";
   std::printf("%s\n%s\n", head.c_str(), rule.c_str());
   size_t best = 0;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -255,14 +285,18 @@ int run_bench(BenchArgs& a) {
     const Row& r = rows[i];
     std::string line = "|";
     for (const auto& [name, values] : grid) line += " " + r.settings.at(name) + " |";
-    char buf[512], ratio[32] = "-";
+    char buf[768], ratio[32] = "-", pratio[32] = "-", bratio[32] = "-";
     if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.1f%%", 100.0 * r.ratio);
+    if (r.pcie_ratio > 0) std::snprintf(pratio, sizeof pratio, "%.1f%%", 100.0 * r.pcie_ratio);
+    if (r.bound_ratio > 0) std::snprintf(bratio, sizeof bratio, "%.1f%%", 100.0 * r.bound_ratio);
     if (!r.error.empty())
-      std::snprintf(buf, sizeof buf, " error: %s | | | | | |", r.error.c_str());
+      std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | |", r.error.c_str());
     else
-      std::snprintf(buf, sizeof buf, " %.2f%s | %.3f | %.3f | %s | %.3f | %s |", r.tok_s,
+      std::snprintf(buf, sizeof buf,
+                    " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.3f | %s | %s |", r.tok_s,
                     i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps, r.probe_gbps,
-                    ratio, r.streamed_gbps, r.bound.c_str());
+                    ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.bound_tok_s, bratio,
+                    r.bound.c_str());
     std::printf("%s%s\n", line.c_str(), buf);
   }
   if (!a.json.empty()) {
@@ -279,6 +313,10 @@ int run_bench(BenchArgs& a) {
                            {"probe_gbps", r.probe_gbps},
                            {"streamed_gbps", r.streamed_gbps},
                            {"ratio_to_storage_bound", r.ratio},
+                           {"h2d_probe_gbps", r.h2d_gbps},
+                           {"ratio_to_h2d", r.pcie_ratio},
+                           {"link_bound_tok_s", r.bound_tok_s},
+                           {"ratio_to_link_bound", r.bound_ratio},
                            {"bound", r.bound},
                            {"source", r.source},
                            {"error", r.error}});

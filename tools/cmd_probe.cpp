@@ -1,7 +1,7 @@
 // layerstream probe: measure this machine's ceilings, so that every benchmark
 // can print its result as a ratio to them. Storage: O_DIRECT reads of a given
 // file at several queue depths (io/probe_storage). GPU: pinned and pageable
-// H2D, device memory bandwidth: see probe_gpu below (the hook for the CUDA side).
+// H2D, device memory bandwidth (runtime/probe_gpu.cu, CUDA builds).
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +9,10 @@
 
 #include "io/block_source.h"
 #include "io/probe_storage.h"
+#ifdef LS_HAVE_CUDA
+#include "model/cuda_backend.h"
+#include "runtime/probe_gpu.h"
+#endif
 #include "tools/commands.h"
 
 namespace ls {
@@ -41,20 +45,35 @@ Expected<uint64_t> parse_bytes(const std::string& s) {
   return static_cast<uint64_t>(n) * mul;
 }
 
-// ---- GPU measurements: the hook for the CUDA engineer ----------------------
-// Add here: pinned H2D (cudaHostAlloc + cudaMemcpyAsync), pageable H2D, and
-// device memory bandwidth (a device-to-device copy), each as median/min/max
-// GB/s over a few passes, like the storage rows. Fill `rows` and return true;
-// run_probe prints them in the same table and writes them under "gpu" in the
-// JSON. In a CPU-only build (no LS_HAVE_CUDA) this stays as it is.
+// ---- GPU measurements (runtime/probe_gpu.cu) ---------------------------------
 struct GpuRow {
-  std::string what;  // "pinned H2D", "pageable H2D", "device memory (D2D, read+write)"
+  std::string what;  // "pinned H2D", "pageable H2D", "device memory (D2D copy, read + write)"
   double gbps_median = 0, gbps_min = 0, gbps_max = 0;
 };
 bool probe_gpu(std::vector<GpuRow>& rows, std::string& why_not) {
+#ifdef LS_HAVE_CUDA
+  if (cuda_device_count() == 0) {
+    why_not = "no CUDA device";
+    return false;
+  }
+  // 1 GiB per copy: the size of a streamed 70B layer and well past any cache.
+  constexpr uint64_t kBytes = 1ull << 30;
+  for (int k = 0; k < 3; ++k) {
+    auto r = k == 0 ? probe_h2d(kBytes, 5, true)
+             : k == 1 ? probe_h2d(kBytes, 3, false)
+                      : probe_d2d(kBytes, 10);
+    if (!r) {
+      why_not = r.error().message;
+      return false;
+    }
+    rows.push_back({r->what, r->median, r->min, r->max});
+  }
+  return true;
+#else
   (void)rows;
-  why_not = "not measured yet (GPU probes: tools/cmd_probe.cpp, probe_gpu)";
+  why_not = "this build has no CUDA";
   return false;
+#endif
 }
 
 int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const std::string& chunk,

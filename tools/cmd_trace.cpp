@@ -16,9 +16,17 @@ Command add_trace(CLI::App& app) {
   auto* summarize =
       sub->add_subcommand("summarize", "Print the stall table of a Chrome trace JSON file");
   auto path = std::make_shared<std::string>();
+  auto from_step = std::make_shared<int64_t>(0);
   summarize->add_option("FILE", *path, "Trace written by --trace FILE")->required();
-  return [path] {
-    auto table = summarize_chrome_trace(*path);
+  summarize->add_option("--from-step", *from_step,
+                        "Only the warm run: from the step compute began N (0: all of it)")
+      ->capture_default_str();
+  return [path, from_step] {
+    if (*from_step < 0) {
+      std::fprintf(stderr, "error: --from-step must be 0 or more\n");
+      return 1;
+    }
+    auto table = summarize_chrome_trace(*path, *from_step);
     if (!table) {
       std::fprintf(stderr, "error: %s\n", table.error().message.c_str());
       return 1;
