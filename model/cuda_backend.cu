@@ -25,7 +25,6 @@
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/swiglu.cuh"
-#include "kernels/ref/quant.h"
 #include "model/cuda_link.cuh"
 #include "model/kv_cache.h"
 #include "runtime/units.h"
@@ -123,7 +122,12 @@ struct CudaBackend::Impl {
   std::vector<LayerView> layers;     // by layer; set where is_resident
   std::vector<uint8_t> is_resident;
   bool embd_on_host = false;
-  float* embd_rows = nullptr;        // pinned host, (cap, n_embd): rows gathered on the CPU
+  // token_embd in host memory: the batch's quantized rows are gathered into
+  // pinned memory, copied over, and decoded by the same kernel as a resident
+  // table (so the two give the same bits), with tokens 0..n-1 (iota).
+  uint8_t* embd_host = nullptr;      // pinned, (cap, row_bytes)
+  uint8_t* embd_dev = nullptr;       // device, (cap, row_bytes)
+  int32_t* iota = nullptr;           // device, 0..cap-1
   std::unique_ptr<CudaLink> link;
   __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
   __half* v_cache = nullptr;
@@ -152,7 +156,9 @@ struct CudaBackend::Impl {
     if (v_cache) cudaFree(v_cache);
     if (act) cudaFree(act);
     if (pinned) cudaFreeHost(pinned);
-    if (embd_rows) cudaFreeHost(embd_rows);
+    if (embd_host) cudaFreeHost(embd_host);
+    if (embd_dev) cudaFree(embd_dev);
+    if (iota) cudaFree(iota);
     if (stream) cudaStreamDestroy(stream);
   }
 
@@ -180,8 +186,11 @@ struct CudaBackend::Impl {
       act = nullptr;
       cudaFreeHost(pinned);
       pinned = nullptr;
-      if (embd_rows) cudaFreeHost(embd_rows);
-      embd_rows = nullptr;
+      if (embd_host) cudaFreeHost(embd_host);
+      if (embd_dev) cudaFree(embd_dev);
+      if (iota) cudaFree(iota);
+      embd_host = embd_dev = nullptr;
+      iota = nullptr;
     }
     const uint64_t bytes = act_bytes_for(n);
     if (cudaMalloc(&act, bytes) != cudaSuccess) {
@@ -191,7 +200,15 @@ struct CudaBackend::Impl {
       return error_oom("activations", bytes);
     }
     LS_CUDA_TRY(cudaMallocHost(&pinned, n * 5 * sizeof(int32_t)));
-    if (embd_on_host) LS_CUDA_TRY(cudaMallocHost(&embd_rows, n * c.n_embd * sizeof(float)));
+    if (embd_on_host) {
+      const uint64_t row = ggml_row_bytes(g.token_embd.type, c.n_embd);
+      LS_CUDA_TRY(cudaMallocHost(&embd_host, n * row));
+      LS_CUDA_TRY(cudaMalloc(&embd_dev, n * row));
+      LS_CUDA_TRY(cudaMalloc(&iota, n * sizeof(int32_t)));
+      std::vector<int32_t> ids(n);
+      for (uint64_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>(i);
+      LS_CUDA_TRY(cudaMemcpy(iota, ids.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
+    }
     cap = n;
     act_bytes = bytes;
     const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
@@ -267,7 +284,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   // (the CPU dequantizes the batch's rows, which needs only the reference
   // decoder of the type). A tied output keeps the table on the device anyway.
   s.embd_on_host = !s.opt.token_embd_on_device && w.output != w.token_embd;
-  if (!s.embd_on_host && !embed_type_supported(w.token_embd->type))
+  if (!embed_type_supported(w.token_embd->type))
     return make_error("cuda backend: token_embd.weight has type %s, which has no GPU decoder",
                       ggml_type_name(w.token_embd->type));
   if (c.head_dim % 32 != 0 || c.head_dim > static_cast<uint32_t>(kAttentionMaxHeadDim))
@@ -416,24 +433,22 @@ Status CudaBackend::begin(const Batch& b) {
   LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
   if (m > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
-  if (s.embd_on_host) {
-    // The rows on the CPU (the reference decoder), one copy of n x n_embd floats.
-    const uint64_t row_bytes = ggml_row_bytes(s.g.token_embd.type, s.c.n_embd);
-    const uint8_t* table = static_cast<const uint8_t*>(s.g.token_embd.data);
-    for (size_t t = 0; t < n; ++t)
-      dequantize_row(s.g.token_embd.type, table + static_cast<uint64_t>(b.token[t]) * row_bytes,
-                     s.embd_rows + t * s.c.n_embd, s.c.n_embd);
-    LS_CUDA_TRY(cudaMemcpyAsync(s.h, s.embd_rows, n * s.c.n_embd * sizeof(float),
-                                cudaMemcpyHostToDevice, s.stream));
-    s.pending_add = false;
-    return ok();
-  }
   EmbedParams ep;
   ep.table = s.g.token_embd.data;
+  ep.tokens = s.tok;
+  if (s.embd_on_host) {
+    // Gather the batch's rows (quantized, a few KB each) and decode them on the GPU.
+    const uint64_t row = ggml_row_bytes(s.g.token_embd.type, s.c.n_embd);
+    const uint8_t* table = static_cast<const uint8_t*>(s.g.token_embd.data);
+    for (size_t t = 0; t < n; ++t)
+      std::memcpy(s.embd_host + t * row, table + static_cast<uint64_t>(b.token[t]) * row, row);
+    LS_CUDA_TRY(cudaMemcpyAsync(s.embd_dev, s.embd_host, n * row, cudaMemcpyHostToDevice, s.stream));
+    ep.table = s.embd_dev;
+    ep.tokens = s.iota;
+  }
   ep.type = s.g.token_embd.type;
   ep.n_embd = s.c.n_embd;
   ep.row_bytes = ggml_row_bytes(ep.type, s.c.n_embd);
-  ep.tokens = s.tok;
   ep.n_tok = static_cast<int64_t>(n);
   ep.out = s.h;
   LS_TRY(embed_rows_cuda(ep, s.stream));

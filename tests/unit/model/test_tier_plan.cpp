@@ -1,0 +1,93 @@
+// The tier planner: what goes where for a budget, what each error says.
+#include <doctest/doctest.h>
+
+#include "model/model.h"
+#include "model/tier_plan.h"
+#include "tests/unit/test_models.h"
+
+using namespace ls;
+
+namespace {
+
+const Model& model() {
+  static std::unique_ptr<Model> m = [] {
+    auto r = open_model(test::tiny_model_path("ls_test_tier_plan", "q4_k_m"));
+    REQUIRE(r.has_value());
+    return std::move(*r);
+  }();
+  return *m;
+}
+
+uint64_t layer_bytes(size_t l) { return model().map.layers[l].range_bytes; }
+uint64_t max_layer() {
+  uint64_t m = 0;
+  for (const LayerExtent& e : model().map.layers) m = std::max(m, e.range_bytes);
+  return m;
+}
+
+PlanInputs inputs(uint64_t vram, uint64_t ram) {
+  PlanInputs in;
+  in.vram_budget = vram;
+  in.ram_budget = ram;
+  in.device_reserves = {{"KV cache", 1000}, {"activations", 2000}};
+  in.token_embd_bytes = 5000;
+  in.device_slots = 2;
+  in.staging_buffers = 3;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("tier plan: everything fits: all layers resident, token_embd on the device") {
+  auto p = plan_tiers(model().map, inputs(UINT64_MAX, UINT64_MAX));
+  REQUIRE(p.has_value());
+  CHECK(p->n_resident == 4);
+  CHECK(p->token_embd_on_device);
+  CHECK(p->device_slots == 0);
+  CHECK(p->streamed_bytes_per_step == 0);
+  CHECK(p->to_text().find("token_embd") != std::string::npos);
+}
+
+TEST_CASE("tier plan: a tight device budget streams the rest from RAM, token_embd stays on the host") {
+  // Reserves, two slots and exactly one layer.
+  const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
+  auto p = plan_tiers(model().map, inputs(vram, UINT64_MAX));
+  REQUIRE(p.has_value());
+  CHECK(p->n_resident == 1);
+  CHECK(p->n_ram == 3);
+  CHECK(p->n_storage == 0);
+  CHECK_FALSE(p->token_embd_on_device);  // its bytes went to a layer
+  CHECK(p->staging_buffers == 0);        // nothing on storage
+  CHECK(p->vram_used <= vram);
+  CHECK(p->streamed_bytes_per_step == layer_bytes(1) + layer_bytes(2) + layer_bytes(3));
+}
+
+TEST_CASE("tier plan: --ram-budget 0 puts every streamed layer on storage, staging outside the budget") {
+  const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
+  auto p = plan_tiers(model().map, inputs(vram, 0));
+  REQUIRE(p.has_value());
+  CHECK(p->n_resident == 1);
+  CHECK(p->n_ram == 0);
+  CHECK(p->n_storage == 3);
+  CHECK(p->ram_used == 0);
+  CHECK(p->staging_buffers == 3);
+  CHECK(p->staging_bytes >= max_layer());
+  CHECK(p->storage_bytes_per_step == p->streamed_bytes_per_step);
+}
+
+TEST_CASE("tier plan: a budget below the minimum says what does not fit and by how much") {
+  SUBCASE("the reserves") {
+    auto p = plan_tiers(model().map, inputs(2500, UINT64_MAX));
+    REQUIRE_FALSE(p.has_value());
+    const std::string& e = p.error().message;
+    CHECK(e.find("activations") != std::string::npos);
+    CHECK(e.find("500 B short") != std::string::npos);
+  }
+  SUBCASE("the device slots") {
+    auto p = plan_tiers(model().map, inputs(3000 + max_layer(), UINT64_MAX));
+    REQUIRE_FALSE(p.has_value());
+    const std::string& e = p.error().message;
+    CHECK(e.find("2 device slots") != std::string::npos);
+    CHECK(e.find("short") != std::string::npos);
+  }
+}
