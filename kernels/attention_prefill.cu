@@ -16,8 +16,8 @@
 namespace ls {
 namespace {
 
-constexpr int kBr = 64;       // batch entries (query rows) per block
-constexpr int kBc = 64;       // key positions per tile
+constexpr int kBr = 64;        // batch entries (query rows) per block
+constexpr int kBc = 64;        // key positions per tile
 constexpr int kThreads = 128;  // 4 warps x 16 rows
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -51,7 +51,9 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int s
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -64,7 +66,8 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 
 template <int HD>
 struct PrefillSmem {
-  static constexpr int kLd = HD + 8;  // halves per row: +16 bytes keeps ldmatrix rows on distinct banks
+  static constexpr int kLd =
+      HD + 8;  // halves per row: +16 bytes keeps ldmatrix rows on distinct banks
   static constexpr int kTile = kBr * kLd;  // halves per tile (kBr == kBc)
   static constexpr size_t kBytes = 5 * kTile * sizeof(__half) + 4 * kBr * sizeof(int32_t) + 16;
 };
@@ -77,9 +80,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
   __half* q_sh = reinterpret_cast<__half*>(smem_raw);  // (kBr, kLd)
   __half* k_sh = q_sh + Sm::kTile;                     // 2 x (kBc, kLd)
   __half* v_sh = k_sh + 2 * Sm::kTile;                 // 2 x (kBc, kLd)
-  int32_t* seq_sh = reinterpret_cast<int32_t*>(v_sh + 2 * Sm::kTile);  // (kBr) row's sequence, -1 past n_tok
-  int32_t* pos_sh = seq_sh + kBr;                                      // (kBr)
-  int32_t* useq_sh = pos_sh + kBr;   // distinct sequences of the tile
+  int32_t* seq_sh =
+      reinterpret_cast<int32_t*>(v_sh + 2 * Sm::kTile);  // (kBr) row's sequence, -1 past n_tok
+  int32_t* pos_sh = seq_sh + kBr;                        // (kBr)
+  int32_t* useq_sh = pos_sh + kBr;                       // distinct sequences of the tile
   int32_t* uend_sh = useq_sh + kBr;  // per distinct sequence: 1 + its largest pos in the tile
   int32_t* nu_sh = uend_sh + kBr;
 
@@ -100,7 +104,8 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
     const int r = i / (HD / 4), c = (i % (HD / 4)) * 4;
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
     if (t0 + r < p.n_tok)
-      x = *reinterpret_cast<const float4*>(p.q + (t0 + r) * q_stride + static_cast<int64_t>(h) * HD + c);
+      x = *reinterpret_cast<const float4*>(p.q + (t0 + r) * q_stride +
+                                           static_cast<int64_t>(h) * HD + c);
     __half2* d = reinterpret_cast<__half2*>(q_sh + r * kLd + c);
     d[0] = __floats2half2_rn(x.x * p.scale, x.y * p.scale);
     d[1] = __floats2half2_rn(x.z * p.scale, x.w * p.scale);
@@ -128,7 +133,8 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
   {
     const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, c = (lane >> 4) * 8;
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) ldmatrix_x4(qf[kk], smem_u32(q_sh + r * kLd + kk * 16 + c));
+    for (int kk = 0; kk < HD / 16; ++kk)
+      ldmatrix_x4(qf[kk], smem_u32(q_sh + r * kLd + kk * 16 + c));
   }
   __syncthreads();
 
@@ -150,8 +156,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
     // Largest position among this warp's rows of sequence s (-1: none).
     int32_t wmax = max(seq0 == s ? pos0 : -1, seq1 == s ? pos1 : -1);
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
-    const int64_t base = static_cast<int64_t>(s) * p.n_ctx * n_embd_kv + static_cast<int64_t>(kvh) * HD;
+    for (int off = 16; off > 0; off >>= 1)
+      wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
+    const int64_t base =
+        static_cast<int64_t>(s) * p.n_ctx * n_embd_kv + static_cast<int64_t>(kvh) * HD;
 
     auto load_tile = [&](int blk, int buf) {
       const int j0 = blk * kBc;
@@ -277,8 +285,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
   float* ob = p.out + tb * q_stride + static_cast<int64_t>(h) * HD + c2;
 #pragma unroll
   for (int d = 0; d < HD / 8; ++d) {
-    if (ta < p.n_tok) *reinterpret_cast<float2*>(oa + d * 8) = make_float2(o[d][0] * inv0, o[d][1] * inv0);
-    if (tb < p.n_tok) *reinterpret_cast<float2*>(ob + d * 8) = make_float2(o[d][2] * inv1, o[d][3] * inv1);
+    if (ta < p.n_tok)
+      *reinterpret_cast<float2*>(oa + d * 8) = make_float2(o[d][0] * inv0, o[d][1] * inv0);
+    if (tb < p.n_tok)
+      *reinterpret_cast<float2*>(ob + d * 8) = make_float2(o[d][2] * inv1, o[d][3] * inv1);
   }
 }
 
@@ -287,8 +297,10 @@ Status launch(const AttentionParams& p, cudaStream_t stream) {
   const size_t smem = PrefillSmem<HD>::kBytes;
   // Over the 48 KB default for head_dim 128; setting it every call is cheap.
   LS_CUDA_TRY(cudaFuncSetAttribute(attention_prefill_f16kv_kernel<HD>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  const dim3 grid(static_cast<unsigned>((p.n_tok + kBr - 1) / kBr), static_cast<unsigned>(p.n_head));
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(smem)));
+  const dim3 grid(static_cast<unsigned>((p.n_tok + kBr - 1) / kBr),
+                  static_cast<unsigned>(p.n_head));
   attention_prefill_f16kv_kernel<HD><<<grid, kThreads, smem, stream>>>(p);
   LS_CUDA_TRY(cudaGetLastError());
   return ok();
@@ -297,9 +309,9 @@ Status launch(const AttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 bool attention_prefill_supported(const AttentionParams& p) {
-  return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 && p.n_head % p.n_head_kv == 0 &&
-         p.n_head <= 65535 && reinterpret_cast<uintptr_t>(p.q) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(p.out) % 8 == 0;
+  return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
+         p.n_head % p.n_head_kv == 0 && p.n_head <= 65535 &&
+         reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && reinterpret_cast<uintptr_t>(p.out) % 8 == 0;
 }
 
 Status attention_prefill_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {

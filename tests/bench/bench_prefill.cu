@@ -36,13 +36,13 @@
 
 using namespace ls;
 
-#define CK(call)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
+#define CK(call)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 #define ST(expr)                                                                          \
   do {                                                                                    \
@@ -123,8 +123,9 @@ int main(int argc, char** argv) {
     ST(convert_f32_f16_launch(dx, n * n, x16, s));
     Stats g = time_it(s, 3, 20, [&] { ST(matmul_gemm_f16(ctx, w16, x16, n, n, n, y, s)); });
     bound_tflops = 2.0 * n * n * n / (g.med * 1e-3) / 1e12;
-    std::printf("bound: f16 GEMM 8192^3 %.0f TFLOP/s (cuBLAS, median of 20; min %.3f max %.3f ms)\n",
-                bound_tflops, g.min, g.max);
+    std::printf(
+        "bound: f16 GEMM 8192^3 %.0f TFLOP/s (cuBLAS, median of 20; min %.3f max %.3f ms)\n",
+        bound_tflops, g.min, g.max);
     CK(cudaFree(w16));
     CK(cudaFree(x16));
     CK(cudaFree(y));
@@ -145,11 +146,13 @@ int main(int argc, char** argv) {
     GgmlType type;
     int64_t n_in, n_out;
   };
-  const Op ops[] = {{"wq", GgmlType::Q4_K, E, E},           {"wk", GgmlType::Q4_K, E, KV},
-                    {"wv", GgmlType::Q6_K, E, KV},          {"wo", GgmlType::Q4_K, E, E},
-                    {"w_gate", GgmlType::Q4_K, E, F},       {"w_up", GgmlType::Q4_K, E, F},
+  const Op ops[] = {{"wq", GgmlType::Q4_K, E, E},     {"wk", GgmlType::Q4_K, E, KV},
+                    {"wv", GgmlType::Q6_K, E, KV},    {"wo", GgmlType::Q4_K, E, E},
+                    {"w_gate", GgmlType::Q4_K, E, F}, {"w_up", GgmlType::Q4_K, E, F},
                     {"w_down", GgmlType::Q6_K, F, E}};
-  std::printf("\n| op | type | n_in x n_out | ms: med min max | TFLOP/s | /bound | cuBLAS alone ms | path/cuBLAS |\n");
+  std::printf(
+      "\n| op | type | n_in x n_out | ms: med min max | TFLOP/s | /bound | cuBLAS alone ms | "
+      "path/cuBLAS |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   double layer_ms = 0, layer_gemm_ms = 0;
   uint16_t *w16, *x16;
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
       quantize_row(op.type, f.data(), pat.data() + r * rb, op.n_in);
     }
     std::vector<uint8_t> hw(size_t(rb) * op.n_out);
-    for (int64_t r = 0; r < op.n_out; ++r) std::copy(pat.begin() + (r % 64) * rb, pat.begin() + (r % 64 + 1) * rb, hw.begin() + r * rb);
+    for (int64_t r = 0; r < op.n_out; ++r)
+      std::copy(pat.begin() + (r % 64) * rb, pat.begin() + (r % 64 + 1) * rb, hw.begin() + r * rb);
     void* dw;
     CK(cudaMalloc(&dw, hw.size()));
     CK(cudaMemcpy(dw, hw.data(), hw.size(), cudaMemcpyHostToDevice));
@@ -175,11 +179,12 @@ int main(int argc, char** argv) {
     w.n_in = op.n_in;
     w.n_out = op.n_out;
     Stats st = time_it(s, 3, 20, [&] { ST(matmul_cuda(ctx, w, x, n_tok, y, s)); });
-    Stats sg = time_it(s, 3, 20, [&] { ST(matmul_gemm_f16(ctx, w16, x16, op.n_in, op.n_out, n_tok, y, s)); });
+    Stats sg = time_it(s, 3, 20,
+                       [&] { ST(matmul_gemm_f16(ctx, w16, x16, op.n_in, op.n_out, n_tok, y, s)); });
     const double tf = 2.0 * n_tok * op.n_in * op.n_out / (st.med * 1e-3) / 1e12;
-    std::printf("| %s | %s | %5lld x %5lld | %.3f %.3f %.3f | %.0f | %.2f | %.3f | %.2f |\n", op.what,
-                ggml_type_name(op.type), (long long)op.n_in, (long long)op.n_out, st.med, st.min, st.max, tf,
-                tf / bound_tflops, sg.med, sg.med / st.med);
+    std::printf("| %s | %s | %5lld x %5lld | %.3f %.3f %.3f | %.0f | %.2f | %.3f | %.2f |\n",
+                op.what, ggml_type_name(op.type), (long long)op.n_in, (long long)op.n_out, st.med,
+                st.min, st.max, tf, tf / bound_tflops, sg.med, sg.med / st.med);
     layer_ms += st.med;
     layer_gemm_ms += sg.med;
     CK(cudaFree(dw));
@@ -231,9 +236,11 @@ int main(int argc, char** argv) {
       ap.scalar_only = v == 0;
       Stats st = time_it(s, 3, 20, [&] { ST(attention_f16kv_cuda(ap, s)); });
       att_ms[v] = st.med;
-      std::printf("| attention v%d (%s) | f16 KV | %d heads / %d KV, hd %d | %.3f %.3f %.3f | %.1f | %.3f | | |\n",
-                  v + 1, v == 0 ? "scalar" : "tensor-core flash", n_head, n_head_kv, hd, st.med, st.min,
-                  st.max, flops / (st.med * 1e-3) / 1e12, flops / (st.med * 1e-3) / 1e12 / bound_tflops);
+      std::printf(
+          "| attention v%d (%s) | f16 KV | %d heads / %d KV, hd %d | %.3f %.3f %.3f | %.1f | %.3f "
+          "| | |\n",
+          v + 1, v == 0 ? "scalar" : "tensor-core flash", n_head, n_head_kv, hd, st.med, st.min,
+          st.max, flops / (st.med * 1e-3) / 1e12, flops / (st.med * 1e-3) / 1e12 / bound_tflops);
     }
     CK(cudaFree(kc));
     CK(cudaFree(vc));
@@ -246,14 +253,18 @@ int main(int argc, char** argv) {
 
   const double n_params = double(n_layer) * (2 * E * E + 2 * E * KV + 3 * E * F) + double(V) * E;
   const double flop_tok = 2.0 * n_params;
-  std::printf("\nper layer: matmuls %.3f ms (cuBLAS alone on f16 weights %.3f ms), attention v1 %.3f ms, v2 %.3f ms\n",
-              matmul_ms, layer_gemm_ms, att_ms[0], att_ms[1]);
+  std::printf(
+      "\nper layer: matmuls %.3f ms (cuBLAS alone on f16 weights %.3f ms), attention v1 %.3f ms, "
+      "v2 %.3f ms\n",
+      matmul_ms, layer_gemm_ms, att_ms[0], att_ms[1]);
   for (int v = 0; v < 2; ++v) {
     const double prompt_ms = n_layer * (matmul_ms + att_ms[v]);
     const double tps = n_tok / (prompt_ms * 1e-3);
-    std::printf("prompt (32 layers, matmuls + attention v%d): %.2f ms = %.0f tok/s = %.1f TFLOP/s (2N = %.2f GFLOP/token) = %.3f of bound %.0f\n",
-                v + 1, prompt_ms, tps, tps * flop_tok / 1e12, flop_tok / 1e9, tps * flop_tok / 1e12 / bound_tflops,
-                bound_tflops);
+    std::printf(
+        "prompt (32 layers, matmuls + attention v%d): %.2f ms = %.0f tok/s = %.1f TFLOP/s (2N = "
+        "%.2f GFLOP/token) = %.3f of bound %.0f\n",
+        v + 1, prompt_ms, tps, tps * flop_tok / 1e12, flop_tok / 1e9,
+        tps * flop_tok / 1e12 / bound_tflops, bound_tflops);
   }
   CK(cudaFree(x));
   CK(cudaFree(y));

@@ -31,7 +31,8 @@ using namespace ls::gpu_test;
 namespace {
 
 // Softmax attention in f64 over the f16 cache (n_seq, n_ctx, n_head_kv * hd).
-std::vector<float> attention_prefill_ref(const std::vector<float>& q, const std::vector<uint16_t>& kc,
+std::vector<float> attention_prefill_ref(const std::vector<float>& q,
+                                         const std::vector<uint16_t>& kc,
                                          const std::vector<uint16_t>& vc,
                                          const std::vector<int32_t>& pos,
                                          const std::vector<int32_t>& seq, int32_t n_head,
@@ -49,7 +50,8 @@ std::vector<float> attention_prefill_ref(const std::vector<float>& q, const std:
       double mx = -INFINITY;
       for (int32_t p = 0; p <= pos[t]; ++p) {
         double d = 0;
-        for (int32_t i = 0; i < hd; ++i) d += qq[i] * static_cast<double>(fp16_to_fp32(kc[row0 + p * kv + i]));
+        for (int32_t i = 0; i < hd; ++i)
+          d += qq[i] * static_cast<double>(fp16_to_fp32(kc[row0 + p * kv + i]));
         sc[p] = d * scale;
         mx = std::max(mx, sc[p]);
       }
@@ -60,7 +62,8 @@ std::vector<float> attention_prefill_ref(const std::vector<float>& q, const std:
         sum += w;
         for (int32_t i = 0; i < hd; ++i) acc[i] += w * fp16_to_fp32(vc[row0 + p * kv + i]);
       }
-      for (int32_t i = 0; i < hd; ++i) out[(t * n_head + h) * hd + i] = static_cast<float>(acc[i] / sum);
+      for (int32_t i = 0; i < hd; ++i)
+        out[(t * n_head + h) * hd + i] = static_cast<float>(acc[i] / sum);
     }
   return out;
 }
@@ -92,7 +95,14 @@ TEST_CASE("cuda attention prefill: tensor-core flash kernel vs f64 reference, od
     cases.push_back(c);
   }
   {
-    Case c{"two prompts sharing a tile (seq 1 then seq 0 from 50), hd 128, GQA 8", 16, 2, 128, 256, 2, {}, {}};
+    Case c{"two prompts sharing a tile (seq 1 then seq 0 from 50), hd 128, GQA 8",
+           16,
+           2,
+           128,
+           256,
+           2,
+           {},
+           {}};
     add_prompt(c, 1, 0, 120);
     add_prompt(c, 0, 50, 80);
     cases.push_back(c);
@@ -148,9 +158,11 @@ TEST_CASE("cuda attention prefill: tensor-core flash kernel vs f64 reference, od
     REQUIRE(attention_prefill_f16kv_cuda(p, nullptr).ok());
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     auto y = dout.download();
-    auto ref = attention_prefill_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
+    auto ref =
+        attention_prefill_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
     const double e = nmse(y, ref), d = max_abs_diff(y, ref);
-    MESSAGE("attention prefill " << cs.what << ": nmse=" << e << " max|diff|/max|ref|=" << d / max_abs(ref));
+    MESSAGE("attention prefill " << cs.what << ": nmse=" << e
+                                 << " max|diff|/max|ref|=" << d / max_abs(ref));
     CHECK(e < 1e-5);
     CHECK(d <= 1e-2 * max_abs(ref));
 
