@@ -2,6 +2,7 @@
 #include <cfloat>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_prefill.cuh"
 #include "kernels/cuda_util.cuh"
 
 namespace ls {
@@ -136,6 +137,9 @@ Status attention_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
                       kAttentionMaxHeadDim);
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
     return make_error("attention: %d heads do not group over %d KV heads", p.n_head, p.n_head_kv);
+  // Prompts: tensor cores. Decode-sized batches keep the scalar kernel below.
+  if (!p.scalar_only && p.n_tok >= kAttentionPrefillMinTok && attention_prefill_supported(p))
+    return attention_prefill_f16kv_cuda(p, stream);
   if (p.n_split > 1 && !p.partial) return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));

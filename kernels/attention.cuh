@@ -18,8 +18,11 @@
 //   n_tok), head_dim threads; merges the splits' (m, l, acc) by rescaling to
 //   the largest m. Splitting long contexts keeps a decode step (one token,
 //   few heads) spread over all SMs.
-// Versions: v1 (this): scalar FMA, one warp per position. Planned: a tensor
-// core prefill kernel (q tiles x K tiles with mma), and 16-byte KV loads.
+// Versions: v1 (this file): scalar FMA, one warp per position; serves decode
+// (and any batch under kAttentionPrefillMinTok entries). Batches of at least
+// kAttentionPrefillMinTok entries with head_dim 64 or 128 go to the
+// tensor-core flash kernel of kernels/attention_prefill.cuh (f16 Q and P,
+// so ~1e-3 relative instead of f32 throughout). Planned: 16-byte KV loads.
 // defines: AttentionParams, attention_f16kv_cuda, attention_splits, attention_partial_floats
 #pragma once
 
@@ -46,6 +49,7 @@ struct AttentionParams {
   float scale = 1.0f;               // 1/sqrt(head_dim)
   int32_t chunk = 256;              // positions per split
   int32_t n_split = 1;              // from attention_splits()
+  bool scalar_only = false;         // true: never the prefill kernel (tests, benches)
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
