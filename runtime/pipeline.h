@@ -46,6 +46,9 @@ class Pipeline {
   // was stopped.
   Status run_request(std::span<const int32_t> prompt, StepCallback cb);
   uint32_t n_past() const { return n_past_; }
+  // Start the next request at position 0 again (between requests): the cache
+  // positions are overwritten before they are read.
+  void rewind() { n_past_ = 0; }
   uint32_t n_ctx() const { return n_ctx_; }
   const char* source_name() const;
   // Stop the run (every actor exits within a poll interval) and join.

@@ -15,11 +15,21 @@ mkdir -p "$OUT" "$M"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 
 if [ "${TESTS:-1}" = 1 ]; then
-  echo "== GPU tests (streaming)"
-  "$BIN/ls_gpu_tests" -tc='cuda streaming*' 2>&1 | tee "$OUT/gpu_tests_streaming.log" | tail -4
+  echo "== GPU tests"
+  "$BIN/ls_gpu_tests" ${TEST_FILTER:+-tc="$TEST_FILTER"} > "$OUT/gpu_tests.log" 2>&1
+  grep -E "ERROR|FAILED|CHECK|REQUIRE|with expansion|values:|logged:|CAPTURE|  [a-z_]+ := " "$OUT/gpu_tests.log" | head -40
+  tail -4 "$OUT/gpu_tests.log"
 fi
 echo "== probe"
 "$L" probe --json "$OUT/probe.json" 2>&1 | tee "$OUT/probe.txt" | tail -4
+if [ "${PREFILL:-0}" = 1 ]; then
+  echo "== 8b Q4_K_M prefill, 512 tokens (warm request), and the GEMM rate in the same run"
+  "$BIN/ls_bench_matmul" > "$OUT/bench_matmul.txt" 2>&1; grep -E "^bound" "$OUT/bench_matmul.txt"
+  "$L" synth -q -o "$M/8b-q4km.gguf" --preset 8b --quant q4_k_m
+  "$L" bench -m "$M/8b-q4km.gguf" --backend cuda --prompt-tokens 512 -n 2 2>&1 | tail -1
+  "$L" bench -m "$M/8b-q4km.gguf" --backend cuda -n 64 2>&1 | tail -1
+  rm -f "$M/8b-q4km.gguf"
+fi
 echo "== synth 70b q4_k_m"
 [ -f "$M/70b-q4km.gguf" ] || { /usr/bin/time -f "synth %e s, %M KiB" "$L" synth -q -o "$M/70b-q4km.gguf" --preset 70b --quant q4_k_m 2>&1 | tail -1; }
 COMMON=(-m "$M/70b-q4km.gguf" --backend cuda --vram-budget 24GiB)
@@ -39,4 +49,5 @@ if [ "${SWEEP:-0}" = 1 ]; then
   "$L" bench "${COMMON[@]}" --ram-budget 48GiB -n 6 --sweep depth=2,4,6 --sweep slots=2,3,4 \
     --json "$OUT/70b-sweep.json" 2>&1 | tee "$OUT/70b-sweep.txt" | tail -14
 fi
-ls -la "$OUT" | tail -3
+gzip -f "$OUT"/*.trace.json 2>/dev/null
+ls -la "$OUT"

@@ -28,6 +28,7 @@ struct BenchArgs {
   EngineFlagText text;
   std::vector<std::string> sweeps;
   int steps = 16;
+  int prompt_tokens = 1;  // > 1: also time the prefill of a prompt this long (a warm request)
   bool io_only = false;
   std::string json;
   int probe_passes = 1;
@@ -89,12 +90,17 @@ struct Row {
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
   double h2d_gbps = 0, pcie_ratio = 0;     // pinned H2D probe around the run; streamed / probe
   double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
+  double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
   std::string bound, error, source;
 };
 
 int run_bench(BenchArgs& a) {
   if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) {
     std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  if (a.prompt_tokens < 1) {
+    std::fprintf(stderr, "error: --prompt-tokens must be at least 1\n");
     return 1;
   }
   if (a.steps < 2) {
@@ -206,7 +212,21 @@ int run_bench(BenchArgs& a) {
     std::vector<std::chrono::steady_clock::time_point> t;
     const int32_t bos = m.tokenizer->bos() >= 0 ? m.tokenizer->bos() : 0;
     std::vector<int32_t> prompt{bos};
-    Status rs = e.pipeline().run_request(
+    // A longer prompt: bos, then a fixed pseudo-random walk over the vocabulary.
+    for (int i = 1; i < a.prompt_tokens; ++i)
+      prompt.push_back(static_cast<int32_t>((1000003ull * i + 12345) % static_cast<uint64_t>(V)));
+    Status rs = ok();
+    if (a.prompt_tokens > 1) {
+      // A first request of the same shape warms the process (lazy module
+      // loading, first-use allocations); the second one is timed.
+      rs = e.pipeline().run_request(prompt, [](int64_t, const float*, int32_t) {
+        return std::optional<int32_t>();
+      });
+      e.pipeline().rewind();
+    }
+    const auto t_start = std::chrono::steady_clock::now();
+    if (rs.ok())
+      rs = e.pipeline().run_request(
         prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
           t.push_back(std::chrono::steady_clock::now());
           if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
@@ -217,6 +237,9 @@ int run_bench(BenchArgs& a) {
             if (r[i] > r[best]) best = i;
           return best;
         });
+    if (!t.empty() && a.prompt_tokens > 1)
+      row.prefill_tok_s =
+          a.prompt_tokens / std::chrono::duration<double>(t.front() - t_start).count();
     const StallTable table = e.tracer().stall_table();
     Status fin = e.finish();
     if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
@@ -274,6 +297,11 @@ int run_bench(BenchArgs& a) {
     head += " " + name + " |";
     rule += "---|";
   }
+  const bool show_prefill = a.prompt_tokens > 1;
+  if (show_prefill) {
+    head += " prefill tok/s (" + std::to_string(a.prompt_tokens) + " tokens) |";
+    rule += "---|";
+  }
   head += " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
           " ratio to H2D | link bound tok/s | ratio to link bound | stall-table bound |";
   rule += "---|---|---|---|---|---|---|---|---|---|";
@@ -285,6 +313,11 @@ int run_bench(BenchArgs& a) {
     const Row& r = rows[i];
     std::string line = "|";
     for (const auto& [name, values] : grid) line += " " + r.settings.at(name) + " |";
+    if (show_prefill) {
+      char p[64];
+      std::snprintf(p, sizeof p, " %.1f |", r.prefill_tok_s);
+      line += p;
+    }
     char buf[768], ratio[32] = "-", pratio[32] = "-", bratio[32] = "-";
     if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.1f%%", 100.0 * r.ratio);
     if (r.pcie_ratio > 0) std::snprintf(pratio, sizeof pratio, "%.1f%%", 100.0 * r.pcie_ratio);
@@ -317,6 +350,8 @@ int run_bench(BenchArgs& a) {
                            {"ratio_to_h2d", r.pcie_ratio},
                            {"link_bound_tok_s", r.bound_tok_s},
                            {"ratio_to_link_bound", r.bound_ratio},
+                           {"prompt_tokens", a.prompt_tokens},
+                           {"prefill_tok_s", r.prefill_tok_s},
                            {"bound", r.bound},
                            {"source", r.source},
                            {"error", r.error}});
@@ -342,6 +377,9 @@ Command add_bench(CLI::App& app) {
       "--sweep", a->sweeps,
       "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers (repeatable)");
   sub->add_option("-n,--steps", a->steps, "Decode steps per setting (the first fills the pipeline)")
+      ->capture_default_str();
+  sub->add_option("--prompt-tokens", a->prompt_tokens,
+                  "Prompt length; > 1 also times its prefill (after one warm-up request)")
       ->capture_default_str();
   sub->add_flag("--io-only", a->io_only, "Skip the kernels: measure the pipeline's own ceiling");
   sub->add_option("--json", a->json, "Also write the results as JSON to this file");
