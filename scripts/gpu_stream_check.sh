@@ -46,7 +46,7 @@ if [ "${STORAGE:-1}" = 1 ]; then
 fi
 if [ "${SWEEP:-0}" = 1 ]; then
   echo "== sweep (RAM tier)"
-  "$L" bench "${COMMON[@]}" --ram-budget 48GiB -n 6 --sweep depth=2,4,6 --sweep slots=2,3,4 \
+  "$L" bench "${COMMON[@]}" --ram-budget 48GiB -n 6 --sweep depth=2,4 --sweep slots=2,3,4 \
     --json "$OUT/70b-sweep.json" 2>&1 | tee "$OUT/70b-sweep.txt" | tail -14
 fi
 gzip -f "$OUT"/*.trace.json 2>/dev/null
