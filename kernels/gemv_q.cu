@@ -4,7 +4,31 @@
 // byte exactly once for all n_tok tokens and keeps everything else in
 // registers and L1.
 //
-// Mapping (v2): one 128-thread block per kR = 4 consecutive output rows. A
+// Versions (GemvParams::version picks one; 0 = the default, v3):
+//
+// v3 (default): v2's units and row groups, run by a persistent grid (as
+//   many 128-thread blocks as fit on the device at once, found with the
+//   occupancy API once per instantiation). A block walks row groups g,
+//   g + gridDim.x, ...; each thread's work is a list of (row group, unit)
+//   items, and the weights of item i + 1 are loaded into registers before
+//   item i is computed, so a thread always has its next loads in flight
+//   (double buffering in registers). Why: v2 gave every block a single round
+//   of loads (one unit per thread per row for n_in = 4096), then its FMAs,
+//   then a reduction: a block spent most of its life waiting on DRAM, and 6
+//   resident blocks per SM could not cover it (4096 x 128256 Q4_K ran at
+//   0.38 of the copy bandwidth, about 11 weights per clock per SM where the
+//   issue rate allows ~30).
+//   Q4_K and Q8_0 also factor the scales out of the inner loop: per 16-value
+//   half sub-block (Q4_K) or 32-value block (Q8_0) the thread forms
+//   S = sum q·x with q the exact integer quant as an f32 (one PRMT + one FADD,
+//   byte_to_float), then adds dl·S − ml·X, where X = sum x over the same
+//   values is computed once per token and shared by the kR rows. That drops
+//   v2's dequantizing FFMA per weight (Q4_K: dl·q − ml; Q8_0: d·q) and keeps
+//   the products exact up to f32 rounding of the sums, as the reference's.
+//   The other types keep decode8 (8 values per unit), decoded at load time
+//   so that the prefetch covers them too.
+//
+// Mapping (v2, and v3 within a row group): one 128-thread block per kR = 4 consecutive output rows. A
 // row is cut into units (GemvUnit<T>::kValues consecutive values: 32 for
 // Q4_K and Q8_0, 8 = one decode8 chunk for the other types); thread i takes
 // units i, i + 128, ..., and for each unit first loads it from all kR rows
@@ -35,6 +59,8 @@
 #include "kernels/cuda_util.cuh"
 #include "kernels/quant_decode.cuh"
 
+#include <type_traits>
+
 namespace ls {
 namespace {
 
@@ -50,10 +76,16 @@ __device__ __forceinline__ float byte_to_float(uint32_t w, int i) {
   return __uint_as_float(__byte_perm(w, 0x4B00u, static_cast<uint32_t>(i) | 0x5440u)) - 8388608.f;
 }
 
-// Generic unit: one decode8 chunk (the loads happen in piece()).
+// A unit gives its values in 8-value pieces in one of two forms: piece()
+// (v2 and unfactored v3): the dequantized weights; quants() + scale()
+// (kFactored, v3): the exact integer quants as f32, and per group of
+// kPiecesPerScale pieces the f32 scale dl and min ml, weight = dl·q − ml.
+
+// Generic unit for v2: one decode8 chunk (the loads happen in piece()).
 template <GgmlType T>
 struct GemvUnit {
   static constexpr int kValues = 8;
+  static constexpr bool kFactored = false;
   struct Raw {
     const uint8_t* row;
     int64_t c;
@@ -76,6 +108,9 @@ struct GemvUnit {
 template <>
 struct GemvUnit<GgmlType::Q4_K> {
   static constexpr int kValues = 32;
+  static constexpr bool kFactored = true;
+  static constexpr int kPiecesPerScale = 2;  // pieces 0, 1: sub-block 2g; 2, 3: 2g + 1
+  static constexpr bool kHasMin = true;
   struct Raw {
     uint32_t q[4];
     float dl0, ml0, dl1, ml1;
@@ -113,12 +148,25 @@ struct GemvUnit<GgmlType::Q4_K> {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = dl * byte_to_float(i < 4 ? lo : hi, i & 3) - ml;
   }
+  static __device__ __forceinline__ void quants(const Raw& r, int k, float q[8]) {
+    const int sh = 4 * (k >> 1);
+    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu, hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) q[i] = byte_to_float(i < 4 ? lo : hi, i & 3);
+  }
+  static __device__ __forceinline__ void scale(const Raw& r, int s, float& dl, float& ml) {
+    dl = s ? r.dl1 : r.dl0;
+    ml = s ? r.ml1 : r.ml0;
+  }
 };
 
 // Q8_0: unit u is block u (32 values); pieces are qs[8k .. 8k + 7].
 template <>
 struct GemvUnit<GgmlType::Q8_0> {
   static constexpr int kValues = 32;
+  static constexpr bool kFactored = true;
+  static constexpr int kPiecesPerScale = 4;  // one scale per block
+  static constexpr bool kHasMin = false;
   struct Raw {
     uint32_t q[8];
     float d;
@@ -143,7 +191,41 @@ struct GemvUnit<GgmlType::Q8_0> {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = r.d * (byte_to_float(i < 4 ? lo : hi, i & 3) - 128.f);
   }
+  // (b ^ 0x80) is q + 128; the float 2^23 + q + 128 minus (2^23 + 128), both
+  // exact, is q: one PRMT and one FADD per value.
+  static __device__ __forceinline__ void quants(const Raw& r, int k, float q[8]) {
+    const uint32_t lo = r.q[2 * k] ^ 0x80808080u, hi = r.q[2 * k + 1] ^ 0x80808080u;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      q[i] = __uint_as_float(__byte_perm(i < 4 ? lo : hi, 0x4B00u, static_cast<uint32_t>(i & 3) | 0x5440u)) -
+             8388736.f;
+  }
+  static __device__ __forceinline__ void scale(const Raw& r, int, float& dl, float& ml) {
+    dl = r.d;
+    ml = 0.f;
+  }
 };
+
+// v3's unit for the types without a special unit: one decode8 chunk,
+// decoded when loaded, so that loading the next item prefetches it.
+template <GgmlType T>
+struct DecodedUnit {
+  static constexpr int kValues = 8;
+  static constexpr bool kFactored = false;
+  struct Raw {
+    float v[8];
+  };
+  static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
+    decode8<T>(row, u, r.v);
+  }
+  static __device__ __forceinline__ int pos(int) { return 0; }
+  static __device__ __forceinline__ void piece(const Raw& r, int, float v[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = r.v[i];
+  }
+};
+template <GgmlType T>
+using V3Unit = std::conditional_t<T == GgmlType::Q4_K || T == GgmlType::Q8_0, GemvUnit<T>, DecodedUnit<T>>;
 
 // First value of unit u in the row.
 template <GgmlType T>
@@ -238,13 +320,198 @@ __global__ void __launch_bounds__(kThreads) gemv_q_f32(GemvParams p) {
   }
 }
 
+// One unit of kR rows (raw) against NT tokens of x: acc[r][t] += sum over
+// the unit's values of w[r][i] x[t][i]. base: the unit's first value.
+template <typename U, int NT>
+__device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], const float* __restrict__ x,
+                                         int64_t n_in, int64_t base, float (&acc)[kR][NT]) {
+  constexpr int kPieces = U::kValues / 8;
+  if constexpr (U::kFactored) {
+    constexpr int kPS = U::kPiecesPerScale;
+#pragma unroll
+    for (int sb = 0; sb < kPieces / kPS; ++sb) {
+      float S[kR][NT], X[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        X[t] = 0.f;
+#pragma unroll
+        for (int r = 0; r < kR; ++r) S[r][t] = 0.f;
+      }
+#pragma unroll
+      for (int kk = 0; kk < kPS; ++kk) {
+        const int k = sb * kPS + kk;
+        const int64_t e = base + U::pos(k);
+        float4 xa[NT], xb[NT];
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const float4* x4 = reinterpret_cast<const float4*>(x + t * n_in + e);
+          xa[t] = __ldg(x4);
+          xb[t] = __ldg(x4 + 1);
+          if constexpr (U::kHasMin)
+            X[t] += ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) + ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
+        }
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          float q[8];
+          U::quants(raw[r], k, q);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            float s = S[r][t];
+            s = fmaf(q[0], xa[t].x, s);
+            s = fmaf(q[1], xa[t].y, s);
+            s = fmaf(q[2], xa[t].z, s);
+            s = fmaf(q[3], xa[t].w, s);
+            s = fmaf(q[4], xb[t].x, s);
+            s = fmaf(q[5], xb[t].y, s);
+            s = fmaf(q[6], xb[t].z, s);
+            s = fmaf(q[7], xb[t].w, s);
+            S[r][t] = s;
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        float dl, ml;
+        U::scale(raw[r], sb, dl, ml);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          float a = fmaf(dl, S[r][t], acc[r][t]);
+          if constexpr (U::kHasMin) a = fmaf(-ml, X[t], a);
+          acc[r][t] = a;
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPieces; ++k) {
+      const int64_t e = base + U::pos(k);
+      float4 xa[NT], xb[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const float4* x4 = reinterpret_cast<const float4*>(x + t * n_in + e);
+        xa[t] = __ldg(x4);
+        xb[t] = __ldg(x4 + 1);
+      }
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        float v[8];
+        U::piece(raw[r], k, v);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          float s = acc[r][t];
+          s = fmaf(v[0], xa[t].x, s);
+          s = fmaf(v[1], xa[t].y, s);
+          s = fmaf(v[2], xa[t].z, s);
+          s = fmaf(v[3], xa[t].w, s);
+          s = fmaf(v[4], xb[t].x, s);
+          s = fmaf(v[5], xb[t].y, s);
+          s = fmaf(v[6], xb[t].z, s);
+          s = fmaf(v[7], xb[t].w, s);
+          acc[r][t] = s;
+        }
+      }
+    }
+  }
+}
+
+// v3: persistent blocks over row groups (kR rows each), next item's weights
+// in flight while this one is computed. Items of a thread: for each of its
+// row groups g, units tid + it·kThreads for it < n_it (the same n_it for
+// every thread, so the block meets at the per-group reduction; units past
+// the row's end are skipped).
+template <GgmlType T, int NT>
+__global__ void __launch_bounds__(kThreads) gemv_q_f32_v3(GemvParams p, int64_t n_groups) {
+  using U = V3Unit<T>;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const float* __restrict__ x = p.x;
+  const int64_t n_units = p.n_in / U::kValues;
+  const int n_it = static_cast<int>((n_units + kThreads - 1) / kThreads);
+  __shared__ float part[kWarps][kR * NT];
+
+  auto load_item = [&](int64_t g, int64_t u, typename U::Raw (&raw)[kR]) {
+#pragma unroll
+    for (int r = 0; r < kR; ++r) {
+      // A row past n_out re-reads the last row (its sum is never stored).
+      const int64_t row = g * kR + r < p.n_out ? g * kR + r : p.n_out - 1;
+      U::load(p.w + row * p.row_bytes, u, raw[r]);
+    }
+  };
+
+  int64_t g = blockIdx.x;
+  typename U::Raw cur[kR];
+  if (tid < n_units) load_item(g, tid, cur);
+  for (; g < n_groups; g += gridDim.x) {
+    float acc[kR][NT];
+#pragma unroll
+    for (int r = 0; r < kR; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+    for (int it = 0; it < n_it; ++it) {
+      const int64_t u = tid + static_cast<int64_t>(it) * kThreads;
+      const bool last = it + 1 == n_it;
+      const int64_t gn = last ? g + gridDim.x : g, un = last ? tid : u + kThreads;
+      typename U::Raw nxt[kR];
+      if (gn < n_groups && un < n_units) load_item(gn, un, nxt);
+      if (u < n_units) unit_dot<U, NT>(cur, x, p.n_in, unit_base<T>(u), acc);
+#pragma unroll
+      for (int r = 0; r < kR; ++r) cur[r] = nxt[r];
+    }
+#pragma unroll
+    for (int r = 0; r < kR; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        float s = acc[r][t];
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+        if (lane == 0) part[warp][r * NT + t] = s;
+      }
+    __syncthreads();
+    if (tid < kR * NT) {
+      const int r = tid / NT, t = tid % NT;
+      const int64_t row = g * kR + r;
+      if (row < p.n_out) {
+        float s = part[0][tid];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) s += part[w][tid];
+        p.y[t * p.n_out + row] = s;
+      }
+    }
+    __syncthreads();  // part is rewritten by the next group
+  }
+}
+
+// Blocks of kernel k resident on the device at once: the persistent grid.
+// Found once per instantiation (the occupancy query costs microseconds,
+// and decode launches ~200 GEMVs per token).
+template <typename K>
+int resident_blocks(K kernel) {
+  static const int n = [kernel] {
+    int dev = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) != cudaSuccess)
+      return 0;
+    return per_sm * sms;
+  }();
+  return n;
+}
+
 template <GgmlType T, int NT>
 Status launch_nt(const GemvParams& p, cudaStream_t stream) {
-  const int64_t blocks = (p.n_out + kR - 1) / kR;
-  if (blocks > 0x7fffffff) return make_error("gemv_q: n_out %lld too large", (long long)p.n_out);
+  const int64_t groups = (p.n_out + kR - 1) / kR;
+  if (groups > 0x7fffffff) return make_error("gemv_q: n_out %lld too large", (long long)p.n_out);
   if (p.n_in % GemvUnit<T>::kValues != 0)
     return make_error("gemv_q: n_in %lld not a multiple of %d", (long long)p.n_in, GemvUnit<T>::kValues);
-  gemv_q_f32<T, NT><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
+  if (p.version == 2) {
+    gemv_q_f32<T, NT><<<static_cast<unsigned>(groups), kThreads, 0, stream>>>(p);
+  } else if (p.version == 0 || p.version == 3) {
+    const int resident = resident_blocks(gemv_q_f32_v3<T, NT>);
+    if (resident <= 0) return make_error("gemv_q: occupancy query failed for v3 (%s)", ggml_type_name(T));
+    const int64_t blocks = groups < resident ? groups : resident;
+    gemv_q_f32_v3<T, NT><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, groups);
+  } else {
+    return make_error("gemv_q: no version %d (2 or 3)", p.version);
+  }
   LS_CUDA_TRY(cudaGetLastError());
   return ok();
 }

@@ -21,6 +21,7 @@ struct GemvParams {
   int64_t n_out;
   int64_t row_bytes;  // ggml_row_bytes(type, n_in)
   int n_tok;          // 1 .. kGemvMaxTok
+  int version = 0;    // kernel version (kernels/gemv_q.cu): 0 = the default, 2 or 3 to pin one
 };
 
 Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream);

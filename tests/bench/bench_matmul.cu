@@ -4,7 +4,8 @@
 //            read + written (median of 20);
 //   bound 2: cuBLAS f16 GEMM (f32 accumulate) on an 8192^3 product and on
 //            each benchmarked shape (the dequantized weight, median of 20).
-// Decode (n_tok = 1, fused GEMV): GB/s of weight bytes, ratio to bound 1.
+// Decode (n_tok = 1, fused GEMV): GB/s of weight bytes, ratio to bound 1;
+// then each GEMV version (kernels/gemv_q.cu, v2 and v3) at n_tok 1, 2, 4, 8.
 // Prefill (n_tok = 512, dequant + GEMM): TFLOP/s of 2·n_tok·n_in·n_out,
 // ratio to the same shape's pure cuBLAS GEMM.
 // Each timing: CUDA events around one call, warm-up first, median / min /
@@ -23,6 +24,7 @@
 
 #include "kernels/dequant.cuh"
 #include "kernels/ggml_type.h"
+#include "kernels/gemv_q.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/ref/quant.h"
 
@@ -158,17 +160,23 @@ int main(int argc, char** argv) {
         ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, 1, dy, s));
       });
       const double gbs = bytes / (dec.med * 1e-3) / 1e9;
-      // Decode batches n_tok = 2, 4, 8 (the same GEMV, W read once per batch).
-      char multi[256];
-      int mlen = std::snprintf(multi, sizeof multi, "  multi-token decode %-4s %-11s:", ggml_type_name(t), sh.what);
-      for (int nt : {2, 4, 8}) {
-        Stats d = time_it(s, 3, 30, [&](int i) {
-          ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, nt, dy, s));
-        });
-        const double g = bytes / (d.med * 1e-3) / 1e9;
-        mlen += std::snprintf(multi + mlen, sizeof multi - mlen, " n_tok=%d %.1f us %.0f GB/s %.2f |", nt, d.med * 1e3, g, g / bw);
+      // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch).
+      for (int ver : {2, 3}) {
+        char multi[512];
+        int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver, ggml_type_name(t), sh.what);
+        for (int nt : {1, 2, 4, 8}) {
+          Stats d = time_it(s, 3, 40, [&](int i) {
+            GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, nt, ver};
+            ST(gemv_q_f32_launch(t, gp, s));
+          });
+          const double g = bytes / (d.med * 1e-3) / 1e9;
+          mlen += std::snprintf(multi + mlen, sizeof multi - mlen, " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt,
+                                d.med * 1e3, g, g / bw);
+        }
+        multi_rows.push_back(multi);
+        std::printf("%s\n", multi);
+        std::fflush(stdout);
       }
-      multi_rows.push_back(multi);
       Stats pf = time_it(s, 3, 20, [&](int i) {
         ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, ntok_pf, dy, s));
       });
