@@ -4,31 +4,36 @@
 // byte exactly once for all n_tok tokens and keeps everything else in
 // registers and L1.
 //
-// Versions (GemvParams::version picks one; 0 = the default, v3):
+// Versions (GemvParams::version picks one; 0 = the default: v4 when x fits
+// its shared memory, NT · n_in · 4 <= 100 KiB, else v2):
 //
-// v3 (default): v2's units and row groups, run by a persistent grid (as
-//   many 128-thread blocks as fit on the device at once, found with the
-//   occupancy API once per instantiation). A block walks row groups g,
-//   g + gridDim.x, ...; each thread's work is a list of (row group, unit)
-//   items, and the weights of item i + 1 are loaded into registers before
-//   item i is computed, so a thread always has its next loads in flight
-//   (double buffering in registers). Why: v2 gave every block a single round
-//   of loads (one unit per thread per row for n_in = 4096), then its FMAs,
-//   then a reduction: a block spent most of its life waiting on DRAM, and 6
-//   resident blocks per SM could not cover it (4096 x 128256 Q4_K ran at
-//   0.38 of the copy bandwidth, about 11 weights per clock per SM where the
-//   issue rate allows ~30).
+// v4 (default): v2's row groups and units, with x staged once per block in
+//   shared memory. Blocks are persistent (as many as fit on the device) and
+//   hold two 128-thread teams that walk row groups 2·blockIdx + team,
+//   + 2·gridDim, ...; a team meets at its own named barrier for the
+//   reduction. Why: v2 read x through L1 with 16-byte loads whose 32 lanes
+//   hit 16 (Q4_K: 8 lanes per super-block, each on 16-value runs 64 bytes
+//   apart) or 32 (Q8_0: one 34-byte block per lane, x 128 bytes apart)
+//   different 128-byte lines, 16-32 L1 wavefronts per load. On the H200 its
+//   time grew about linearly with n_tok for Q4_K and Q8_0 while Q6_K (lanes
+//   on consecutive 8-value chunks: coalesced x) barely moved. In v4 x comes
+//   from L2 once per block, coalesced, and every later read is an LDS.128
+//   that a bank swizzle (x_swizzle) keeps conflict-free.
 //   Q4_K and Q8_0 also factor the scales out of the inner loop: per 16-value
 //   half sub-block (Q4_K) or 32-value block (Q8_0) the thread forms
-//   S = sum q·x with q the exact integer quant as an f32 (one PRMT + one FADD,
-//   byte_to_float), then adds dl·S − ml·X, where X = sum x over the same
-//   values is computed once per token and shared by the kR rows. That drops
-//   v2's dequantizing FFMA per weight (Q4_K: dl·q − ml; Q8_0: d·q) and keeps
-//   the products exact up to f32 rounding of the sums, as the reference's.
-//   The other types keep decode8 (8 values per unit), decoded at load time
-//   so that the prefetch covers them too.
+//   S = sum q·x with q the exact integer quant as an f32 (one PRMT + one
+//   FADD), then adds dl·S − ml·X, where X = sum x over the same values is
+//   computed once per token and shared by the kR rows: v2's dequantizing
+//   FFMA per weight goes, and the sums are still exact products rounded in
+//   f32, as the reference's.
 //
-// Mapping (v2, and v3 within a row group): one 128-thread block per kR = 4 consecutive output rows. A
+// v3 (tried 2026-11-30, removed): v2 with a persistent grid and the next
+//   item's weights double-buffered in registers. Same speed or slower than
+//   v2 on every shape (Q8_0 4096 x 128256: 0.46 vs 0.64 of the copy
+//   bandwidth): the kernel was not waiting on DRAM latency, and the second
+//   buffer cost registers (occupancy). See bench/results/2026-11-30-h200-gemv.md.
+//
+// Mapping (v2, and v4 within a row group): one 128-thread block per kR = 4 consecutive output rows. A
 // row is cut into units (GemvUnit<T>::kValues consecutive values: 32 for
 // Q4_K and Q8_0, 8 = one decode8 chunk for the other types); thread i takes
 // units i, i + 128, ..., and for each unit first loads it from all kR rows
@@ -77,8 +82,8 @@ __device__ __forceinline__ float byte_to_float(uint32_t w, int i) {
 }
 
 // A unit gives its values in 8-value pieces in one of two forms: piece()
-// (v2 and unfactored v3): the dequantized weights; quants() + scale()
-// (kFactored, v3): the exact integer quants as f32, and per group of
+// (v2, and v4 for the types other than Q4_K and Q8_0): the dequantized
+// weights; quants() + scale() (kFactored, v4): the exact integer quants as f32, and per group of
 // kPiecesPerScale pieces the f32 scale dl and min ml, weight = dl·q − ml.
 
 // Generic unit for v2: one decode8 chunk (the loads happen in piece()).
@@ -206,26 +211,6 @@ struct GemvUnit<GgmlType::Q8_0> {
   }
 };
 
-// v3's unit for the types without a special unit: one decode8 chunk,
-// decoded when loaded, so that loading the next item prefetches it.
-template <GgmlType T>
-struct DecodedUnit {
-  static constexpr int kValues = 8;
-  static constexpr bool kFactored = false;
-  struct Raw {
-    float v[8];
-  };
-  static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
-    decode8<T>(row, u, r.v);
-  }
-  static __device__ __forceinline__ int pos(int) { return 0; }
-  static __device__ __forceinline__ void piece(const Raw& r, int, float v[8]) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = r.v[i];
-  }
-};
-template <GgmlType T>
-using V3Unit = std::conditional_t<T == GgmlType::Q4_K || T == GgmlType::Q8_0, GemvUnit<T>, DecodedUnit<T>>;
 
 // First value of unit u in the row.
 template <GgmlType T>
@@ -322,9 +307,9 @@ __global__ void __launch_bounds__(kThreads) gemv_q_f32(GemvParams p) {
 
 // One unit of kR rows (raw) against NT tokens of x: acc[r][t] += sum over
 // the unit's values of w[r][i] x[t][i]. base: the unit's first value.
-template <typename U, int NT>
-__device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], const float* __restrict__ x,
-                                         int64_t n_in, int64_t base, float (&acc)[kR][NT]) {
+template <typename U, int NT, typename XL>
+__device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], XL xl, int64_t base,
+                                         float (&acc)[kR][NT]) {
   constexpr int kPieces = U::kValues / 8;
   if constexpr (U::kFactored) {
     constexpr int kPS = U::kPiecesPerScale;
@@ -344,9 +329,7 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], const
         float4 xa[NT], xb[NT];
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          const float4* x4 = reinterpret_cast<const float4*>(x + t * n_in + e);
-          xa[t] = __ldg(x4);
-          xb[t] = __ldg(x4 + 1);
+          xl(t, e, xa[t], xb[t]);
           if constexpr (U::kHasMin)
             X[t] += ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) + ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
         }
@@ -387,11 +370,7 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], const
       const int64_t e = base + U::pos(k);
       float4 xa[NT], xb[NT];
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const float4* x4 = reinterpret_cast<const float4*>(x + t * n_in + e);
-        xa[t] = __ldg(x4);
-        xb[t] = __ldg(x4 + 1);
-      }
+      for (int t = 0; t < NT; ++t) xl(t, e, xa[t], xb[t]);
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
         float v[8];
@@ -414,47 +393,71 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], const
   }
 }
 
-// v3: persistent blocks over row groups (kR rows each), next item's weights
-// in flight while this one is computed. Items of a thread: for each of its
-// row groups g, units tid + it·kThreads for it < n_it (the same n_it for
-// every thread, so the block meets at the per-group reduction; units past
-// the row's end are skipped).
-template <GgmlType T, int NT>
-__global__ void __launch_bounds__(kThreads) gemv_q_f32_v3(GemvParams p, int64_t n_groups) {
-  using U = V3Unit<T>;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const float* __restrict__ x = p.x;
-  const int64_t n_units = p.n_in / U::kValues;
-  const int n_it = static_cast<int>((n_units + kThreads - 1) / kThreads);
-  __shared__ float part[kWarps][kR * NT];
+// Where float4 c of a token's x row sits in shared memory (v4): an XOR of
+// its low bits with higher bits, so that the 8 lanes of a quarter warp, which
+// read float4s 16 apart (Q4_K: slices j of one super-block), 8 apart (Q8_0:
+// consecutive blocks) or 2 apart (8-value units), hit 8 different 16-byte
+// bank groups: one LDS.128 is then 4 conflict-free phases. The XOR stays
+// inside an aligned group of 8 (Q4_K, Q8_0: n_in a multiple of 32) or 2
+// (n_in a multiple of 8) float4s, so it permutes [0, n_in / 4).
+template <typename U>
+__device__ __forceinline__ int64_t x_swizzle(int64_t c) {
+  if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q4_K>>) return c ^ ((c >> 4) & 3);
+  else if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q8_0>>) return c ^ ((c >> 3) & 7);
+  else return c ^ ((c >> 3) & 1);
+}
 
-  auto load_item = [&](int64_t g, int64_t u, typename U::Raw (&raw)[kR]) {
+constexpr int kTeams = 2;  // v4: 128-thread teams per block, sharing the staged x
+
+// v4: v2's row groups and units, x staged in shared memory. The block is
+// persistent (as many as fit on the device) and made of two 128-thread teams
+// that walk row groups 2·blockIdx + team, + 2·gridDim, ...; each team meets
+// at its own named barrier for the reduction. Why: v2 and v3 read x through
+// L1 with 16-byte loads whose 32 lanes hit 16 (Q4_K) or 32 (Q8_0) different
+// 128-byte lines, so each x load costs 16-32 L1 wavefronts; time grew
+// linearly with n_tok while Q6_K (coalesced x) barely moved. Here x is read
+// from DRAM/L2 once per block, coalesced, and each later read is an LDS.128.
+template <GgmlType T, int NT>
+__global__ void __launch_bounds__(kThreads * kTeams) gemv_q_f32_v4(GemvParams p, int64_t n_groups) {
+  using U = GemvUnit<T>;
+  extern __shared__ float4 xs[];  // (NT, n_in / 4), swizzled by x_swizzle
+  __shared__ float part[kTeams][kWarps][kR * NT];
+  const int team = threadIdx.x / kThreads, tid = threadIdx.x % kThreads, lane = tid & 31, warp = tid >> 5;
+  const int64_t n4 = p.n_in / 4;
+  {
+    const float4* x4 = reinterpret_cast<const float4*>(p.x);
+    for (int64_t i = threadIdx.x; i < NT * n4; i += kThreads * kTeams) {
+      const int64_t t = i / n4, c = i - t * n4;
+      xs[t * n4 + x_swizzle<U>(c)] = __ldg(x4 + i);
+    }
+  }
+  __syncthreads();
+  auto xl = [&](int t, int64_t e, float4& a, float4& b) {
+    const int64_t c = e >> 2;
+    a = xs[t * n4 + x_swizzle<U>(c)];
+    b = xs[t * n4 + x_swizzle<U>(c + 1)];
+  };
+  const int64_t n_units = p.n_in / U::kValues;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kTeams + team; g < n_groups;
+       g += static_cast<int64_t>(gridDim.x) * kTeams) {
+    const uint8_t* __restrict__ wrow[kR];
 #pragma unroll
     for (int r = 0; r < kR; ++r) {
       // A row past n_out re-reads the last row (its sum is never stored).
       const int64_t row = g * kR + r < p.n_out ? g * kR + r : p.n_out - 1;
-      U::load(p.w + row * p.row_bytes, u, raw[r]);
+      wrow[r] = p.w + row * p.row_bytes;
     }
-  };
-
-  int64_t g = blockIdx.x;
-  typename U::Raw cur[kR];
-  if (tid < n_units) load_item(g, tid, cur);
-  for (; g < n_groups; g += gridDim.x) {
     float acc[kR][NT];
 #pragma unroll
     for (int r = 0; r < kR; ++r)
 #pragma unroll
       for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
-    for (int it = 0; it < n_it; ++it) {
-      const int64_t u = tid + static_cast<int64_t>(it) * kThreads;
-      const bool last = it + 1 == n_it;
-      const int64_t gn = last ? g + gridDim.x : g, un = last ? tid : u + kThreads;
-      typename U::Raw nxt[kR];
-      if (gn < n_groups && un < n_units) load_item(gn, un, nxt);
-      if (u < n_units) unit_dot<U, NT>(cur, x, p.n_in, unit_base<T>(u), acc);
+#pragma unroll(NT <= 2 ? 2 : 1)  // two units in flight where registers allow
+    for (int64_t u = tid; u < n_units; u += kThreads) {
+      typename U::Raw raw[kR];
 #pragma unroll
-      for (int r = 0; r < kR; ++r) cur[r] = nxt[r];
+      for (int r = 0; r < kR; ++r) U::load(wrow[r], u, raw[r]);
+      unit_dot<U, NT>(raw, xl, unit_base<T>(u), acc);
     }
 #pragma unroll
     for (int r = 0; r < kR; ++r)
@@ -463,37 +466,55 @@ __global__ void __launch_bounds__(kThreads) gemv_q_f32_v3(GemvParams p, int64_t 
         float s = acc[r][t];
 #pragma unroll
         for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (lane == 0) part[warp][r * NT + t] = s;
+        if (lane == 0) part[team][warp][r * NT + t] = s;
       }
-    __syncthreads();
+    // The team's own barrier (ids 1, 2; 0 is __syncthreads): teams run
+    // different numbers of groups.
+    asm volatile("bar.sync %0, %1;" ::"r"(team + 1), "r"(kThreads) : "memory");
     if (tid < kR * NT) {
       const int r = tid / NT, t = tid % NT;
       const int64_t row = g * kR + r;
       if (row < p.n_out) {
-        float s = part[0][tid];
+        float s = part[team][0][tid];
 #pragma unroll
-        for (int w = 1; w < kWarps; ++w) s += part[w][tid];
+        for (int w = 1; w < kWarps; ++w) s += part[team][w][tid];
         p.y[t * p.n_out + row] = s;
       }
     }
-    __syncthreads();  // part is rewritten by the next group
+    asm volatile("bar.sync %0, %1;" ::"r"(team + 1), "r"(kThreads) : "memory");  // part is rewritten next
   }
 }
 
-// Blocks of kernel k resident on the device at once: the persistent grid.
-// Found once per instantiation (the occupancy query costs microseconds,
-// and decode launches ~200 GEMVs per token).
-template <typename K>
-int resident_blocks(K kernel) {
-  static const int n = [kernel] {
-    int dev = 0, sms = 0, per_sm = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0) != cudaSuccess)
-      return 0;
-    return per_sm * sms;
+// v4 takes at most this much shared memory for x (NT · n_in f32): two blocks
+// of 16 warps per SM at the limit; larger x goes to v2.
+constexpr int64_t kV4MaxXBytes = 100 * 1024;
+
+// Per-SM facts for v4's persistent grid, found once per instantiation (the
+// queries cost microseconds, and decode launches ~200 GEMVs per token):
+// the SM count, shared memory per SM, and the blocks per SM that the
+// kernel's registers allow.
+struct V4Limits {
+  int sms = 0, smem_per_sm = 0, blocks_by_regs = 0;
+  bool ok = false;
+};
+template <GgmlType T, int NT>
+const V4Limits& v4_limits() {
+  static const V4Limits lim = [] {
+    V4Limits l;
+    int dev = 0;
+    auto kernel = gemv_q_f32_v4<T, NT>;
+    l.ok = cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&l.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) ==
+               cudaSuccess &&
+           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(kV4MaxXBytes)) == cudaSuccess &&
+           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_by_regs, kernel, kThreads * kTeams,
+                                                         0) == cudaSuccess &&
+           l.blocks_by_regs > 0;
+    return l;
   }();
-  return n;
+  return lim;
 }
 
 template <GgmlType T, int NT>
@@ -502,15 +523,26 @@ Status launch_nt(const GemvParams& p, cudaStream_t stream) {
   if (groups > 0x7fffffff) return make_error("gemv_q: n_out %lld too large", (long long)p.n_out);
   if (p.n_in % GemvUnit<T>::kValues != 0)
     return make_error("gemv_q: n_in %lld not a multiple of %d", (long long)p.n_in, GemvUnit<T>::kValues);
-  if (p.version == 2) {
+  if (p.version != 0 && p.version != 2 && p.version != 4)
+    return make_error("gemv_q: no version %d (2 or 4)", p.version);
+  const int64_t x_bytes = static_cast<int64_t>(NT) * p.n_in * 4;
+  if (p.version == 4 && x_bytes > kV4MaxXBytes)
+    return make_error("gemv_q: v4 stages x in shared memory, %lld bytes > %lld", (long long)x_bytes,
+                      (long long)kV4MaxXBytes);
+  if (p.version == 2 || x_bytes > kV4MaxXBytes) {
     gemv_q_f32<T, NT><<<static_cast<unsigned>(groups), kThreads, 0, stream>>>(p);
-  } else if (p.version == 0 || p.version == 3) {
-    const int resident = resident_blocks(gemv_q_f32_v3<T, NT>);
-    if (resident <= 0) return make_error("gemv_q: occupancy query failed for v3 (%s)", ggml_type_name(T));
-    const int64_t blocks = groups < resident ? groups : resident;
-    gemv_q_f32_v3<T, NT><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, groups);
   } else {
-    return make_error("gemv_q: no version %d (2 or 3)", p.version);
+    const V4Limits& l = v4_limits<T, NT>();
+    if (!l.ok) return make_error("gemv_q: device queries failed for v4 (%s)", ggml_type_name(T));
+    // Blocks per SM: the register limit and the shared-memory limit (x and
+    // the 1 KiB the runtime reserves per block), at least 1.
+    int64_t per_sm = l.smem_per_sm / (x_bytes + 1024 + static_cast<int64_t>(sizeof(float)) * kTeams * kWarps * kR * NT);
+    per_sm = per_sm < l.blocks_by_regs ? per_sm : l.blocks_by_regs;
+    per_sm = per_sm > 0 ? per_sm : 1;
+    const int64_t team_groups = (groups + kTeams - 1) / kTeams;
+    const int64_t blocks = team_groups < per_sm * l.sms ? team_groups : per_sm * l.sms;
+    gemv_q_f32_v4<T, NT><<<static_cast<unsigned>(blocks), kThreads * kTeams, static_cast<size_t>(x_bytes), stream>>>(
+        p, groups);
   }
   LS_CUDA_TRY(cudaGetLastError());
   return ok();

@@ -5,7 +5,7 @@
 //   bound 2: cuBLAS f16 GEMM (f32 accumulate) on an 8192^3 product and on
 //            each benchmarked shape (the dequantized weight, median of 20).
 // Decode (n_tok = 1, fused GEMV): GB/s of weight bytes, ratio to bound 1;
-// then each GEMV version (kernels/gemv_q.cu, v2 and v3) at n_tok 1, 2, 4, 8.
+// then each GEMV version (kernels/gemv_q.cu, v2 and v4) at n_tok 1, 2, 4, 8.
 // Prefill (n_tok = 512, dequant + GEMM): TFLOP/s of 2·n_tok·n_in·n_out,
 // ratio to the same shape's pure cuBLAS GEMM.
 // Each timing: CUDA events around one call, warm-up first, median / min /
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       });
       const double gbs = bytes / (dec.med * 1e-3) / 1e9;
       // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch).
-      for (int ver : {2, 3}) {
+      for (int ver : {2, 4}) {
         char multi[512];
         int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver, ggml_type_name(t), sh.what);
         for (int nt : {1, 2, 4, 8}) {
