@@ -4,11 +4,12 @@
 // byte exactly once for all n_tok tokens and keeps everything else in
 // registers and L1.
 //
-// Versions (GemvParams::version picks one; 0 = the default: v4 when x fits
-// its shared memory, NT · n_in · 4 <= 100 KiB, else v2; the environment
-// variable LS_GEMV_VERSION=2 makes v2 the default, for A/B timing):
+// Versions (GemvParams::version picks one; 0 = the default: v4 for Q8_0
+// when x fits its shared memory, NT · n_in · 4 <= 100 KiB, else v2; the
+// environment variable LS_GEMV_VERSION=2 makes v2 the default everywhere,
+// for A/B timing). Measurements: bench/results/2026-11-30-h200-gemv.md.
 //
-// v4 (default): v2's row groups and units, with x staged once per block in
+// v4 (default for Q8_0): v2's row groups and units, with x staged once per block in
 //   shared memory. Blocks are persistent (as many as fit on the device) and
 //   hold two 128-thread teams that walk row groups 2·blockIdx + team,
 //   + 2·gridDim, ...; a team meets at its own named barrier for the
@@ -27,6 +28,12 @@
 //   computed once per token and shared by the kR rows: v2's dequantizing
 //   FFMA per weight goes, and the sums are still exact products rounded in
 //   f32, as the reference's.
+//   Outcome (H200, one run): whole 8b decodes 157.9 tok/s Q8_0 (v2 150.5),
+//   125.4 tok/s Q4_K_M (v2 145.6). Per-shape times were not measured (the
+//   bench stopped at the first v4 shape whose x did not fit). Suspects for
+//   Q4_K: 124 registers at n_tok = 1 (v2: 80), so 2 blocks of 8 warps per
+//   SM; for Q6_K (generic units) the x staging buys nothing, its x was
+//   already coalesced.
 //
 // v3 (tried 2026-11-30, removed): v2 with a persistent grid and the next
 //   item's weights double-buffered in registers. Same speed or slower than
@@ -531,7 +538,11 @@ Status launch_nt(const GemvParams& p, cudaStream_t stream) {
   if (p.version == 4 && x_bytes > kV4MaxXBytes)
     return make_error("gemv_q: v4 stages x in shared memory, %lld bytes > %lld", (long long)x_bytes,
                       (long long)kV4MaxXBytes);
-  if (p.version == 2 || x_bytes > kV4MaxXBytes) {
+  // The default is v4 for Q8_0 only: whole 8b decodes on the H200 (same run,
+  // LS_GEMV_VERSION A/B) were 5 % faster with v4 for Q8_0 but 14 % slower
+  // for Q4_K_M (Q4_K + Q6_K), so v2 stays the default elsewhere.
+  const bool v4_default = T == GgmlType::Q8_0;
+  if (p.version == 2 || x_bytes > kV4MaxXBytes || (p.version == 0 && !v4_default)) {
     gemv_q_f32<T, NT><<<static_cast<unsigned>(groups), kThreads, 0, stream>>>(p);
   } else {
     const V4Limits& l = v4_limits<T, NT>();

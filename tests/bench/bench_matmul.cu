@@ -165,6 +165,10 @@ int main(int argc, char** argv) {
         char multi[512];
         int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver, ggml_type_name(t), sh.what);
         for (int nt : {1, 2, 4, 8}) {
+          if (ver == 4 && int64_t(nt) * sh.n_in * 4 > 100 * 1024) {  // v4's x must fit its shared memory
+            mlen += std::snprintf(multi + mlen, sizeof multi - mlen, " n_tok=%d  (x too large for v4)       |", nt);
+            continue;
+          }
           Stats d = time_it(s, 3, 40, [&](int i) {
             GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, nt, ver};
             ST(gemv_q_f32_launch(t, gp, s));
