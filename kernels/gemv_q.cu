@@ -41,11 +41,10 @@
 //   bandwidth): the kernel was not waiting on DRAM latency, and the second
 //   buffer cost registers (occupancy). See bench/results/2026-11-30-h200-gemv.md.
 //
-// Mapping (v2, and v4 within a row group): one 128-thread block per kR = 4 consecutive output rows. A
-// row is cut into units (GemvUnit<T>::kValues consecutive values: 32 for
-// Q4_K and Q8_0, 8 = one decode8 chunk for the other types); thread i takes
-// units i, i + 128, ..., and for each unit first loads it from all kR rows
-// (independent loads in flight), then walks its 8-value pieces: the 8
+// Mapping (v2, and v4 within a row group): one 128-thread block per kR = 4 consecutive output rows.
+// A row is cut into units (GemvUnit<T>::kValues consecutive values: 32 for Q4_K and Q8_0, 8 = one
+// decode8 chunk for the other types); thread i takes units i, i + 128, ..., and for each unit first
+// loads it from all kR rows (independent loads in flight), then walks its 8-value pieces: the 8
 // activations of each token (two float4 __ldg, served by L1) are loaded
 // once per piece and used for all kR rows, so x traffic per weight byte is
 // a quarter of v1's. f32 accumulation per (row, token); a butterfly shuffle
@@ -164,7 +163,8 @@ struct GemvUnit<GgmlType::Q4_K> {
   }
   static __device__ __forceinline__ void quants(const Raw& r, int k, float q[8]) {
     const int sh = 4 * (k >> 1);
-    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu, hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
+    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu,
+                   hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
 #pragma unroll
     for (int i = 0; i < 8; ++i) q[i] = byte_to_float(i < 4 ? lo : hi, i & 3);
   }
@@ -211,7 +211,8 @@ struct GemvUnit<GgmlType::Q8_0> {
     const uint32_t lo = r.q[2 * k] ^ 0x80808080u, hi = r.q[2 * k + 1] ^ 0x80808080u;
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      q[i] = __uint_as_float(__byte_perm(i < 4 ? lo : hi, 0x4B00u, static_cast<uint32_t>(i & 3) | 0x5440u)) -
+      q[i] = __uint_as_float(
+                 __byte_perm(i < 4 ? lo : hi, 0x4B00u, static_cast<uint32_t>(i & 3) | 0x5440u)) -
              8388736.f;
   }
   static __device__ __forceinline__ void scale(const Raw& r, int, float& dl, float& ml) {
@@ -219,7 +220,6 @@ struct GemvUnit<GgmlType::Q8_0> {
     ml = 0.f;
   }
 };
-
 
 // First value of unit u in the row.
 template <GgmlType T>
@@ -340,7 +340,8 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], XL xl
         for (int t = 0; t < NT; ++t) {
           xl(t, e, xa[t], xb[t]);
           if constexpr (U::kHasMin)
-            X[t] += ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) + ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
+            X[t] += ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) +
+                    ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
         }
 #pragma unroll
         for (int r = 0; r < kR; ++r) {
@@ -411,9 +412,12 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], XL xl
 // (n_in a multiple of 8) float4s, so it permutes [0, n_in / 4).
 template <typename U>
 __device__ __forceinline__ int64_t x_swizzle(int64_t c) {
-  if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q4_K>>) return c ^ ((c >> 4) & 3);
-  else if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q8_0>>) return c ^ ((c >> 3) & 7);
-  else return c ^ ((c >> 3) & 1);
+  if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q4_K>>)
+    return c ^ ((c >> 4) & 3);
+  else if constexpr (std::is_same_v<U, GemvUnit<GgmlType::Q8_0>>)
+    return c ^ ((c >> 3) & 7);
+  else
+    return c ^ ((c >> 3) & 1);
 }
 
 constexpr int kTeams = 2;  // v4: 128-thread teams per block, sharing the staged x
@@ -427,11 +431,12 @@ constexpr int kTeams = 2;  // v4: 128-thread teams per block, sharing the staged
 // linearly with n_tok while Q6_K (coalesced x) barely moved. Here x is read
 // from DRAM/L2 once per block, coalesced, and each later read is an LDS.128.
 template <GgmlType T, int NT>
-__global__ void __launch_bounds__(kThreads * kTeams) gemv_q_f32_v4(GemvParams p, int64_t n_groups) {
+__global__ void __launch_bounds__(kThreads* kTeams) gemv_q_f32_v4(GemvParams p, int64_t n_groups) {
   using U = GemvUnit<T>;
   extern __shared__ float4 xs[];  // (NT, n_in / 4), swizzled by x_swizzle
   __shared__ float part[kTeams][kWarps][kR * NT];
-  const int team = threadIdx.x / kThreads, tid = threadIdx.x % kThreads, lane = tid & 31, warp = tid >> 5;
+  const int team = threadIdx.x / kThreads, tid = threadIdx.x % kThreads, lane = tid & 31,
+            warp = tid >> 5;
   const int64_t n4 = p.n_in / 4;
   {
     const float4* x4 = reinterpret_cast<const float4*>(p.x);
@@ -490,7 +495,8 @@ __global__ void __launch_bounds__(kThreads * kTeams) gemv_q_f32_v4(GemvParams p,
         p.y[t * p.n_out + row] = s;
       }
     }
-    asm volatile("bar.sync %0, %1;" ::"r"(team + 1), "r"(kThreads) : "memory");  // part is rewritten next
+    asm volatile("bar.sync %0, %1;" ::"r"(team + 1), "r"(kThreads)
+                 : "memory");  // part is rewritten next
   }
 }
 
@@ -514,12 +520,12 @@ const V4Limits& v4_limits() {
     auto kernel = gemv_q_f32_v4<T, NT>;
     l.ok = cudaGetDevice(&dev) == cudaSuccess &&
            cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&l.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) ==
-               cudaSuccess &&
+           cudaDeviceGetAttribute(&l.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                  dev) == cudaSuccess &&
            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(kV4MaxXBytes)) == cudaSuccess &&
-           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_by_regs, kernel, kThreads * kTeams,
-                                                         0) == cudaSuccess &&
+           cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.blocks_by_regs, kernel,
+                                                         kThreads * kTeams, 0) == cudaSuccess &&
            l.blocks_by_regs > 0;
     return l;
   }();
@@ -549,13 +555,15 @@ Status launch_nt(const GemvParams& p, cudaStream_t stream) {
     if (!l.ok) return make_error("gemv_q: device queries failed for v4 (%s)", ggml_type_name(T));
     // Blocks per SM: the register limit and the shared-memory limit (x and
     // the 1 KiB the runtime reserves per block), at least 1.
-    int64_t per_sm = l.smem_per_sm / (x_bytes + 1024 + static_cast<int64_t>(sizeof(float)) * kTeams * kWarps * kR * NT);
+    int64_t per_sm =
+        l.smem_per_sm /
+        (x_bytes + 1024 + static_cast<int64_t>(sizeof(float)) * kTeams * kWarps * kR * NT);
     per_sm = per_sm < l.blocks_by_regs ? per_sm : l.blocks_by_regs;
     per_sm = per_sm > 0 ? per_sm : 1;
     const int64_t team_groups = (groups + kTeams - 1) / kTeams;
     const int64_t blocks = team_groups < per_sm * l.sms ? team_groups : per_sm * l.sms;
-    gemv_q_f32_v4<T, NT><<<static_cast<unsigned>(blocks), kThreads * kTeams, static_cast<size_t>(x_bytes), stream>>>(
-        p, groups);
+    gemv_q_f32_v4<T, NT><<<static_cast<unsigned>(blocks), kThreads * kTeams,
+                           static_cast<size_t>(x_bytes), stream>>>(p, groups);
   }
   LS_CUDA_TRY(cudaGetLastError());
   return ok();

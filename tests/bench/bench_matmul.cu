@@ -163,19 +163,29 @@ int main(int argc, char** argv) {
       // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch).
       for (int ver : {2, 4}) {
         char multi[512];
-        int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver, ggml_type_name(t), sh.what);
+        int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver,
+                                 ggml_type_name(t), sh.what);
         for (int nt : {1, 2, 4, 8}) {
-          if (ver == 4 && int64_t(nt) * sh.n_in * 4 > 100 * 1024) {  // v4's x must fit its shared memory
-            mlen += std::snprintf(multi + mlen, sizeof multi - mlen, " n_tok=%d  (x too large for v4)       |", nt);
+          if (ver == 4 &&
+              int64_t(nt) * sh.n_in * 4 > 100 * 1024) {  // v4's x must fit its shared memory
+            mlen += std::snprintf(multi + mlen, sizeof multi - mlen,
+                                  " n_tok=%d  (x too large for v4)       |", nt);
             continue;
           }
           Stats d = time_it(s, 3, 40, [&](int i) {
-            GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, nt, ver};
+            GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),
+                          dx,
+                          dy,
+                          sh.n_in,
+                          sh.n_out,
+                          rb,
+                          nt,
+                          ver};
             ST(gemv_q_f32_launch(t, gp, s));
           });
           const double g = bytes / (d.med * 1e-3) / 1e9;
-          mlen += std::snprintf(multi + mlen, sizeof multi - mlen, " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt,
-                                d.med * 1e3, g, g / bw);
+          mlen += std::snprintf(multi + mlen, sizeof multi - mlen,
+                                " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt, d.med * 1e3, g, g / bw);
         }
         multi_rows.push_back(multi);
         std::printf("%s\n", multi);

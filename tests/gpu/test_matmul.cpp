@@ -266,36 +266,49 @@ TEST_CASE("cuda matmul: every gemv_q version, every type, odd shapes") {
       const ls::WeightView hw{t, w.data(), n_in, n_out};
       for (int n_tok = 1; n_tok <= ls::kGemvMaxTok; ++n_tok) {
         const std::vector<float> x = random_floats(n_tok * n_in);
-        DeviceBuf dx(x.size() * sizeof(float)), dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
+        DeviceBuf dx(x.size() * sizeof(float)),
+            dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
         CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
         const std::vector<float> ref = reference(hw, x, n_tok);
         const double scale = term_scale(hw, x, n_tok);
         for (int v : {2, 4}) {
           const size_t ny = static_cast<size_t>(n_tok * n_out);
           CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
-          const ls::GemvParams p{dw.as<uint8_t>(), dx.as<float>(), dy.as<float>(), n_in, n_out,
-                                 static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)), n_tok, v};
+          const ls::GemvParams p{dw.as<uint8_t>(),
+                                 dx.as<float>(),
+                                 dy.as<float>(),
+                                 n_in,
+                                 n_out,
+                                 static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
+                                 n_tok,
+                                 v};
           const ls::Status st = ls::gemv_q_f32_launch(t, p, s);
           REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
           CUDA_CHECK(cudaStreamSynchronize(s));
           std::vector<float> y(ny);
           CUDA_CHECK(cudaMemcpy(y.data(), dy.p, ny * sizeof(float), cudaMemcpyDeviceToHost));
           const RunResult r = compare(y, ref, scale);
-          INFO(std::string(ls::ggml_type_name(t)), " gemv v", v, " n_out ", n_out, " n_tok ", n_tok, " nmse ",
-               r.nmse, " unwritten ", r.unwritten);
+          INFO(std::string(ls::ggml_type_name(t)), " gemv v", v, " n_out ", n_out, " n_tok ", n_tok,
+               " nmse ", r.nmse, " unwritten ", r.unwritten);
           CHECK(r.unwritten == 0);
           CHECK(r.nmse <= gemv_threshold(t));
           worst[v == 2 ? 0 : 1] = std::max(worst[v == 2 ? 0 : 1], r.nmse);
         }
       }
     }
-    std::printf("cuda matmul: %-5s gemv worst NMSE  v2 %.2e  v4 %.2e (thr %.0e)\n", ls::ggml_type_name(t),
-                worst[0], worst[1], gemv_threshold(t));
+    std::printf("cuda matmul: %-5s gemv worst NMSE  v2 %.2e  v4 %.2e (thr %.0e)\n",
+                ls::ggml_type_name(t), worst[0], worst[1], gemv_threshold(t));
   }
   // An unknown version is an error value.
   DeviceBuf w(1 << 12), x(1 << 12), y(1 << 12);
-  const ls::GemvParams bad{w.as<uint8_t>(), x.as<float>(), y.as<float>(), 256, 4,
-                           static_cast<int64_t>(ls::ggml_row_bytes(GgmlType::Q4_K, 256)), 1, 7};
+  const ls::GemvParams bad{w.as<uint8_t>(),
+                           x.as<float>(),
+                           y.as<float>(),
+                           256,
+                           4,
+                           static_cast<int64_t>(ls::ggml_row_bytes(GgmlType::Q4_K, 256)),
+                           1,
+                           7};
   CHECK_FALSE(ls::gemv_q_f32_launch(GgmlType::Q4_K, bad, s).ok());
   CUDA_CHECK(cudaStreamDestroy(s));
 }
