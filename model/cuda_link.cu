@@ -1,6 +1,8 @@
 #include "model/cuda_link.cuh"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "kernels/cuda_util.cuh"
 #include "runtime/trace.h"
@@ -148,16 +150,24 @@ CudaLink::~CudaLink() {
 MemoryOps CudaLink::memory_ops() {
   MemoryOps ops;
   // Pinned host memory: the copy engine reads it directly (55 GB/s on Gen5
-  // x16 against ~9 for pageable memory), and O_DIRECT reads land in it.
+  // x16 against ~9 for pageable memory), and O_DIRECT reads land in it, so it
+  // must be page-aligned: cudaHostAlloc sub-allocates small requests at
+  // 512-byte offsets, hence page-aligned memory registered with CUDA instead.
   ops.alloc_host = [](uint64_t bytes) -> uint8_t* {
-    void* p = nullptr;
-    if (cudaHostAlloc(&p, (bytes + 4095) / 4096 * 4096, cudaHostAllocPortable) != cudaSuccess) {
+    const uint64_t n = std::max<uint64_t>((bytes + 4095) / 4096 * 4096, 4096);
+    void* p = std::aligned_alloc(4096, n);
+    if (!p) return nullptr;
+    if (cudaHostRegister(p, n, cudaHostRegisterPortable) != cudaSuccess) {
       (void)cudaGetLastError();
+      std::free(p);
       return nullptr;
     }
     return static_cast<uint8_t*>(p);
   };
-  ops.free_host = [](uint8_t* p) { cudaFreeHost(p); };
+  ops.free_host = [](uint8_t* p) {
+    cudaHostUnregister(p);
+    std::free(p);
+  };
   ops.alloc_device = [](uint64_t bytes) -> uint8_t* {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
