@@ -12,6 +12,9 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <map>
+#include <tuple>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "kernels/attention.cuh"
 #include "kernels/cuda_util.cuh"
 #include "kernels/embed.cuh"
+#include "kernels/gemv_q.cuh"
 #include "kernels/kv_store.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/rmsnorm.cuh"
@@ -147,8 +151,29 @@ struct CudaBackend::Impl {
   int64_t n_logits = 0;
   bool pending_add = false;  // h += o not yet done (fused into the next norm)
 
+  // CUDA graphs of decode layers (see CudaBackend::layer).
+  struct GraphKey {
+    uint32_t layer;
+    const void* weights;
+    int64_t n;
+    bool pending_add;
+    bool operator<(const GraphKey& o) const {
+      return std::tie(layer, weights, n, pending_add) <
+             std::tie(o.layer, o.weights, o.n, o.pending_add);
+    }
+  };
+  bool graphs = true;
+  std::map<GraphKey, cudaGraphExec_t> graph_cache;
+  int32_t graph_split = -1;
+  const uint8_t* graph_act = nullptr;
+  void drop_graphs() {
+    for (auto& [k, e] : graph_cache) cudaGraphExecDestroy(e);
+    graph_cache.clear();
+  }
+
   ~Impl() {
     if (stream) cudaStreamSynchronize(stream);
+    drop_graphs();
     link.reset();  // its watchers drain first
     mm.reset();
     if (arena) cudaFree(arena);
@@ -274,6 +299,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   s.c = m.config();
   s.opt = o;
   s.opt.max_batch = clamp_batch(o);
+  if (const char* g = std::getenv("LS_CUDA_GRAPHS"); g && std::string(g) == "0") s.graphs = false;
   const LlamaConfig& c = s.c;
   const LlamaWeights& w = m.info.weights;
   if (!s.opt.resident.empty() && s.opt.resident.size() != c.n_layer)
@@ -456,8 +482,9 @@ Status CudaBackend::begin(const Batch& b) {
   return ok();
 }
 
-Status CudaBackend::layer(uint32_t il, const LayerView& w) {
-  Impl& s = *impl_;
+namespace {
+// One layer's kernels on s.stream (see the top of this file).
+Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   const LlamaConfig& c = s.c;
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
@@ -538,6 +565,50 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   LS_TRY(swiglu_f32_cuda(sp, s.stream));
   LS_TRY(s.matmul(w.w_down, s.gate, n, s.o));
   s.pending_add = true;
+  return ok();
+}
+
+}  // namespace
+
+// Decode batches (n <= kGemvMaxTok, no cuBLAS) run each layer as a CUDA graph:
+// one launch instead of ~15, and the GPU runs the kernels back to back. A
+// graph is captured the first time a (layer, weights, n, attention splits,
+// pending add) combination comes and replayed after; positions and tokens
+// are read from device memory, so they need no new capture. Streamed layers
+// get one graph per device slot they land in. The cache is dropped when the
+// activations move (reserve) or the attention split count changes (every
+// kAttentionChunk positions). LS_CUDA_GRAPHS=0 turns graphs off (A/B runs).
+Status CudaBackend::layer(uint32_t il, const LayerView& w) {
+  Impl& s = *impl_;
+  const int64_t n = static_cast<int64_t>(s.batch.size());
+  if (n == 0) return ok();
+  if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
+  const int32_t n_split = attention_splits(n, static_cast<int32_t>(s.c.n_head), s.max_pos);
+  if (n_split != s.graph_split || s.act != s.graph_act) {
+    s.drop_graphs();
+    s.graph_split = n_split;
+    s.graph_act = s.act;
+  }
+  const Impl::GraphKey key{il, w.wq.data, n, s.pending_add};
+  auto it = s.graph_cache.find(key);
+  if (it == s.graph_cache.end()) {
+    LS_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
+    Status st = enqueue_layer(s, il, w);
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(s.stream, &g);
+    if (!st.ok()) {
+      if (g) cudaGraphDestroy(g);
+      return st;
+    }
+    if (e != cudaSuccess) return cuda_error(e, "cudaStreamEndCapture", __FILE__, __LINE__);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t ie = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    if (ie != cudaSuccess) return cuda_error(ie, "cudaGraphInstantiate", __FILE__, __LINE__);
+    it = s.graph_cache.emplace(key, exec).first;
+  }
+  LS_CUDA_TRY(cudaGraphLaunch(it->second, s.stream));
+  s.pending_add = true;  // what enqueue_layer leaves behind
   return ok();
 }
 

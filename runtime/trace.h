@@ -14,6 +14,9 @@
 // GPU copy and compute spans are recorded with explicit times from CUDA event
 // timestamps through Tracer::record, on their own tracks ("gpu-copy",
 // "gpu-compute"), so that they never overlap the CPU spans of a track.
+// Built with -DLS_NVTX=ON, every TraceScope is also an NVTX range of the same
+// name, so an Nsight Systems capture shows the actors' spans beside the
+// GPU's own rows.
 //
 // Threading: register_track from any thread at any time; record / TraceScope
 // only from the one thread that writes that track (no locks on that path);
@@ -35,6 +38,10 @@
 #include <vector>
 
 #include "runtime/status.h"
+
+#ifdef LS_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
 
 namespace ls {
 
@@ -216,10 +223,17 @@ class TraceScope {
              int64_t step, uint64_t bytes = 0, int32_t buffer = -1, uint64_t flow = 0,
              uint8_t flow_phase = kFlowNone)
       : tracer_(tracer), track_(track), rec_{tracer.now_ns(), 0,      name, kind,      layer, step,
-                                             bytes,           buffer, flow, flow_phase} {}
+                                             bytes,           buffer, flow, flow_phase} {
+#ifdef LS_NVTX
+    nvtxRangePushA(name);  // same name as the span, so Nsight and Perfetto agree
+#endif
+  }
   ~TraceScope() {
     rec_.t1_ns = tracer_.now_ns();
     tracer_.record(track_, rec_);
+#ifdef LS_NVTX
+    nvtxRangePop();
+#endif
   }
   TraceScope(const TraceScope&) = delete;
   TraceScope& operator=(const TraceScope&) = delete;

@@ -6,18 +6,22 @@
 #   2. decode --backend cuda vs --backend cpu: greedy ids over 64 steps on a
 #      tiny synthetic model of every quant type;
 #   3. the device-memory bandwidth and GEMM rate (ls_bench_matmul), then
-#      resident decode of a synthetic 8b in Q4_K_M and Q8_0, and a 512-token
-#      prefill, each to compare with those ceilings.
+#      resident decode of a synthetic 8b in Q4_K_M and Q8_0 (with and without
+#      CUDA graphs), and a 512-token prefill (a warm request, bench
+#      --prompt-tokens), each to compare with those ceilings.
 set -uo pipefail
 BIN=${BIN:-.gpubin}
 OUT=${OUT:-./gpu-out}
 M=${MODELS:-/tmp/ls-models}
 mkdir -p "$OUT" "$M"
 L="$BIN/layerstream"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt" 2>&1
 
 echo "== 1. GPU tests"
-"$BIN/ls_gpu_tests" 2>&1 | tee "$OUT/gpu_tests.log" | tail -4
+"$BIN/ls_gpu_tests" > "$OUT/gpu_tests.log" 2>&1
+grep -E "ERROR|FAILED|values:|logged:|  [a-z_]+ := " "$OUT/gpu_tests.log" | head -30
+tail -4 "$OUT/gpu_tests.log"
 
 echo "== 2. cuda vs cpu greedy ids, 64 steps"
 : > "$OUT/cuda_vs_cpu.txt"
@@ -31,11 +35,15 @@ done
 cat "$OUT/cuda_vs_cpu.txt"
 
 echo "== 3. ceilings, then 8b resident decode and prefill"
-"$BIN/ls_bench_matmul" > "$OUT/bench_matmul.txt" 2>&1; grep -iE "bandwidth|TFLOP" "$OUT/bench_matmul.txt" | head -4
-python3 -c "print(' '.join(['The quick brown fox jumps over the lazy dog.']*52))" > "$M/prompt512.txt"
+"$BIN/ls_bench_matmul" > "$OUT/bench_matmul.txt" 2>&1; grep -E "^bound" "$OUT/bench_matmul.txt" | head -3
 for q in q4_k_m q8_0; do
   "$L" synth -q -o "$M/8b-$q.gguf" --preset 8b --quant "$q"
   "$L" inspect "$M/8b-$q.gguf" | grep -E "total:" | tee "$OUT/8b-$q.size"
-  "$L" decode -m "$M/8b-$q.gguf" -p "Hello" -n 128 --temp 0 --backend cuda --no-display-prompt 2>&1 >/dev/null | tail -1 | tee "$OUT/8b-$q.decode"
+  for graphs in 1 0; do
+    echo -n "8b $q, CUDA graphs $graphs: "
+    LS_CUDA_GRAPHS=$graphs "$L" decode -m "$M/8b-$q.gguf" -p "Hello" -n 128 --temp 0 --backend cuda --no-display-prompt 2>&1 >/dev/null | tail -1 | tee "$OUT/8b-$q-graphs$graphs.decode"
+  done
 done
-"$L" decode -m "$M/8b-q4_k_m.gguf" -f "$M/prompt512.txt" -n 2 --temp 0 --backend cuda --no-display-prompt 2>&1 >/dev/null | tail -1 | tee "$OUT/8b-prefill.txt"
+echo "8b q4_k_m prefill, 512 tokens, a warm request:"
+"$L" bench -m "$M/8b-q4_k_m.gguf" --backend cuda --prompt-tokens 512 -n 2 2>&1 | tail -1 | tee "$OUT/8b-prefill.txt"
+rm -f "$M"/8b-*.gguf
