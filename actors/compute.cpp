@@ -5,7 +5,8 @@ namespace ls {
 ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
                            CreditPool& slots,
                            CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
-                           Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer,
+                           Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
+                           Mailbox<CpuWork>& from_cpu, RunControl& rc, Tracer& tracer,
                            bool io_only)
     : m_(m),
       be_(be),
@@ -16,6 +17,8 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       steps_(steps),
       jobs_(jobs),
       to_sampler_(to_sampler),
+      to_cpu_(to_cpu),
+      from_cpu_(from_cpu),
       rc_(rc),
       tracer_(tracer),
       io_only_(io_only) {}
@@ -34,6 +37,25 @@ std::optional<LayerJob> ComputeActor::next_job(int64_t step, int32_t layer, int 
     if (j->step == step && j->layer == layer) return j;
     early_[{j->step, j->layer}] = *j;
   }
+}
+
+// The hidden state to the CPU compute actor and back.
+Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int track) {
+  hidden_.resize(b.size() * m_.config().n_embd);
+  {
+    TraceScope span(tracer_, track, "to cpu", SpanKind::Busy, layer, step);
+    LS_TRY(be_.export_hidden(hidden_.data()));
+  }
+  if (!to_cpu_.push(CpuWork{step, layer, &b, hidden_.data()}, rc_))
+    return make_error("the run was stopped");
+  std::optional<CpuWork> back;
+  {
+    TraceScope wait(tracer_, track, "wait cpu", SpanKind::Starved, layer, step);
+    back = from_cpu_.pop(rc_);
+  }
+  if (!back) return make_error("the run was stopped");
+  TraceScope span(tracer_, track, "from cpu", SpanKind::Busy, layer, step);
+  return be_.import_hidden(b, hidden_.data());
 }
 
 void ComputeActor::run() {
@@ -57,6 +79,17 @@ void ComputeActor::run() {
     for (int32_t l = 0; l < static_cast<int32_t>(c.n_layer); ++l) {
       std::optional<LayerJob> job = next_job(step, l, track);
       if (!job) return;
+      if (job->tier == Tier::Cpu) {
+        if (!io_only_) {
+          if (Status st = cpu_layer(step, l, b, track); !st.ok()) {
+            rc_.fail("compute", l, step, st.error().message);
+            return;
+          }
+        }
+        depth_.release(0);
+        rc_.pulse();
+        continue;
+      }
       const GpuSpan gs{l, step, m_.map.layers[l].range_bytes, job->slot,
                        job->tier == Tier::Resident ? 0 : trace_flow_id(step, l)};
       {

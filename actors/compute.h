@@ -3,7 +3,9 @@
 // their jobs arrive — resident ones straight from the planner, streamed ones
 // from the copier, so they may arrive out of order and wait in a small
 // reorder buffer — hands each slot back when the layer is done, returns the
-// planner's depth credit, and sends the logits to the sampler. A streamed
+// planner's depth credit, and sends the logits to the sampler. A CPU-tier
+// layer (hybrid plans) goes to the CPU compute actor with the hidden state,
+// which comes back before the next layer starts. A streamed
 // layer's slot goes back through the DeviceLink once the device has finished
 // the layer (on CUDA: from the link's watcher thread, after the layer's done
 // event; this thread never waits for the GPU inside a step). In I/O-only
@@ -28,7 +30,8 @@ class ComputeActor {
   ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
                CreditPool& slots,
                CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
-               Mailbox<StepOutput>& to_sampler, RunControl& rc, Tracer& tracer, bool io_only);
+               Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
+               Mailbox<CpuWork>& from_cpu, RunControl& rc, Tracer& tracer, bool io_only);
   void run();  // the actor's thread
 
  private:
@@ -43,11 +46,16 @@ class ComputeActor {
   Mailbox<StepInput>& steps_;
   Mailbox<LayerJob>& jobs_;
   Mailbox<StepOutput>& to_sampler_;
+  Mailbox<CpuWork>& to_cpu_;
+  Mailbox<CpuWork>& from_cpu_;
   RunControl& rc_;
   Tracer& tracer_;
   bool io_only_;
   std::map<std::pair<int64_t, int32_t>, LayerJob> early_;  // arrived before their turn
   std::vector<float> logits_;
+  std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
+
+  Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
 };
 
 }  // namespace ls

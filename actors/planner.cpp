@@ -26,11 +26,12 @@ void Planner::run() {
       job.step = step;
       job.layer = layer;
       job.tier = plan_.layer_tier[layer];
-      TraceScope span(tracer_, track, "plan", SpanKind::Busy, layer, step, 0, -1,
-                      trace_flow_id(step, layer), job.tier == Tier::Resident ? kFlowNone : kFlowStart);
       // Streamed layers (RAM and storage) all go through the reader, which
-      // keeps them in order; resident ones go straight to compute.
-      Mailbox<LayerJob>& out = job.tier == Tier::Resident ? to_compute_ : to_reader_;
+      // keeps them in order; resident and CPU-tier ones go straight to compute.
+      const bool streamed = job.tier == Tier::Ram || job.tier == Tier::Storage;
+      TraceScope span(tracer_, track, "plan", SpanKind::Busy, layer, step, 0, -1,
+                      trace_flow_id(step, layer), streamed ? kFlowStart : kFlowNone);
+      Mailbox<LayerJob>& out = streamed ? to_reader_ : to_compute_;
       if (!out.push(job, rc_)) return;
     }
   }

@@ -78,6 +78,15 @@ class Backend {
   // own copy (the CUDA backend: device pointers); nullopt: the mapped file's
   // view (Model::layer) is the one to pass to layer().
   virtual std::optional<LayerView> resident_layer(uint32_t) const { return std::nullopt; }
+  // The hidden state crossing between backends (hybrid plans: the CPU tier
+  // computes some layers). export_hidden writes the residual stream after
+  // the layers so far, size() x n_embd floats, to host memory; import_hidden
+  // takes the step's batch (no embedding: the state comes from the other
+  // backend) and sets the residual stream from host memory.
+  virtual Status export_hidden(float*) { return make_error("%s: no hidden-state export", name()); }
+  virtual Status import_hidden(const Batch&, const float*) {
+    return make_error("%s: no hidden-state import", name());
+  }
   // How streamed layers reach this backend's memory (model/device_link.h);
   // nullptr: host memory and memcpy (a HostLink).
   virtual DeviceLink* link() { return nullptr; }

@@ -31,7 +31,20 @@ void CpuBackend::reserve(size_t n) {
   up_.resize(n * c_.n_ff);
 }
 
-Status CpuBackend::begin(const Batch& b) {
+Status CpuBackend::export_hidden(float* h) {
+  std::copy(h_.begin(), h_.begin() + static_cast<ptrdiff_t>(batch_.size() * c_.n_embd), h);
+  return ok();
+}
+
+Status CpuBackend::import_hidden(const Batch& b, const float* h) {
+  LS_TRY(check_batch(b));
+  batch_ = b;
+  reserve(b.size());
+  std::copy(h, h + b.size() * c_.n_embd, h_.begin());
+  return ok();
+}
+
+Status CpuBackend::check_batch(const Batch& b) const {
   for (size_t t = 0; t < b.size(); ++t) {
     if (b.token[t] < 0 || static_cast<uint32_t>(b.token[t]) >= c_.n_vocab)
       return make_error("token id %d is outside the vocabulary (%u)", b.token[t], c_.n_vocab);
@@ -40,6 +53,11 @@ Status CpuBackend::begin(const Batch& b) {
     if (b.seq[t] < 0 || static_cast<uint32_t>(b.seq[t]) >= kv_.n_seq())
       return make_error("sequence %d is outside the %u sequence slots", b.seq[t], kv_.n_seq());
   }
+  return ok();
+}
+
+Status CpuBackend::begin(const Batch& b) {
+  LS_TRY(check_batch(b));
   batch_ = b;
   reserve(b.size());
   const uint64_t row_bytes = ggml_row_bytes(g_.token_embd.type, c_.n_embd);

@@ -26,11 +26,14 @@ class CpuBackend final : public Backend {
   Status layer(uint32_t index, const LayerView& w) override;
   Status finish(float* logits) override;
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
+  Status export_hidden(float* h) override;
+  Status import_hidden(const Batch& b, const float* h) override;
   const KvCache& kv() const { return kv_; }
   ThreadPool& pool() { return pool_; }
 
  private:
   void reserve(size_t n_tok);
+  Status check_batch(const Batch& b) const;
 
   LlamaConfig c_;
   GlobalView g_;

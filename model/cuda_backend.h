@@ -64,6 +64,8 @@ class CudaBackend final : public Backend {
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
   std::optional<LayerView> resident_layer(uint32_t index) const override;
   DeviceLink* link() override;
+  Status export_hidden(float* h) override;
+  Status import_hidden(const Batch& b, const float* h) override;
   // Greedy: finish the step with the argmax of each logits row computed on the
   // GPU; only n_logits ints cross to the host.
   Status finish_argmax(int32_t* tokens);

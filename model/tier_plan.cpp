@@ -11,6 +11,7 @@ const char* tier_name(Tier t) {
     case Tier::Resident: return "resident";
     case Tier::Ram: return "ram";
     case Tier::Storage: return "storage";
+    case Tier::Cpu: return "cpu";
   }
   return "?";
 }
@@ -110,8 +111,30 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
                          " staging buffers (pinned, for storage reads; not in the budget)",
                      staging});
   }
+  // CPU-tier layers first (they must live in host memory), spread evenly
+  // over the non-resident ones.
+  const int32_t n_rest = static_cast<int32_t>(n) - p.n_resident;
+  if (in.cpu_layers < 0 || in.cpu_layers > n_rest)
+    return make_error("--cpu-layers %d: %d layers are not resident, so 0..%d", in.cpu_layers,
+                      n_rest, n_rest);
+  uint64_t cpu_bytes = 0;
+  for (int32_t i = 0; i < in.cpu_layers; ++i) {
+    const size_t l = static_cast<size_t>(p.n_resident) +
+                     static_cast<size_t>((2 * i + 1) * static_cast<int64_t>(n_rest) / (2 * in.cpu_layers));
+    const uint64_t b = map.layers[l].range_bytes;
+    if (!fits(p.ram_used, b, in.ram_budget))
+      return make_error("the host budget %s cannot hold %d CPU-tier layers: %s short",
+                        human_bytes(in.ram_budget).c_str(), in.cpu_layers,
+                        human_bytes(p.ram_used + b - in.ram_budget).c_str());
+    p.layer_tier[l] = Tier::Cpu;
+    p.ram_used += b;
+    cpu_bytes += b;
+    ++p.n_cpu;
+  }
+  if (p.n_cpu) p.ram.push_back({std::to_string(p.n_cpu) + " CPU-tier layers (computed in place)", cpu_bytes});
   uint64_t ram_layers = 0;
   for (size_t l = p.n_resident; l < n; ++l) {
+    if (p.layer_tier[l] != Tier::Storage) continue;
     const uint64_t b = map.layers[l].range_bytes;
     if (!fits(p.ram_used, b, in.ram_budget)) break;
     p.layer_tier[l] = Tier::Ram;
@@ -125,7 +148,9 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
       ++p.n_storage;
       p.storage_bytes_per_step += map.layers[l].range_bytes;
     }
-    if (p.layer_tier[l] != Tier::Resident) p.streamed_bytes_per_step += map.layers[l].range_bytes;
+    if (p.layer_tier[l] == Tier::Cpu) p.cpu_bytes_per_step += map.layers[l].range_bytes;
+    if (p.layer_tier[l] == Tier::Ram || p.layer_tier[l] == Tier::Storage)
+      p.streamed_bytes_per_step += map.layers[l].range_bytes;
   }
   return p;
 }
@@ -141,8 +166,9 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
       case Tier::Resident: ++p.n_resident; p.vram_used += e.range_bytes; break;
       case Tier::Ram: ++p.n_ram; p.ram_used += e.range_bytes; break;
       case Tier::Storage: ++p.n_storage; p.storage_bytes_per_step += e.range_bytes; break;
+      case Tier::Cpu: ++p.n_cpu; p.ram_used += e.range_bytes; p.cpu_bytes_per_step += e.range_bytes; break;
     }
-    if (tiers[l] != Tier::Resident) {
+    if (tiers[l] == Tier::Ram || tiers[l] == Tier::Storage) {
       p.streamed_bytes_per_step += e.range_bytes;
       p.slot_bytes = std::max(p.slot_bytes, e.range_bytes);
     }
@@ -158,18 +184,23 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
 std::string TierPlan::to_text() const {
   std::string s;
   auto budget = [](uint64_t b) { return b == UINT64_MAX ? std::string("unlimited") : human_bytes(b); };
-  s += "tier plan: " + std::to_string(n_resident) + " resident, " + std::to_string(n_ram) +
-       " RAM, " + std::to_string(n_storage) + " storage layers\n";
+  s += "tier plan: " + std::to_string(n_resident) + " resident, " + std::to_string(n_cpu) +
+       " CPU, " + std::to_string(n_ram) + " RAM, " + std::to_string(n_storage) +
+       " storage layers\n";
   s += "  device memory (budget " + budget(vram_budget) + ", used " + human_bytes(vram_used) + "):\n";
   for (const Line& l : vram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
   s += "  host memory (budget " + budget(ram_budget) + ", used " + human_bytes(ram_used) + "):\n";
   for (const Line& l : ram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
   s += "  per step: " + human_bytes(streamed_bytes_per_step) + " copied, " +
-       human_bytes(storage_bytes_per_step) + " read from storage\n";
+       human_bytes(storage_bytes_per_step) + " read from storage, " +
+       human_bytes(cpu_bytes_per_step) + " read by the CPU\n";
   s += "  layers: ";
   for (size_t l = 0; l < layer_tier.size(); ++l)
-    s += (layer_tier[l] == Tier::Resident ? 'A' : layer_tier[l] == Tier::Ram ? 'B' : 'C');
-  s += "  (A resident, B RAM, C storage)\n";
+    s += layer_tier[l] == Tier::Resident ? 'A'
+         : layer_tier[l] == Tier::Ram    ? 'B'
+         : layer_tier[l] == Tier::Cpu    ? 'H'
+                                          : 'C';
+  s += "  (A resident, H computed on the host CPU, B RAM, C storage)\n";
   return s;
 }
 

@@ -1,6 +1,9 @@
 // The tier plan: where each layer's weights live for the run.
 //   Resident — in device memory (on the CPU backend: read in place from the
 //              mapped file), no cost per token;
+//   Cpu      — in host memory, computed there by the CPU compute actor (the
+//              hidden state crosses to it and back): no copy, the CPU reads
+//              the weights once, in place (DESIGN's tier B');
 //   Ram      — in (pinned) host memory, one copy into a device slot per use;
 //   Storage  — in the file, one read into a staging buffer and one copy per use.
 // Device memory first takes its reserves (KV cache, activations, the global
@@ -19,7 +22,7 @@
 
 namespace ls {
 
-enum class Tier : uint8_t { Resident, Ram, Storage };
+enum class Tier : uint8_t { Resident, Ram, Storage, Cpu };
 const char* tier_name(Tier t);
 
 struct PlanLine {
@@ -38,6 +41,10 @@ struct PlanInputs {
   int32_t device_slots = 2;
   int32_t staging_buffers = 2;
   uint32_t read_alignment = 4096;     // staging buffers hold aligned over-reads
+  // Layers the CPU computes from RAM (--cpu-layers), chosen among the
+  // non-resident ones and spread evenly between the streamed ones, so the
+  // copier has a slot to fill while the CPU computes.
+  int32_t cpu_layers = 0;
 };
 
 struct TierPlan {
@@ -48,9 +55,10 @@ struct TierPlan {
   uint64_t slot_bytes = 0;           // one device slot: the largest streamed layer, packed
   uint64_t staging_bytes = 0;        // one staging buffer: the largest storage layer, aligned
   int32_t device_slots = 0, staging_buffers = 0;  // 0 when the plan needs none
-  int32_t n_resident = 0, n_ram = 0, n_storage = 0;
+  int32_t n_resident = 0, n_ram = 0, n_storage = 0, n_cpu = 0;
   uint64_t streamed_bytes_per_step = 0;  // RAM + storage layers: copied every step
   uint64_t storage_bytes_per_step = 0;   // storage layers: read every step
+  uint64_t cpu_bytes_per_step = 0;       // CPU-tier layers: read by the CPU every step
   bool token_embd_on_device = true;      // false: in host memory, rows gathered per step
   std::string to_text() const;
 };

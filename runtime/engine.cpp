@@ -25,8 +25,13 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
       case 'c':
         t.push_back(Tier::Storage);
         break;
+      case 'H':
+      case 'h':
+        t.push_back(Tier::Cpu);
+        break;
       default:
-        return make_error("--tiers '%s': '%c' is not a tier (A resident, B RAM, C storage)",
+        return make_error("--tiers '%s': '%c' is not a tier (A resident, H computed on the CPU, B RAM, C "
+                          "storage)",
                           s.c_str(), c);
     }
   }
@@ -98,6 +103,7 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   in.device_slots = opt.device_slots;
   in.staging_buffers = opt.staging_buffers;
   in.read_alignment = align;
+  in.cpu_layers = opt.cpu_layers;
   return plan_tiers(m.map, in);
 }
 
@@ -158,7 +164,10 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   }
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
   e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
+  // The CPU tier's own backend (hybrid plans): its KV cache holds the CPU layers' keys.
+  if (e->plan_.n_cpu > 0) e->cpu_backend_ = make_cpu_backend(*e->model_, opt);
   PipelineOptions po;
+  po.cpu_backend = e->cpu_backend_.get();
   po.depth = opt.depth;
   po.source = opt.source;
   po.io_only = opt.io_only;

@@ -46,9 +46,10 @@ struct EngineOptions {
   uint32_t n_ctx = 0;            // 0: the model's, at most 4096
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
-  std::string tiers;  // force per-layer tiers: A resident, B RAM, C storage ("AABC..." or one
-                      // letter for all)
+  std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
+                      // or one letter for all)
   int32_t depth = 4, staging_buffers = 3, device_slots = 3;
+  int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; hybrid plans)
   SourceOptions source;  // reader: kind, queue depth, chunk size
   bool io_only = false;
   std::string trace_path;  // --trace FILE
@@ -88,6 +89,7 @@ class Engine {
   EngineOptions opt_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> cpu_backend_;  // CPU-tier layers (hybrid plans), else null
   TierPlan plan_;
   RunControl rc_;
   std::unique_ptr<Tracer> tracer_;

@@ -67,7 +67,8 @@ Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
   uint64_t staged = 0, packed = 0;
   for (size_t l = 0; l < map.layers.size(); ++l) {
     if (plan.layer_tier[l] == Tier::Storage) staged = std::max(staged, m->layouts_[l].staged_bytes);
-    if (plan.layer_tier[l] != Tier::Resident) packed = std::max(packed, m->layouts_[l].packed_bytes);
+    if (plan.layer_tier[l] == Tier::Ram || plan.layer_tier[l] == Tier::Storage)
+      packed = std::max(packed, m->layouts_[l].packed_bytes);
   }
   m->staging_bytes_ = staged;
   if (staged > 0) {
@@ -87,7 +88,8 @@ Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
   }
   std::vector<size_t> ram_layers;
   for (size_t l = 0; l < map.layers.size(); ++l) {
-    if (plan.layer_tier[l] != Tier::Ram) continue;
+    // RAM-tier layers (copied to the GPU) and CPU-tier ones (computed in place).
+    if (plan.layer_tier[l] != Tier::Ram && plan.layer_tier[l] != Tier::Cpu) continue;
     const LayerLayout& lay = m->layouts_[l];
     uint8_t* p = m->ops_.alloc_host(lay.packed_bytes);
     if (!p)

@@ -51,7 +51,8 @@ class LayerMemory {
   const LayerLayout& layout(int32_t layer) const { return layouts_[layer]; }
   uint8_t* staging(int32_t id) const { return staging_[id]; }
   uint8_t* slot(int32_t id) const { return slots_[id]; }
-  const uint8_t* ram_layer(int32_t layer) const { return ram_[layer]; }  // nullptr unless RAM tier
+  // nullptr unless the RAM or CPU tier.
+  const uint8_t* ram_layer(int32_t layer) const { return ram_[layer]; }
   int32_t n_staging() const { return static_cast<int32_t>(staging_.size()); }
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
   uint64_t staging_bytes() const { return staging_bytes_; }

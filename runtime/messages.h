@@ -1,6 +1,6 @@
 // The messages of the actor graph (runtime/pipeline.cpp draws the graph).
 // Buffers move, never copy: a message carries buffer ids from fixed pools.
-// defines: LayerJob, StepInput, StepOutput
+// defines: LayerJob, StepInput, StepOutput, CpuWork
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,18 @@ struct StepInput {
   int64_t step = -1;
   Batch batch;
   bool stop = false;
+};
+
+// A CPU-tier layer (compute <-> cpu-compute): the hidden state of `batch`
+// in `hidden` (size() x n_embd floats, owned by compute, which waits for the
+// reply before it touches either again). The reply is the same message with
+// the state after the layer, or an error.
+struct CpuWork {
+  int64_t step = -1;
+  int32_t layer = -1;
+  const Batch* batch = nullptr;
+  float* hidden = nullptr;
+  bool failed = false;
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

@@ -1,10 +1,12 @@
 // The actor graph, on one screen:
 //
 //   planner ──LayerJob──▶ reader ──LayerJob──▶ copier ──LayerJob──▶ compute ──StepOutput──▶ sampler
-//      │ (RAM, storage)      ▲ staging credits    ▲ slot credits    ▲   │                      │
-//      └──────────────── (resident tier) ──────────────────────────▶│   │                      │
-//      ▲ depth credits (returned by compute as each layer is done) ─────┘                      │
+//      │ (RAM, storage)      ▲ staging credits    ▲ slot credits    ▲   │ ▲                    │
+//      └──────────── (resident and CPU tiers) ─────────────────────▶│   │ │                    │
+//      ▲ depth credits (returned by compute as each layer is done) ─────┘ │                    │
 //                                          compute ◀──StepInput (the prompt, or the next token)┘
+//                                          compute ──CpuWork (hidden state)──▶ cpu-compute ──┐
+//                                             ▲──────────── CpuWork (the state after it) ◀──┘
 //
 //   The device link (the backend's, model/device_link.h) under copier and
 //   compute: on CUDA the copier's cudaMemcpyAsync records an event, compute's
@@ -30,6 +32,7 @@
 
 #include "actors/compute.h"
 #include "actors/copier.h"
+#include "actors/cpu_compute.h"
 #include "actors/planner.h"
 #include "actors/reader.h"
 
@@ -53,12 +56,15 @@ struct Pipeline::Graph {
         to_compute(opt.depth),
         steps(2),
         to_sampler(2),
+        to_cpu(1),
+        from_cpu(1),
         // Actors.
         planner(plan, depth, to_reader, to_compute, rc, tracer),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
-        compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, rc, tracer,
-                opt.io_only),
+        compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
+                rc, tracer, opt.io_only),
+        cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
         sampler(to_sampler, steps, rc, tracer) {
   }
 
@@ -69,10 +75,12 @@ struct Pipeline::Graph {
   Mailbox<LayerJob> to_reader, to_copier, to_compute;
   Mailbox<StepInput> steps;
   Mailbox<StepOutput> to_sampler;
+  Mailbox<CpuWork> to_cpu, from_cpu;
   Planner planner;
   Reader reader;
   Copier copier;
   ComputeActor compute;
+  CpuComputeActor cpu_compute;
   SamplerActor sampler;
 };
 
@@ -81,6 +89,9 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
                                                     const PipelineOptions& opt, Tracer& tracer,
                                                     RunControl& rc) {
   if (opt.depth < 1) return make_error("--depth must be at least 1");
+  if (plan.n_cpu > 0 && !opt.cpu_backend)
+    return make_error("the plan computes %d layers on the CPU but the pipeline has no CPU backend",
+                      plan.n_cpu);
   std::unique_ptr<BlockSource> src;
   uint32_t alignment = 4096;
   if (plan.n_storage > 0) {
@@ -110,6 +121,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   p->threads_.emplace_back([&g] { g.copier.run(); });
   p->threads_.emplace_back([&g] { g.compute.run(); });
   p->threads_.emplace_back([&g] { g.sampler.run(); });
+  if (plan.n_cpu > 0) p->threads_.emplace_back([&g] { g.cpu_compute.run(); });
   return p;
 }
 

@@ -26,6 +26,7 @@ struct PipelineOptions {
   SourceOptions source;         // the reader's block source (kind, queue depth, chunk size)
   bool io_only = false;         // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;           // the backend's context (positions per sequence)
+  Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (plans with n_cpu > 0)
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
   std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
 };

@@ -31,7 +31,11 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Host memory for RAM-tier layers and staging, e.g. 48GiB (default: available)");
   sub->add_option(
       "--tiers", o.tiers,
-      "Force tiers per layer: A resident, B RAM, C storage (e.g. AABBCC, or C for all)");
+      "Force tiers per layer: A resident, H computed on the CPU, B RAM, C storage (e.g. AAHBHB, or C "
+      "for all)");
+  sub->add_option("--cpu-layers", o.cpu_layers,
+                  "Non-resident layers the CPU computes from RAM, spread between the streamed ones")
+      ->capture_default_str();
   sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")

@@ -91,3 +91,22 @@ TEST_CASE("tier plan: a budget below the minimum says what does not fit and by h
     CHECK(e.find("short") != std::string::npos);
   }
 }
+
+TEST_CASE("tier plan: --cpu-layers spreads CPU-tier layers between the streamed ones") {
+  PlanInputs in = inputs(3000 + 2 * max_layer() + layer_bytes(0), UINT64_MAX);
+  in.cpu_layers = 1;
+  auto p = plan_tiers(model().map, in);
+  REQUIRE(p.has_value());
+  CHECK(p->n_resident == 1);
+  CHECK(p->n_cpu == 1);
+  CHECK(p->layer_tier[2] == Tier::Cpu);  // the middle of layers 1..3
+  CHECK(p->n_ram == 2);
+  CHECK(p->cpu_bytes_per_step == layer_bytes(2));
+  CHECK(p->streamed_bytes_per_step == layer_bytes(1) + layer_bytes(3));
+  CHECK(p->to_text().find("AHBH") == std::string::npos);  // layers read A B H B
+  CHECK(p->to_text().find("ABHB") != std::string::npos);
+  in.cpu_layers = 4;
+  auto bad = plan_tiers(model().map, in);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().message.find("--cpu-layers 4") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -99,7 +100,11 @@ RunResult run_pipeline(const TierPlan& plan, int depth, PipelineOptions opt = {}
 
 std::vector<Tier> mix(const std::string& s) {
   std::vector<Tier> t;
-  for (char c : s) t.push_back(c == 'A' ? Tier::Resident : c == 'B' ? Tier::Ram : Tier::Storage);
+  for (char c : s)
+    t.push_back(c == 'A'   ? Tier::Resident
+                : c == 'B' ? Tier::Ram
+                : c == 'H' ? Tier::Cpu
+                           : Tier::Storage);
   return t;
 }
 
@@ -126,6 +131,38 @@ TEST_CASE("pipeline: every tier mix and depth/staging/slot setting matches the r
         }
   }
   MESSAGE(runs << " pipeline runs, each bit-identical to the resident path");
+}
+
+TEST_CASE("pipeline: CPU-tier layers (hybrid plans) match the resident path bit for bit") {
+  // The CPU tier's backend is a second CpuBackend: the hidden state leaves
+  // the main backend, crosses to the cpu-compute actor and comes back.
+  const std::vector<float> ref = reference_logits();
+  const Model& m = model();
+  int runs = 0;
+  for (const char* tiers : {"HHHH", "AHBH", "HCAH", "BHCH"}) {
+    for (int depth : {1, 2, 4}) {
+      CAPTURE(tiers);
+      CAPTURE(depth);
+      CpuBackend cpu_tier(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      PipelineOptions opt;
+      opt.cpu_backend = &cpu_tier;
+      const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+      CHECK(plan.n_cpu == static_cast<int32_t>(std::count(tiers, tiers + 4, 'H')));
+      RunResult r = run_pipeline(plan, depth, opt, depth == 4 ? 200 : 0);
+      REQUIRE_MESSAGE(r.status.ok(), (r.status.ok() ? "" : r.status.error().message));
+      REQUIRE(r.logits.size() == ref.size());
+      CHECK(std::memcmp(r.logits.data(), ref.data(), ref.size() * sizeof(float)) == 0);
+      ++runs;
+    }
+  }
+  MESSAGE(runs << " hybrid runs, each bit-identical to the resident path");
+}
+
+TEST_CASE("pipeline: a CPU-tier plan without a CPU backend is an error, not a hang") {
+  const TierPlan plan = plan_forced(model().map, mix("AHAH"), 2, 2, 4096);
+  RunResult r = run_pipeline(plan, 2);
+  REQUIRE_FALSE(r.status.ok());
+  CHECK(r.status.error().message.find("CPU backend") != std::string::npos);
 }
 
 TEST_CASE("pipeline: random delays in every actor over thousands of layer passes") {

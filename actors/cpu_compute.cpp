@@ -1,0 +1,38 @@
+#include "actors/cpu_compute.h"
+
+namespace ls {
+
+CpuComputeActor::CpuComputeActor(const Model& m, Backend& cpu, const LayerMemory& mem,
+                                 Mailbox<CpuWork>& in, Mailbox<CpuWork>& out, RunControl& rc,
+                                 Tracer& tracer)
+    : m_(m), cpu_(cpu), mem_(mem), in_(in), out_(out), rc_(rc), tracer_(tracer) {}
+
+void CpuComputeActor::run() {
+  const int track = tracer_.register_track("cpu-compute");
+  while (!rc_.stopped()) {
+    std::optional<CpuWork> w;
+    {
+      TraceScope wait(tracer_, track, "wait hidden", SpanKind::Starved, -1, -1);
+      w = in_.pop(rc_);
+    }
+    if (!w) return;
+    const int32_t l = w->layer;
+    {
+      TraceScope span(tracer_, track, "cpu layer", SpanKind::Busy, l, w->step,
+                      m_.map.layers[l].range_bytes);
+      rc_.chaos();
+      const LayerView v = packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
+                                            mem_.layout(l), mem_.ram_layer(l));
+      Status st = cpu_.import_hidden(*w->batch, w->hidden);
+      if (st.ok()) st = cpu_.layer(static_cast<uint32_t>(l), v);
+      if (st.ok()) st = cpu_.export_hidden(w->hidden);
+      if (!st.ok()) {
+        rc_.fail("cpu-compute", l, w->step, st.error().message);
+        return;
+      }
+    }
+    if (!out_.push(*w, rc_)) return;
+  }
+}
+
+}  // namespace ls
