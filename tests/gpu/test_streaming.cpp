@@ -6,12 +6,16 @@
 // token_embd on the device and in host memory — on the tiny preset (4
 // layers) in Q4_K_M and Q8_0 and on the 1b preset (16 layers) in Q4_K_M.
 // Bit-identical because the same kernels run on the same data in the same
-// order; only where the bytes came from differs.
+// order; only where the bytes came from differs. Hybrid plans (CPU-tier
+// layers computed by the CPU backend) agree to rounding, with the same
+// greedy tokens.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
+#include "model/cpu_backend.h"
 #include "model/cuda_backend.h"
 #include "model/model.h"
 #include "model/synth.h"
@@ -37,7 +41,10 @@ std::vector<Tier> mix(const std::string& s, size_t n) {
   std::vector<Tier> t;
   for (size_t l = 0; l < n; ++l) {
     const char c = s[l % s.size()];
-    t.push_back(c == 'A' ? Tier::Resident : c == 'B' ? Tier::Ram : Tier::Storage);
+    t.push_back(c == 'A'   ? Tier::Resident
+                : c == 'B' ? Tier::Ram
+                : c == 'H' ? Tier::Cpu
+                           : Tier::Storage);
   }
   return t;
 }
@@ -54,7 +61,8 @@ std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan, b
 }
 
 // The last logits row of the prompt and of each greedy step.
-std::vector<float> run(const Model& m, Backend& be, const TierPlan& plan, int depth) {
+std::vector<float> run(const Model& m, Backend& be, const TierPlan& plan, int depth,
+                       Backend* cpu_tier = nullptr) {
   const int V = static_cast<int>(m.config().n_vocab);
   Tracer tracer(false);
   RunControl rc;
@@ -62,6 +70,7 @@ std::vector<float> run(const Model& m, Backend& be, const TierPlan& plan, int de
   opt.depth = depth;
   opt.n_ctx = kCtx;
   opt.source.log = false;
+  opt.cpu_backend = cpu_tier;
   auto p = Pipeline::start(m, be, plan, opt, tracer, rc);
   REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().message));
   std::vector<float> out;
@@ -147,4 +156,42 @@ TEST_CASE("cuda streaming: 1b Q4_K_M, tier mixes and settings, bit-identical") {
   check_model(**m, {"B", "C", "ABC", "CCBBA"},
               {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}, {4, 4, 4}, {1, 4, 2}, {4, 1, 3}, {2, 3, 4}});
   std::filesystem::remove(path);
+}
+
+TEST_CASE("cuda streaming: hybrid plans (CPU-tier layers between GPU ones) keep the greedy tokens") {
+  LS_GPU_TEST_GUARD();
+  // The CPU computes its layers in f32 where the GPU may round differently,
+  // so logits agree to rounding (<= 2e-2 of their range, as CUDA vs CPU) and
+  // the greedy tokens must be the same.
+  for (const char* quant : {"q4_k_m", "q8_0"}) {
+    CAPTURE(quant);
+    auto mr = open_model(test::tiny_model_path("ls_gpu_test_streaming", quant));
+    REQUIRE(mr.has_value());
+    const Model& m = **mr;
+    const size_t L = m.config().n_layer;
+    const int V = static_cast<int>(m.config().n_vocab);
+    const TierPlan resident = plan_forced(m.map, mix("A", L), 1, 1, 4096);
+    std::vector<float> ref;
+    {
+      auto be = backend_for(m, resident, true);
+      ref = run(m, *be, resident, 2);
+    }
+    for (const char* tiers : {"H", "AHBH", "HCAH"}) {
+      CAPTURE(tiers);
+      const TierPlan plan = plan_forced(m.map, mix(tiers, L), 2, 2, 4096);
+      auto be = backend_for(m, plan, false);
+      CpuBackend cpu(m.config(), m.globals(), kCtx, 1, KvType::F16, 4);
+      const std::vector<float> got = run(m, *be, plan, 3, &cpu);
+      REQUIRE(got.size() == ref.size());
+      double max_ref = 0, max_diff = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        max_ref = std::max(max_ref, std::fabs(double(ref[i])));
+        max_diff = std::max(max_diff, std::fabs(double(got[i]) - ref[i]));
+      }
+      MESSAGE(tiers << ": max |hybrid - gpu| / max |gpu| = " << max_diff / max_ref);
+      CHECK(max_diff <= 2e-2 * max_ref);
+      for (int s = 0; s < kGenerated; ++s)
+        CHECK(argmax(got.data() + s * V, V) == argmax(ref.data() + s * V, V));
+    }
+  }
 }
