@@ -15,6 +15,15 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   rope_.freq_factors = g.rope_freqs;
   scratch_.resize(pool_.size());
   for (auto& s : scratch_) s.resize(std::max<size_t>({c.n_embd, c.n_ff, n_ctx}));
+  // Rows are at most n_ff long (w_down) or n_embd (everything else).
+  mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
+}
+
+void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
+  if (matmul_cpu_supports(w) && w.n_in <= mm_scratch_.max_n_in())
+    matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
+  else
+    matmul_f32(pool_, w, x, n_tok, y, scratch_);
 }
 
 void CpuBackend::reserve(size_t n) {
@@ -76,9 +85,9 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   // Attention block.
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.attn_norm, xn_.data() + t * E, E, c_.rms_eps);
-  matmul_f32(pool_, w.wq, xn_.data(), n, q_.data(), scratch_);
-  matmul_f32(pool_, w.wk, xn_.data(), n, k_.data(), scratch_);
-  matmul_f32(pool_, w.wv, xn_.data(), n, v_.data(), scratch_);
+  matmul(w.wq, xn_.data(), n, q_.data());
+  matmul(w.wk, xn_.data(), n, k_.data());
+  matmul(w.wv, xn_.data(), n, v_.data());
   for (int64_t t = 0; t < n; ++t) {
     rope_f32(q_.data() + t * E, c_.n_head, HD, batch_.pos[t], rope_);
     rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
@@ -112,16 +121,16 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
       for (int64_t i = 0; i < HD; ++i) out[i] += a * v[i];
     }
   });
-  matmul_f32(pool_, w.wo, att_.data(), n, o_.data(), scratch_);
+  matmul(w.wo, att_.data(), n, o_.data());
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
 
   // Feed-forward block.
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.ffn_norm, xn_.data() + t * E, E, c_.rms_eps);
-  matmul_f32(pool_, w.w_gate, xn_.data(), n, gate_.data(), scratch_);
-  matmul_f32(pool_, w.w_up, xn_.data(), n, up_.data(), scratch_);
+  matmul(w.w_gate, xn_.data(), n, gate_.data());
+  matmul(w.w_up, xn_.data(), n, up_.data());
   silu_mul_f32(gate_.data(), up_.data(), gate_.data(), n * F);
-  matmul_f32(pool_, w.w_down, gate_.data(), n, o_.data(), scratch_);
+  matmul(w.w_down, gate_.data(), n, o_.data());
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
   return ok();
 }
@@ -134,7 +143,7 @@ Status CpuBackend::finish(float* logits) {
     rmsnorm_f32(h_.data() + t * E, g_.output_norm, xn_.data() + m * E, E, c_.rms_eps);
     ++m;
   }
-  if (m > 0) matmul_f32(pool_, g_.output, xn_.data(), m, logits, scratch_);
+  if (m > 0) matmul(g_.output, xn_.data(), m, logits);
   return ok();
 }
 

@@ -1,6 +1,8 @@
 // The CPU backend: the Llama forward in float32 activations, weights read in
-// place in any GGUF format (dequantized row by row), threads from one
-// persistent pool. It is the correctness oracle of the CUDA backend and what
+// place in any GGUF format, threads from one persistent pool. Matmuls in
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run the SIMD kernels of kernels/cpu/
+// (f32 activations: the same products as the reference, summed in another
+// order); other types are dequantized row by row (kernels/ref/matmul). It is the correctness oracle of the CUDA backend and what
 // CI runs end to end; the layer-at-a-time interface is the one the streaming
 // runtime's CPU compute actor drives.
 // defines: CpuBackend
@@ -9,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/matmul_cpu.h"
 #include "kernels/ref/ops.h"
 #include "model/backend.h"
 #include "model/kv_cache.h"
@@ -34,6 +37,8 @@ class CpuBackend final : public Backend {
  private:
   void reserve(size_t n_tok);
   Status check_batch(const Batch& b) const;
+  // y = x · Wᵀ through kernels/cpu/ when it handles W, else the reference.
+  void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y);
 
   LlamaConfig c_;
   GlobalView g_;
@@ -41,6 +46,7 @@ class CpuBackend final : public Backend {
   KvCache kv_;
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
+  CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
   Batch batch_;
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.

@@ -1,7 +1,10 @@
 // layerstream probe: measure this machine's ceilings, so that every benchmark
 // can print its result as a ratio to them. Storage: O_DIRECT reads of a given
 // file at several queue depths (io/probe_storage). GPU: pinned and pageable
-// H2D, device memory bandwidth (runtime/probe_gpu.cu, CUDA builds).
+// H2D, device memory bandwidth (runtime/probe_gpu.cu, CUDA builds). Host:
+// multi-threaded read bandwidth of RAM (runtime/probe_host), the ceiling of
+// the CPU compute tier, with all cores and any given thread counts.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +12,7 @@
 
 #include "io/block_source.h"
 #include "io/probe_storage.h"
+#include "runtime/probe_host.h"
 #ifdef LS_HAVE_CUDA
 #include "model/cuda_backend.h"
 #include "runtime/probe_gpu.h"
@@ -76,9 +80,56 @@ bool probe_gpu(std::vector<GpuRow>& rows, std::string& why_not) {
 #endif
 }
 
+// ---- Host memory read bandwidth (runtime/probe_host) ------------------------
+// One row per thread count (0 = all cores), on one buffer. Returns false with
+// why_not set when the buffer cannot be had.
+bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int passes,
+                nlohmann::json& j, std::string& why_not) {
+  auto bytes = parse_bytes(bytes_arg);
+  if (!bytes) {
+    why_not = "--host-bytes " + bytes.error().message;
+    return false;
+  }
+  const int all = default_thread_count();
+  if (threads.empty()) threads = {0};
+  int most = 1;
+  for (int& t : threads) {
+    if (t <= 0) t = all;
+    most = std::max(most, t);
+  }
+  ThreadPool fill_pool(most);
+  auto buf = HostReadBuffer::make(fill_pool, *bytes);
+  if (!buf) {
+    why_not = buf.error().message;
+    return false;
+  }
+  std::printf("%-34s  %7s  %12s  %8s  %8s\n", "host", "threads", "GB/s median", "min", "max");
+  j["bytes"] = buf->bytes();
+  j["passes"] = passes;
+  j["rows"] = nlohmann::json::array();
+  double best = 0;
+  for (int t : threads) {
+    ThreadPool pool(t);
+    const HostBandwidth r = probe_host_read(pool, *buf, passes);
+    char what[64];
+    std::snprintf(what, sizeof what, "memory read (%.2f GB)", buf->bytes() / 1e9);
+    std::printf("%-34s  %7d  %12.2f  %8.2f  %8.2f\n", what, t, r.median, r.min, r.max);
+    j["rows"].push_back({{"threads", t},
+                         {"gbps_median", r.median},
+                         {"gbps_min", r.min},
+                         {"gbps_max", r.max},
+                         {"gbps_passes", r.gbps}});
+    best = std::max(best, r.median);
+  }
+  j["ceiling_gbps"] = best;
+  std::printf("host read ceiling: %.2f GB/s\n", best);
+  return true;
+}
+
 int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const std::string& chunk,
               const std::string& bytes, int passes, const std::string& source,
-              const std::string& json_out) {
+              const std::string& json_out, const std::string& host_bytes,
+              const std::vector<int>& host_threads, int host_passes) {
   nlohmann::json j;
   if (!file.empty()) {
     ProbeOptions o;
@@ -145,8 +196,21 @@ int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const s
     j["storage"] = nullptr;
   }
 
-  std::vector<GpuRow> gpu;
   std::string why_not;
+  if (host_bytes == "0") {
+    std::printf("host: not measured (--host-bytes 0)\n");
+    j["host"] = nullptr;
+  } else {
+    nlohmann::json h;
+    if (probe_host(host_bytes, host_threads, host_passes, h, why_not)) {
+      j["host"] = h;
+    } else {
+      std::printf("host: %s\n", why_not.c_str());
+      j["host"] = nullptr;
+    }
+  }
+
+  std::vector<GpuRow> gpu;
   if (probe_gpu(gpu, why_not)) {
     std::printf("%-34s  %12s  %8s  %8s\n", "gpu", "GB/s median", "min", "max");
     j["gpu"] = nlohmann::json::array();
@@ -177,11 +241,13 @@ int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const s
 }  // namespace
 
 Command add_probe(CLI::App& app) {
-  auto* sub = app.add_subcommand("probe", "Measure this machine's ceilings: storage read, GPU");
+  auto* sub =
+      app.add_subcommand("probe", "Measure this machine's ceilings: storage read, host memory, GPU");
   struct Args {
-    std::string file, chunk = "1MiB", bytes, source = "auto", json;
+    std::string file, chunk = "1MiB", bytes, source = "auto", json, host_bytes = "2GiB";
     std::vector<uint32_t> qd = {1, 4, 16, 32};
-    int passes = 3;
+    std::vector<int> host_threads = {0};
+    int passes = 3, host_passes = 5;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("-f,--file", a->file, "File to read (the model): O_DIRECT where allowed");
@@ -196,8 +262,19 @@ Command add_probe(CLI::App& app) {
   sub->add_option("--source", a->source, "Block source: auto, uring, pread, buffered")
       ->capture_default_str();
   sub->add_option("--json", a->json, "Also write the results as JSON to this file");
-  return
-      [a] { return run_probe(a->file, a->qd, a->chunk, a->bytes, a->passes, a->source, a->json); };
+  sub->add_option("--host-bytes", a->host_bytes,
+                  "Host memory read: buffer size, well past the caches (0: skip)")
+      ->capture_default_str();
+  sub->add_option("--host-threads", a->host_threads,
+                  "Host memory read: thread counts, comma-separated (0: all cores)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--host-passes", a->host_passes, "Host memory read: timed passes per count")
+      ->capture_default_str();
+  return [a] {
+    return run_probe(a->file, a->qd, a->chunk, a->bytes, a->passes, a->source, a->json,
+                     a->host_bytes, a->host_threads, a->host_passes);
+  };
 }
 
 }  // namespace ls

@@ -1,0 +1,285 @@
+// bench_cpu_matmul: the CPU compute tier's matmul (kernels/cpu/matmul_cpu)
+// at the Llama 70B shapes, against this machine's host memory bandwidth
+// measured in the same run (runtime/probe_host: a multi-threaded read of a
+// 2 GiB buffer, median of 5, per thread count).
+//
+// Per type (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0), shape (n_in x n_out in ggml
+// order: 8192x8192 wq/wo, 8192x28672 gate/up, 28672x8192 down, 8192x1024
+// wk/wv), token count, thread count and ISA variant: GB/s of weight bytes
+// read (median, min, max of --reps calls after one warm-up) and its ratio to
+// the host read bandwidth at the same thread count. Each call reads a
+// different slice of a weight buffer of at least 512 MB, so small shapes
+// come from DRAM, as a real layer's weights do, not from the last-level cache.
+// Weights are random bytes with finite fp16 scales (the speed does not
+// depend on the values; quantizing 235M floats would take minutes).
+//
+// Usage: ls_bench_cpu_matmul [--threads 1,2] [--ntok 1,8] [--isa best|all|avx512,...]
+//          [--types q4_k,...] [--reps 9] [--host-bytes-gib 2] [--ref] [--json out.json]
+// --ref adds the reference matmul_f32 (dequantize a row, f32 dot) at n_tok 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/ggml_type.h"
+#include "kernels/half.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/ref/matmul.h"
+#include "runtime/probe_host.h"
+#include "runtime/thread_pool.h"
+
+using namespace ls;
+
+namespace {
+
+struct Stats {
+  double med, min, max;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+// Offsets of the fp16 fields in a block (patched to finite values).
+std::vector<size_t> half_fields(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {0, 2};
+    case GgmlType::Q6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {0};
+  }
+}
+
+// Random bytes (xorshift per 8 bytes, in parallel), then finite scales.
+void fill_weights(ThreadPool& pool, GgmlType t, uint8_t* p, uint64_t bytes) {
+  const uint64_t block = ggml_traits(t).block_bytes;
+  const uint64_t n_blocks = bytes / block;
+  const int64_t n_tasks = 64;
+  const uint64_t per = (n_blocks + n_tasks - 1) / n_tasks;
+  pool.run(n_tasks, [&, per](int64_t task, int) {
+    uint64_t x = 0x9E3779B97F4A7C15ull * (task + 1);
+    const uint64_t b0 = task * per, b1 = std::min(n_blocks, b0 + per);
+    for (uint64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = p + b * block;
+      for (uint64_t i = 0; i < block; i += 8) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(blk + i, &x, std::min<uint64_t>(8, block - i));
+      }
+      for (size_t f : half_fields(t)) {
+        const uint16_t h = fp32_to_fp16(0.01f * static_cast<float>(x % 1000) / 1000.0f);
+        std::memcpy(blk + f, &h, 2);
+      }
+    }
+  });
+}
+
+struct Shape {
+  int64_t n_in, n_out;
+  const char* role;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads;
+  std::vector<int64_t> ntoks = {1, 8};
+  std::vector<std::string> isa_names = {"best"};
+  std::vector<std::string> type_names = {"q4_k", "q5_k", "q6_k", "q8_0", "q4_0"};
+  int reps = 9;
+  double host_gib = 2;
+  bool with_ref = false;
+  std::string json_out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--threads") {
+      for (auto& s : split(next())) threads.push_back(std::atoi(s.c_str()));
+    } else if (a == "--ntok") {
+      ntoks.clear();
+      for (auto& s : split(next())) ntoks.push_back(std::atoll(s.c_str()));
+    } else if (a == "--isa") {
+      isa_names = split(next());
+    } else if (a == "--types") {
+      type_names = split(next());
+    } else if (a == "--reps") {
+      reps = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--host-bytes-gib") {
+      host_gib = std::atof(next().c_str());
+    } else if (a == "--ref") {
+      with_ref = true;
+    } else if (a == "--json") {
+      json_out = next();
+    } else {
+      std::fprintf(stderr, "unknown argument %s (see the header of bench_cpu_matmul.cpp)\n",
+                   a.c_str());
+      return 2;
+    }
+  }
+  const int all = default_thread_count();
+  if (threads.empty())
+    for (int t = 1; t <= all; ++t) threads.push_back(t);
+  const int most = *std::max_element(threads.begin(), threads.end());
+
+  std::vector<CpuIsa> isas;
+  for (const auto& n : isa_names) {
+    if (n == "best") {
+      isas.push_back(cpu_isa_best());
+    } else if (n == "all") {
+      for (CpuIsa i : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Portable})
+        if (cpu_isa_supported(i)) isas.push_back(i);
+    } else {
+      auto i = cpu_isa_from_name(n);
+      if (!i || !cpu_isa_supported(*i)) {
+        std::fprintf(stderr, "--isa %s: not a variant this CPU runs\n", n.c_str());
+        return 2;
+      }
+      isas.push_back(*i);
+    }
+  }
+
+  // ---- The bound: host memory read bandwidth per thread count ----------------
+  ThreadPool fill_pool(most);
+  std::vector<double> host(most + 1, 0.0);
+  {
+    auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
+    if (!buf) {
+      std::fprintf(stderr, "%s\n", buf.error().message.c_str());
+      return 1;
+    }
+    std::printf("bound: host memory read, %.2f GB buffer, median of 5 passes\n",
+                buf->bytes() / 1e9);
+    std::printf("%8s  %12s  %8s  %8s\n", "threads", "GB/s median", "min", "max");
+    for (int t : threads) {
+      ThreadPool pool(t);
+      const HostBandwidth r = probe_host_read(pool, *buf, 5);
+      host[t] = r.median;
+      std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
+    }
+  }
+  std::printf("cpu: best matmul variant %s\n\n", cpu_isa_name(cpu_isa_best()));
+
+  const Shape shapes[] = {{8192, 8192, "wq/wo"},
+                          {8192, 28672, "gate/up"},
+                          {28672, 8192, "down"},
+                          {8192, 1024, "wk/wv"}};
+  std::printf("%-5s %-11s %-7s %4s %3s %-8s %8s %10s %8s %8s %10s %6s\n", "type", "n_in x n_out",
+              "", "ntok", "thr", "isa", "MB", "GB/s med", "min", "max", "host GB/s", "ratio");
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<float> x, y;
+  for (const auto& tn : type_names) {
+    auto t = ggml_type_from_name(tn);
+    if (!t || !matmul_cpu_supports({*t, nullptr, 8192, 1})) {
+      std::fprintf(stderr, "--types %s: not a type matmul_cpu handles\n", tn.c_str());
+      return 2;
+    }
+    // One buffer per type, at least 512 MB, so rotating slices come from DRAM.
+    uint64_t largest = 0;
+    for (const Shape& s : shapes)
+      largest = std::max<uint64_t>(largest, ggml_row_bytes(*t, s.n_in) * s.n_out);
+    const uint64_t buf_bytes = std::max<uint64_t>(largest, 512ull << 20);
+    std::vector<uint8_t> wbuf(buf_bytes);
+    fill_weights(fill_pool, *t, wbuf.data(), buf_bytes);
+    for (const Shape& s : shapes) {
+      const uint64_t wbytes = ggml_row_bytes(*t, s.n_in) * s.n_out;
+      const uint64_t n_slices = std::max<uint64_t>(1, buf_bytes / wbytes);
+      for (int64_t nt : ntoks) {
+        x.assign(nt * s.n_in, 0.0f);
+        std::mt19937 rng(1);
+        std::normal_distribution<float> nd;
+        for (auto& v : x) v = nd(rng);
+        y.assign(nt * s.n_out, 0.0f);
+        for (int th : threads) {
+          ThreadPool pool(th);
+          CpuMatmulScratch scratch(th, s.n_in);
+          std::vector<std::vector<float>> ref_scratch(th);
+          struct Variant {
+            std::string name;
+            bool ref;
+            CpuIsa isa;
+          };
+          std::vector<Variant> vs;
+          for (CpuIsa i : isas) vs.push_back({cpu_isa_name(i), false, i});
+          if (with_ref && nt == 1) vs.push_back({"ref", true, CpuIsa::Portable});
+          for (const Variant& v : vs) {
+            std::vector<double> gbps;
+            uint64_t slice = 0;
+            for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+              const WeightView w{*t, wbuf.data() + (slice++ % n_slices) * wbytes, s.n_in,
+                                 s.n_out};
+              const auto t0 = std::chrono::steady_clock::now();
+              if (v.ref)
+                matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
+              else
+                matmul_cpu(pool, w, x.data(), nt, y.data(), scratch, v.isa);
+              const double sec =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (r >= 0) gbps.push_back(wbytes / sec / 1e9);
+            }
+            const Stats st = stats(gbps);
+            char shape[32];
+            std::snprintf(shape, sizeof shape, "%ldx%ld", static_cast<long>(s.n_in),
+                          static_cast<long>(s.n_out));
+            std::printf("%-5s %-11s %-7s %4ld %3d %-8s %8.1f %10.2f %8.2f %8.2f %10.2f %6.2f\n",
+                        ggml_type_name(*t), shape, s.role, static_cast<long>(nt), th,
+                        v.name.c_str(), wbytes / 1e6, st.med, st.min, st.max, host[th],
+                        st.med / host[th]);
+            std::fflush(stdout);
+            rows.push_back({{"type", ggml_type_name(*t)},
+                            {"n_in", s.n_in},
+                            {"n_out", s.n_out},
+                            {"n_tok", nt},
+                            {"threads", th},
+                            {"isa", v.name},
+                            {"weight_bytes", wbytes},
+                            {"gbps_median", st.med},
+                            {"gbps_min", st.min},
+                            {"gbps_max", st.max},
+                            {"host_gbps", host[th]},
+                            {"ratio", st.med / host[th]}});
+          }
+        }
+      }
+    }
+  }
+  if (!json_out.empty()) {
+    nlohmann::json j;
+    j["host_gbps_by_threads"] = nlohmann::json::object();
+    for (int t : threads) j["host_gbps_by_threads"][std::to_string(t)] = host[t];
+    j["rows"] = rows;
+    std::ofstream f(json_out);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json_out.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
