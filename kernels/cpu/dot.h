@@ -9,8 +9,9 @@
 //
 // Summation order, fixed per variant (so results do not depend on threads):
 //   scalar : 16 lanes (i mod 16), each n/16 terms, then a pairwise tree.
-//   avx2   : 8 lanes, each n/8 terms (both halves of a group into one
-//            accumulator: 8 tokens × 2 accumulators would not fit 16 registers).
+//   avx2   : n_tok <= 4: 2 × 8 lanes (the two halves of each group), each
+//            n/16 terms; n_tok >= 5: 8 lanes, each n/8 terms (8 tokens × 2
+//            accumulators would not fit in 16 registers).
 //   avx512 : 2 × 16 lanes (even and odd groups: two independent FMA chains
 //            hide the 4-cycle latency at n_tok = 1), each n/32 terms.
 // defines: dot_g16_f32_scalar(), dot_g16_f32_avx2(), dot_g16_f32_avx512(), kDotMaxTokens
@@ -24,13 +25,27 @@ namespace ls {
 
 inline constexpr int kDotMaxTokens = 8;
 
+// The next weight row, fetched into cache while this one is dotted: without
+// it a thread alternates between waiting for memory (unpacking) and
+// computing (the dot), and pays for both. The dot spreads the prefetches
+// evenly over its loop (a byte cursor advancing bytes·32/n per 32 values),
+// so loads and arithmetic overlap. bytes = 0: nothing to fetch.
+struct RowPrefetch {
+  const uint8_t* p = nullptr;
+  int64_t bytes = 0;
+  // Cursor step per 32 values, in 1/65536 bytes (fixed point: no division
+  // in the loop).
+  int64_t step16(int64_t n) const { return n > 0 ? (bytes << 16) / n * 32 : 0; }
+};
+
 // n: values in the row (a multiple of 32); w.m == nullptr: no min.
-// n_tok in 1..kDotMaxTokens.
+// n_tok in 1..kDotMaxTokens. pf: the next row to prefetch (the portable
+// variant ignores it).
 void dot_g16_f32_scalar(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                        float* y, int64_t ldy);
+                        float* y, int64_t ldy, const RowPrefetch& pf);
 void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                      float* y, int64_t ldy);
+                      float* y, int64_t ldy, const RowPrefetch& pf);
 void dot_g16_f32_avx512(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                        float* y, int64_t ldy);
+                        float* y, int64_t ldy, const RowPrefetch& pf);
 
 }  // namespace ls

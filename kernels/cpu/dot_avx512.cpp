@@ -40,10 +40,16 @@ LS_AVX512 inline __m512 weights16(const G16Row& w, int64_t g) {
 
 template <int NT, bool kMin>
 LS_AVX512 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, float* y,
-                      int64_t ldy) {
+                      int64_t ldy, const RowPrefetch& pf) {
+  const int64_t step16 = pf.step16(n);
+  int64_t pf16 = 0;
   __m512 acc0[NT], acc1[NT];
   for (int t = 0; t < NT; ++t) acc0[t] = acc1[t] = _mm512_setzero_ps();
   for (int64_t i = 0, g = 0; i < n; i += 32, g += 2) {
+    if (step16) {
+      _mm_prefetch(reinterpret_cast<const char*>(pf.p + (pf16 >> 16)), _MM_HINT_T0);
+      pf16 += step16;
+    }
     const __m512 w0 = weights16<kMin>(w, g), w1 = weights16<kMin>(w, g + 1);
     for (int t = 0; t < NT; ++t) {
       acc0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + t * ldx + i), acc0[t]);
@@ -55,26 +61,26 @@ LS_AVX512 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, f
 
 template <bool kMin>
 LS_AVX512 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                       float* y, int64_t ldy) {
+                       float* y, int64_t ldy, const RowPrefetch& pf) {
   switch (n_tok) {
-    case 1: return dot_nt<1, kMin>(w, n, x, ldx, y, ldy);
-    case 2: return dot_nt<2, kMin>(w, n, x, ldx, y, ldy);
-    case 3: return dot_nt<3, kMin>(w, n, x, ldx, y, ldy);
-    case 4: return dot_nt<4, kMin>(w, n, x, ldx, y, ldy);
-    case 5: return dot_nt<5, kMin>(w, n, x, ldx, y, ldy);
-    case 6: return dot_nt<6, kMin>(w, n, x, ldx, y, ldy);
-    case 7: return dot_nt<7, kMin>(w, n, x, ldx, y, ldy);
-    default: return dot_nt<8, kMin>(w, n, x, ldx, y, ldy);
+    case 1: return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 2: return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 3: return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 4: return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 5: return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 6: return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 7: return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
+    default: return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
   }
 }
 
 }  // namespace
 
 void dot_g16_f32_avx512(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                        float* y, int64_t ldy) {
+                        float* y, int64_t ldy, const RowPrefetch& pf) {
   assert(n % 32 == 0 && n_tok >= 1 && n_tok <= kDotMaxTokens);
-  if (w.m) return dot_any<true>(w, n, x, ldx, n_tok, y, ldy);
-  return dot_any<false>(w, n, x, ldx, n_tok, y, ldy);
+  if (w.m) return dot_any<true>(w, n, x, ldx, n_tok, y, ldy, pf);
+  return dot_any<false>(w, n, x, ldx, n_tok, y, ldy, pf);
 }
 
 }  // namespace ls
@@ -83,8 +89,8 @@ void dot_g16_f32_avx512(const G16Row& w, int64_t n, const float* x, int64_t ldx,
 
 namespace ls {
 void dot_g16_f32_avx512(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                        float* y, int64_t ldy) {
-  dot_g16_f32_scalar(w, n, x, ldx, n_tok, y, ldy);
+                        float* y, int64_t ldy, const RowPrefetch& pf) {
+  dot_g16_f32_scalar(w, n, x, ldx, n_tok, y, ldy, pf);
 }
 }  // namespace ls
 

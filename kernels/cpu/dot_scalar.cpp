@@ -16,8 +16,9 @@
 namespace ls {
 
 void dot_g16_f32_scalar(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                        float* y, int64_t ldy) {
+                        float* y, int64_t ldy, const RowPrefetch& pf) {
   assert(n % 32 == 0 && n_tok >= 1 && n_tok <= kDotMaxTokens);
+  (void)pf;
   float acc[kDotMaxTokens][16] = {};
   for (int64_t g = 0; g < n / 16; ++g) {
     float wf[16];

@@ -55,11 +55,13 @@ bool cpu_isa_supported(CpuIsa isa) {
     case CpuIsa::Portable:
       return true;
 #if defined(__x86_64__) || defined(__i386__)
+    // F16C (fp16 scales) came before AVX2 on every x86 CPU, but is checked
+    // anyway: the unpackers use it.
     case CpuIsa::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case CpuIsa::Avx512:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("avx512f");
+             __builtin_cpu_supports("f16c");
+    case CpuIsa::Avx512:
+      return cpu_isa_supported(CpuIsa::Avx2) && __builtin_cpu_supports("avx512f");
 #else
     default:
       return false;

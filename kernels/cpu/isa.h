@@ -15,8 +15,8 @@ namespace ls {
 
 enum class CpuIsa {
   Portable,  // plain C++, any CPU
-  Avx2,      // AVX2 + FMA, 256-bit
-  Avx512,    // AVX-512F (+ AVX2 + FMA for the unpacking), 512-bit
+  Avx2,      // AVX2 + FMA + F16C, 256-bit
+  Avx512,    // AVX-512F (+ AVX2, FMA, F16C for the unpacking), 512-bit
 };
 
 const char* cpu_isa_name(CpuIsa isa);

@@ -28,7 +28,8 @@ bool matmul_cpu_supports(const WeightView& w) {
 namespace {
 
 using UnpackFn = void (*)(GgmlType, const void*, int64_t, const G16Row&);
-using DotFn = void (*)(const G16Row&, int64_t, const float*, int64_t, int, float*, int64_t);
+using DotFn = void (*)(const G16Row&, int64_t, const float*, int64_t, int, float*, int64_t,
+                       const RowPrefetch&);
 
 // Everything a task needs, behind one pointer: a lambda capturing only this
 // fits std::function's small buffer, so pool.run allocates nothing.
@@ -54,9 +55,13 @@ void run_rows(const Job& j, int64_t r0, int64_t r1, int thread) {
     j.unpack(w.type, src, w.n_in, row);
     // The unpacked row stays in L1/L2 across the token tiles: the weights
     // come from memory once, however many tokens there are.
+    // The next row is fetched during the first tile's dot (the last row of
+    // the chunk fetches nothing: the next chunk may be another thread's).
+    const RowPrefetch next{src + j.row_bytes, r + 1 < r1 ? static_cast<int64_t>(j.row_bytes) : 0};
     for (int64_t t0 = 0; t0 < j.n_tok; t0 += kDotMaxTokens) {
       const int nt = static_cast<int>(std::min<int64_t>(kDotMaxTokens, j.n_tok - t0));
-      j.dot(row, w.n_in, j.x + t0 * w.n_in, w.n_in, nt, j.y + t0 * w.n_out + r, w.n_out);
+      j.dot(row, w.n_in, j.x + t0 * w.n_in, w.n_in, nt, j.y + t0 * w.n_out + r, w.n_out,
+            t0 == 0 ? next : RowPrefetch{});
     }
   }
 }

@@ -1,6 +1,10 @@
 // Stage 1 with AVX2: quantized row -> g16 form (kernels/cpu/unpack.h), 32
-// quants per instruction. Scales come from the shared scalar code (a few
-// floats per 256 values). Compiled for AVX2 by a target attribute on each
+// quants per instruction, scales and mins in the same pass (8 per
+// instruction: the scalar unpacking of the packed 6-bit scales, with its
+// fp16 conversions, cost more than the quants and the dot together).
+// fp16 -> f32 is F16C's, exact like kernels/half.h's (which matches it, NaN
+// quieting included); d * sc is one float multiply, as in the reference.
+// Compiled for AVX2 by a target attribute on each
 // function, not a global -march, so the binary still runs on CPUs without
 // it; isa.h decides at run time whether these may be called.
 //
@@ -17,7 +21,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
-#define LS_AVX2 __attribute__((target("avx2,fma")))
+#define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace ls {
 namespace {
@@ -28,11 +32,45 @@ LS_AVX2 inline __m256i load32(const uint8_t* p) {
 LS_AVX2 inline void store32(int8_t* p, __m256i v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
 }
+LS_AVX2 inline float half(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+LS_AVX2 inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return v;
+}
+// 8 floats v0..v7 -> 16 floats v0 v0 v1 v1 ... v7 v7 at out (one per group
+// of 16, for formats whose scale covers 32 values).
+LS_AVX2 inline void store_pairs(float* out, __m256 v) {
+  const __m256 lo = _mm256_unpacklo_ps(v, v), hi = _mm256_unpackhi_ps(v, v);  // v0v0v1v1|v4v4v5v5, v2v2v3v3|v6v6v7v7
+  _mm256_storeu_ps(out, _mm256_permute2f128_ps(lo, hi, 0x20));
+  _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+// The 12 packed bytes of Q4_K / Q5_K (layout at q4_k_scale_min in
+// kernels/quant_blocks.h) as 8 scale bytes and 8 min bytes, four at a time
+// in 32-bit words a, b, c (bytes 0-3, 4-7, 8-11):
+//   scales 0-3 = a & 63          mins 0-3 = b & 63
+//   scales 4-7 = c low nibbles | top 2 bits of a's bytes moved to bits 4-5
+//   mins   4-7 = c high nibbles | top 2 bits of b's bytes moved to bits 4-5
+LS_AVX2 inline void scales_k4(const uint8_t* packed, float d, float dmin, float* s, float* m) {
+  const uint32_t a = load_u32(packed), b = load_u32(packed + 4), c = load_u32(packed + 8);
+  const uint64_t sc = uint64_t(a & 0x3F3F3F3Fu) |
+                      uint64_t((c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u)) << 32;
+  const uint64_t mn = uint64_t(b & 0x3F3F3F3Fu) |
+                      uint64_t(((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u)) << 32;
+  const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+  const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
+  store_pairs(s, _mm256_mul_ps(_mm256_set1_ps(d), scf));
+  store_pairs(m, _mm256_mul_ps(_mm256_set1_ps(dmin), mnf));
+}
 
 // Q4_0: block of 32 = 16 bytes; low nibbles are values 0..15, high 16..31; q - 8.
-LS_AVX2 void quants_q4_0(const BlockQ4_0* b, int64_t nb, int8_t* q) {
+LS_AVX2 void unpack_q4_0(const BlockQ4_0* b, int64_t nb, const G16Row& out) {
   const __m128i lo_mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+  int8_t* q = out.q;
   for (int64_t i = 0; i < nb; ++i, q += 32) {
+    out.s[2 * i] = out.s[2 * i + 1] = half(b[i].d);
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
     const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, lo_mask), eight);
     const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), lo_mask), eight);
@@ -41,9 +79,11 @@ LS_AVX2 void quants_q4_0(const BlockQ4_0* b, int64_t nb, int8_t* q) {
   }
 }
 
-LS_AVX2 void quants_q8_0(const BlockQ8_0* b, int64_t nb, int8_t* q) {
-  for (int64_t i = 0; i < nb; ++i, q += 32)
-    store32(q, load32(reinterpret_cast<const uint8_t*>(b[i].qs)));
+LS_AVX2 void unpack_q8_0(const BlockQ8_0* b, int64_t nb, const G16Row& out) {
+  for (int64_t i = 0; i < nb; ++i) {
+    out.s[2 * i] = out.s[2 * i + 1] = half(b[i].d);
+    store32(out.q + 32 * i, load32(reinterpret_cast<const uint8_t*>(b[i].qs)));
+  }
 }
 
 // Q4_K / Q5_K: per 64 values c, the 32 bytes qs[32c..] give values 64c + l
@@ -51,11 +91,13 @@ LS_AVX2 void quants_q8_0(const BlockQ8_0* b, int64_t nb, int8_t* q) {
 // 16 to the first, bit 2c + 1 to the second (compare-equal against the bit
 // turns it into a byte mask, ANDed with 16).
 template <bool kFive>
-LS_AVX2 void quants_q45_k(const uint8_t* blocks, int64_t nb, int8_t* q) {
+LS_AVX2 void unpack_q45_k(const uint8_t* blocks, int64_t nb, const G16Row& out) {
   using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   const Block* b = reinterpret_cast<const Block*>(blocks);
   const __m256i lo_mask = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+  int8_t* q = out.q;
   for (int64_t i = 0; i < nb; ++i) {
+    scales_k4(b[i].scales, half(b[i].d), half(b[i].dmin), out.s + 16 * i, out.m + 16 * i);
     __m256i h = _mm256_setzero_si256();
     if constexpr (kFive) h = load32(b[i].qh);
     for (int c = 0; c < 4; ++c, q += 64) {
@@ -83,10 +125,17 @@ LS_AVX2 void quants_q45_k(const uint8_t* blocks, int64_t nb, int8_t* q) {
 //   values  96..127 = B high | (H bits 6-7) << 4,   each minus 32.
 // Each pair of high bits is moved to bits 4-5 (a 16-bit shift by 4, 2, 0 or
 // -2) and masked with 0x30.
-LS_AVX2 void quants_q6_k(const BlockQ6_K* b, int64_t nb, int8_t* q) {
+LS_AVX2 void unpack_q6_k(const BlockQ6_K* b, int64_t nb, const G16Row& out) {
   const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
   const __m256i off = _mm256_set1_epi8(32);
+  int8_t* q = out.q;
   for (int64_t i = 0; i < nb; ++i) {
+    // 16 signed scales, one per group: s = d * sc.
+    const __m256 d = _mm256_set1_ps(half(b[i].d));
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
+    _mm256_storeu_ps(out.s + 16 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+    _mm256_storeu_ps(out.s + 16 * i + 8,
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
     for (int half = 0; half < 2; ++half, q += 128) {
       const __m256i A = load32(b[i].ql + 64 * half), B = load32(b[i].ql + 64 * half + 32);
       const __m256i H = load32(b[i].qh + 32 * half);
@@ -107,18 +156,17 @@ LS_AVX2 void quants_q6_k(const BlockQ6_K* b, int64_t nb, int8_t* q) {
 }  // namespace
 
 void unpack_g16_avx2(GgmlType t, const void* src, int64_t n, const G16Row& out) {
-  unpack_g16_scales(t, src, n, out);
   switch (t) {
     case GgmlType::Q4_0:
-      return quants_q4_0(static_cast<const BlockQ4_0*>(src), n / QK4_0, out.q);
+      return unpack_q4_0(static_cast<const BlockQ4_0*>(src), n / QK4_0, out);
     case GgmlType::Q8_0:
-      return quants_q8_0(static_cast<const BlockQ8_0*>(src), n / QK8_0, out.q);
+      return unpack_q8_0(static_cast<const BlockQ8_0*>(src), n / QK8_0, out);
     case GgmlType::Q4_K:
-      return quants_q45_k<false>(static_cast<const uint8_t*>(src), n / QK_K, out.q);
+      return unpack_q45_k<false>(static_cast<const uint8_t*>(src), n / QK_K, out);
     case GgmlType::Q5_K:
-      return quants_q45_k<true>(static_cast<const uint8_t*>(src), n / QK_K, out.q);
+      return unpack_q45_k<true>(static_cast<const uint8_t*>(src), n / QK_K, out);
     case GgmlType::Q6_K:
-      return quants_q6_k(static_cast<const BlockQ6_K*>(src), n / QK_K, out.q);
+      return unpack_q6_k(static_cast<const BlockQ6_K*>(src), n / QK_K, out);
     default:
       assert(false && "unpack_g16_avx2: unsupported type");
   }

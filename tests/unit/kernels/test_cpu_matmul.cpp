@@ -105,7 +105,8 @@ TEST_CASE("cpu_matmul: unpacked rows rebuild the reference's weights bit for bit
   std::mt19937 rng(1234);
   for (GgmlType t : kTypes) {
     for (int64_t n : {256, 768, 2048}) {
-      CAPTURE(ggml_type_name(t));
+      const std::string type = ggml_type_name(t);  // a string: doctest prints a char* as a pointer
+      CAPTURE(type);
       CAPTURE(n);
       const auto w = random_weight(t, n, 1, rng);
       std::vector<float> ref(n);
@@ -161,11 +162,12 @@ TEST_CASE("cpu_matmul: every type and ISA variant matches the reference within t
         std::vector<float> ref(n_tok * sh.n_out);
         matmul_f32(pool, w, x.data(), n_tok, ref.data(), ref_scratch);
         for (CpuIsa isa : supported_isas()) {
-          CAPTURE(ggml_type_name(t));
+          const std::string type = ggml_type_name(t), variant = cpu_isa_name(isa);
+          CAPTURE(type);
+          CAPTURE(variant);
           CAPTURE(sh.n_in);
           CAPTURE(sh.n_out);
           CAPTURE(n_tok);
-          CAPTURE(cpu_isa_name(isa));
           std::vector<float> y(n_tok * sh.n_out, std::numeric_limits<float>::quiet_NaN());
           matmul_cpu(pool, w, x.data(), n_tok, y.data(), scratch, isa);
           int bad = 0;
@@ -203,7 +205,8 @@ TEST_CASE("cpu_matmul: results do not depend on the thread count") {
   ThreadPool one(1), three(3);
   CpuMatmulScratch s1(1, n_in), s3(3, n_in);
   for (CpuIsa isa : supported_isas()) {
-    CAPTURE(cpu_isa_name(isa));
+    const std::string variant = cpu_isa_name(isa);
+    CAPTURE(variant);
     std::vector<float> a(n_tok * n_out, NAN), b(n_tok * n_out, NAN);
     matmul_cpu(one, w, x.data(), n_tok, a.data(), s1, isa);
     matmul_cpu(three, w, x.data(), n_tok, b.data(), s3, isa);
@@ -235,7 +238,7 @@ TEST_CASE("cpu_matmul: the dispatcher picks the widest variant the CPU supports"
     MESSAGE("SKIPPED: no flags line in /proc/cpuinfo");
   } else {
 #if defined(__x86_64__) || defined(__i386__)
-    const bool avx2 = flags.count("avx2") && flags.count("fma");
+    const bool avx2 = flags.count("avx2") && flags.count("fma") && flags.count("f16c");
     const bool avx512 = avx2 && flags.count("avx512f");
 #else
     const bool avx2 = false, avx512 = false;
