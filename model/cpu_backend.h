@@ -2,9 +2,10 @@
 // place in any GGUF format, threads from one persistent pool. Matmuls in
 // Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run the SIMD kernels of kernels/cpu/
 // (f32 activations: the same products as the reference, summed in another
-// order); other types are dequantized row by row (kernels/ref/matmul). It is the correctness oracle of the CUDA backend and what
-// CI runs end to end; the layer-at-a-time interface is the one the streaming
-// runtime's CPU compute actor drives.
+// order); other types are dequantized row by row (kernels/ref/matmul). It is
+// the correctness oracle of the CUDA backend and what CI runs end to end; the
+// layer-at-a-time interface is the one the streaming runtime's CPU compute
+// actor drives.
 // defines: CpuBackend
 #pragma once
 

@@ -241,8 +241,8 @@ int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const s
 }  // namespace
 
 Command add_probe(CLI::App& app) {
-  auto* sub =
-      app.add_subcommand("probe", "Measure this machine's ceilings: storage read, host memory, GPU");
+  auto* sub = app.add_subcommand("probe",
+                                 "Measure this machine's ceilings: storage read, host memory, GPU");
   struct Args {
     std::string file, chunk = "1MiB", bytes, source = "auto", json, host_bytes = "2GiB";
     std::vector<uint32_t> qd = {1, 4, 16, 32};

@@ -43,8 +43,8 @@ struct RowPrefetch {
 // variant ignores it).
 void dot_g16_f32_scalar(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
                         float* y, int64_t ldy, const RowPrefetch& pf);
-void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                      float* y, int64_t ldy, const RowPrefetch& pf);
+void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
+                      int64_t ldy, const RowPrefetch& pf);
 void dot_g16_f32_avx512(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
                         float* y, int64_t ldy, const RowPrefetch& pf);
 

@@ -41,8 +41,8 @@ LS_AVX2 inline float hsum(__m256 v) {
 // chains per token hide the FMA latency); from 5 tokens on the tokens' own
 // chains do, and 2 × 8 accumulators would not fit in 16 registers.
 template <int NT, bool kMin>
-LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, float* y,
-                    int64_t ldy, const RowPrefetch& pf) {
+LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, float* y, int64_t ldy,
+                    const RowPrefetch& pf) {
   constexpr int kAcc = NT <= 4 ? 2 : 1;
   const int64_t step16 = pf.step16(n);
   int64_t pf16 = 0;
@@ -60,7 +60,8 @@ LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, flo
     const __m256 w0 = weights8<kMin>(w, i, s, m), w1 = weights8<kMin>(w, i + 8, s, m);
     for (int t = 0; t < NT; ++t) {
       acc[0][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * ldx + i), acc[0][t]);
-      acc[kAcc - 1][t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), acc[kAcc - 1][t]);
+      acc[kAcc - 1][t] =
+          _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), acc[kAcc - 1][t]);
     }
   }
   for (int t = 0; t < NT; ++t)
@@ -71,21 +72,29 @@ template <bool kMin>
 LS_AVX2 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
                      int64_t ldy, const RowPrefetch& pf) {
   switch (n_tok) {
-    case 1: return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 2: return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 3: return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 4: return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 5: return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 6: return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 7: return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
-    default: return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 1:
+      return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 2:
+      return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 3:
+      return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 4:
+      return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 5:
+      return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 6:
+      return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 7:
+      return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
+    default:
+      return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
   }
 }
 
 }  // namespace
 
-void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                      float* y, int64_t ldy, const RowPrefetch& pf) {
+void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
+                      int64_t ldy, const RowPrefetch& pf) {
   assert(n % 32 == 0 && n_tok >= 1 && n_tok <= kDotMaxTokens);
   if (w.m) return dot_any<true>(w, n, x, ldx, n_tok, y, ldy, pf);
   return dot_any<false>(w, n, x, ldx, n_tok, y, ldy, pf);
@@ -96,8 +105,8 @@ void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, i
 #else  // not x86: never called (cpu_isa_supported says no), but must link.
 
 namespace ls {
-void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                      float* y, int64_t ldy, const RowPrefetch& pf) {
+void dot_g16_f32_avx2(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
+                      int64_t ldy, const RowPrefetch& pf) {
   dot_g16_f32_scalar(w, n, x, ldx, n_tok, y, ldy, pf);
 }
 }  // namespace ls

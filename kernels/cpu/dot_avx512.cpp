@@ -60,17 +60,25 @@ LS_AVX512 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, f
 }
 
 template <bool kMin>
-LS_AVX512 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok,
-                       float* y, int64_t ldy, const RowPrefetch& pf) {
+LS_AVX512 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
+                       int64_t ldy, const RowPrefetch& pf) {
   switch (n_tok) {
-    case 1: return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 2: return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 3: return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 4: return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 5: return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 6: return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 7: return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
-    default: return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 1:
+      return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 2:
+      return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 3:
+      return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 4:
+      return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 5:
+      return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 6:
+      return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
+    case 7:
+      return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
+    default:
+      return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
   }
 }
 

@@ -48,14 +48,22 @@ template <bool kMin>
 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
              int64_t ldy) {
   switch (n_tok) {
-    case 1: return dot_nt<1, kMin>(w, n, x, ldx, y, ldy);
-    case 2: return dot_nt<2, kMin>(w, n, x, ldx, y, ldy);
-    case 3: return dot_nt<3, kMin>(w, n, x, ldx, y, ldy);
-    case 4: return dot_nt<4, kMin>(w, n, x, ldx, y, ldy);
-    case 5: return dot_nt<5, kMin>(w, n, x, ldx, y, ldy);
-    case 6: return dot_nt<6, kMin>(w, n, x, ldx, y, ldy);
-    case 7: return dot_nt<7, kMin>(w, n, x, ldx, y, ldy);
-    default: return dot_nt<8, kMin>(w, n, x, ldx, y, ldy);
+    case 1:
+      return dot_nt<1, kMin>(w, n, x, ldx, y, ldy);
+    case 2:
+      return dot_nt<2, kMin>(w, n, x, ldx, y, ldy);
+    case 3:
+      return dot_nt<3, kMin>(w, n, x, ldx, y, ldy);
+    case 4:
+      return dot_nt<4, kMin>(w, n, x, ldx, y, ldy);
+    case 5:
+      return dot_nt<5, kMin>(w, n, x, ldx, y, ldy);
+    case 6:
+      return dot_nt<6, kMin>(w, n, x, ldx, y, ldy);
+    case 7:
+      return dot_nt<7, kMin>(w, n, x, ldx, y, ldy);
+    default:
+      return dot_nt<8, kMin>(w, n, x, ldx, y, ldy);
   }
 }
 

@@ -21,8 +21,10 @@ std::optional<CpuIsa> env_isa() {
     if (!e || !*e) return std::nullopt;
     auto i = cpu_isa_from_name(e);
     if (!i || !cpu_isa_supported(*i)) {
-      std::fprintf(stderr, "LS_CPU_ISA=%s: not a variant this CPU runs (portable, avx2, avx512); "
-                   "using %s\n", e, cpu_isa_name(cpu_isa_best()));
+      std::fprintf(stderr,
+                   "LS_CPU_ISA=%s: not a variant this CPU runs (portable, avx2, avx512); "
+                   "using %s\n",
+                   e, cpu_isa_name(cpu_isa_best()));
       return std::nullopt;
     }
     return i;

@@ -53,8 +53,9 @@ class CpuMatmulScratch {
     float* s;
     float* m;
   };
-  Row row(int thread) { return {q_[thread].data(), sm_[thread].data(),
-                                sm_[thread].data() + max_n_in_ / 16}; }
+  Row row(int thread) {
+    return {q_[thread].data(), sm_[thread].data(), sm_[thread].data() + max_n_in_ / 16};
+  }
 
  private:
   int64_t max_n_in_ = 0;

@@ -41,9 +41,8 @@ void unpack_g16_scales(GgmlType t, const void* src, int64_t n, const G16Row& out
 // Unpack n values of type t at src. Plain C++ (the portable variant).
 void unpack_g16_scalar(GgmlType t, const void* src, int64_t n, const G16Row& out);
 // The same with AVX2 + F16C, scales included (compiled for them by a target
-// attribute; call only when cpu_isa_supported(CpuIsa::Avx2)). Used by the AVX2 and AVX-512 variants:
-// unpacking is byte shuffling, which 256 bits already do at well above
-// memory speed.
+// attribute; call only when cpu_isa_supported(CpuIsa::Avx2)). Used by the AVX2 and AVX-512
+// variants: unpacking is byte shuffling, which 256 bits already do at well above memory speed.
 void unpack_g16_avx2(GgmlType t, const void* src, int64_t n, const G16Row& out);
 
 }  // namespace ls

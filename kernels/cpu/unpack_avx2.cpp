@@ -43,7 +43,8 @@ LS_AVX2 inline uint32_t load_u32(const uint8_t* p) {
 // 8 floats v0..v7 -> 16 floats v0 v0 v1 v1 ... v7 v7 at out (one per group
 // of 16, for formats whose scale covers 32 values).
 LS_AVX2 inline void store_pairs(float* out, __m256 v) {
-  const __m256 lo = _mm256_unpacklo_ps(v, v), hi = _mm256_unpackhi_ps(v, v);  // v0v0v1v1|v4v4v5v5, v2v2v3v3|v6v6v7v7
+  const __m256 lo = _mm256_unpacklo_ps(v, v),
+               hi = _mm256_unpackhi_ps(v, v);  // v0v0v1v1|v4v4v5v5, v2v2v3v3|v6v6v7v7
   _mm256_storeu_ps(out, _mm256_permute2f128_ps(lo, hi, 0x20));
   _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
@@ -55,12 +56,14 @@ LS_AVX2 inline void store_pairs(float* out, __m256 v) {
 //   mins   4-7 = c high nibbles | top 2 bits of b's bytes moved to bits 4-5
 LS_AVX2 inline void scales_k4(const uint8_t* packed, float d, float dmin, float* s, float* m) {
   const uint32_t a = load_u32(packed), b = load_u32(packed + 4), c = load_u32(packed + 8);
-  const uint64_t sc = uint64_t(a & 0x3F3F3F3Fu) |
-                      uint64_t((c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u)) << 32;
+  const uint64_t sc =
+      uint64_t(a & 0x3F3F3F3Fu) | uint64_t((c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u)) << 32;
   const uint64_t mn = uint64_t(b & 0x3F3F3F3Fu) |
                       uint64_t(((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u)) << 32;
-  const __m256 scf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
-  const __m256 mnf = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
+  const __m256 scf =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(sc))));
+  const __m256 mnf =
+      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(mn))));
   store_pairs(s, _mm256_mul_ps(_mm256_set1_ps(d), scf));
   store_pairs(m, _mm256_mul_ps(_mm256_set1_ps(dmin), mnf));
 }
@@ -107,10 +110,10 @@ LS_AVX2 void unpack_q45_k(const uint8_t* blocks, int64_t nb, const G16Row& out) 
       if constexpr (kFive) {
         const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
         const __m256i b1 = _mm256_set1_epi8(static_cast<char>(2u << (2 * c)));
-        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0),
-                                                  sixteen));
-        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1),
-                                                  sixteen));
+        lo = _mm256_or_si256(
+            lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0), sixteen));
+        hi = _mm256_or_si256(
+            hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1), sixteen));
       }
       store32(q, lo);
       store32(q + 32, hi);
@@ -133,9 +136,11 @@ LS_AVX2 void unpack_q6_k(const BlockQ6_K* b, int64_t nb, const G16Row& out) {
     // 16 signed scales, one per group: s = d * sc.
     const __m256 d = _mm256_set1_ps(half(b[i].d));
     const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].scales));
-    _mm256_storeu_ps(out.s + 16 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
-    _mm256_storeu_ps(out.s + 16 * i + 8,
-                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+    _mm256_storeu_ps(out.s + 16 * i,
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+    _mm256_storeu_ps(
+        out.s + 16 * i + 8,
+        _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
     for (int half = 0; half < 2; ++half, q += 128) {
       const __m256i A = load32(b[i].ql + 64 * half), B = load32(b[i].ql + 64 * half + 32);
       const __m256i H = load32(b[i].qh + 32 * half);

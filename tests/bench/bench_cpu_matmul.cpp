@@ -232,8 +232,7 @@ int main(int argc, char** argv) {
             std::vector<double> gbps;
             uint64_t slice = 0;
             for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
-              const WeightView w{*t, wbuf.data() + (slice++ % n_slices) * wbytes, s.n_in,
-                                 s.n_out};
+              const WeightView w{*t, wbuf.data() + (slice++ % n_slices) * wbytes, s.n_in, s.n_out};
               const auto t0 = std::chrono::steady_clock::now();
               if (v.ref)
                 matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
