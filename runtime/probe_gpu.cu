@@ -1,6 +1,7 @@
 #include "runtime/probe_gpu.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -94,6 +95,41 @@ Expected<GpuBandwidth> probe_d2d(uint64_t bytes, int passes) {
                      [&](cudaStream_t s) {
                        return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
                      });
+}
+
+Expected<double> probe_h2d_until(uint64_t bytes, std::atomic<bool>& started,
+                                 const std::atomic<bool>& stop) {
+  void* dev = nullptr;
+  void* host = nullptr;
+  cudaStream_t s = nullptr;
+  struct Cleanup {
+    void*& dev;
+    void*& host;
+    cudaStream_t& s;
+    std::atomic<bool>& started;
+    ~Cleanup() {
+      started.store(true);  // never leave the other side waiting
+      if (s) cudaStreamDestroy(s);
+      if (dev) cudaFree(dev);
+      if (host) cudaFreeHost(host);
+    }
+  } cleanup{dev, host, s, started};
+  LS_CUDA_TRY(cudaMalloc(&dev, bytes));
+  LS_CUDA_TRY(cudaHostAlloc(&host, bytes, cudaHostAllocPortable));
+  std::memset(host, 0x5A, bytes);
+  LS_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  LS_CUDA_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));  // warm-up
+  LS_CUDA_TRY(cudaStreamSynchronize(s));
+  started.store(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t moved = 0;
+  while (!stop.load()) {
+    LS_CUDA_TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
+    LS_CUDA_TRY(cudaStreamSynchronize(s));
+    moved += bytes;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return secs > 0 ? static_cast<double>(moved) / secs / 1e9 : 0.0;
 }
 
 }  // namespace ls

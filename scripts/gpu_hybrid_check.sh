@@ -31,7 +31,7 @@ if [ "${CPU_ONLY:-1}" = 1 ]; then
   echo "== 4. 70b on the CPU alone"
   "$L" bench -m "$M/70b-q4km.gguf" --backend cpu -n "${STEPS_CPU:-3}" 2>&1 | tail -2
 fi
-for n in ${CPU_LAYERS:-24}; do
+for n in ${CPU_LAYERS:-20 28}; do
   echo "== 5. 70b hybrid, --cpu-layers $n"
   "$L" bench -m "$M/70b-q4km.gguf" --backend cuda --vram-budget 24GiB --ram-budget 48GiB \
     --cpu-layers "$n" -n "${STEPS_HYBRID:-6}" --trace "$OUT/70b-hybrid-$n.trace.json" 2>&1 \

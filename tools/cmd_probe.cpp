@@ -5,7 +5,10 @@
 // multi-threaded read bandwidth of RAM (runtime/probe_host), the ceiling of
 // the CPU compute tier, with all cores and any given thread counts.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -123,6 +126,33 @@ bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int pass
   }
   j["ceiling_gbps"] = best;
   std::printf("host read ceiling: %.2f GB/s\n", best);
+#ifdef LS_HAVE_CUDA
+  // The contended pair: the CPU reading RAM while the copy engine reads it
+  // too (the hybrid plan runs both at once; they share the DRAM).
+  if (cuda_device_count() > 0) {
+    const int t = std::max(1, all - 1);  // one core drives the copies
+    ThreadPool pool(t);
+    std::atomic<bool> started{false}, stop{false};
+    Expected<double> h2d = 0.0;
+    std::thread copier([&] { h2d = probe_h2d_until(1ull << 30, started, stop); });
+    while (!started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const HostBandwidth r = probe_host_read(pool, *buf, passes);
+    stop.store(true);
+    copier.join();
+    if (h2d) {
+      std::printf("contended: host read %.2f GB/s (%d threads, min %.2f max %.2f) while pinned "
+                  "H2D runs at %.2f GB/s\n",
+                  r.median, t, r.min, r.max, *h2d);
+      j["contended"] = {{"threads", t},
+                        {"host_read_gbps_median", r.median},
+                        {"host_read_gbps_min", r.min},
+                        {"host_read_gbps_max", r.max},
+                        {"h2d_gbps", *h2d}};
+    } else {
+      std::printf("contended: not measured: %s\n", h2d.error().message.c_str());
+    }
+  }
+#endif
   return true;
 }
 
