@@ -69,7 +69,9 @@ int pipeline_stage(const std::string& actor) {
 //      downstream is back-pressured (or upstream starved): it only keeps up.
 //   4. If no stage is consistent, the bound is the busiest stage, and the
 //      reason says that the waits do not fit a pipeline bound by one stage.
-// Only tracks with spans take part.
+// Only tracks that did some work (a busy span) take part: a stage that only
+// waited the whole run (the reader and copier of an all-resident plan) is not
+// on this run's path, and its wait says nothing about the bound.
 namespace {
 
 constexpr double kSlackPct = 2.0;
@@ -86,7 +88,7 @@ bool mostly_starved(const StallRow& r) {
 // step 2's exception), or nullptr.
 const StallRow* blocked_upstream(const std::vector<StallRow>& rows, const StallRow& j) {
   for (const StallRow& i : rows)
-    if (i.spans > 0 && i.stage >= 0 && i.stage < j.stage && mostly_blocked(i) &&
+    if (i.worked && i.stage >= 0 && i.stage < j.stage && mostly_blocked(i) &&
         i.blocked_pct + kSlackPct >= j.starved_pct)
       return &i;
   return nullptr;
@@ -117,7 +119,7 @@ std::string explain(const std::vector<StallRow>& rows, size_t bi, bool saturated
   }
   std::string down, up;
   for (const StallRow& j : rows) {
-    if (&j == &x || j.spans == 0 || j.stage < 0 || x.stage < 0 || j.stage == x.stage) continue;
+    if (&j == &x || !j.worked || j.stage < 0 || x.stage < 0 || j.stage == x.stage) continue;
     if (j.stage > x.stage)
       down += (down.empty() ? "" : ", ") + j.actor + " starved " + pct(j.starved_pct);
     else if (const StallRow* i = mostly_starved(j) ? blocked_upstream(rows, j) : nullptr)
@@ -179,6 +181,7 @@ StallTable make_stall_table(const std::vector<TrackStats>& tracks) {
     r.stage = s.stage;
     r.bytes = s.bytes;
     r.spans = s.spans;
+    r.worked = s.busy_ns > 0;
     if (wall_ns > 0) {
       r.busy_pct = 100.0 * double(s.busy_ns) / double(wall_ns);
       r.starved_pct = 100.0 * double(s.starved_ns) / double(wall_ns);
@@ -195,24 +198,28 @@ StallTable make_stall_table(const std::vector<TrackStats>& tracks) {
   }
   size_t busiest = SIZE_MAX;
   for (size_t i = 0; i < t.rows.size(); ++i)
-    if (t.rows[i].spans > 0 &&
+    if (t.rows[i].worked &&
         (busiest == SIZE_MAX || t.rows[i].busy_pct > t.rows[busiest].busy_pct))
       busiest = i;
+  if (busiest == SIZE_MAX) {
+    t.reason = "no stage did any work (only waits were recorded)";
+    return t;
+  }
   const bool saturated = t.rows[busiest].busy_pct >= kSaturatedPct;  // rule step 1
   size_t best = SIZE_MAX;  // steps 2 and 3; ties keep the first, i.e. upstream, row
   for (size_t i = 0; saturated && i < t.rows.size(); ++i) {
     const StallRow& x = t.rows[i];
-    if (x.spans == 0) continue;
+    if (!x.worked) continue;
     bool ok = true;
     for (const StallRow& j : t.rows)
-      if (j.spans > 0 && &j != &x && contradicts(t.rows, x, j)) ok = false;
+      if (j.worked && &j != &x && contradicts(t.rows, x, j)) ok = false;
     if (ok && (best == SIZE_MAX || x.busy_pct > t.rows[best].busy_pct)) best = i;
   }
   const bool consistent = best != SIZE_MAX;
   const size_t bi = consistent ? best : busiest;  // step 4 falls back to the busiest
   const StallRow* runner_up = nullptr;
   for (size_t i = 0; i < t.rows.size(); ++i)
-    if (i != bi && t.rows[i].spans > 0 && (!runner_up || t.rows[i].busy_pct > runner_up->busy_pct))
+    if (i != bi && t.rows[i].worked && (!runner_up || t.rows[i].busy_pct > runner_up->busy_pct))
       runner_up = &t.rows[i];
   t.bound = t.rows[bi].actor;
   t.reason = explain(t.rows, bi, saturated, consistent, runner_up);

@@ -105,6 +105,7 @@ struct StallRow {
   double gbps = 0;       // bytes / wall time: the throughput the stage delivered
   double busy_gbps = 0;  // bytes / busy time: its rate while working (compare to the device limit)
   uint64_t spans = 0;
+  bool worked = false;  // some busy time: the stage takes part in the bound rule
 };
 
 struct StallTable {

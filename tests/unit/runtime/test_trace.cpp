@@ -267,6 +267,17 @@ TEST_CASE("trace: the bound rule on hand-made totals") {
     CHECK(t.bound == "reader");
     CHECK(t.reason.find("do not fit") != std::string::npos);
   }
+  SUBCASE("a stage that only waited (idle reader of a resident plan) is not on the path") {
+    const StallTable t = make_stall_table({track("planner", 1, 0, 860), track("reader", 0, 946, 0),
+                                           track("copier", 0, 939, 0), track("compute", 807, 1, 0),
+                                           track("sampler", 1, 966, 0)});
+    CHECK(t.bound == "compute");
+  }
+  SUBCASE("only waits") {
+    const StallTable t = make_stall_table({track("reader", 0, 900, 0), track("compute", 0, 800, 0)});
+    CHECK(t.bound.empty());
+    CHECK(t.reason.find("no stage did any work") != std::string::npos);
+  }
   SUBCASE("no spans") {
     const StallTable t = make_stall_table({});
     CHECK(t.bound.empty());
