@@ -90,8 +90,7 @@ void ComputeActor::run() {
         rc_.pulse();
         continue;
       }
-      const GpuSpan gs{l, step, m_.map.layers[l].range_bytes, job->slot,
-                       job->tier == Tier::Resident ? 0 : trace_flow_id(step, l)};
+      const GpuSpan gs{l, step, m_.map.layers[l].range_bytes, job->slot};
       {
         TraceScope span(tracer_, track, "layer", SpanKind::Busy, l, step,
                         m_.map.layers[l].range_bytes, job->slot, trace_flow_id(step, l),

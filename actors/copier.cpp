@@ -51,7 +51,7 @@ void Copier::run() {
         src_free = {&staging_, job->staging};
         job->staging = -1;
       }
-      const GpuSpan gs{job->layer, job->step, e.range_bytes, *slot, flow};
+      const GpuSpan gs{job->layer, job->step, e.range_bytes, *slot};
       if (Status st = link_.copy_to_slot(mem_.slot(*slot), *slot, pieces_, src_free, gs);
           !st.ok()) {
         rc_.fail("copier", job->layer, job->step, st.error().message);

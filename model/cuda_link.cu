@@ -98,8 +98,11 @@ class CudaLink::Watcher {
           r.step = it->span.step;
           r.bytes = it->span.bytes;
           r.buffer = it->span.buffer;
-          r.flow_id = it->span.flow;
-          r.flow_phase = it->span.flow ? kFlowStep : kFlowNone;
+          // No flow arrow: the GPU runs a copy or a layer later than the CPU
+          // span that issued it, so it would break the trip's causal order
+          // (the args still say which layer and step it was).
+          r.flow_id = 0;
+          r.flow_phase = kFlowNone;
           tracer_->record(track, r);
         } else {
           (void)cudaGetLastError();

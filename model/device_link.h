@@ -41,13 +41,12 @@ struct Release {
   }
 };
 
-// What a GPU span is about, for the trace (layer, step, bytes, buffer, flow).
+// What a GPU span is about, for the trace (layer, step, bytes, buffer).
 struct GpuSpan {
   int32_t layer = -1;
   int64_t step = -1;
   uint64_t bytes = 0;
   int32_t buffer = -1;
-  uint64_t flow = 0;
 };
 
 class DeviceLink {

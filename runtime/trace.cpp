@@ -321,9 +321,12 @@ uint64_t Tracer::dropped_spans() const {
 //     {"ph":"s","name":"buffer","cat":"flow","id":4,"pid":1,"tid":T,"ts":15.739,"bp":"e"},
 //     ...], "displayTimeUnit": "ms", "otherData": {...}}
 // ts and dur are microseconds with three decimals (exact ns). tid = track id + 1.
-// A flow event sits at the middle of its span, so it binds to that span as the
-// enclosing slice; v1 flows are matched by (id, cat, name), hence one cat and
-// name for all of them.
+// A flow event sits 1 ns into its span, so it binds to that span as the
+// enclosing slice, and the events of one trip are in causal order: each
+// stage's span starts after it popped the message that the stage before
+// pushed inside its own span (a span's middle is not: a thread descheduled
+// after its push ends its span late). v1 flows are matched by (id, cat,
+// name), hence one cat and name for all of them.
 namespace {
 
 class JsonOut {
@@ -418,7 +421,7 @@ Status Tracer::write_chrome_json(const std::string& path) const {
         std::fprintf(f, ",\n{\"ph\":\"%s\",\"name\":\"buffer\",\"cat\":\"flow\",\"id\":", ph);
         o.u64(r.flow_id);
         std::fprintf(f, ",\"pid\":1,\"tid\":%d,\"ts\":", tid);
-        o.us(r.t0_ns + dur / 2);
+        o.us(r.t0_ns + std::min<uint64_t>(dur / 2, 1));
         o.raw(",\"bp\":\"e\"}");
       }
     }
