@@ -3,11 +3,10 @@
 namespace ls {
 
 ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
-                           CreditPool& slots,
-                           CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
-                           Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
-                           Mailbox<CpuWork>& from_cpu, RunControl& rc, Tracer& tracer,
-                           bool io_only)
+                           CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
+                           Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler,
+                           Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu, RunControl& rc,
+                           Tracer& tracer, bool io_only)
     : m_(m),
       be_(be),
       link_(link),

@@ -28,9 +28,8 @@ namespace ls {
 class ComputeActor {
  public:
   ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
-               CreditPool& slots,
-               CreditPool& depth, Mailbox<StepInput>& steps, Mailbox<LayerJob>& jobs,
-               Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
+               CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
+               Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
                Mailbox<CpuWork>& from_cpu, RunControl& rc, Tracer& tracer, bool io_only);
   void run();  // the actor's thread
 

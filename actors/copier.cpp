@@ -37,8 +37,8 @@ void Copier::run() {
     {
       // The planner started the flow; on CUDA this span is the issue, the
       // gpu-copy track holds the copy itself.
-      TraceScope span(tracer_, track, "copy", SpanKind::Busy, job->layer, job->step,
-                      e.range_bytes, *slot, flow, kFlowStep);
+      TraceScope span(tracer_, track, "copy", SpanKind::Busy, job->layer, job->step, e.range_bytes,
+                      *slot, flow, kFlowStep);
       rc_.chaos();
       pieces_.clear();
       Release src_free;

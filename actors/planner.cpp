@@ -3,8 +3,7 @@
 namespace ls {
 
 Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-                 Mailbox<LayerJob>& to_compute, RunControl& rc,
-                 Tracer& tracer)
+                 Mailbox<LayerJob>& to_compute, RunControl& rc, Tracer& tracer)
     : plan_(plan),
       depth_(depth),
       to_reader_(to_reader),

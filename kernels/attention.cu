@@ -140,7 +140,8 @@ Status attention_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
   // Prompts: tensor cores. Decode-sized batches keep the scalar kernel below.
   if (!p.scalar_only && p.n_tok >= kAttentionPrefillMinTok && attention_prefill_supported(p))
     return attention_prefill_f16kv_cuda(p, stream);
-  if (p.n_split > 1 && !p.partial) return make_error("attention: %d splits need scratch", p.n_split);
+  if (p.n_split > 1 && !p.partial)
+    return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
   attention_f16kv_split_kernel<<<grid, 32 * kWarps, 0, stream>>>(p);

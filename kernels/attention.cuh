@@ -39,17 +39,17 @@ struct AttentionParams {
   const float* q = nullptr;         // (n_tok, n_head * head_dim)
   const __half* k_cache = nullptr;  // this layer's (n_seq, n_ctx, n_embd_kv)
   const __half* v_cache = nullptr;
-  const int32_t* pos = nullptr;     // (n_tok) device
-  const int32_t* seq = nullptr;     // (n_tok) device
-  float* out = nullptr;             // (n_tok, n_head * head_dim)
-  float* partial = nullptr;         // scratch: attention_partial_floats(...) floats (n_split > 1)
+  const int32_t* pos = nullptr;  // (n_tok) device
+  const int32_t* seq = nullptr;  // (n_tok) device
+  float* out = nullptr;          // (n_tok, n_head * head_dim)
+  float* partial = nullptr;      // scratch: attention_partial_floats(...) floats (n_split > 1)
   int64_t n_tok = 0;
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   int32_t n_ctx = 0;
-  float scale = 1.0f;               // 1/sqrt(head_dim)
-  int32_t chunk = 256;              // positions per split
-  int32_t n_split = 1;              // from attention_splits()
-  bool scalar_only = false;         // true: never the prefill kernel (tests, benches)
+  float scale = 1.0f;        // 1/sqrt(head_dim)
+  int32_t chunk = 256;       // positions per split
+  int32_t n_split = 1;       // from attention_splits()
+  bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
 };
 
 inline constexpr int32_t kAttentionChunk = 256;

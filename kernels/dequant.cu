@@ -28,7 +28,7 @@ namespace {
 
 struct DequantParams {
   const uint8_t* w;
-  uint4* out;        // 8 halves per element
+  uint4* out;  // 8 halves per element
   int64_t chunks_per_row;
   int64_t n_out;
   int64_t row_bytes;
@@ -42,10 +42,14 @@ __global__ void __launch_bounds__(256) dequant_f16(DequantParams p) {
     float v[8];
     decode8<T>(p.w + r * p.row_bytes, c, v);
     uint4 o;
-    o.x = __half_as_ushort(__float2half_rn(v[0])) | (uint32_t(__half_as_ushort(__float2half_rn(v[1]))) << 16);
-    o.y = __half_as_ushort(__float2half_rn(v[2])) | (uint32_t(__half_as_ushort(__float2half_rn(v[3]))) << 16);
-    o.z = __half_as_ushort(__float2half_rn(v[4])) | (uint32_t(__half_as_ushort(__float2half_rn(v[5]))) << 16);
-    o.w = __half_as_ushort(__float2half_rn(v[6])) | (uint32_t(__half_as_ushort(__float2half_rn(v[7]))) << 16);
+    o.x = __half_as_ushort(__float2half_rn(v[0])) |
+          (uint32_t(__half_as_ushort(__float2half_rn(v[1]))) << 16);
+    o.y = __half_as_ushort(__float2half_rn(v[2])) |
+          (uint32_t(__half_as_ushort(__float2half_rn(v[3]))) << 16);
+    o.z = __half_as_ushort(__float2half_rn(v[4])) |
+          (uint32_t(__half_as_ushort(__float2half_rn(v[5]))) << 16);
+    o.w = __half_as_ushort(__float2half_rn(v[6])) |
+          (uint32_t(__half_as_ushort(__float2half_rn(v[7]))) << 16);
     p.out[r * p.chunks_per_row + c] = o;
   }
 }

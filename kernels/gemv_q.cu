@@ -81,7 +81,9 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kR = 4;  // rows per block
 
-__device__ __forceinline__ uint32_t byte_of(uint32_t w, int i) { return (w >> (8 * i)) & 0xFFu; }
+__device__ __forceinline__ uint32_t byte_of(uint32_t w, int i) {
+  return (w >> (8 * i)) & 0xFFu;
+}
 // Byte i of w as an exact f32: one PRMT builds the float 2^23 + byte, an FADD
 // takes 2^23 off. The int-to-float converter runs at 1/8 of the FMA rate on
 // sm_90 and was the v2 limit (one conversion per weight).
@@ -156,7 +158,8 @@ struct GemvUnit<GgmlType::Q4_K> {
   static __device__ __forceinline__ int pos(int k) { return (k & 1) * 8 + (k >> 1) * 32; }
   static __device__ __forceinline__ void piece(const Raw& r, int k, float v[8]) {
     const int sh = 4 * (k >> 1);
-    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu, hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
+    const uint32_t lo = (r.q[2 * (k & 1)] >> sh) & 0x0F0F0F0Fu,
+                   hi = (r.q[2 * (k & 1) + 1] >> sh) & 0x0F0F0F0Fu;
     const float dl = (k >> 1) ? r.dl1 : r.dl0, ml = (k >> 1) ? r.ml1 : r.ml0;
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = dl * byte_to_float(i < 4 ? lo : hi, i & 3) - ml;
@@ -188,17 +191,21 @@ struct GemvUnit<GgmlType::Q8_0> {
   static __device__ __forceinline__ void load(const uint8_t* __restrict__ row, int64_t u, Raw& r) {
     const uint8_t* blk = row + u * sizeof(BlockQ8_0);
     const bool odd = (reinterpret_cast<uintptr_t>(blk) & 2) != 0;
-    const uint32_t* wp = reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(blk) & ~uintptr_t(3));
+    const uint32_t* wp =
+        reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(blk) & ~uintptr_t(3));
     uint32_t w[9];
 #pragma unroll
     for (int i = 0; i < 9; ++i) w[i] = __ldg(wp + i);
-    // Block at a word boundary: d = low half of w0, quants 2 bytes into w0.
-    // Two bytes past one: d = high half of w0, quants are w1 .. w8.
+      // Block at a word boundary: d = low half of w0, quants 2 bytes into w0.
+      // Two bytes past one: d = high half of w0, quants are w1 .. w8.
 #pragma unroll
     for (int i = 0; i < 8; ++i) r.q[i] = odd ? w[i + 1] : __funnelshift_r(w[i], w[i + 1], 16);
-    r.d = __half2float(__ushort_as_half(static_cast<uint16_t>(odd ? (w[0] >> 16) : (w[0] & 0xFFFFu))));
+    r.d = __half2float(
+        __ushort_as_half(static_cast<uint16_t>(odd ? (w[0] >> 16) : (w[0] & 0xFFFFu))));
   }
-  static __device__ __forceinline__ int pos(int k) { return 8 * k; }
+  static __device__ __forceinline__ int pos(int k) {
+    return 8 * k;
+  }
   static __device__ __forceinline__ void piece(const Raw& r, int k, float v[8]) {
     // int8 b as (b ^ 0x80) - 128, exact in f32.
     const uint32_t lo = r.q[2 * k] ^ 0x80808080u, hi = r.q[2 * k + 1] ^ 0x80808080u;
@@ -537,7 +544,8 @@ Status launch_nt(const GemvParams& p, cudaStream_t stream) {
   const int64_t groups = (p.n_out + kR - 1) / kR;
   if (groups > 0x7fffffff) return make_error("gemv_q: n_out %lld too large", (long long)p.n_out);
   if (p.n_in % GemvUnit<T>::kValues != 0)
-    return make_error("gemv_q: n_in %lld not a multiple of %d", (long long)p.n_in, GemvUnit<T>::kValues);
+    return make_error("gemv_q: n_in %lld not a multiple of %d", (long long)p.n_in,
+                      GemvUnit<T>::kValues);
   if (p.version != 0 && p.version != 2 && p.version != 4)
     return make_error("gemv_q: no version %d (2 or 4)", p.version);
   const int64_t x_bytes = static_cast<int64_t>(NT) * p.n_in * 4;
@@ -572,15 +580,24 @@ Status launch_nt(const GemvParams& p, cudaStream_t stream) {
 template <GgmlType T>
 Status launch_type(const GemvParams& p, cudaStream_t stream) {
   switch (p.n_tok) {
-    case 1: return launch_nt<T, 1>(p, stream);
-    case 2: return launch_nt<T, 2>(p, stream);
-    case 3: return launch_nt<T, 3>(p, stream);
-    case 4: return launch_nt<T, 4>(p, stream);
-    case 5: return launch_nt<T, 5>(p, stream);
-    case 6: return launch_nt<T, 6>(p, stream);
-    case 7: return launch_nt<T, 7>(p, stream);
-    case 8: return launch_nt<T, 8>(p, stream);
-    default: return make_error("gemv_q: n_tok %d outside 1..%d", p.n_tok, kGemvMaxTok);
+    case 1:
+      return launch_nt<T, 1>(p, stream);
+    case 2:
+      return launch_nt<T, 2>(p, stream);
+    case 3:
+      return launch_nt<T, 3>(p, stream);
+    case 4:
+      return launch_nt<T, 4>(p, stream);
+    case 5:
+      return launch_nt<T, 5>(p, stream);
+    case 6:
+      return launch_nt<T, 6>(p, stream);
+    case 7:
+      return launch_nt<T, 7>(p, stream);
+    case 8:
+      return launch_nt<T, 8>(p, stream);
+    default:
+      return make_error("gemv_q: n_tok %d outside 1..%d", p.n_tok, kGemvMaxTok);
   }
 }
 

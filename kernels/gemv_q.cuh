@@ -14,10 +14,10 @@ namespace ls {
 inline constexpr int kGemvMaxTok = 8;
 
 struct GemvParams {
-  const uint8_t* w;   // (n_out, row_bytes) GGUF rows, 16-byte aligned base
-  const float* x;     // (n_tok, n_in), 16-byte aligned
-  float* y;           // (n_tok, n_out)
-  int64_t n_in;       // a multiple of 8 (and of the type's block size)
+  const uint8_t* w;  // (n_out, row_bytes) GGUF rows, 16-byte aligned base
+  const float* x;    // (n_tok, n_in), 16-byte aligned
+  float* y;          // (n_tok, n_out)
+  int64_t n_in;      // a multiple of 8 (and of the type's block size)
   int64_t n_out;
   int64_t row_bytes;  // ggml_row_bytes(type, n_in)
   int n_tok;          // 1 .. kGemvMaxTok

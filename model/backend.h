@@ -46,15 +46,15 @@ struct Batch {
 struct LayerView {
   const float* attn_norm = nullptr;  // (n_embd)
   WeightView wq, wk, wv, wo;
-  const float* ffn_norm = nullptr;   // (n_embd)
+  const float* ffn_norm = nullptr;  // (n_embd)
   WeightView w_gate, w_up, w_down;
 };
 
 struct GlobalView {
-  WeightView token_embd;             // (n_embd, n_vocab)
+  WeightView token_embd;  // (n_embd, n_vocab)
   const float* output_norm = nullptr;
-  WeightView output;                 // (n_embd, n_vocab)
-  const float* rope_freqs = nullptr; // (n_rot/2) or nullptr
+  WeightView output;                  // (n_embd, n_vocab)
+  const float* rope_freqs = nullptr;  // (n_rot/2) or nullptr
 };
 
 // The view of layer weights whose file bytes [base_offset, ...) lie at base.

@@ -107,8 +107,10 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
     auto head_of = [&](bool key, int32_t p) -> const float* {
       if (kv_.type() == KvType::F32)
         return (key ? kv_.k_f32(il, seq, p) : kv_.v_f32(il, seq, p)) + kvh * HD;
-      if (key) kv_.load_k(il, seq, p, row.data());
-      else kv_.load_v(il, seq, p, row.data());
+      if (key)
+        kv_.load_k(il, seq, p, row.data());
+      else
+        kv_.load_v(il, seq, p, row.data());
       return row.data() + kvh * HD;
     };
     for (int32_t p = 0; p <= pos; ++p) sc[p] = dot_f32(q, head_of(true, p), HD) * scale;

@@ -51,15 +51,15 @@ class CpuBackend final : public Backend {
   Batch batch_;
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.
-  std::vector<float> h_;    // residual stream (n_embd)
-  std::vector<float> xn_;   // normalised input (n_embd)
-  std::vector<float> q_;    // (n_embd)
-  std::vector<float> k_;    // (n_embd_kv)
-  std::vector<float> v_;    // (n_embd_kv)
-  std::vector<float> att_;  // attention output (n_embd)
-  std::vector<float> o_;    // projection output (n_embd)
-  std::vector<float> gate_; // (n_ff)
-  std::vector<float> up_;   // (n_ff)
+  std::vector<float> h_;     // residual stream (n_embd)
+  std::vector<float> xn_;    // normalised input (n_embd)
+  std::vector<float> q_;     // (n_embd)
+  std::vector<float> k_;     // (n_embd_kv)
+  std::vector<float> v_;     // (n_embd_kv)
+  std::vector<float> att_;   // attention output (n_embd)
+  std::vector<float> o_;     // projection output (n_embd)
+  std::vector<float> gate_;  // (n_ff)
+  std::vector<float> up_;    // (n_ff)
 };
 
 }  // namespace ls

@@ -46,7 +46,9 @@ int cuda_device_count() {
 
 namespace {
 constexpr uint64_t kAlign = 256;  // every tensor and buffer starts 256-aligned on the device
-uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
 // The CUDA context's own allocations after cudaMemGetInfo (cuBLAS handle and
 // workspace, the x16 buffer of the GEMM path, allocator slack).
 constexpr uint64_t kContextMargin = 384ull << 20;
@@ -59,15 +61,17 @@ uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
   const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
   const int32_t max_split =
       attention_splits(1, static_cast<int32_t>(c.n_head), static_cast<int32_t>(n_ctx) - 1);
-  const uint64_t part = static_cast<uint64_t>(std::max<int64_t>(
-      attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
-                               c.head_dim, max_split),
-      0));
+  const uint64_t part = static_cast<uint64_t>(
+      std::max<int64_t>(attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
+                                                 c.n_head, c.head_dim, max_split),
+                        0));
   return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
          align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5;
 }
 
-int64_t weight_elems(const GgufTensor* t) { return static_cast<int64_t>(t->shape[0] * t->rows()); }
+int64_t weight_elems(const GgufTensor* t) {
+  return static_cast<int64_t>(t->shape[0] * t->rows());
+}
 
 // The largest weight the prefill GEMM path dequantizes into its f16 scratch.
 int64_t max_weight_elems(const LlamaWeights& w) {
@@ -105,7 +109,8 @@ std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions&
                align_up(static_cast<uint64_t>(max_weight_elems(w)) * 2)});
   uint64_t head = align_up(w.output->bytes) + align_up(w.output_norm->bytes);
   if (w.rope_freqs) head += align_up(w.rope_freqs->bytes);
-  r.push_back({std::string("output head (") + ggml_type_name(w.output->type) + ") and norms", head});
+  r.push_back(
+      {std::string("output head (") + ggml_type_name(w.output->type) + ") and norms", head});
   if (o.token_embd_on_device && w.output != w.token_embd)
     r.push_back({std::string("token_embd (") + ggml_type_name(w.token_embd->type) + ")",
                  align_up(w.token_embd->bytes)});
@@ -122,16 +127,16 @@ struct CudaBackend::Impl {
 
   uint8_t* arena = nullptr;  // weights: globals then layers
   uint64_t arena_bytes = 0;
-  GlobalView g;              // device pointers (token_embd: host pointers when embd_on_host)
-  std::vector<LayerView> layers;     // by layer; set where is_resident
+  GlobalView g;                   // device pointers (token_embd: host pointers when embd_on_host)
+  std::vector<LayerView> layers;  // by layer; set where is_resident
   std::vector<uint8_t> is_resident;
   bool embd_on_host = false;
   // token_embd in host memory: the batch's quantized rows are gathered into
   // pinned memory, copied over, and decoded by the same kernel as a resident
   // table (so the two give the same bits), with tokens 0..n-1 (iota).
-  uint8_t* embd_host = nullptr;      // pinned, (cap, row_bytes)
-  uint8_t* embd_dev = nullptr;       // device, (cap, row_bytes)
-  int32_t* iota = nullptr;           // device, 0..cap-1
+  uint8_t* embd_host = nullptr;  // pinned, (cap, row_bytes)
+  uint8_t* embd_dev = nullptr;   // device, (cap, row_bytes)
+  int32_t* iota = nullptr;       // device, 0..cap-1
   std::unique_ptr<CudaLink> link;
   __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
   __half* v_cache = nullptr;
@@ -198,8 +203,8 @@ struct CudaBackend::Impl {
         "activations for %llu tokens %s); %s free of %s",
         what, human_bytes(want).c_str(), human_bytes(arena_bytes).c_str(),
         human_bytes(kv_bytes).c_str(), static_cast<unsigned long long>(cap ? cap : opt.max_batch),
-        human_bytes(act_bytes_for(cap ? cap : opt.max_batch)).c_str(),
-        human_bytes(free_b).c_str(), human_bytes(total_b).c_str());
+        human_bytes(act_bytes_for(cap ? cap : opt.max_batch)).c_str(), human_bytes(free_b).c_str(),
+        human_bytes(total_b).c_str());
   }
 
   // (Re)allocate the activations for n tokens.
@@ -253,11 +258,13 @@ struct CudaBackend::Impl {
     gate = reinterpret_cast<float*>(take(n * F * 4));
     up = reinterpret_cast<float*>(take(n * F * 4));
     logits = reinterpret_cast<float*>(take(n * V * 4));
-    const int32_t max_split = attention_splits(1, static_cast<int32_t>(c.n_head),
-                                               static_cast<int32_t>(opt.n_ctx) - 1);
-    partial = reinterpret_cast<float*>(take(4 * std::max<int64_t>(
-        attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)), c.n_head,
-                                 c.head_dim, max_split), 0)));
+    const int32_t max_split =
+        attention_splits(1, static_cast<int32_t>(c.n_head), static_cast<int32_t>(opt.n_ctx) - 1);
+    partial = reinterpret_cast<float*>(
+        take(4 * std::max<int64_t>(
+                     attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
+                                              c.n_head, c.head_dim, max_split),
+                     0)));
     tok = reinterpret_cast<int32_t*>(take(n * 4));
     pos = reinterpret_cast<int32_t*>(take(n * 4));
     seq = reinterpret_cast<int32_t*>(take(n * 4));
@@ -292,7 +299,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
                                                            const CudaBackendOptions& o) {
   const int n_dev = cuda_device_count();
   if (n_dev == 0)
-    return make_error("--backend cuda: no CUDA device (cudaGetDeviceCount found none or no driver)");
+    return make_error(
+        "--backend cuda: no CUDA device (cudaGetDeviceCount found none or no driver)");
   std::unique_ptr<CudaBackend> be(new CudaBackend());
   be->impl_ = std::make_unique<Impl>();
   Impl& s = *be->impl_;
@@ -341,7 +349,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   for (uint32_t l = 0; l < c.n_layer; ++l) {
     if (!resident(l)) continue;
     const LayerWeights& lw = w.layers[l];
-    lo[l] = {add(lw.attn_norm), add(lw.wq),    add(lw.wk),   add(lw.wv),    add(lw.wo),
+    lo[l] = {add(lw.attn_norm), add(lw.wq),     add(lw.wk),   add(lw.wv),    add(lw.wo),
              add(lw.ffn_norm),  add(lw.w_gate), add(lw.w_up), add(lw.w_down)};
   }
   s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), KvType::F16);
@@ -427,7 +435,9 @@ std::optional<LayerView> CudaBackend::resident_layer(uint32_t index) const {
   return impl_->layers[index];
 }
 
-DeviceLink* CudaBackend::link() { return impl_->link.get(); }
+DeviceLink* CudaBackend::link() {
+  return impl_->link.get();
+}
 
 Status CudaBackend::begin(const Batch& b) {
   Impl& s = *impl_;
@@ -468,7 +478,8 @@ Status CudaBackend::begin(const Batch& b) {
     const uint8_t* table = static_cast<const uint8_t*>(s.g.token_embd.data);
     for (size_t t = 0; t < n; ++t)
       std::memcpy(s.embd_host + t * row, table + static_cast<uint64_t>(b.token[t]) * row, row);
-    LS_CUDA_TRY(cudaMemcpyAsync(s.embd_dev, s.embd_host, n * row, cudaMemcpyHostToDevice, s.stream));
+    LS_CUDA_TRY(
+        cudaMemcpyAsync(s.embd_dev, s.embd_host, n * row, cudaMemcpyHostToDevice, s.stream));
     ep.table = s.embd_dev;
     ep.tokens = s.iota;
   }
@@ -631,8 +642,8 @@ Status CudaBackend::export_hidden(float* h) {
     LS_TRY(rmsnorm_f32_cuda(np, s.stream));
     s.pending_add = false;
   }
-  LS_CUDA_TRY(cudaMemcpyAsync(h, s.h, n * s.c.n_embd * sizeof(float), cudaMemcpyDeviceToHost,
-                              s.stream));
+  LS_CUDA_TRY(
+      cudaMemcpyAsync(h, s.h, n * s.c.n_embd * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   return ok();
 }
@@ -642,8 +653,8 @@ Status CudaBackend::import_hidden(const Batch& b, const float* h) {
   if (b.size() != s.batch.size())
     return make_error("cuda backend: import_hidden of %zu rows into a step of %zu", b.size(),
                       s.batch.size());
-  LS_CUDA_TRY(cudaMemcpyAsync(s.h, h, b.size() * s.c.n_embd * sizeof(float),
-                              cudaMemcpyHostToDevice, s.stream));
+  LS_CUDA_TRY(cudaMemcpyAsync(s.h, h, b.size() * s.c.n_embd * sizeof(float), cudaMemcpyHostToDevice,
+                              s.stream));
   // h is host memory that the caller may reuse once this returns.
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   s.pending_add = false;

@@ -28,10 +28,10 @@
 namespace ls {
 
 struct CudaBackendOptions {
-  uint32_t n_ctx = 4096;      // positions per sequence in the KV cache
-  uint32_t n_seq = 1;         // sequence slots
-  uint32_t max_batch = 512;   // activations are sized for this many tokens (clamped to n_ctx)
-  std::vector<uint8_t> resident;     // per layer, 1: upload it (empty: every layer)
+  uint32_t n_ctx = 4096;          // positions per sequence in the KV cache
+  uint32_t n_seq = 1;             // sequence slots
+  uint32_t max_batch = 512;       // activations are sized for this many tokens (clamped to n_ctx)
+  std::vector<uint8_t> resident;  // per layer, 1: upload it (empty: every layer)
   bool token_embd_on_device = true;  // false: rows gathered on the host each step
 };
 

@@ -8,10 +8,14 @@ namespace ls {
 
 const char* tier_name(Tier t) {
   switch (t) {
-    case Tier::Resident: return "resident";
-    case Tier::Ram: return "ram";
-    case Tier::Storage: return "storage";
-    case Tier::Cpu: return "cpu";
+    case Tier::Resident:
+      return "resident";
+    case Tier::Ram:
+      return "ram";
+    case Tier::Storage:
+      return "storage";
+    case Tier::Cpu:
+      return "cpu";
   }
   return "?";
 }
@@ -73,18 +77,21 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
   // host memory (the mapped file), which leaves its bytes to layers.
   p.token_embd_on_device = in.token_embd_bytes == 0;
   if (in.token_embd_bytes)
-    p.ram.push_back({"token_embd: in the mapped file, not in the budget (the batch's rows are gathered per step)",
-                     in.token_embd_bytes});
+    p.ram.push_back(
+        {"token_embd: in the mapped file, not in the budget (the batch's rows are gathered per "
+         "step)",
+         in.token_embd_bytes});
   p.device_slots = in.device_slots;
   p.slot_bytes = max_layer;
   const uint64_t slots = p.slot_bytes * static_cast<uint64_t>(in.device_slots);
   if (!fits(p.vram_used, slots, in.vram_budget))
-    return make_error("the device budget %s cannot hold %d device slots of %s each (the largest "
-                      "layer) after %s of reserves: %s short; raise --vram-budget or lower "
-                      "--device-slots (at least 1)",
-                      human_bytes(in.vram_budget).c_str(), in.device_slots,
-                      human_bytes(p.slot_bytes).c_str(), human_bytes(p.vram_used).c_str(),
-                      human_bytes(p.vram_used + slots - in.vram_budget).c_str());
+    return make_error(
+        "the device budget %s cannot hold %d device slots of %s each (the largest "
+        "layer) after %s of reserves: %s short; raise --vram-budget or lower "
+        "--device-slots (at least 1)",
+        human_bytes(in.vram_budget).c_str(), in.device_slots, human_bytes(p.slot_bytes).c_str(),
+        human_bytes(p.vram_used).c_str(),
+        human_bytes(p.vram_used + slots - in.vram_budget).c_str());
   p.vram.push_back({std::to_string(in.device_slots) + " device slots", slots});
   p.vram_used += slots;
   uint64_t resident = 0;
@@ -119,8 +126,9 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
                       n_rest, n_rest);
   uint64_t cpu_bytes = 0;
   for (int32_t i = 0; i < in.cpu_layers; ++i) {
-    const size_t l = static_cast<size_t>(p.n_resident) +
-                     static_cast<size_t>((2 * i + 1) * static_cast<int64_t>(n_rest) / (2 * in.cpu_layers));
+    const size_t l =
+        static_cast<size_t>(p.n_resident) +
+        static_cast<size_t>((2 * i + 1) * static_cast<int64_t>(n_rest) / (2 * in.cpu_layers));
     const uint64_t b = map.layers[l].range_bytes;
     if (!fits(p.ram_used, b, in.ram_budget))
       return make_error("the host budget %s cannot hold %d CPU-tier layers: %s short",
@@ -131,7 +139,8 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
     cpu_bytes += b;
     ++p.n_cpu;
   }
-  if (p.n_cpu) p.ram.push_back({std::to_string(p.n_cpu) + " CPU-tier layers (computed in place)", cpu_bytes});
+  if (p.n_cpu)
+    p.ram.push_back({std::to_string(p.n_cpu) + " CPU-tier layers (computed in place)", cpu_bytes});
   uint64_t ram_layers = 0;
   for (size_t l = p.n_resident; l < n; ++l) {
     if (p.layer_tier[l] != Tier::Storage) continue;
@@ -163,10 +172,23 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
   for (size_t l = 0; l < tiers.size(); ++l) {
     const LayerExtent& e = map.layers[l];
     switch (tiers[l]) {
-      case Tier::Resident: ++p.n_resident; p.vram_used += e.range_bytes; break;
-      case Tier::Ram: ++p.n_ram; p.ram_used += e.range_bytes; break;
-      case Tier::Storage: ++p.n_storage; p.storage_bytes_per_step += e.range_bytes; break;
-      case Tier::Cpu: ++p.n_cpu; p.ram_used += e.range_bytes; p.cpu_bytes_per_step += e.range_bytes; break;
+      case Tier::Resident:
+        ++p.n_resident;
+        p.vram_used += e.range_bytes;
+        break;
+      case Tier::Ram:
+        ++p.n_ram;
+        p.ram_used += e.range_bytes;
+        break;
+      case Tier::Storage:
+        ++p.n_storage;
+        p.storage_bytes_per_step += e.range_bytes;
+        break;
+      case Tier::Cpu:
+        ++p.n_cpu;
+        p.ram_used += e.range_bytes;
+        p.cpu_bytes_per_step += e.range_bytes;
+        break;
     }
     if (tiers[l] == Tier::Ram || tiers[l] == Tier::Storage) {
       p.streamed_bytes_per_step += e.range_bytes;
@@ -183,11 +205,14 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
 
 std::string TierPlan::to_text() const {
   std::string s;
-  auto budget = [](uint64_t b) { return b == UINT64_MAX ? std::string("unlimited") : human_bytes(b); };
+  auto budget = [](uint64_t b) {
+    return b == UINT64_MAX ? std::string("unlimited") : human_bytes(b);
+  };
   s += "tier plan: " + std::to_string(n_resident) + " resident, " + std::to_string(n_cpu) +
        " CPU, " + std::to_string(n_ram) + " RAM, " + std::to_string(n_storage) +
        " storage layers\n";
-  s += "  device memory (budget " + budget(vram_budget) + ", used " + human_bytes(vram_used) + "):\n";
+  s += "  device memory (budget " + budget(vram_budget) + ", used " + human_bytes(vram_used) +
+       "):\n";
   for (const Line& l : vram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
   s += "  host memory (budget " + budget(ram_budget) + ", used " + human_bytes(ram_used) + "):\n";
   for (const Line& l : ram) s += "    " + human_bytes(l.bytes) + "\t" + l.what + "\n";
@@ -199,7 +224,7 @@ std::string TierPlan::to_text() const {
     s += layer_tier[l] == Tier::Resident ? 'A'
          : layer_tier[l] == Tier::Ram    ? 'B'
          : layer_tier[l] == Tier::Cpu    ? 'H'
-                                          : 'C';
+                                         : 'C';
   s += "  (A resident, H computed on the host CPU, B RAM, C storage)\n";
   return s;
 }

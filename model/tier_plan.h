@@ -31,8 +31,8 @@ struct PlanLine {
 };
 
 struct PlanInputs {
-  uint64_t vram_budget = UINT64_MAX;  // device memory for the run (UINT64_MAX: unlimited)
-  uint64_t ram_budget = UINT64_MAX;   // host memory for RAM-tier layers and staging
+  uint64_t vram_budget = UINT64_MAX;      // device memory for the run (UINT64_MAX: unlimited)
+  uint64_t ram_budget = UINT64_MAX;       // host memory for RAM-tier layers and staging
   std::vector<PlanLine> device_reserves;  // KV cache, activations, head, ... (device)
   // token_embd, when the planner may leave it in host memory: on the device
   // only if the whole model fits (a step needs just its batch's rows, which
@@ -40,7 +40,7 @@ struct PlanInputs {
   uint64_t token_embd_bytes = 0;
   int32_t device_slots = 2;
   int32_t staging_buffers = 2;
-  uint32_t read_alignment = 4096;     // staging buffers hold aligned over-reads
+  uint32_t read_alignment = 4096;  // staging buffers hold aligned over-reads
   // Layers the CPU computes from RAM (--cpu-layers), chosen among the
   // non-resident ones and spread evenly between the streamed ones, so the
   // copier has a slot to fill while the CPU computes.
@@ -49,11 +49,11 @@ struct PlanInputs {
 
 struct TierPlan {
   using Line = PlanLine;
-  std::vector<Tier> layer_tier;      // by layer
-  std::vector<Line> vram, ram;       // reserves and layers, as placed
+  std::vector<Tier> layer_tier;  // by layer
+  std::vector<Line> vram, ram;   // reserves and layers, as placed
   uint64_t vram_budget = 0, ram_budget = 0, vram_used = 0, ram_used = 0;
-  uint64_t slot_bytes = 0;           // one device slot: the largest streamed layer, packed
-  uint64_t staging_bytes = 0;        // one staging buffer: the largest storage layer, aligned
+  uint64_t slot_bytes = 0;     // one device slot: the largest streamed layer, packed
+  uint64_t staging_bytes = 0;  // one staging buffer: the largest storage layer, aligned
   int32_t device_slots = 0, staging_buffers = 0;  // 0 when the plan needs none
   int32_t n_resident = 0, n_ram = 0, n_storage = 0, n_cpu = 0;
   uint64_t streamed_bytes_per_step = 0;  // RAM + storage layers: copied every step

@@ -30,9 +30,10 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
         t.push_back(Tier::Cpu);
         break;
       default:
-        return make_error("--tiers '%s': '%c' is not a tier (A resident, H computed on the CPU, B RAM, C "
-                          "storage)",
-                          s.c_str(), c);
+        return make_error(
+            "--tiers '%s': '%c' is not a tier (A resident, H computed on the CPU, B RAM, C "
+            "storage)",
+            s.c_str(), c);
     }
   }
   if (t.size() == 1) t.assign(n_layer, t[0]);
@@ -85,8 +86,7 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
         {"KV cache", KvCache::bytes_for(c.n_layer, 1, n_ctx, c.n_embd_kv(), opt.kv_type)},
         // Activations and logits for a 512-token batch: the residual, norms,
         // q/k/v, attention output, the two feed-forward halves, a row of logits each.
-        {"activations and logits",
-         4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512},
+        {"activations and logits", 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512},
         {"global tensors (token_embd, output, norms)", m.map.globals.tensor_bytes},
     };
   }

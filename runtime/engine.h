@@ -30,8 +30,8 @@ struct DeviceMemory {
   uint64_t token_embd_bytes = 0;   // placed by the planner (device or host)
 };
 // nullopt: the run is on the CPU (no device memory to plan).
-using DeviceMemoryProbe = std::function<Expected<std::optional<DeviceMemory>>(
-    const Model&, const EngineOptions&)>;
+using DeviceMemoryProbe =
+    std::function<Expected<std::optional<DeviceMemory>>(const Model&, const EngineOptions&)>;
 // Makes the compute backend for a run (model, options, the tier plan). Core
 // cannot depend on the CUDA library, so tools/ injects the factory that knows
 // about CUDA (tools/backends.cpp); without one the engine makes a CpuBackend
@@ -50,13 +50,13 @@ struct EngineOptions {
                       // or one letter for all)
   int32_t depth = 4, staging_buffers = 3, device_slots = 3;
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; hybrid plans)
-  SourceOptions source;  // reader: kind, queue depth, chunk size
+  SourceOptions source;    // reader: kind, queue depth, chunk size
   bool io_only = false;
   std::string trace_path;  // --trace FILE
   bool stats = false;      // --stats
   int watchdog_s = 10;     // stall watchdog (0: off)
   bool print_plan = true;
-  BackendFactory make_backend;  // empty: CPU (see BackendFactory)
+  BackendFactory make_backend;      // empty: CPU (see BackendFactory)
   DeviceMemoryProbe device_memory;  // empty: CPU planning (see DeviceMemory)
 };
 

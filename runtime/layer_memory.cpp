@@ -82,7 +82,8 @@ Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
   if (packed > 0) {
     for (int32_t i = 0; i < plan.device_slots; ++i) {
       uint8_t* p = m->ops_.alloc_device(packed);
-      if (!p) return make_error("cannot allocate device slot %d (%s)", i, human_bytes(packed).c_str());
+      if (!p)
+        return make_error("cannot allocate device slot %d (%s)", i, human_bytes(packed).c_str());
       m->slots_.push_back(p);
     }
   }

@@ -35,7 +35,6 @@ LayerLayout layer_layout(const LayerExtent& e, uint32_t alignment);
 LayerView packed_layer_view(const LayerWeights& w, const LayerExtent& e, const LayerLayout& l,
                             const uint8_t* base);
 
-
 class LayerMemory {
  public:
   // Allocates staging buffers, device slots and RAM-tier buffers per the plan,

@@ -65,8 +65,7 @@ struct Pipeline::Graph {
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
                 rc, tracer, opt.io_only),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
-        sampler(to_sampler, steps, rc, tracer) {
-  }
+        sampler(to_sampler, steps, rc, tracer) {}
 
   const TierPlan plan;
   std::unique_ptr<LayerMemory> mem;
@@ -113,8 +112,8 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   p->rc_ = &rc;
   p->n_ctx_ = opt.n_ctx;
   p->link_ = link;
-  p->g_ = std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer,
-                                  rc);
+  p->g_ =
+      std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer, rc);
   Graph& g = *p->g_;
   p->threads_.emplace_back([&g] { g.planner.run(); });
   p->threads_.emplace_back([&g] { g.reader.run(); });
@@ -125,7 +124,9 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   return p;
 }
 
-const char* Pipeline::source_name() const { return g_->src ? g_->src->name() : "none"; }
+const char* Pipeline::source_name() const {
+  return g_->src ? g_->src->name() : "none";
+}
 
 Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
   if (prompt.empty()) return make_error("empty request");
@@ -173,6 +174,8 @@ void Pipeline::stop() {
   if (link_) (void)link_->drain();
 }
 
-Pipeline::~Pipeline() { stop(); }
+Pipeline::~Pipeline() {
+  stop();
+}
 
 }  // namespace ls

@@ -22,10 +22,10 @@
 namespace ls {
 
 struct PipelineOptions {
-  int32_t depth = 4;            // layers planned ahead of compute
-  SourceOptions source;         // the reader's block source (kind, queue depth, chunk size)
-  bool io_only = false;         // skip the kernels: measure the pipeline's own ceiling
-  uint32_t n_ctx = 0;           // the backend's context (positions per sequence)
+  int32_t depth = 4;               // layers planned ahead of compute
+  SourceOptions source;            // the reader's block source (kind, queue depth, chunk size)
+  bool io_only = false;            // skip the kernels: measure the pipeline's own ceiling
+  uint32_t n_ctx = 0;              // the backend's context (positions per sequence)
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (plans with n_cpu > 0)
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
   std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
@@ -36,9 +36,8 @@ class Pipeline {
   // Allocates the tiers' memory per the plan, opens the block source (when
   // some layer is on storage) and starts the actors.
   static Expected<std::unique_ptr<Pipeline>> start(const Model& m, Backend& be,
-                                                   const TierPlan& plan,
-                                                   const PipelineOptions& opt, Tracer& tracer,
-                                                   RunControl& rc);
+                                                   const TierPlan& plan, const PipelineOptions& opt,
+                                                   Tracer& tracer, RunControl& rc);
   ~Pipeline();  // stops the run and joins every actor
 
   // Feed the prompt as one batch at positions n_past.., then keep feeding

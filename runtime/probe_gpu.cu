@@ -13,7 +13,8 @@ namespace {
 
 // A timed loop of one copy per pass on its own stream.
 template <typename Copy>
-Expected<GpuBandwidth> time_copies(const char* what, uint64_t counted_bytes, int passes, Copy copy) {
+Expected<GpuBandwidth> time_copies(const char* what, uint64_t counted_bytes, int passes,
+                                   Copy copy) {
   cudaStream_t s = nullptr;
   cudaEvent_t a = nullptr, b = nullptr;
   struct Cleanup {
@@ -68,8 +69,9 @@ Expected<GpuBandwidth> probe_h2d(uint64_t bytes, int passes, bool pinned) {
     LS_CUDA_TRY(cudaHostAlloc(&host, bytes, cudaHostAllocPortable));
   } else {
     host = std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096);
-    if (!host) return make_error("probe: cannot allocate %llu bytes of host memory",
-                                 static_cast<unsigned long long>(bytes));
+    if (!host)
+      return make_error("probe: cannot allocate %llu bytes of host memory",
+                        static_cast<unsigned long long>(bytes));
   }
   std::memset(host, 0x5A, bytes);  // fault every page in before timing
   return time_copies(pinned ? "pinned H2D" : "pageable H2D", bytes, passes, [&](cudaStream_t s) {
@@ -91,10 +93,9 @@ Expected<GpuBandwidth> probe_d2d(uint64_t bytes, int passes) {
   LS_CUDA_TRY(cudaMalloc(&a, bytes));
   LS_CUDA_TRY(cudaMalloc(&b, bytes));
   LS_CUDA_TRY(cudaMemset(a, 0x5A, bytes));
-  return time_copies("device memory (D2D copy, read + write)", 2 * bytes, passes,
-                     [&](cudaStream_t s) {
-                       return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
-                     });
+  return time_copies(
+      "device memory (D2D copy, read + write)", 2 * bytes, passes,
+      [&](cudaStream_t s) { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s); });
 }
 
 Expected<double> probe_h2d_until(uint64_t bytes, std::atomic<bool>& started,

@@ -198,8 +198,7 @@ StallTable make_stall_table(const std::vector<TrackStats>& tracks) {
   }
   size_t busiest = SIZE_MAX;
   for (size_t i = 0; i < t.rows.size(); ++i)
-    if (t.rows[i].worked &&
-        (busiest == SIZE_MAX || t.rows[i].busy_pct > t.rows[busiest].busy_pct))
+    if (t.rows[i].worked && (busiest == SIZE_MAX || t.rows[i].busy_pct > t.rows[busiest].busy_pct))
       busiest = i;
   if (busiest == SIZE_MAX) {
     t.reason = "no stage did any work (only waits were recorded)";

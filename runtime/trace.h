@@ -240,8 +240,12 @@ class TraceScope {
   TraceScope& operator=(const TraceScope&) = delete;
 
   // What is known only once the span has begun (the message that ended a wait).
-  void set_bytes(uint64_t bytes) { rec_.bytes = bytes; }
-  void set_buffer(int32_t buffer) { rec_.buffer = buffer; }
+  void set_bytes(uint64_t bytes) {
+    rec_.bytes = bytes;
+  }
+  void set_buffer(int32_t buffer) {
+    rec_.buffer = buffer;
+  }
   void set_flow(uint64_t flow, uint8_t phase) {
     rec_.flow_id = flow;
     rec_.flow_phase = phase;

@@ -110,9 +110,10 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
       best = std::min(best, us_to_ns(ev["ts"]));
     }
     if (best == UINT64_MAX)
-      return make_error("trace summarize: %s: no busy span of step %lld or later on the compute "
-                        "track (--from-step beyond the run?)",
-                        path.c_str(), static_cast<long long>(from_step));
+      return make_error(
+          "trace summarize: %s: no busy span of step %lld or later on the compute "
+          "track (--from-step beyond the run?)",
+          path.c_str(), static_cast<long long>(from_step));
     warm_ns = best;
   }
 
@@ -162,7 +163,7 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
       uint64_t t0 = us_to_ns(*ts);
       uint64_t d = ev.contains("dur") ? us_to_ns(ev["dur"]) : 0;
       if (t0 + d <= warm_ns && warm_ns > 0) continue;  // before the warm window
-      if (t0 < warm_ns) {  // straddles its start: keep the warm part
+      if (t0 < warm_ns) {                              // straddles its start: keep the warm part
         d = t0 + d - warm_ns;
         t0 = warm_ns;
       }

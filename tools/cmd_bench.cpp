@@ -88,7 +88,7 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
 struct Row {
   std::map<std::string, std::string> settings;
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
-  double h2d_gbps = 0, pcie_ratio = 0;     // pinned H2D probe around the run; streamed / probe
+  double h2d_gbps = 0, pcie_ratio = 0;      // pinned H2D probe around the run; streamed / probe
   double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
   double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
   std::string bound, error, source;
@@ -196,8 +196,8 @@ int run_bench(BenchArgs& a) {
     double before = 0, after = 0;
     if (run_bytes > 0) before = probe_once(e, o.source, probe_steps);
     // The PCIe ceiling, when the GPU streams: pinned H2D right before and after.
-    const bool pcie = std::string(e.backend_name()) == "cuda" &&
-                      e.plan().streamed_bytes_per_step > 0;
+    const bool pcie =
+        std::string(e.backend_name()) == "cuda" && e.plan().streamed_bytes_per_step > 0;
     double h2d_before = 0, h2d_after = 0;
     auto h2d_once = [&]() -> double {
 #ifdef LS_HAVE_CUDA
@@ -219,24 +219,23 @@ int run_bench(BenchArgs& a) {
     if (a.prompt_tokens > 1) {
       // A first request of the same shape warms the process (lazy module
       // loading, first-use allocations); the second one is timed.
-      rs = e.pipeline().run_request(prompt, [](int64_t, const float*, int32_t) {
-        return std::optional<int32_t>();
-      });
+      rs = e.pipeline().run_request(
+          prompt, [](int64_t, const float*, int32_t) { return std::optional<int32_t>(); });
       e.pipeline().rewind();
     }
     const auto t_start = std::chrono::steady_clock::now();
     if (rs.ok())
       rs = e.pipeline().run_request(
-        prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
-          t.push_back(std::chrono::steady_clock::now());
-          if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
-          if (a.io_only) return bos;
-          const float* r = l + static_cast<size_t>(rows_n - 1) * V;
-          int32_t best = 0;
-          for (int32_t i = 1; i < V; ++i)
-            if (r[i] > r[best]) best = i;
-          return best;
-        });
+          prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
+            t.push_back(std::chrono::steady_clock::now());
+            if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
+            if (a.io_only) return bos;
+            const float* r = l + static_cast<size_t>(rows_n - 1) * V;
+            int32_t best = 0;
+            for (int32_t i = 1; i < V; ++i)
+              if (r[i] > r[best]) best = i;
+            return best;
+          });
     if (!t.empty() && a.prompt_tokens > 1)
       row.prefill_tok_s =
           a.prompt_tokens / std::chrono::duration<double>(t.front() - t_start).count();
@@ -263,8 +262,10 @@ int run_bench(BenchArgs& a) {
     {
       // Seconds per token each link needs at its measured rate; the slower bounds.
       double need = 0;
-      if (row.h2d_gbps > 0) need = std::max(need, e.plan().streamed_bytes_per_step / (row.h2d_gbps * 1e9));
-      if (row.probe_gbps > 0) need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
+      if (row.h2d_gbps > 0)
+        need = std::max(need, e.plan().streamed_bytes_per_step / (row.h2d_gbps * 1e9));
+      if (row.probe_gbps > 0)
+        need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
       row.bound_tok_s = need > 0 ? 1.0 / need : 0;
       row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
     }
@@ -302,8 +303,9 @@ int run_bench(BenchArgs& a) {
     head += " prefill tok/s (" + std::to_string(a.prompt_tokens) + " tokens) |";
     rule += "---|";
   }
-  head += " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
-          " ratio to H2D | link bound tok/s | ratio to link bound | stall-table bound |";
+  head +=
+      " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
+      " ratio to H2D | link bound tok/s | ratio to link bound | stall-table bound |";
   rule += "---|---|---|---|---|---|---|---|---|---|";
   std::printf("%s\n%s\n", head.c_str(), rule.c_str());
   size_t best = 0;
@@ -325,11 +327,10 @@ int run_bench(BenchArgs& a) {
     if (!r.error.empty())
       std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | |", r.error.c_str());
     else
-      std::snprintf(buf, sizeof buf,
-                    " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.3f | %s | %s |", r.tok_s,
-                    i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps, r.probe_gbps,
-                    ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.bound_tok_s, bratio,
-                    r.bound.c_str());
+      std::snprintf(
+          buf, sizeof buf, " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.3f | %s | %s |",
+          r.tok_s, i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps, r.probe_gbps,
+          ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.bound_tok_s, bratio, r.bound.c_str());
     std::printf("%s%s\n", line.c_str(), buf);
   }
   if (!a.json.empty()) {

@@ -66,7 +66,7 @@ bool probe_gpu(std::vector<GpuRow>& rows, std::string& why_not) {
   // 1 GiB per copy: the size of a streamed 70B layer and well past any cache.
   constexpr uint64_t kBytes = 1ull << 30;
   for (int k = 0; k < 3; ++k) {
-    auto r = k == 0 ? probe_h2d(kBytes, 5, true)
+    auto r = k == 0   ? probe_h2d(kBytes, 5, true)
              : k == 1 ? probe_h2d(kBytes, 3, false)
                       : probe_d2d(kBytes, 10);
     if (!r) {
@@ -140,9 +140,10 @@ bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int pass
     stop.store(true);
     copier.join();
     if (h2d) {
-      std::printf("contended: host read %.2f GB/s (%d threads, min %.2f max %.2f) while pinned "
-                  "H2D runs at %.2f GB/s\n",
-                  r.median, t, r.min, r.max, *h2d);
+      std::printf(
+          "contended: host read %.2f GB/s (%d threads, min %.2f max %.2f) while pinned "
+          "H2D runs at %.2f GB/s\n",
+          r.median, t, r.min, r.max, *h2d);
       j["contended"] = {{"threads", t},
                         {"host_read_gbps_median", r.median},
                         {"host_read_gbps_min", r.min},

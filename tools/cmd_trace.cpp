@@ -18,8 +18,9 @@ Command add_trace(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto from_step = std::make_shared<int64_t>(0);
   summarize->add_option("FILE", *path, "Trace written by --trace FILE")->required();
-  summarize->add_option("--from-step", *from_step,
-                        "Only the warm run: from the step compute began N (0: all of it)")
+  summarize
+      ->add_option("--from-step", *from_step,
+                   "Only the warm run: from the step compute began N (0: all of it)")
       ->capture_default_str();
   return [path, from_step] {
     if (*from_step < 0) {

@@ -29,10 +29,10 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
   sub->add_option("--ram-budget", o.ram_budget,
                   "Host memory for RAM-tier layers and staging, e.g. 48GiB (default: available)");
-  sub->add_option(
-      "--tiers", o.tiers,
-      "Force tiers per layer: A resident, H computed on the CPU, B RAM, C storage (e.g. AAHBHB, or C "
-      "for all)");
+  sub->add_option("--tiers", o.tiers,
+                  "Force tiers per layer: A resident, H computed on the CPU, B RAM, C storage "
+                  "(e.g. AAHBHB, or C "
+                  "for all)");
   sub->add_option("--cpu-layers", o.cpu_layers,
                   "Non-resident layers the CPU computes from RAM, spread between the streamed ones")
       ->capture_default_str();
@@ -66,7 +66,7 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");
   o.source.chunk_bytes = *chunk;
-  o.make_backend = make_tool_backend;  // cpu, cuda (CUDA builds) or auto
+  o.make_backend = make_tool_backend;    // cpu, cuda (CUDA builds) or auto
   o.device_memory = tool_device_memory;  // budgets and reserves from the device
   return ok();
 }

@@ -30,13 +30,13 @@
 
 using namespace ls;
 
-#define CK(call)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
+#define CK(call)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 #define ST(expr)                                                                          \
   do {                                                                                    \
@@ -83,7 +83,8 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreate(&s));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
 
   // Bound 1: D2D copy bandwidth.
   const size_t cb = size_t(2) << 30;
@@ -91,15 +92,20 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&a, cb));
   CK(cudaMalloc(&b, cb));
   CK(cudaMemset(a, 1, cb));
-  Stats cp = time_it(s, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice, s)); });
+  Stats cp =
+      time_it(s, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice, s)); });
   const double bw = 2.0 * cb / (cp.med * 1e-3) / 1e9;  // GB/s, read + write
   CK(cudaFree(a));
   CK(cudaFree(b));
-  std::printf("bound: D2D copy %.0f GB/s (read+write, median of 20; min %.3f max %.3f ms)\n", bw, cp.min, cp.max);
+  std::printf("bound: D2D copy %.0f GB/s (read+write, median of 20; min %.3f max %.3f ms)\n", bw,
+              cp.min, cp.max);
 
   const int64_t max_elems = int64_t(128256) * 4096;
   auto ctx_or = MatmulContext::create(s, max_elems);
-  if (!ctx_or) { std::fprintf(stderr, "%s\n", ctx_or.error().message.c_str()); return 1; }
+  if (!ctx_or) {
+    std::fprintf(stderr, "%s\n", ctx_or.error().message.c_str());
+    return 1;
+  }
   MatmulContext& ctx = **ctx_or;
   std::printf("GEMM backend: %s\n", ctx.gemm_backend());
 
@@ -120,12 +126,20 @@ int main(int argc, char** argv) {
     Stats g = time_it(s, 3, 20, [&](int) { ST(matmul_gemm_f16(ctx, w16, x16, n, n, n, y, s)); });
     std::printf("bound: f16 GEMM 8192^3 %.0f TFLOP/s (median of 20, random data)\n",
                 2.0 * n * n * n / (g.med * 1e-3) / 1e12);
-    CK(cudaFree(w16)); CK(cudaFree(x16)); CK(cudaFree(y)); CK(cudaFree(dx));
+    CK(cudaFree(w16));
+    CK(cudaFree(x16));
+    CK(cudaFree(y));
+    CK(cudaFree(dx));
   }
 
-  struct Shape { int64_t n_in, n_out; const char* what; };
-  const Shape shapes[] = {{4096, 4096, "attn q/o"}, {4096, 14336, "ffn gate/up"},
-                          {14336, 4096, "ffn down"}, {4096, 128256, "output"}};
+  struct Shape {
+    int64_t n_in, n_out;
+    const char* what;
+  };
+  const Shape shapes[] = {{4096, 4096, "attn q/o"},
+                          {4096, 14336, "ffn gate/up"},
+                          {14336, 4096, "ffn down"},
+                          {4096, 128256, "output"}};
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   std::string json = "[";
   std::vector<std::string> rows;
@@ -141,7 +155,8 @@ int main(int argc, char** argv) {
         quantize_row(t, f.data(), pat.data() + r * rb, sh.n_in);
       }
       std::vector<uint8_t> host(bytes);
-      for (int64_t r = 0; r < sh.n_out; ++r) std::memcpy(host.data() + r * rb, pat.data() + (r % 64) * rb, rb);
+      for (int64_t r = 0; r < sh.n_out; ++r)
+        std::memcpy(host.data() + r * rb, pat.data() + (r % 64) * rb, rb);
       const int copies = std::max<int>(2, int((size_t(512) << 20) / bytes + 1));
       std::vector<void*> dw(copies);
       for (auto& p : dw) {
@@ -202,34 +217,52 @@ int main(int argc, char** argv) {
       CK(cudaMalloc(&x16, hx.size() * 2));
       ST(dequant_f16_launch(t, dw[0], sh.n_in, sh.n_out, w16, s));
       ST(convert_f32_f16_launch(dx, int64_t(hx.size()), x16, s));
-      Stats gm = time_it(s, 3, 20, [&](int) { ST(matmul_gemm_f16(ctx, w16, x16, sh.n_in, sh.n_out, ntok_pf, dy, s)); });
+      Stats gm = time_it(s, 3, 20, [&](int) {
+        ST(matmul_gemm_f16(ctx, w16, x16, sh.n_in, sh.n_out, ntok_pf, dy, s));
+      });
       const double tf_bound = flop / (gm.med * 1e-3) / 1e12;
       char line[512];
       std::snprintf(line, sizeof line,
-                    "| %-4s | %-11s | %5lld x %6lld | %7.1f | %7.1f %7.1f %7.1f | %5.0f | %4.2f | %7.3f | %5.0f | %5.0f | %4.2f |",
-                    ggml_type_name(t), sh.what, (long long)sh.n_in, (long long)sh.n_out, bytes / 1e6,
-                    dec.med * 1e3, dec.min * 1e3, dec.max * 1e3, gbs, gbs / bw, pf.med, tf, tf_bound, tf / tf_bound);
+                    "| %-4s | %-11s | %5lld x %6lld | %7.1f | %7.1f %7.1f %7.1f | %5.0f | %4.2f | "
+                    "%7.3f | %5.0f | %5.0f | %4.2f |",
+                    ggml_type_name(t), sh.what, (long long)sh.n_in, (long long)sh.n_out,
+                    bytes / 1e6, dec.med * 1e3, dec.min * 1e3, dec.max * 1e3, gbs, gbs / bw, pf.med,
+                    tf, tf_bound, tf / tf_bound);
       rows.push_back(line);
       char js[512];
       std::snprintf(js, sizeof js,
-                    "%s{\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"weight_bytes\":%zu,\"decode_ms\":{\"median\":%.5f,\"min\":%.5f,\"max\":%.5f},"
-                    "\"decode_gbps\":%.1f,\"bw_gbps\":%.1f,\"prefill512_ms\":%.4f,\"prefill_tflops\":%.1f,\"gemm_only_tflops\":%.1f}",
-                    json.size() > 1 ? "," : "", ggml_type_name(t), (long long)sh.n_in, (long long)sh.n_out, bytes,
-                    dec.med, dec.min, dec.max, gbs, bw, pf.med, tf, tf_bound);
+                    "%s{\"type\":\"%s\",\"n_in\":%lld,\"n_out\":%lld,\"weight_bytes\":%zu,\"decode_"
+                    "ms\":{\"median\":%.5f,\"min\":%.5f,\"max\":%.5f},"
+                    "\"decode_gbps\":%.1f,\"bw_gbps\":%.1f,\"prefill512_ms\":%.4f,\"prefill_"
+                    "tflops\":%.1f,\"gemm_only_tflops\":%.1f}",
+                    json.size() > 1 ? "," : "", ggml_type_name(t), (long long)sh.n_in,
+                    (long long)sh.n_out, bytes, dec.med, dec.min, dec.max, gbs, bw, pf.med, tf,
+                    tf_bound);
       json += js;
       std::printf("%s\n", line);
       std::fflush(stdout);
       for (auto p : dw) CK(cudaFree(p));
-      CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(w16)); CK(cudaFree(x16));
+      CK(cudaFree(dx));
+      CK(cudaFree(dy));
+      CK(cudaFree(w16));
+      CK(cudaFree(x16));
     }
   json += "]\n";
-  std::printf("\nbound: D2D %.0f GB/s. decode n_tok=1 (fused GEMV, median of 60 over rotated copies); prefill n_tok=512 (dequant+GEMM, median of 20)\n", bw);
-  std::printf("| type | matrix      | n_in x n_out   | W MB    | n_tok=1 us: med min max | GB/s  | /bw  | n_tok=512 ms | TF/s | cuBLAS same-shape TF/s | ratio |\n");
+  std::printf(
+      "\nbound: D2D %.0f GB/s. decode n_tok=1 (fused GEMV, median of 60 over rotated copies); "
+      "prefill n_tok=512 (dequant+GEMM, median of 20)\n",
+      bw);
+  std::printf(
+      "| type | matrix      | n_in x n_out   | W MB    | n_tok=1 us: med min max | GB/s  | /bw  | "
+      "n_tok=512 ms | TF/s | cuBLAS same-shape TF/s | ratio |\n");
   for (auto& r : rows) std::printf("%s\n", r.c_str());
   for (auto& r : multi_rows) std::printf("%s\n", r.c_str());
   if (argc > 1) {
     FILE* f = std::fopen(argv[1], "w");
-    if (f) { std::fputs(json.c_str(), f); std::fclose(f); }
+    if (f) {
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+    }
   }
   return 0;
 }

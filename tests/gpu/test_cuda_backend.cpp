@@ -84,8 +84,8 @@ TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, ever
       if (tc != tg) {
         // Divergence: accepted only at a near-tie of the CPU's logits (row = last CPU logits).
         const double gap = std::fabs(static_cast<double>(row[tc]) - row[tg]);
-        MESSAGE(std::string(quant) << ": tokens diverge at step " << step << " (cpu " << tc << ", gpu " << tg
-                      << ", cpu logit gap " << gap << ")");
+        MESSAGE(std::string(quant) << ": tokens diverge at step " << step << " (cpu " << tc
+                                   << ", gpu " << tg << ", cpu logit gap " << gap << ")");
         CHECK(gap <= 1e-3 * max_abs(row));
         near_tie_at = step;
         break;
@@ -101,8 +101,9 @@ TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, ever
       REQUIRE(gpu.finish_argmax(&t).ok());
       tg = t;
     }
-    MESSAGE("cuda vs cpu " << std::string(quant) << ": logits max|diff|/max|ref| = " << rel << ", nmse = " << e
-                           << ", greedy tokens identical for " << same << "/64 steps"
+    MESSAGE("cuda vs cpu " << std::string(quant) << ": logits max|diff|/max|ref| = " << rel
+                           << ", nmse = " << e << ", greedy tokens identical for " << same
+                           << "/64 steps"
                            << std::string(near_tie_at >= 0 ? " (near-tie divergence)" : ""));
     CHECK(rel <= 2e-2);
     CHECK(e < 1e-3);
@@ -150,7 +151,8 @@ TEST_CASE("cuda backend: a 300-token prompt then decode past it matches the CPU 
   REQUIRE(gr.has_value());
   std::mt19937 rng(77);
   Batch b;
-  for (int i = 0; i < 300; ++i) b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, i % 50 == 49);
+  for (int i = 0; i < 300; ++i)
+    b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, i % 50 == 49);
   const size_t rows = b.n_logits();
   std::vector<float> lc(rows * V), lg(rows * V, NAN);
   REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());

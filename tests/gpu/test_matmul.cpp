@@ -51,10 +51,14 @@ struct DeviceBuf {
   DeviceBuf(const DeviceBuf&) = delete;
   DeviceBuf& operator=(const DeviceBuf&) = delete;
   template <typename T>
-  T* as() const { return static_cast<T*>(p); }
+  T* as() const {
+    return static_cast<T*>(p);
+  }
 };
 
-double gemv_threshold(GgmlType) { return 1e-9; }
+double gemv_threshold(GgmlType) {
+  return 1e-9;
+}
 double gemm_threshold(GgmlType t) {
   return (t == GgmlType::F16 || t == GgmlType::BF16) ? 4e-7 : 1e-6;
 }
@@ -87,7 +91,8 @@ ls::ThreadPool& pool() {
   return p;
 }
 
-std::vector<float> reference(const ls::WeightView& host_w, const std::vector<float>& x, int64_t n_tok) {
+std::vector<float> reference(const ls::WeightView& host_w, const std::vector<float>& x,
+                             int64_t n_tok) {
   std::vector<std::vector<float>> scratch(pool().size());
   std::vector<float> y(static_cast<size_t>(n_tok * host_w.n_out));
   ls::matmul_f32(pool(), host_w, x.data(), n_tok, y.data(), scratch);
@@ -135,10 +140,14 @@ RunResult compare(const std::vector<float>& y, const std::vector<float>& ref, do
 
 const char* path_name(MatmulPath p) {
   switch (p) {
-    case MatmulPath::Auto: return "auto";
-    case MatmulPath::Gemv: return "gemv";
-    case MatmulPath::GemmCublas: return "cublas";
-    case MatmulPath::GemmWmma: return "wmma";
+    case MatmulPath::Auto:
+      return "auto";
+    case MatmulPath::Gemv:
+      return "gemv";
+    case MatmulPath::GemmCublas:
+      return "cublas";
+    case MatmulPath::GemmWmma:
+      return "wmma";
   }
   return "?";
 }
@@ -182,7 +191,8 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
       const ls::WeightView hw{t, w.data(), n_in, n_out}, dwv{t, dw.p, n_in, n_out};
       for (int64_t n_tok : n_toks) {
         const std::vector<float> x = random_floats(n_tok * n_in);
-        DeviceBuf dx(x.size() * sizeof(float)), dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
+        DeviceBuf dx(x.size() * sizeof(float)),
+            dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
         CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
         const std::vector<float> ref = reference(hw, x, n_tok);
         const double scale = term_scale(hw, x, n_tok);
@@ -192,14 +202,17 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
         paths.push_back(MatmulPath::GemmWmma);
         for (MatmulPath p : paths) {
           if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
-          const RunResult r = compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref, scale);
+          const RunResult r =
+              compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref, scale);
           const bool is_gemv = p == MatmulPath::Gemv;
           const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
-          INFO(std::string(ls::ggml_type_name(t)), " path ", std::string(path_name(p)), " n_in ", n_in, " n_out ", n_out,
-               " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ", r.unwritten);
+          INFO(std::string(ls::ggml_type_name(t)), " path ", std::string(path_name(p)), " n_in ",
+               n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ",
+               r.unwritten);
           CHECK(r.unwritten == 0);
           CHECK(r.nmse <= limit);
-          double& slot = is_gemv ? worst.gemv : (p == MatmulPath::GemmWmma ? worst.wmma : worst.cublas);
+          double& slot =
+              is_gemv ? worst.gemv : (p == MatmulPath::GemmWmma ? worst.wmma : worst.cublas);
           slot = std::max(slot, r.nmse);
         }
       }
@@ -213,21 +226,30 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
   return worst;
 }
 
-bool is_k_quant(GgmlType t) { return ls::ggml_traits(t).block_elems == 256; }
-bool is_float(GgmlType t) { return ls::ggml_traits(t).block_elems == 1; }
+bool is_k_quant(GgmlType t) {
+  return ls::ggml_traits(t).block_elems == 256;
+}
+bool is_float(GgmlType t) {
+  return ls::ggml_traits(t).block_elems == 1;
+}
 
 void check_odd_shapes(GgmlType t) {
   std::vector<int64_t> n_ins;
-  if (is_k_quant(t)) n_ins = {256, 768};         // 1 and 3 super-blocks
-  else if (is_float(t)) n_ins = {8, 72, 1064};   // not multiples of 16 / 32
-  else n_ins = {32, 96, 1056};                   // 1, 3, 33 blocks
+  if (is_k_quant(t))
+    n_ins = {256, 768};  // 1 and 3 super-blocks
+  else if (is_float(t))
+    n_ins = {8, 72, 1064};  // not multiples of 16 / 32
+  else
+    n_ins = {32, 96, 1056};  // 1, 3, 33 blocks
   check_type(t, n_ins, {1, 7, 333}, {1, 2, 3, 8, 9, 64, 130});
 }
 
 }  // namespace
 
-#define LS_ODD_SHAPES_CASE(T) \
-  TEST_CASE("cuda matmul: " #T " odd shapes, all paths") { check_odd_shapes(GgmlType::T); }
+#define LS_ODD_SHAPES_CASE(T)                              \
+  TEST_CASE("cuda matmul: " #T " odd shapes, all paths") { \
+    check_odd_shapes(GgmlType::T);                         \
+  }
 LS_ODD_SHAPES_CASE(F32)
 LS_ODD_SHAPES_CASE(F16)
 LS_ODD_SHAPES_CASE(BF16)
@@ -321,15 +343,20 @@ TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
   ls::MatmulContext& ctx = **ctx_or;
   DeviceBuf w(1 << 16), x(1 << 16), y(1 << 16);
   // n_in not a multiple of the Q4_K super-block.
-  CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q4_K, w.p, 128, 4}, x.as<float>(), 1, y.as<float>(), s).ok());
+  CHECK_FALSE(
+      ls::matmul_cuda(ctx, {GgmlType::Q4_K, w.p, 128, 4}, x.as<float>(), 1, y.as<float>(), s).ok());
   // Misaligned weight.
   CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.as<uint8_t>() + 2, 32, 4}, x.as<float>(), 1,
-                              y.as<float>(), s).ok());
+                              y.as<float>(), s)
+                  .ok());
   // A GEMM weight larger than the context's scratch.
-  CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 256, 8}, x.as<float>(), 16, y.as<float>(), s).ok());
+  CHECK_FALSE(
+      ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 256, 8}, x.as<float>(), 16, y.as<float>(), s)
+          .ok());
   // The GEMV path forced beyond its batch limit.
   ctx.set_path(MatmulPath::Gemv);
-  const ls::Status st = ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 32, 4}, x.as<float>(), 9, y.as<float>(), s);
+  const ls::Status st =
+      ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 32, 4}, x.as<float>(), 9, y.as<float>(), s);
   CHECK_FALSE(st.ok());
   if (!st.ok()) CHECK(std::strstr(st.error().message.c_str(), "n_tok") != nullptr);
   CUDA_CHECK(cudaStreamSynchronize(s));

@@ -49,7 +49,8 @@ std::vector<Tier> mix(const std::string& s, size_t n) {
   return t;
 }
 
-std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan, bool embd_on_device) {
+std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan,
+                                         bool embd_on_device) {
   CudaBackendOptions co;
   co.n_ctx = kCtx;
   co.max_batch = 16;
@@ -76,12 +77,13 @@ std::vector<float> run(const Model& m, Backend& be, const TierPlan& plan, int de
   std::vector<float> out;
   int steps = 0;
   const std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 300, 5, 64, 128};
-  Status st = (*p)->run_request(prompt, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
-    const float* last = l + static_cast<size_t>(rows - 1) * V;
-    out.insert(out.end(), last, last + V);
-    if (++steps == kGenerated) return std::nullopt;
-    return argmax(last, V);
-  });
+  Status st = (*p)->run_request(
+      prompt, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+        const float* last = l + static_cast<size_t>(rows - 1) * V;
+        out.insert(out.end(), last, last + V);
+        if (++steps == kGenerated) return std::nullopt;
+        return argmax(last, V);
+      });
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   (*p)->stop();
   return out;
@@ -131,7 +133,8 @@ std::vector<std::array<int, 3>> all_settings() {
 
 }  // namespace
 
-TEST_CASE("cuda streaming: tiny models, every tier mix and depth/staging/slot 1..4, bit-identical") {
+TEST_CASE(
+    "cuda streaming: tiny models, every tier mix and depth/staging/slot 1..4, bit-identical") {
   LS_GPU_TEST_GUARD();
   for (const char* quant : {"q4_k_m", "q8_0"}) {
     CAPTURE(quant);
@@ -158,7 +161,8 @@ TEST_CASE("cuda streaming: 1b Q4_K_M, tier mixes and settings, bit-identical") {
   std::filesystem::remove(path);
 }
 
-TEST_CASE("cuda streaming: hybrid plans (CPU-tier layers between GPU ones) keep the greedy tokens") {
+TEST_CASE(
+    "cuda streaming: hybrid plans (CPU-tier layers between GPU ones) keep the greedy tokens") {
   LS_GPU_TEST_GUARD();
   // The CPU computes its layers in f32 where the GPU may round differently,
   // so logits agree to rounding (<= 2e-2 of their range, as CUDA vs CPU) and

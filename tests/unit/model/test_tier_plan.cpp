@@ -18,7 +18,9 @@ const Model& model() {
   return *m;
 }
 
-uint64_t layer_bytes(size_t l) { return model().map.layers[l].range_bytes; }
+uint64_t layer_bytes(size_t l) {
+  return model().map.layers[l].range_bytes;
+}
 uint64_t max_layer() {
   uint64_t m = 0;
   for (const LayerExtent& e : model().map.layers) m = std::max(m, e.range_bytes);
@@ -48,7 +50,8 @@ TEST_CASE("tier plan: everything fits: all layers resident, token_embd on the de
   CHECK(p->to_text().find("token_embd") != std::string::npos);
 }
 
-TEST_CASE("tier plan: a tight device budget streams the rest from RAM, token_embd stays on the host") {
+TEST_CASE(
+    "tier plan: a tight device budget streams the rest from RAM, token_embd stays on the host") {
   // Reserves, two slots and exactly one layer.
   const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
   auto p = plan_tiers(model().map, inputs(vram, UINT64_MAX));
@@ -62,7 +65,8 @@ TEST_CASE("tier plan: a tight device budget streams the rest from RAM, token_emb
   CHECK(p->streamed_bytes_per_step == layer_bytes(1) + layer_bytes(2) + layer_bytes(3));
 }
 
-TEST_CASE("tier plan: --ram-budget 0 puts every streamed layer on storage, staging outside the budget") {
+TEST_CASE(
+    "tier plan: --ram-budget 0 puts every streamed layer on storage, staging outside the budget") {
   const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
   auto p = plan_tiers(model().map, inputs(vram, 0));
   REQUIRE(p.has_value());

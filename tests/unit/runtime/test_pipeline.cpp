@@ -26,7 +26,9 @@ namespace {
 
 constexpr int kGenerated = 4;
 
-const std::string& model_path() { return test::tiny_model_path("ls_test_pipeline"); }
+const std::string& model_path() {
+  return test::tiny_model_path("ls_test_pipeline");
+}
 
 const Model& model() {
   static std::unique_ptr<Model> m = [] {
@@ -37,7 +39,9 @@ const Model& model() {
   return *m;
 }
 
-std::vector<int32_t> prompt() { return {1, 17, 42, 99, 7, 300, 5}; }
+std::vector<int32_t> prompt() {
+  return {1, 17, 42, 99, 7, 300, 5};
+}
 
 int32_t argmax(const float* x, int n) {
   int32_t best = 0;
@@ -88,12 +92,13 @@ RunResult run_pipeline(const TierPlan& plan, int depth, PipelineOptions opt = {}
   }
   int steps = 0;
   auto pr = prompt();
-  r.status = (*p)->run_request(pr, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
-    const float* last = l + static_cast<size_t>(rows - 1) * V;
-    r.logits.insert(r.logits.end(), last, last + V);
-    if (++steps == kGenerated) return std::nullopt;
-    return argmax(last, V);
-  });
+  r.status =
+      (*p)->run_request(pr, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+        const float* last = l + static_cast<size_t>(rows - 1) * V;
+        r.logits.insert(r.logits.end(), last, last + V);
+        if (++steps == kGenerated) return std::nullopt;
+        return argmax(last, V);
+      });
   (*p)->stop();
   return r;
 }
@@ -110,7 +115,9 @@ std::vector<Tier> mix(const std::string& s) {
 
 }  // namespace
 
-TEST_CASE("pipeline: every tier mix and depth/staging/slot setting matches the resident path bit for bit") {
+TEST_CASE(
+    "pipeline: every tier mix and depth/staging/slot setting matches the resident path bit for "
+    "bit") {
   const std::vector<float> ref = reference_logits();
   REQUIRE(ref.size() == static_cast<size_t>(kGenerated) * model().config().n_vocab);
   int runs = 0;
@@ -291,11 +298,12 @@ TEST_CASE("pipeline: the model file truncated while the run is going") {
   Status st;
   const double s = time_it([&] {
     auto pr = prompt();
-    st = (*p)->run_request(pr, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
-      if (++steps == 2) REQUIRE(truncate(copy.c_str(), m.map.layers[1].ranges[0].offset) == 0);
-      if (steps > 50) return std::nullopt;  // would run forever if truncation went unnoticed
-      return argmax(l + static_cast<size_t>(rows - 1) * V, V);
-    });
+    st =
+        (*p)->run_request(pr, [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+          if (++steps == 2) REQUIRE(truncate(copy.c_str(), m.map.layers[1].ranges[0].offset) == 0);
+          if (steps > 50) return std::nullopt;  // would run forever if truncation went unnoticed
+          return argmax(l + static_cast<size_t>(rows - 1) * V, V);
+        });
   });
   (*p)->stop();
   REQUIRE_FALSE(st.ok());

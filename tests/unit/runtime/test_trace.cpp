@@ -274,7 +274,8 @@ TEST_CASE("trace: the bound rule on hand-made totals") {
     CHECK(t.bound == "compute");
   }
   SUBCASE("only waits") {
-    const StallTable t = make_stall_table({track("reader", 0, 900, 0), track("compute", 0, 800, 0)});
+    const StallTable t =
+        make_stall_table({track("reader", 0, 900, 0), track("compute", 0, 800, 0)});
     CHECK(t.bound.empty());
     CHECK(t.reason.find("no stage did any work") != std::string::npos);
   }
