@@ -1,6 +1,7 @@
 #include "model/tier_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "runtime/units.h"
 
@@ -164,6 +165,30 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
   return p;
 }
 
+int32_t balance_cpu_layers(const LayerMap& map, const TierPlan& draft, const HybridRates& r) {
+  if (r.cpu_bytes_per_s <= 0 || r.copy_bytes_per_s <= 0 || draft.n_storage > 0) return 0;
+  uint64_t streamed = 0;
+  int32_t n_rest = 0;
+  for (size_t l = 0; l < draft.layer_tier.size(); ++l)
+    if (draft.layer_tier[l] != Tier::Resident) {
+      streamed += map.layers[l].range_bytes;
+      ++n_rest;
+    }
+  if (n_rest == 0) return 0;
+  const double per_layer = static_cast<double>(streamed) / n_rest;
+  int32_t best = 0;
+  double best_s = streamed / r.copy_bytes_per_s;
+  for (int32_t n = 1; n <= n_rest; ++n) {
+    const double s = std::max((n_rest - n) * per_layer / r.copy_bytes_per_s,
+                              n * per_layer / r.cpu_bytes_per_s);
+    if (s < best_s) {
+      best_s = s;
+      best = n;
+    }
+  }
+  return best;
+}
+
 TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_t device_slots,
                      int32_t staging_buffers, uint32_t read_alignment) {
   TierPlan p;
@@ -219,6 +244,14 @@ std::string TierPlan::to_text() const {
   s += "  per step: " + human_bytes(streamed_bytes_per_step) + " copied, " +
        human_bytes(storage_bytes_per_step) + " read from storage, " +
        human_bytes(cpu_bytes_per_step) + " read by the CPU\n";
+  if (predicted_copy_s > 0 || predicted_cpu_s > 0) {
+    char b[200];
+    const double step = std::max(predicted_copy_s, predicted_cpu_s);
+    std::snprintf(b, sizeof b,
+                  "  predicted per decode step: copy %.3f s, CPU %.3f s: bound %.2f tok/s\n",
+                  predicted_copy_s, predicted_cpu_s, step > 0 ? 1.0 / step : 0.0);
+    s += b;
+  }
   s += "  layers: ";
   for (size_t l = 0; l < layer_tier.size(); ++l)
     s += layer_tier[l] == Tier::Resident ? 'A'

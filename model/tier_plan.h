@@ -60,11 +60,29 @@ struct TierPlan {
   uint64_t storage_bytes_per_step = 0;   // storage layers: read every step
   uint64_t cpu_bytes_per_step = 0;       // CPU-tier layers: read by the CPU every step
   bool token_embd_on_device = true;      // false: in host memory, rows gathered per step
+  // Hybrid plans chosen from measured rates (--cpu-layers auto): the
+  // planner's own predicted seconds per decode step for the copy engine and
+  // for the CPU tier (0 when not predicted); the larger one bounds the step.
+  double predicted_copy_s = 0, predicted_cpu_s = 0;
   std::string to_text() const;
 };
 
 // Place the layers. An error says what does not fit in which budget.
 Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in);
+
+// The rates a hybrid plan is balanced with, measured with both paths busy at
+// once (they share the host's DRAM): bytes per second the CPU tier computes
+// through, and bytes per second the copy engine moves.
+struct HybridRates {
+  double cpu_bytes_per_s = 0;
+  double copy_bytes_per_s = 0;
+};
+
+// How many of a draft plan's RAM-tier layers the CPU should compute so that
+// the copy engine and the CPU finish a decode step together: the N that
+// minimises max(copied bytes / copy rate, CPU bytes / CPU rate), with the
+// CPU layers spread as plan_tiers spreads them. 0 when nothing is streamed.
+int32_t balance_cpu_layers(const LayerMap& map, const TierPlan& draft, const HybridRates& r);
 
 // A plan with the tiers given per layer (tests, --tiers): the budgets are
 // ignored, slots and staging buffers are sized for the layers that need them.

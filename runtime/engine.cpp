@@ -103,8 +103,25 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   in.device_slots = opt.device_slots;
   in.staging_buffers = opt.staging_buffers;
   in.read_alignment = align;
-  in.cpu_layers = opt.cpu_layers;
-  return plan_tiers(m.map, in);
+  in.cpu_layers = std::max(opt.cpu_layers, 0);
+  if (opt.cpu_layers >= 0 || !dev || !opt.calibrate_hybrid) return plan_tiers(m.map, in);
+  // --cpu-layers auto: a draft without CPU layers; if it streams from RAM,
+  // measure both rates and balance the two paths.
+  auto draft = plan_tiers(m.map, in);
+  if (!draft || draft->n_ram == 0 || draft->n_storage > 0) return draft;
+  auto rates = opt.calibrate_hybrid(m, opt, *draft);
+  if (!rates) return rates.error();
+  in.cpu_layers = balance_cpu_layers(m.map, *draft, *rates);
+  auto p = plan_tiers(m.map, in);
+  if (!p) return p.error();
+  p->predicted_copy_s = p->streamed_bytes_per_step / rates->copy_bytes_per_s;
+  p->predicted_cpu_s = p->cpu_bytes_per_step / rates->cpu_bytes_per_s;
+  if (opt.print_plan)
+    std::fprintf(stderr,
+                 "layerstream: --cpu-layers auto: the CPU computes a layer at %.1f GB/s and the "
+                 "copy engine moves %.1f GB/s, both at once: %d CPU layers\n",
+                 rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9, in.cpu_layers);
+  return p;
 }
 
 uint64_t mem_available_bytes() {

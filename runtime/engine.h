@@ -49,7 +49,7 @@ struct EngineOptions {
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
   int32_t depth = 4, staging_buffers = 3, device_slots = 3;
-  int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; hybrid plans)
+  int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)
   SourceOptions source;    // reader: kind, queue depth, chunk size
   bool io_only = false;
   std::string trace_path;  // --trace FILE
@@ -58,6 +58,10 @@ struct EngineOptions {
   bool print_plan = true;
   BackendFactory make_backend;      // empty: CPU (see BackendFactory)
   DeviceMemoryProbe device_memory;  // empty: CPU planning (see DeviceMemory)
+  // --cpu-layers auto: the CPU tier's and the copy engine's rates, measured
+  // with both busy at once, for a draft plan (empty: auto means 0).
+  std::function<Expected<HybridRates>(const Model&, const EngineOptions&, const TierPlan&)>
+      calibrate_hybrid;
 };
 
 // Host memory the kernel says is available without swapping (/proc/meminfo

@@ -4,10 +4,18 @@
 
 #include <cstdio>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "model/cpu_backend.h"
+
 #ifdef LS_HAVE_CUDA
 #include <cuda_runtime.h>
 
 #include "model/cuda_backend.h"
+#include "runtime/probe_gpu.h"
 #endif
 
 namespace ls {
@@ -59,6 +67,47 @@ Expected<std::optional<DeviceMemory>> tool_device_memory(const Model& m, const E
   if (opt.backend == "cuda")
     return make_error("--backend cuda: this build has no CUDA (configured without nvcc); use cpu");
   return std::optional<DeviceMemory>();
+#endif
+}
+
+Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions& opt,
+                                            const TierPlan& draft) {
+#ifdef LS_HAVE_CUDA
+  int32_t layer = -1;
+  for (size_t l = 0; l < draft.layer_tier.size(); ++l)
+    if (draft.layer_tier[l] == Tier::Ram &&
+        (layer < 0 || m.map.layers[l].range_bytes > m.map.layers[layer].range_bytes))
+      layer = static_cast<int32_t>(l);
+  if (layer < 0) return make_error("--cpu-layers auto: the plan streams no RAM-tier layer");
+  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
+  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads);
+  Batch b;
+  b.add(0, 0, 0, false);
+  const LayerView v = m.layer(static_cast<uint32_t>(layer));
+  std::atomic<bool> started{false}, stop{false};
+  Expected<double> h2d = 0.0;
+  std::thread copies([&] { h2d = probe_h2d_until(512ull << 20, started, stop); });
+  while (!started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<double> t;
+  Status st = ok();
+  for (int rep = 0; rep < 4 && st.ok(); ++rep) {  // the first faults the pages in: untimed
+    const auto t0 = std::chrono::steady_clock::now();
+    st = cpu.begin(b);
+    if (st.ok()) st = cpu.layer(static_cast<uint32_t>(layer), v);
+    if (rep > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  stop.store(true);
+  copies.join();
+  if (!st.ok()) return st.error();
+  if (!h2d) return h2d.error();
+  std::sort(t.begin(), t.end());
+  HybridRates r;
+  r.cpu_bytes_per_s = static_cast<double>(m.map.layers[layer].range_bytes) / t[t.size() / 2];
+  r.copy_bytes_per_s = *h2d * 1e9;
+  return r;
+#else
+  (void)m, (void)opt, (void)draft;
+  return make_error("--cpu-layers auto needs the CUDA backend (this build has none)");
 #endif
 }
 

@@ -4,6 +4,8 @@
 // defines: add_engine_flags()
 #pragma once
 
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 
 #include "runtime/engine.h"
@@ -16,6 +18,7 @@ namespace ls {
 struct EngineFlagText {
   std::string kv_type = "f16";
   std::string read_chunk = "1MiB";
+  std::string cpu_layers = "0";
 };
 
 inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
@@ -33,8 +36,9 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Force tiers per layer: A resident, H computed on the CPU, B RAM, C storage "
                   "(e.g. AAHBHB, or C "
                   "for all)");
-  sub->add_option("--cpu-layers", o.cpu_layers,
-                  "Non-resident layers the CPU computes from RAM, spread between the streamed ones")
+  sub->add_option("--cpu-layers", text.cpu_layers,
+                  "Non-resident layers the CPU computes from RAM, spread between the streamed "
+                  "ones; auto: balanced from the CPU and copy rates measured at load")
       ->capture_default_str();
   sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,

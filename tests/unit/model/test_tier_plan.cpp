@@ -114,3 +114,26 @@ TEST_CASE("tier plan: --cpu-layers spreads CPU-tier layers between the streamed 
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().message.find("--cpu-layers 4") != std::string::npos);
 }
+
+TEST_CASE("tier plan: balance_cpu_layers evens out the copy engine and the CPU") {
+  // Three streamed layers of about the same size (one resident).
+  const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
+  auto draft = plan_tiers(model().map, inputs(vram, UINT64_MAX));
+  REQUIRE(draft.has_value());
+  REQUIRE(draft->n_ram == 3);
+  const double b = layer_bytes(1);
+  // CPU as fast as the copy: one layer each way... with three layers, 1 or 2
+  // both leave one path with 2 layers; the balance picks the first, 1.
+  CHECK(balance_cpu_layers(model().map, *draft, {b, b}) == 1);
+  // CPU twice as fast as the copy: 2 on the CPU (1 s) and 1 copied (1 s).
+  CHECK(balance_cpu_layers(model().map, *draft, {2 * b, b}) == 2);
+  // A CPU far slower than the link: nothing on it.
+  CHECK(balance_cpu_layers(model().map, *draft, {b / 10, b}) == 0);
+  // A CPU far faster: everything on it.
+  CHECK(balance_cpu_layers(model().map, *draft, {100 * b, b}) == 3);
+  // No rates, or layers on storage: 0.
+  CHECK(balance_cpu_layers(model().map, *draft, {0, b}) == 0);
+  auto storage = plan_tiers(model().map, inputs(vram, 0));
+  REQUIRE(storage.has_value());
+  CHECK(balance_cpu_layers(model().map, *storage, {100 * b, b}) == 0);
+}
