@@ -70,6 +70,17 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");
   o.source.chunk_bytes = *chunk;
+  if (text.cpu_layers == "auto") {
+    o.cpu_layers = -1;
+  } else {
+    char* end = nullptr;
+    const long n = std::strtol(text.cpu_layers.c_str(), &end, 10);
+    if (text.cpu_layers.empty() || *end != '\0' || n < 0 || n > 100000)
+      return make_error("--cpu-layers must be a number of layers or auto (got '%s')",
+                        text.cpu_layers.c_str());
+    o.cpu_layers = static_cast<int32_t>(n);
+  }
+  o.calibrate_hybrid = tool_calibrate_hybrid;  // --cpu-layers auto (CUDA builds)
   o.make_backend = make_tool_backend;    // cpu, cuda (CUDA builds) or auto
   o.device_memory = tool_device_memory;  // budgets and reserves from the device
   return ok();
