@@ -34,54 +34,9 @@
 #include "kernels/matmul.cuh"
 #include "kernels/ref/quant.h"
 
+#include "tests/bench/bench_util.cuh"
+
 using namespace ls;
-
-#define CK(call)                                                                                 \
-  do {                                                                                           \
-    cudaError_t e_ = (call);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
-#define ST(expr)                                                                          \
-  do {                                                                                    \
-    Status s_ = (expr);                                                                   \
-    if (!s_.ok()) {                                                                       \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, s_.error().message.c_str()); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
-
-struct Stats {
-  double med, min, max;  // ms
-};
-
-template <typename F>
-Stats time_it(cudaStream_t s, int warm, int reps, F&& f) {
-  for (int i = 0; i < warm; ++i) f();
-  std::vector<cudaEvent_t> ev(2 * reps);
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(ev[2 * i], s));
-    f();
-    CK(cudaEventRecord(ev[2 * i + 1], s));
-  }
-  CK(cudaStreamSynchronize(s));
-  CK(cudaGetLastError());
-  std::vector<float> ms(reps);
-  for (int i = 0; i < reps; ++i) CK(cudaEventElapsedTime(&ms[i], ev[2 * i], ev[2 * i + 1]));
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
-  return {ms[reps / 2], ms.front(), ms.back()};
-}
-
-std::vector<float> randn(size_t n, std::mt19937_64& r) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& f : v) f = nd(r);
-  return v;
-}
 
 int main(int argc, char** argv) {
   const int64_t n_tok = argc > 1 ? std::atoll(argv[1]) : 512;
