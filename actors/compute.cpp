@@ -1,12 +1,15 @@
 #include "actors/compute.h"
 
+#include <algorithm>
+
 namespace ls {
 
 ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
                            CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                            Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler,
-                           Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu, RunControl& rc,
-                           Tracer& tracer, bool io_only)
+                           Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu,
+                           const TierPlan& plan, StepWidths& widths, RunControl& rc, Tracer& tracer,
+                           bool io_only)
     : m_(m),
       be_(be),
       link_(link),
@@ -20,7 +23,58 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       from_cpu_(from_cpu),
       rc_(rc),
       tracer_(tracer),
-      io_only_(io_only) {}
+      io_only_(io_only),
+      widths_(widths) {
+  const size_t n = plan.layer_tier.size();
+  cpu_home_.resize(n);
+  for (size_t l = 0; l < n; ++l) cpu_home_[l] = plan.layer_tier[l] == Tier::Cpu;
+  gpu_kv_end_.assign(n, 0);
+  cpu_kv_end_.assign(n, 0);
+}
+
+// The cache bookkeeping below assumes what the pipeline sends: sequence 0 at
+// consecutive positions.
+Status ComputeActor::check_positions(const Batch& b) {
+  p0_ = static_cast<uint32_t>(b.pos[0]);
+  p1_ = p0_ + static_cast<uint32_t>(b.size());
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b.seq[i] != 0 || b.pos[i] != b.pos[0] + static_cast<int32_t>(i))
+      return make_error(
+          "a plan with CPU-tier layers runs one sequence at consecutive positions (entry %zu is "
+          "sequence %d, position %d)",
+          i, b.seq[i], b.pos[i]);
+  return ok();
+}
+
+// The rows [gpu end, p0) of a CPU-tier layer that only the CPU has, before
+// the GPU runs the layer for positions p0..: fetched by the cpu-compute actor.
+Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
+  if (gpu_kv_end_[l] >= p0_) return ok();
+  if (cpu_kv_end_[l] < p0_)
+    return make_error("layer %d: positions %u..%u are cached on neither backend", l, gpu_kv_end_[l],
+                      p0_);
+  kv_rows_.layer = static_cast<uint32_t>(l);
+  kv_rows_.p0 = gpu_kv_end_[l];
+  kv_rows_.p1 = p0_;
+  const size_t n = size_t{p0_ - kv_rows_.p0} * m_.config().n_embd_kv();
+  kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
+  kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
+  TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
+  CpuWork w{step, l, nullptr, nullptr};
+  w.kv_out = &kv_rows_;
+  if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
+  std::optional<CpuWork> back = from_cpu_.pop(rc_);
+  if (!back) return make_error("the run was stopped");
+  LS_TRY(be_.write_kv(kv_rows_.layer, 0, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
+                      kv_rows_.v.data()));
+  gpu_kv_end_[l] = p0_;
+  return ok();
+}
+
+void ComputeActor::ran_on_gpu(int32_t l) {
+  gpu_kv_end_[l] = p1_;
+  cpu_kv_end_[l] = std::min(cpu_kv_end_[l], p0_);
+}
 
 std::optional<LayerJob> ComputeActor::next_job(int64_t step, int32_t layer, int track) {
   const auto key = std::make_pair(step, layer);
@@ -45,14 +99,32 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
     TraceScope span(tracer_, track, "to cpu", SpanKind::Busy, layer, step);
     LS_TRY(be_.export_hidden(hidden_.data()));
   }
-  if (!to_cpu_.push(CpuWork{step, layer, &b, hidden_.data()}, rc_))
-    return make_error("the run was stopped");
+  CpuWork w{step, layer, &b, hidden_.data()};
+  if (cpu_kv_end_[layer] < p0_) {
+    // The rows the GPU wrote in a wide step, which the CPU has not seen.
+    if (gpu_kv_end_[layer] < p0_)
+      return make_error("layer %d: positions %u..%u are cached on neither backend", layer,
+                        cpu_kv_end_[layer], p0_);
+    TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
+    kv_rows_.layer = static_cast<uint32_t>(layer);
+    kv_rows_.p0 = cpu_kv_end_[layer];
+    kv_rows_.p1 = p0_;
+    const size_t n = size_t{p0_ - kv_rows_.p0} * m_.config().n_embd_kv();
+    kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
+    kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
+    LS_TRY(be_.read_kv(kv_rows_.layer, 0, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
+                       kv_rows_.v.data()));
+    w.kv_in = &kv_rows_;
+  }
+  if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
   std::optional<CpuWork> back;
   {
     TraceScope wait(tracer_, track, "wait cpu", SpanKind::Starved, layer, step);
     back = from_cpu_.pop(rc_);
   }
   if (!back) return make_error("the run was stopped");
+  cpu_kv_end_[layer] = p1_;
+  gpu_kv_end_[layer] = std::min(gpu_kv_end_[layer], p0_);
   TraceScope span(tracer_, track, "from cpu", SpanKind::Busy, layer, step);
   return be_.import_hidden(b, hidden_.data());
 }
@@ -60,6 +132,7 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
 void ComputeActor::run() {
   const int track = tracer_.register_track("compute");
   const LlamaConfig& c = m_.config();
+  const bool has_cpu_tier = std::find(cpu_home_.begin(), cpu_home_.end(), 1) != cpu_home_.end();
   for (int64_t step = 0; !rc_.stopped(); ++step) {
     std::optional<StepInput> in;
     {
@@ -70,7 +143,9 @@ void ComputeActor::run() {
     const Batch& b = in->batch;
     if (!io_only_) {
       TraceScope span(tracer_, track, "embed", SpanKind::Busy, -1, step);
-      if (Status st = be_.begin(b); !st.ok()) {
+      Status st = has_cpu_tier ? check_positions(b) : ok();
+      if (st.ok()) st = be_.begin(b);
+      if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;
       }
@@ -96,6 +171,8 @@ void ComputeActor::run() {
                         job->tier == Tier::Resident ? kFlowNone : kFlowEnd);
         rc_.chaos();
         Status st = link_.before_layer(job->slot, gs);
+        const bool cpu_home = cpu_home_[l] && !io_only_;
+        if (st.ok() && cpu_home) st = kv_to_gpu(step, l, track);
         if (st.ok() && !io_only_) {
           // Resident: the backend's own copy when it keeps one (device
           // memory on CUDA), else the mapped file.
@@ -104,6 +181,7 @@ void ComputeActor::run() {
                                   : packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                                       mem_.layout(l), mem_.slot(job->slot));
           st = be_.layer(static_cast<uint32_t>(l), v);
+          if (st.ok() && cpu_home) ran_on_gpu(l);
         }
         // The slot goes back once the device is done with the layer.
         if (st.ok()) st = link_.after_layer({job->slot >= 0 ? &slots_ : nullptr, job->slot}, gs);
@@ -127,6 +205,7 @@ void ComputeActor::run() {
       }
     }
     out.logits = logits_.data();
+    widths_.next_step.store(step + 1);  // before the client can see this step end
     if (!to_sampler_.push(out, rc_)) return;
   }
 }

@@ -10,6 +10,14 @@
 // the layer (on CUDA: from the link's watcher thread, after the layer's done
 // event; this thread never waits for the GPU inside a step). In I/O-only
 // mode it skips the kernels, so the pipeline's own ceiling can be measured.
+//
+// A CPU-tier layer may also arrive as a streamed job (the planner sends
+// them through PCIe for a wide step, StepWidths). Its key/value cache then
+// lives on both sides: for each such layer compute tracks up to which
+// position each backend's rows are current, and before a layer runs on one
+// side it brings over the rows only the other side has (Backend::read_kv /
+// write_kv; the CPU side's through the cpu-compute actor, which owns that
+// backend). One sequence at consecutive positions, as the pipeline runs.
 // defines: ComputeActor
 #pragma once
 
@@ -17,6 +25,7 @@
 #include <vector>
 
 #include "model/device_link.h"
+#include "model/tier_plan.h"
 #include "model/model.h"
 #include "runtime/credit_pool.h"
 #include "runtime/layer_memory.h"
@@ -30,7 +39,8 @@ class ComputeActor {
   ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
                CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
-               Mailbox<CpuWork>& from_cpu, RunControl& rc, Tracer& tracer, bool io_only);
+               Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths, RunControl& rc,
+               Tracer& tracer, bool io_only);
   void run();  // the actor's thread
 
  private:
@@ -53,8 +63,18 @@ class ComputeActor {
   std::map<std::pair<int64_t, int32_t>, LayerJob> early_;  // arrived before their turn
   std::vector<float> logits_;
   std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
+  StepWidths& widths_;
+  // CPU-tier layers' caches: positions [0, end) are current on that side.
+  std::vector<uint8_t> cpu_home_;  // by layer: the plan puts it on the CPU tier
+  std::vector<uint32_t> gpu_kv_end_, cpu_kv_end_;
+  uint32_t p0_ = 0, p1_ = 0;  // the step's positions
+  KvRows kv_rows_;            // rows in transit (grown for the widest step, then reused)
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
+  Status check_positions(const Batch& b);
+  // Before/after a CPU-tier layer runs on the main backend (a wide step).
+  Status kv_to_gpu(int64_t step, int32_t layer, int track);
+  void ran_on_gpu(int32_t layer);
 };
 
 }  // namespace ls

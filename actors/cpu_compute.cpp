@@ -17,13 +17,26 @@ void CpuComputeActor::run() {
     }
     if (!w) return;
     const int32_t l = w->layer;
+    if (w->kv_out) {  // compute asks for cached rows (a CPU-tier layer about to run on the GPU)
+      KvRows& r = *w->kv_out;
+      TraceScope span(tracer_, track, "kv out", SpanKind::Busy, l, w->step);
+      if (Status st = cpu_.read_kv(r.layer, 0, r.p0, r.p1, r.k.data(), r.v.data()); !st.ok()) {
+        rc_.fail("cpu-compute", l, w->step, st.error().message);
+        return;
+      }
+      if (!out_.push(*w, rc_)) return;
+      continue;
+    }
     {
       TraceScope span(tracer_, track, "cpu layer", SpanKind::Busy, l, w->step,
                       m_.map.layers[l].range_bytes);
       rc_.chaos();
       const LayerView v = packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                             mem_.layout(l), mem_.ram_layer(l));
-      Status st = cpu_.import_hidden(*w->batch, w->hidden);
+      Status st = ok();
+      if (const KvRows* r = w->kv_in)  // rows the GPU wrote in a wide step
+        st = cpu_.write_kv(r->layer, 0, r->p0, r->p1, r->k.data(), r->v.data());
+      if (st.ok()) st = cpu_.import_hidden(*w->batch, w->hidden);
       if (st.ok()) st = cpu_.layer(static_cast<uint32_t>(l), v);
       if (st.ok()) st = cpu_.export_hidden(w->hidden);
       if (!st.ok()) {

@@ -1,13 +1,18 @@
 #include "actors/planner.h"
 
+#include <chrono>
+#include <thread>
+
 namespace ls {
 
 Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-                 Mailbox<LayerJob>& to_compute, RunControl& rc, Tracer& tracer)
+                 Mailbox<LayerJob>& to_compute, const StepWidths* widths, RunControl& rc,
+                 Tracer& tracer)
     : plan_(plan),
       depth_(depth),
       to_reader_(to_reader),
       to_compute_(to_compute),
+      widths_(widths),
       rc_(rc),
       tracer_(tracer) {}
 
@@ -25,6 +30,15 @@ void Planner::run() {
       job.step = step;
       job.layer = layer;
       job.tier = plan_.layer_tier[layer];
+      if (job.tier == Tier::Cpu && widths_) {
+        TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
+        while (widths_->fed_step.load() < step) {
+          if (rc_.stopped()) return;
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
+        if (widths_->wide_step.load() == step)
+          job.tier = Tier::Ram;  // prefill through PCIe; compute keeps the layer's cache in step
+      }
       // Streamed layers (RAM and storage) all go through the reader, which
       // keeps them in order; resident and CPU-tier ones go straight to compute.
       const bool streamed = job.tier == Tier::Ram || job.tier == Tier::Storage;

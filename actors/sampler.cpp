@@ -2,9 +2,9 @@
 
 namespace ls {
 
-SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, RunControl& rc,
-                           Tracer& tracer)
-    : in_(in), to_compute_(to_compute), rc_(rc), tracer_(tracer) {}
+SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute,
+                           StepWidths& widths, RunControl& rc, Tracer& tracer)
+    : in_(in), to_compute_(to_compute), widths_(widths), rc_(rc), tracer_(tracer) {}
 
 void SamplerActor::begin_request(StepCallback cb, int32_t seq, uint32_t pos, uint32_t n_ctx,
                                  std::promise<uint32_t> done) {
@@ -45,6 +45,7 @@ void SamplerActor::run() {
     next.step = out->step + 1;
     next.batch.add(*tok, static_cast<int32_t>(pos_), seq_, true);
     ++pos_;
+    widths_.fed_step.store(next.step);  // one token: narrow
     if (!to_compute_.push(std::move(next), rc_)) return;
   }
 }

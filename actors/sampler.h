@@ -18,13 +18,13 @@ namespace ls {
 
 // Called with each step's logits (n_rows x n_vocab; the last row is the one to
 // sample from); returns the next token, or nullopt to end the request.
-using StepCallback = std::function<std::optional<int32_t>(int64_t step, const float* logits,
-                                                          int32_t n_rows)>;
+using StepCallback =
+    std::function<std::optional<int32_t>(int64_t step, const float* logits, int32_t n_rows)>;
 
 class SamplerActor {
  public:
-  SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, RunControl& rc,
-               Tracer& tracer);
+  SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, StepWidths& widths,
+               RunControl& rc, Tracer& tracer);
   void run();  // the actor's thread
   // Install the request whose prompt is about to be sent; `pos` is the position
   // the first sampled token will take. `done` receives the final position.
@@ -34,6 +34,7 @@ class SamplerActor {
  private:
   Mailbox<StepOutput>& in_;
   Mailbox<StepInput>& to_compute_;
+  StepWidths& widths_;
   RunControl& rc_;
   Tracer& tracer_;
   std::mutex mu_;

@@ -87,6 +87,17 @@ class Backend {
   virtual Status import_hidden(const Batch&, const float*) {
     return make_error("%s: no hidden-state import", name());
   }
+  // A layer's cached keys and values for positions [p0, p1) of sequence
+  // `seq`, as f32 (n_embd_kv per position; exact for f16 and f32 caches), out of this backend and
+  // into it: hybrid plans compute a CPU-tier layer on the GPU for a wide step (prefill through
+  // PCIe) and on the CPU for the next, so the rows one side wrote move to the other before it reads
+  // them (actors/compute.cpp).
+  virtual Status read_kv(uint32_t, int32_t, uint32_t, uint32_t, float*, float*) {
+    return make_error("%s: no key/value row export", name());
+  }
+  virtual Status write_kv(uint32_t, int32_t, uint32_t, uint32_t, const float*, const float*) {
+    return make_error("%s: no key/value row import", name());
+  }
   // How streamed layers reach this backend's memory (model/device_link.h);
   // nullptr: host memory and memcpy (a HostLink).
   virtual DeviceLink* link() { return nullptr; }

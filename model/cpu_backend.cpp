@@ -149,4 +149,28 @@ Status CpuBackend::finish(float* logits) {
   return ok();
 }
 
+// Rows outside the cache are a caller's bug; say which.
+static Status check_kv_rows(const KvCache& kv, uint32_t layer, int32_t seq, uint32_t p0,
+                            uint32_t p1, uint32_t n_layer) {
+  if (layer >= n_layer || seq < 0 || static_cast<uint32_t>(seq) >= kv.n_seq() || p0 > p1 ||
+      p1 > kv.n_ctx())
+    return make_error("cpu: key/value rows %u..%u of layer %u, sequence %d are outside the cache",
+                      p0, p1, layer, seq);
+  return ok();
+}
+
+Status CpuBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
+                           float* v) {
+  LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
+  kv_.read_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v);
+  return ok();
+}
+
+Status CpuBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                            const float* v) {
+  LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
+  kv_.write_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v);
+  return ok();
+}
+
 }  // namespace ls

@@ -32,6 +32,10 @@ class CpuBackend final : public Backend {
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
   Status export_hidden(float* h) override;
   Status import_hidden(const Batch& b, const float* h) override;
+  Status read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
+                 float* v) override;
+  Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                  const float* v) override;
   const KvCache& kv() const { return kv_; }
   ThreadPool& pool() { return pool_; }
 

@@ -141,6 +141,20 @@ struct CudaBackend::Impl {
   __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
   __half* v_cache = nullptr;
   uint64_t kv_bytes = 0;
+  std::vector<uint16_t> kv_host;  // read_kv / write_kv: f16 rows in transit (k, then v)
+  // The first element of (layer, seq, pos) in k_cache / v_cache.
+  uint64_t kv_row(uint32_t layer, int32_t seq, uint32_t pos) const {
+    return ((uint64_t{layer} * opt.n_seq + static_cast<uint64_t>(seq)) * opt.n_ctx + pos) *
+           c.n_embd_kv();
+  }
+  Status check_kv_rows(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1) const {
+    if (layer >= c.n_layer || seq < 0 || static_cast<uint32_t>(seq) >= opt.n_seq || p0 > p1 ||
+        p1 > opt.n_ctx)
+      return make_error(
+          "cuda backend: key/value rows %u..%u of layer %u, sequence %d are outside the cache", p0,
+          p1, layer, seq);
+    return ok();
+  }
 
   // Activations, (cap, width) row-major, and the batch's ints.
   uint64_t cap = 0;
@@ -644,6 +658,47 @@ Status CudaBackend::export_hidden(float* h) {
   }
   LS_CUDA_TRY(
       cudaMemcpyAsync(h, s.h, n * s.c.n_embd * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  return ok();
+}
+
+// Key/value rows between this cache and host memory (hybrid plans: see
+// Backend::read_kv), through host f16 scratch converted on the host (f16
+// to f32 and back is exact). On the compute stream, so they order with the
+// layers that write and read them, and waited for: the other backend reads
+// the rows next. Once per wide step and CPU-tier layer, not per token.
+Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
+                            float* v) {
+  Impl& s = *impl_;
+  LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
+  const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
+  s.kv_host.resize(2 * n);
+  LS_CUDA_TRY(
+      cudaMemcpyAsync(s.kv_host.data(), s.k_cache + at, n * 2, cudaMemcpyDeviceToHost, s.stream));
+  LS_CUDA_TRY(cudaMemcpyAsync(s.kv_host.data() + n, s.v_cache + at, n * 2, cudaMemcpyDeviceToHost,
+                              s.stream));
+  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  for (uint64_t i = 0; i < n; ++i) {
+    k[i] = fp16_to_fp32(s.kv_host[i]);
+    v[i] = fp16_to_fp32(s.kv_host[n + i]);
+  }
+  return ok();
+}
+
+Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                             const float* v) {
+  Impl& s = *impl_;
+  LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
+  const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
+  s.kv_host.resize(2 * n);
+  for (uint64_t i = 0; i < n; ++i) {
+    s.kv_host[i] = fp32_to_fp16(k[i]);
+    s.kv_host[n + i] = fp32_to_fp16(v[i]);
+  }
+  LS_CUDA_TRY(
+      cudaMemcpyAsync(s.k_cache + at, s.kv_host.data(), n * 2, cudaMemcpyHostToDevice, s.stream));
+  LS_CUDA_TRY(cudaMemcpyAsync(s.v_cache + at, s.kv_host.data() + n, n * 2, cudaMemcpyHostToDevice,
+                              s.stream));
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   return ok();
 }

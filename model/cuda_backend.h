@@ -66,6 +66,10 @@ class CudaBackend final : public Backend {
   DeviceLink* link() override;
   Status export_hidden(float* h) override;
   Status import_hidden(const Batch& b, const float* h) override;
+  Status read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
+                 float* v) override;
+  Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                  const float* v) override;
   // Greedy: finish the step with the argmax of each logits row computed on the
   // GPU; only n_logits ints cross to the host.
   Status finish_argmax(int32_t* tokens);

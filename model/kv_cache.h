@@ -32,9 +32,20 @@ class KvCache {
   // Row (n_embd_kv values) of a position, converted to f32 into out.
   void load_k(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const;
   void load_v(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const;
+  // The rows of positions [p0, p1), n_embd_kv f32 values per position: a
+  // layer's cache moving between backends when a hybrid plan computes the
+  // layer on the GPU for one step and on the CPU for the next. f32 carries
+  // either cache type exactly, so rows written back are the same bits.
+  void read_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v) const;
+  void write_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                  const float* v);
   // Direct pointers for the f32 cache (avoids a copy in the attention loop).
-  const float* k_f32(uint32_t layer, uint32_t seq, uint32_t pos) const { return kf_.data() + index(layer, seq, pos); }
-  const float* v_f32(uint32_t layer, uint32_t seq, uint32_t pos) const { return vf_.data() + index(layer, seq, pos); }
+  const float* k_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
+    return kf_.data() + index(layer, seq, pos);
+  }
+  const float* v_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
+    return vf_.data() + index(layer, seq, pos);
+  }
 
  private:
   uint64_t index(uint32_t layer, uint32_t seq, uint32_t pos) const {

@@ -1,9 +1,11 @@
 // The messages of the actor graph (runtime/pipeline.cpp draws the graph).
 // Buffers move, never copy: a message carries buffer ids from fixed pools.
-// defines: LayerJob, StepInput, StepOutput, CpuWork
+// defines: LayerJob, StepInput, StepOutput, KvRows, CpuWork, StepWidths
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "model/backend.h"
 #include "model/tier_plan.h"
@@ -29,6 +31,13 @@ struct StepInput {
   bool stop = false;
 };
 
+// Key/value rows of one layer, positions [p0, p1) of sequence 0, as f32
+// values: a CPU-tier layer's cache moving between the GPU and CPU backends.
+struct KvRows {
+  uint32_t layer = 0, p0 = 0, p1 = 0;
+  std::vector<float> k, v;  // (p1 - p0) x n_embd_kv each
+};
+
 // A CPU-tier layer (compute <-> cpu-compute): the hidden state of `batch`
 // in `hidden` (size() x n_embd floats, owned by compute, which waits for the
 // reply before it touches either again). The reply is the same message with
@@ -39,6 +48,25 @@ struct CpuWork {
   const Batch* batch = nullptr;
   float* hidden = nullptr;
   bool failed = false;
+  // Rows the GPU wrote that the CPU cache lacks: written before the layer runs.
+  const KvRows* kv_in = nullptr;
+  // A request with no layer (batch null): fill these rows from the CPU cache.
+  KvRows* kv_out = nullptr;
+};
+
+// Which steps are wide (a prompt: many tokens in one batch), for the planner
+// to route the CPU tier's layers of such a step through PCIe to the GPU (a
+// CPU layer's cost grows with the batch; a streamed one's hardly does).
+// Compute publishes the step it will run next before the current one's
+// logits leave, so a client that saw its request end reads the right step;
+// the client marks that step wide, then fed, before sending its prompt; the
+// sampler marks each next step fed before sending its token. The planner
+// routes a CPU-tier layer of step s once s is fed (resident and streamed
+// layers never wait: the next step's copies still start early).
+struct StepWidths {
+  std::atomic<int64_t> next_step{0};   // compute: the step after the one finishing
+  std::atomic<int64_t> wide_step{-1};  // client: the step that carries a wide prompt
+  std::atomic<int64_t> fed_step{-1};   // client, sampler: the last step whose batch is known
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

@@ -7,6 +7,9 @@
 //                                          compute ◀──StepInput (the prompt, or the next token)┘
 //                                          compute ──CpuWork (hidden state)──▶ cpu-compute ──┐
 //                                             ▲──────────── CpuWork (the state after it) ◀──┘
+//   StepWidths (client → planner): a step whose prompt is wider than the CPU
+//   tier's batch sends the CPU-tier layers the streamed way (prefill through
+//   PCIe); compute moves their key/value rows between the backends.
 //
 //   The device link (the backend's, model/device_link.h) under copier and
 //   compute: on CUDA the copier's cudaMemcpyAsync records an event, compute's
@@ -59,13 +62,15 @@ struct Pipeline::Graph {
         to_cpu(1),
         from_cpu(1),
         // Actors.
-        planner(plan, depth, to_reader, to_compute, rc, tracer),
+        planner(plan, depth, to_reader, to_compute,
+                opt.cpu_max_batch > 0 && plan.n_cpu > 0 && mem->n_slots() > 0 ? &widths : nullptr,
+                rc, tracer),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
-                rc, tracer, opt.io_only),
+                plan, widths, rc, tracer, opt.io_only),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
-        sampler(to_sampler, steps, rc, tracer) {}
+        sampler(to_sampler, steps, widths, rc, tracer) {}
 
   const TierPlan plan;
   std::unique_ptr<LayerMemory> mem;
@@ -75,6 +80,7 @@ struct Pipeline::Graph {
   Mailbox<StepInput> steps;
   Mailbox<StepOutput> to_sampler;
   Mailbox<CpuWork> to_cpu, from_cpu;
+  StepWidths widths;
   Planner planner;
   Reader reader;
   Copier copier;
@@ -111,6 +117,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   if (!mem) return mem.error();
   p->rc_ = &rc;
   p->n_ctx_ = opt.n_ctx;
+  p->cpu_max_batch_ = opt.cpu_max_batch;
   p->link_ = link;
   p->g_ =
       std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer, rc);
@@ -145,6 +152,11 @@ Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
     ~Idle() { rc->set_busy(false); }
   } idle{rc_};
   const uint32_t first_gen = n_past_ + static_cast<uint32_t>(prompt.size());
+  // A prompt wider than the CPU tier's batch goes through PCIe (the planner).
+  const int64_t step = g_->widths.next_step.load();
+  if (cpu_max_batch_ > 0 && prompt.size() > static_cast<size_t>(cpu_max_batch_))
+    g_->widths.wide_step.store(step);
+  g_->widths.fed_step.store(step);
   g_->sampler.begin_request(std::move(cb), 0, first_gen, n_ctx_ ? n_ctx_ : UINT32_MAX,
                             std::move(done));
   StepInput in;

@@ -27,6 +27,11 @@ struct PipelineOptions {
   bool io_only = false;            // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;              // the backend's context (positions per sequence)
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (plans with n_cpu > 0)
+  // A prompt of more tokens than this sends the CPU-tier layers through PCIe
+  // to the main backend for that step (a CPU layer's time grows with the
+  // batch, a streamed one's hardly does); needs device slots in the plan.
+  // 0: never (the CPU tier computes every step).
+  int32_t cpu_max_batch = 8;
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
   std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
 };
@@ -63,6 +68,7 @@ class Pipeline {
   std::vector<std::thread> threads_;
   RunControl* rc_ = nullptr;
   uint32_t n_past_ = 0, n_ctx_ = 0;
+  int32_t cpu_max_batch_ = 8;
 };
 
 }  // namespace ls

@@ -165,6 +165,119 @@ TEST_CASE("pipeline: CPU-tier layers (hybrid plans) match the resident path bit 
   MESSAGE(runs << " hybrid runs, each bit-identical to the resident path");
 }
 
+namespace {
+
+// Forwards to a backend and counts what it is asked to do.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(Backend& inner) : in_(inner) {}
+  const char* name() const override { return "counting"; }
+  Status begin(const Batch& b) override { return in_.begin(b); }
+  Status layer(uint32_t i, const LayerView& w) override { return in_.layer(i, w); }
+  Status finish(float* l) override { return in_.finish(l); }
+  void clear_seq(int32_t s, int32_t from) override { in_.clear_seq(s, from); }
+  Status export_hidden(float* h) override { return in_.export_hidden(h); }
+  Status import_hidden(const Batch& b, const float* h) override {
+    widest_import = std::max(widest_import, b.size());
+    return in_.import_hidden(b, h);
+  }
+  Status read_kv(uint32_t l, int32_t s, uint32_t p0, uint32_t p1, float* k, float* v) override {
+    rows_read += p1 - p0;
+    return in_.read_kv(l, s, p0, p1, k, v);
+  }
+  Status write_kv(uint32_t l, int32_t s, uint32_t p0, uint32_t p1, const float* k,
+                  const float* v) override {
+    rows_written += p1 - p0;
+    return in_.write_kv(l, s, p0, p1, k, v);
+  }
+  size_t widest_import = 0;
+  uint32_t rows_read = 0, rows_written = 0;
+
+ private:
+  Backend& in_;
+};
+
+// Three requests: a prompt and 4 tokens; a second prompt continuing the same
+// sequence (a chat turn) and 4 tokens; then from position 0 again. Returns
+// the logits of every step.
+Expected<std::vector<float>> run_turns(const TierPlan& plan, int depth, Backend& be,
+                                       Backend* cpu_tier, int cpu_max_batch) {
+  const int V = static_cast<int>(model().config().n_vocab);
+  Tracer tracer(false);
+  RunControl rc;
+  PipelineOptions opt;
+  opt.depth = depth;
+  opt.n_ctx = 64;
+  opt.source.log = false;
+  opt.cpu_backend = cpu_tier;
+  opt.cpu_max_batch = cpu_max_batch;
+  auto p = Pipeline::start(model(), be, plan, opt, tracer, rc);
+  if (!p) return p.error();
+  std::vector<float> out;
+  auto turn = [&](std::vector<int32_t> prompt) -> Status {
+    int steps = 0;
+    return (*p)->run_request(prompt,
+                             [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+                               const float* last = l + static_cast<size_t>(rows - 1) * V;
+                               out.insert(out.end(), last, last + V);
+                               if (++steps == kGenerated) return std::nullopt;
+                               return argmax(last, V);
+                             });
+  };
+  LS_TRY(turn(prompt()));
+  LS_TRY(turn({5, 250, 3, 77, 12, 9}));
+  (*p)->rewind();
+  LS_TRY(turn(prompt()));
+  (*p)->stop();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "pipeline: a wide prompt sends CPU-tier layers through the device slots, and their key/value "
+    "rows follow them between backends") {
+  const Model& m = model();
+  CpuBackend ref_be(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+  auto ref = run_turns(plan_forced(m.map, mix("AAAA"), 2, 2, 4096), 2, ref_be, nullptr, 4);
+  REQUIRE(ref.has_value());
+  int runs = 0;
+  for (const char* tiers : {"AHBH", "HCAH", "BHCH", "HHBB"}) {
+    for (int depth : {1, 2, 4}) {
+      CAPTURE(tiers);
+      CAPTURE(depth);
+      CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      CountingBackend main_be(main_cpu), tier_be(tier_cpu);
+      const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+      auto got = run_turns(plan, depth, main_be, &tier_be, 4);
+      REQUIRE_MESSAGE(got.has_value(), (got ? "" : got.error().message));
+      REQUIRE(got->size() == ref->size());
+      CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
+      // The prompts (7 and 6 tokens) never reached the CPU tier; single tokens did.
+      CHECK(tier_be.widest_import == 1);
+      // After each prompt the CPU tier was given the rows the prompt wrote:
+      // turn 1: 7 rows per CPU layer; turn 2: 6; turn 3 (from 0): 7.
+      const uint32_t n_cpu = static_cast<uint32_t>(plan.n_cpu);
+      CHECK(tier_be.rows_written == n_cpu * (7 + 6 + 7));
+      // Before the second prompt the main backend took the 3 rows (positions
+      // 7..9) that the CPU wrote while decoding turn 1's tokens.
+      CHECK(main_be.rows_written == n_cpu * 3);
+      ++runs;
+    }
+  }
+  MESSAGE(runs << " multi-turn hybrid runs with wide prompts through the slots, bit-identical");
+  // Narrow prompts keep the CPU tier: cpu_max_batch above the prompt length.
+  CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+  CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+  CountingBackend main_be(main_cpu), tier_be(tier_cpu);
+  auto got = run_turns(plan_forced(m.map, mix("AHBH"), 2, 2, 4096), 2, main_be, &tier_be, 8);
+  REQUIRE(got.has_value());
+  CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
+  CHECK(tier_be.widest_import == 7);
+  CHECK(tier_be.rows_written + main_be.rows_written == 0);
+}
+
 TEST_CASE("pipeline: a CPU-tier plan without a CPU backend is an error, not a hang") {
   const TierPlan plan = plan_forced(model().map, mix("AHAH"), 2, 2, 4096);
   RunResult r = run_pipeline(plan, 2);
