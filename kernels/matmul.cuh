@@ -32,7 +32,10 @@ enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma };
 //            runs (the scratch is allocated on first use; if that fails,
 //            Tile).
 // The context starts from LS_PREFILL_PATH=legacy|tile|overlap (A/B runs),
-// else the default below.
+// else the default below. Tile, because overlap's second scratch is as large
+// as the largest weight (the output head: 1 GiB on an 8b) and is not in the
+// planner's reserves, for +2.2 % on an 8b prompt of 512 and -1.7 % on a 70b
+// layer (bench/results/2026-11-30-h200-prefill-2.md).
 enum class PrefillPath { Legacy, Tile, Overlap };
 constexpr PrefillPath kDefaultPrefillPath = PrefillPath::Tile;
 
