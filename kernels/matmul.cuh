@@ -4,7 +4,8 @@
 // kernels that read each weight once for the whole batch; larger batches
 // (prefill) dequantize to f16 and run a tensor-core GEMM. The CPU reference
 // is kernels/ref/matmul.h (matmul_f32).
-// defines: MatmulContext, MatmulPath, matmul_cuda, matmul_gemm_f16
+// defines: MatmulContext, MatmulPath, PrefillPath, matmul_cuda, matmul_cuda_shared_x,
+//          matmul_gemm_f16
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +22,23 @@ namespace ls {
 // The others force one path, for tests and benchmarks.
 enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma };
 
+// How a GEMM batch gets its f16 operands; every choice gives the same bits.
+//   Legacy:  the v2 dequantization kernel (DequantKernel::Rows) and x
+//            converted once per weight (the path before 2026-11-30).
+//   Tile:    DequantKernel::Tile, and x converted once per group of
+//            matmul_cuda_shared_x.
+//   Overlap: Tile, and within a group the next weight is dequantized on a
+//            second stream into a second scratch while the current GEMM
+//            runs (the scratch is allocated on first use; if that fails,
+//            Tile).
+// The context starts from LS_PREFILL_PATH=legacy|tile|overlap (A/B runs),
+// else the default below. Tile, because overlap's second scratch is as large
+// as the largest weight (the output head: 1 GiB on an 8b) and is not in the
+// planner's reserves, for +2.2 % on an 8b prompt of 512 and -1.7 % on a 70b
+// layer (bench/results/2026-11-30-h200-prefill-2.md).
+enum class PrefillPath { Legacy, Tile, Overlap };
+constexpr PrefillPath kDefaultPrefillPath = PrefillPath::Tile;
+
 // Per-stream state of the matmuls (cuBLAS handle, dequantization scratch).
 class MatmulContext {
  public:
@@ -34,6 +52,9 @@ class MatmulContext {
   const char* gemm_backend() const;  // "cublas (libcublas.so.13)" or "wmma (why)"
   void set_path(MatmulPath p);
   MatmulPath path() const;
+  void set_prefill_path(PrefillPath p);
+  PrefillPath prefill_path() const;
+  static const char* prefill_path_name(PrefillPath p);  // "legacy", "tile", "overlap"
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
@@ -45,6 +66,14 @@ class MatmulContext {
 // x, y: device f32, row-major. w.data: device pointer. Asynchronous on `stream`.
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
                    cudaStream_t stream);
+
+// The matmuls of one input: y[i] (n_tok, w[i].n_out) = x · w[i]ᵀ for
+// i < n_w (q, k, v of one normed hidden state; gate and up). The same
+// results as n_w calls of matmul_cuda; for a GEMM batch x is converted to
+// f16 once, and PrefillPath::Overlap hides the dequantization of w[i+1]
+// behind the GEMM of w[i]. The y[i] must not overlap x.
+Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* const* y, int n_w,
+                            const float* x, int64_t n_tok, cudaStream_t stream);
 
 // The GEMM step alone: y (n_tok, n_out) f32 = x16 (n_tok, n_in) · w16ᵀ, both
 // f16 row-major on the device, f32 accumulation. Uses cuBLAS unless the path

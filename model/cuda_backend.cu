@@ -1,6 +1,6 @@
 // The CUDA backend (see cuda_backend.h). A layer, on one stream:
 //   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused)
-//   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda
+//   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill)
 //   rope(q), rope(k); cache[seq, pos] = k, v   (f16)
 //   att = attention(q, cache)                   decode and prefill, split over long contexts
 //   o = att · Wo
@@ -524,9 +524,11 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.n_out = n;
   np.eps = c.rms_eps;
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
-  LS_TRY(s.matmul(w.wq, s.xn, n, s.q));
-  LS_TRY(s.matmul(w.wk, s.xn, n, s.k));
-  LS_TRY(s.matmul(w.wv, s.xn, n, s.v));
+  {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
+    const WeightView qkv[3] = {w.wq, w.wk, w.wv};
+    float* const out[3] = {s.q, s.k, s.v};
+    LS_TRY(matmul_cuda_shared_x(*s.mm, qkv, out, 3, s.xn, n, s.stream));
+  }
 
   RopeCudaParams rp;
   rp.pos = s.pos;
@@ -580,8 +582,11 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
-  LS_TRY(s.matmul(w.w_gate, s.xn, n, s.gate));
-  LS_TRY(s.matmul(w.w_up, s.xn, n, s.up));
+  {
+    const WeightView gu[2] = {w.w_gate, w.w_up};
+    float* const out[2] = {s.gate, s.up};
+    LS_TRY(matmul_cuda_shared_x(*s.mm, gu, out, 2, s.xn, n, s.stream));
+  }
   SwigluParams sp;
   sp.gate = s.gate;
   sp.up = s.up;
