@@ -5,7 +5,11 @@
 // kernels/dequant.cu (W -> f16), both over kernels/quant_decode.cuh.
 //
 // Paths (MatmulPath::Auto picks by n_tok):
-//   n_tok <= 8  gemv_q: one pass over W for the whole batch, f32 throughout.
+//   n_tok <= 8  one pass over W for the whole batch: for Q4_K, Q5_K, Q6_K,
+//               Q8_0 and Q4_0, x quantized to int8 (quantize_act_q8_cuda,
+//               into the context's scratch, skipped when the caller says x
+//               is unchanged) and gemv_q8 (v5, dp4a); for the other types,
+//               or all of them under LS_GEMV_VERSION=2, gemv_q (f32).
 //   n_tok >  8  dequant W to f16 scratch (skipped for F16 weights), x to f16,
 //               then a tensor-core GEMM with f32 accumulation and f32 output:
 //               cublasGemmEx when libcublas loads, else gemm_wmma_f16 below.
@@ -31,6 +35,8 @@
 #include "kernels/cuda_util.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/gemv_q.cuh"
+#include "kernels/gemv_q8.cuh"
+#include "kernels/quantize_act.cuh"
 
 namespace ls {
 
@@ -95,6 +101,14 @@ struct MatmulContext::Impl {
   uint16_t* x16 = nullptr;  // f16 activations, grown on demand
   int64_t x16_cap = 0;
   MatmulPath path = MatmulPath::Auto;
+  // 8-bit x of the decode GEMV: (kGemvMaxTok, xq_cap) int8 and their
+  // (kGemvMaxTok, xq_cap / 32) {d, sum q}; and which x they hold (the host's
+  // view in stream order, so also right inside a captured graph).
+  int8_t* xq = nullptr;
+  float2* xds = nullptr;
+  int64_t xq_cap = 0;
+  const float* xq_src = nullptr;
+  int64_t xq_n_in = 0, xq_n_tok = 0;
   // cuBLAS, when it loads.
   void* lib = nullptr;
   cublasHandle_t handle = nullptr;
@@ -151,6 +165,8 @@ MatmulContext::~MatmulContext() {
   if (!impl_) return;
   cudaFree(impl_->w16);
   cudaFree(impl_->x16);
+  cudaFree(impl_->xq);
+  cudaFree(impl_->xds);
   if (impl_->handle) impl_->destroy(impl_->handle);
   if (impl_->lib) dlclose(impl_->lib);
 }
@@ -159,6 +175,30 @@ bool MatmulContext::has_cublas() const { return impl_->handle != nullptr; }
 const char* MatmulContext::gemm_backend() const { return impl_->backend.c_str(); }
 void MatmulContext::set_path(MatmulPath p) { impl_->path = p; }
 MatmulPath MatmulContext::path() const { return impl_->path; }
+
+Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
+  Impl& im = *impl_;
+  if (max_n_in <= im.xq_cap) return ok();
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
+  if (cs != cudaStreamCaptureStatusNone)
+    return make_error("matmul: the int8 x scratch (%lld values) must be reserved before a CUDA "
+                      "graph capture (MatmulContext::reserve_gemv_x)",
+                      (long long)max_n_in);
+  // Rounded up to whole 1024-value tiles; cudaMalloc keeps q 16-byte aligned.
+  const int64_t cap = (max_n_in + 1023) / 1024 * 1024;
+  LS_CUDA_TRY(cudaStreamSynchronize(im.stream));  // the old scratch may still be read
+  cudaFree(im.xq);
+  cudaFree(im.xds);
+  im.xq = nullptr;
+  im.xds = nullptr;
+  im.xq_cap = 0;
+  im.xq_src = nullptr;
+  LS_CUDA_TRY(cudaMalloc(&im.xq, static_cast<size_t>(kGemvMaxTok * cap)));
+  LS_CUDA_TRY(cudaMalloc(&im.xds, static_cast<size_t>(kGemvMaxTok * cap / 32) * sizeof(float2)));
+  im.xq_cap = cap;
+  return ok();
+}
 
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
                        int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream) {
@@ -196,7 +236,7 @@ Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int
 }
 
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool x_unchanged) {
   MatmulContext::Impl& im = *ctx.impl();
   const GgmlTypeTraits tr = ggml_traits(w.type);
   const char* tn = ggml_type_name(w.type);
@@ -215,8 +255,22 @@ Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int6
   if (path == MatmulPath::Gemv) {
     if (n_tok > kGemvMaxTok)
       return make_error("matmul: GEMV path takes n_tok <= %d, got %lld", kGemvMaxTok, (long long)n_tok);
-    GemvParams p{static_cast<const uint8_t*>(w.data), x, y, w.n_in, w.n_out,
-                 static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in)), static_cast<int>(n_tok)};
+    const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
+    if (gemv_q8_supports(w.type) && gemv_env_version() != 2) {
+      LS_TRY(ctx.reserve_gemv_x(w.n_in));
+      const ActQ8Device xq{im.xq, im.xds};
+      if (!(x_unchanged && im.xq_src == x && im.xq_n_in == w.n_in && im.xq_n_tok == n_tok)) {
+        LS_TRY(quantize_act_q8_cuda(x, n_tok, w.n_in, xq, stream));
+        im.xq_src = x;
+        im.xq_n_in = w.n_in;
+        im.xq_n_tok = n_tok;
+      }
+      GemvQ8Params p{static_cast<const uint8_t*>(w.data), xq, y, w.n_in, w.n_out, row_bytes,
+                     static_cast<int>(n_tok)};
+      return gemv_q8_launch(w.type, p, stream);
+    }
+    GemvParams p{static_cast<const uint8_t*>(w.data), x, y, w.n_in, w.n_out, row_bytes,
+                 static_cast<int>(n_tok)};
     return gemv_q_f32_launch(w.type, p, stream);
   }
 
