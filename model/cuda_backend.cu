@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -273,8 +274,10 @@ struct CudaBackend::Impl {
     return ok();
   }
 
-  Status matmul(const WeightView& w, const float* x, int64_t n, float* y) {
-    return matmul_cuda(*mm, w, x, n, y, stream);
+  // x_unchanged: x is the previous matmul's input, unchanged (its int8 copy is reused).
+  Status matmul(const WeightView& w, const float* x, int64_t n, float* y,
+                bool x_unchanged = false) {
+    return matmul_cuda(*mm, w, x, n, y, stream, x_unchanged);
   }
 
   // The head: final norm of the rows that want logits, then the output matmul.
@@ -417,6 +420,10 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();
   s.mm = std::move(*mm);
+  // The decode GEMV's int8 x, sized before any graph capture (rows: n_embd, n_ff, q heads).
+  LS_TRY(s.mm->reserve_gemv_x(std::max<int64_t>(
+      {static_cast<int64_t>(c.n_embd), static_cast<int64_t>(c.n_ff),
+       static_cast<int64_t>(c.n_head) * c.head_dim})));
   auto link = CudaLink::create(s.stream);
   if (!link) return link.error();
   s.link = std::move(*link);
@@ -511,8 +518,8 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.eps = c.rms_eps;
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   LS_TRY(s.matmul(w.wq, s.xn, n, s.q));
-  LS_TRY(s.matmul(w.wk, s.xn, n, s.k));
-  LS_TRY(s.matmul(w.wv, s.xn, n, s.v));
+  LS_TRY(s.matmul(w.wk, s.xn, n, s.k, true));
+  LS_TRY(s.matmul(w.wv, s.xn, n, s.v, true));
 
   RopeCudaParams rp;
   rp.pos = s.pos;
@@ -567,7 +574,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.w = w.ffn_norm;
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   LS_TRY(s.matmul(w.w_gate, s.xn, n, s.gate));
-  LS_TRY(s.matmul(w.w_up, s.xn, n, s.up));
+  LS_TRY(s.matmul(w.w_up, s.xn, n, s.up, true));
   SwigluParams sp;
   sp.gate = s.gate;
   sp.up = s.up;
