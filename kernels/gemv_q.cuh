@@ -28,7 +28,8 @@ Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream
 
 // LS_GEMV_VERSION from the environment (read once; 0 when unset): 2 pins
 // v2 for every decode GEMV, including the types whose default is the int8
-// v5 (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs.
+// v5 (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs; 6 runs
+// v5 with two x-blocks per lane for the K-quants (GemvQ8Params::lane_blocks).
 int gemv_env_version();
 
 }  // namespace ls

@@ -257,9 +257,88 @@ struct V5<GgmlType::Q6_K> {
   }
 };
 
+// Two x-blocks per lane (XB = 2, the K-quants): lane l of a tile takes the
+// pair of sub-blocks of super-block l >> 2 that share their quant bytes, so
+// the bytes are read and the header decoded once for 64 values.
+//   Q4_K, Q5_K: sub-blocks 2j, 2j + 1 (j = l & 3): low and high nibbles of
+//     qs[32 j .. + 31] (Q5_K: 5th bits 2j and 2j + 1 of qh).
+//   Q6_K: sub-blocks s and s + 2 with s = 4 (j >> 1) + (j & 1): low and high
+//     nibbles of ql[64 (j >> 1) + 32 (j & 1) ..], bit pairs of the same qh.
 template <GgmlType T>
+struct V5Pair;
+template <>
+struct V5Pair<GgmlType::Q4_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) { s0 = 2 * j, s1 = 2 * j + 1; }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q4_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3;
+    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
+    k_scale_min(hd, 2 * j, d0.a, d0.b);
+    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
+    uint32_t w[8];
+    lds_words16<8>(blk + 16 + 32 * j, w);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      d0.q[k] = static_cast<int>(w[k] & 0x0F0F0F0Fu);
+      d1.q[k] = static_cast<int>((w[k] >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+};
+template <>
+struct V5Pair<GgmlType::Q5_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) { s0 = 2 * j, s1 = 2 * j + 1; }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q5_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3;
+    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
+    k_scale_min(hd, 2 * j, d0.a, d0.b);
+    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
+    uint32_t h[8], w[8];
+    lds_words16<8>(blk + 16, h);
+    lds_words16<8>(blk + 48 + 32 * j, w);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t hb = h[k] >> (2 * j);
+      d0.q[k] = static_cast<int>((w[k] & 0x0F0F0F0Fu) | ((hb & 0x01010101u) << 4));
+      d1.q[k] = static_cast<int>(((w[k] >> 4) & 0x0F0F0F0Fu) | (((hb >> 1) & 0x01010101u) << 4));
+    }
+  }
+};
+template <>
+struct V5Pair<GgmlType::Q6_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 4 * (j >> 1) + (j & 1), s1 = s0 + 2;
+  }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q6_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3, h = j >> 1, jj = j & 1, s0 = 4 * h + jj;
+    uint32_t ql[8], qh[8];
+    lds_words<8>(blk + 64 * h + 32 * jj, ql);
+    lds_words<8>(blk + 128 + 32 * h, qh);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t hb = qh[k] >> (2 * jj);
+      const uint32_t q0 = (ql[k] & 0x0F0F0F0Fu) | ((hb & 0x03030303u) << 4);
+      const uint32_t q1 = ((ql[k] >> 4) & 0x0F0F0F0Fu) | (((hb >> 4) & 0x03030303u) << 4);
+      d0.q[k] = static_cast<int>(((q0 | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+      d1.q[k] = static_cast<int>(((q1 | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+    }
+    const uint32_t sc0 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s0);
+    const uint32_t sc1 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * (s0 + 2));
+    d0.s0 = static_cast<int8_t>(sc0 & 0xFFu), d0.s1 = static_cast<int8_t>(sc0 >> 8);
+    d1.s0 = static_cast<int8_t>(sc1 & 0xFFu), d1.s1 = static_cast<int8_t>(sc1 >> 8);
+    d0.a = d1.a = lds_f16(blk + 208);
+  }
+};
+
+template <GgmlType T>
+constexpr bool has_pair() {
+  return T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K;
+}
+
+template <GgmlType T, int XB>
 struct V5Tile {
-  static constexpr int kBytes = kTileValues / V5<T>::kBlockValues * V5<T>::kBlockBytes;
+  static constexpr int kBytes = XB * kTileValues / V5<T>::kBlockValues * V5<T>::kBlockBytes;
   // A row's stage: the tile widened to 16-byte boundaries (<= kBytes + 30
   // bytes) plus the word lds_words may read past the end.
   static constexpr int kStageRow = (kBytes + 15) / 16 * 16 + 32;
@@ -271,14 +350,16 @@ constexpr int min_blocks(int nt) {
   return nt == 1 ? 8 : (nt == 2 ? 6 : 4);
 }
 
-template <GgmlType T, int NT, int KR>
+template <GgmlType T, int NT, int KR, int XB>
 __global__ void __launch_bounds__(kThreads, min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
   using U = V5<T>;
-  constexpr int kTB = V5Tile<T>::kBytes, kSR = V5Tile<T>::kStageRow;
-  extern __shared__ __align__(16) uint8_t smem[];  // (kWarps, stages, KR, kSR)
+  constexpr int kTB = V5Tile<T, XB>::kBytes, kSR = V5Tile<T, XB>::kStageRow;
+  constexpr int kTileXB = 32 * XB;  // x-blocks per tile
+  extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
   __shared__ float part[kWarps][KR * NT];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n_warps = blockDim.x >> 5;  // 1 .. kWarps
   uint8_t* const wsm = smem + warp * stages * KR * kSR;
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * KR;
   const uint8_t* rowp[KR];
@@ -289,8 +370,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT))
     rowp[r] = p.w + row * p.row_bytes;
   }
   const int64_t n_xb = p.n_in / kActQ8Block;
-  const int n_tiles = static_cast<int>((n_xb + 31) / 32);
-  const int my_tiles = warp < n_tiles ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
+  const int n_tiles = static_cast<int>((n_xb + kTileXB - 1) / kTileXB);
+  const int my_tiles = warp < n_tiles ? (n_tiles - warp + n_warps - 1) / n_warps : 0;
 
   // Copy tile `tile` of the KR rows into stage st; one commit group per tile.
   auto issue = [&](int tile, uint8_t* st) {
@@ -315,17 +396,53 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT))
 
   if (my_tiles > 0) issue(warp, wsm);
   for (int i = 0; i < my_tiles; ++i) {
-    const int tile = warp + i * kWarps;
+    const int tile = warp + i * n_warps;
     uint8_t* const st = wsm + (stages == 2 ? (i & 1) : 0) * KR * kSR;
     if (stages == 2 && i + 1 < my_tiles) {
-      issue(tile + kWarps, wsm + ((i + 1) & 1) * KR * kSR);
+      issue(tile + n_warps, wsm + ((i + 1) & 1) * KR * kSR);
       cp_async_wait<1>();
     } else {
       cp_async_wait<0>();
     }
     __syncwarp();  // every lane's copies are visible to the warp
+    if constexpr (XB == 2) {
+      // Super-block (lane >> 2) of the tile; x-blocks 8 (lane >> 2) + s0, + s1.
+      const int64_t xb8 = static_cast<int64_t>(tile) * kTileXB + 8 * (lane >> 2);
+      if (xb8 < n_xb) {
+        int s0, s1;
+        V5Pair<T>::subs(lane & 3, s0, s1);
+        int xv[NT][2][8];
+        float2 ds[NT][2];
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t xb = xb8 + (h ? s1 : s0);
+            const int4* xq = reinterpret_cast<const int4*>(p.x.q + t * p.n_in) + 2 * xb;
+            const int4 xa = __ldg(xq), xc = __ldg(xq + 1);
+            ds[t][h] = __ldg(p.x.ds + t * n_xb + xb);
+            xv[t][h][0] = xa.x, xv[t][h][1] = xa.y, xv[t][h][2] = xa.z, xv[t][h][3] = xa.w;
+            xv[t][h][4] = xc.x, xv[t][h][5] = xc.y, xv[t][h][6] = xc.z, xv[t][h][7] = xc.w;
+          }
+#pragma unroll
+        for (int r = 0; r < KR; ++r) {
+          const int mis = static_cast<int>(
+              reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
+          Dec d[2];
+          V5Pair<T>::decode2(st + r * kSR + mis, lane, d[0], d[1]);
+#pragma unroll
+          for (int t = 0; t < NT; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float v = d[h].a * static_cast<float>(U::dot(d[h], xv[t][h]));
+              if constexpr (U::kHasB) v = fmaf(d[h].b, ds[t][h].y, v);
+              acc[r][t] = fmaf(ds[t][h].x, v, acc[r][t]);
+            }
+        }
+      }
+    }
     const int64_t xb = static_cast<int64_t>(tile) * 32 + lane;
-    if (xb < n_xb) {
+    if (XB == 1 && xb < n_xb) {
       auto decode_row = [&](int r, Dec& d) {
         const int mis = static_cast<int>(
             reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
@@ -373,7 +490,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT))
       }
     }
     __syncwarp();  // the stage is read before it is copied over again
-    if (stages == 1 && i + 1 < my_tiles) issue(tile + kWarps, wsm);
+    if (stages == 1 && i + 1 < my_tiles) issue(tile + n_warps, wsm);
   }
 
 #pragma unroll
@@ -392,26 +509,30 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT))
     if (row < p.n_out) {
       float s = part[0][threadIdx.x];
 #pragma unroll
-      for (int w = 1; w < kWarps; ++w) s += part[w][threadIdx.x];
+      for (int w = 1; w < n_warps; ++w) s += part[w][threadIdx.x];
       p.y[t * p.n_out + row] = s;
     }
   }
 }
 
-template <GgmlType T, int NT, int KR>
+template <GgmlType T, int NT, int KR, int XB = 1>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
-  constexpr int kSR = V5Tile<T>::kStageRow;
+  constexpr int kSR = V5Tile<T, XB>::kStageRow;
   const int64_t groups = (p.n_out + KR - 1) / KR;
   if (groups > 0x7fffffff) return make_error("gemv_q8: n_out %lld too large", (long long)p.n_out);
-  const int64_t n_tiles = (p.n_in / kActQ8Block + 31) / 32;
-  const int stages = (n_tiles + kWarps - 1) / kWarps > 1 ? 2 : 1;
-  const size_t smem = static_cast<size_t>(kWarps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
+  const int64_t n_tiles = (p.n_in / kActQ8Block + 32 * XB - 1) / (32 * XB);
+  // XB 1: always 4 warps (as measured in run 1); XB 2: no more warps than
+  // tiles (n_in 4096 has 2), so no warp sits idle.
+  const int n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
+  const int stages = (n_tiles + n_warps - 1) / n_warps > 1 ? 2 : 1;
+  const size_t smem = static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
   if (smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
     static const cudaError_t e = cudaFuncSetAttribute(
-        gemv_q8_v5<T, NT, KR>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+        gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
     LS_CUDA_TRY(e);
   }
-  gemv_q8_v5<T, NT, KR><<<static_cast<unsigned>(groups), kThreads, smem, stream>>>(p, stages);
+  gemv_q8_v5<T, NT, KR, XB>
+      <<<static_cast<unsigned>(groups), 32 * n_warps, smem, stream>>>(p, stages);
   LS_CUDA_LAUNCH_TRY();
   return ok();
 }
@@ -421,6 +542,12 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
   if (p.n_in % V5<T>::kBlockValues != 0)
     return make_error("gemv_q8: %s n_in %lld not a multiple of %d", ggml_type_name(T),
                       (long long)p.n_in, V5<T>::kBlockValues);
+  if (p.lane_blocks != 0 && p.lane_blocks != 1 && p.lane_blocks != 2)
+    return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
+  if constexpr (has_pair<T>()) {
+    if (p.lane_blocks == 2 && p.rows == 0 && p.n_tok <= 2)
+      return p.n_tok == 1 ? launch<T, 1, 4, 2>(p, stream) : launch<T, 2, 4, 2>(p, stream);
+  }
   if (p.rows == 2 || p.rows == 8) {  // bench variants
     if (p.n_tok != 1) return make_error("gemv_q8: %d rows per block only for n_tok 1", p.rows);
     return p.rows == 2 ? launch<T, 1, 2>(p, stream) : launch<T, 1, 8>(p, stream);

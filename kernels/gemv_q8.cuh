@@ -20,6 +20,10 @@ struct GemvQ8Params {
   int64_t row_bytes;  // ggml_row_bytes(type, n_in)
   int n_tok;          // 1 .. kGemvMaxTok
   int rows = 0;       // output rows per CUDA block: 0 = the default (4); 2 and 8 (n_tok 1 only) to compare
+  // x-blocks of 32 per lane: 0 = the default (1), 1, or 2 (the K-quants at
+  // n_tok <= 2 with 4 rows: two sub-blocks that share their quant bytes;
+  // other cases run 1).
+  int lane_blocks = 0;
 };
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.

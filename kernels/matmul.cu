@@ -267,6 +267,7 @@ Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int6
       }
       GemvQ8Params p{static_cast<const uint8_t*>(w.data), xq, y, w.n_in, w.n_out, row_bytes,
                      static_cast<int>(n_tok)};
+      if (gemv_env_version() == 6) p.lane_blocks = 2;  // A/B: two x-blocks per lane (K-quants)
       return gemv_q8_launch(w.type, p, stream);
     }
     GemvParams p{static_cast<const uint8_t*>(w.data), x, y, w.n_in, w.n_out, row_bytes,

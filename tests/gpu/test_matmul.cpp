@@ -19,8 +19,10 @@
 //   GEMV, int8 x (v5, kernels/gemv_q8.cu: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, the
 //     default unless LS_GEMV_VERSION=2): x rounded to the format of
 //     kernels/act_q8.h, whose stated cost against the f32 reference is NMSE
-//     <= 1e-4 (tests/unit/kernels/test_act_q8.cpp; ~1e-5 seen there for
-//     normal x). Against its own reference matmul_act_q8_ref (the same
+//     <= 1e-4 (tests/unit/kernels/test_act_q8.cpp; ~3e-5 seen for normal x),
+//     checked pooled over a type's runs (one output alone is too noisy),
+//     with each output inside the rounding's deterministic bound
+//     (q8_bound_violations). Against its own reference matmul_act_q8_ref (the same
 //     rounded x, sums in double) only f32 rounding of the per-block scale
 //     products and the summation order differ: threshold 1e-9, as f32 GEMVs.
 //   GEMM: x and W rounded to f16 (relative 2^-11 each, about 2.8e-4 rms), so
@@ -120,7 +122,43 @@ std::vector<float> reference(const ls::WeightView& host_w, const std::vector<flo
 struct RunResult {
   double nmse = 0;
   int64_t unwritten = 0;  // NaN / inf elements (the poison survived)
+  double num = 0, den = 0;  // nmse = num / den, for pooling over runs
 };
+
+// Int8 x against the f32 reference: NMSE is a statistic, ~3e-5 over many
+// outputs but with a spread that a shape of one or a few outputs does not
+// average (seen on the H200: 2.3e-4 for n_out 1, n_tok 1). So per output the
+// deterministic bound of tests/unit/kernels/test_act_q8.cpp,
+//   |y_q8 - y_f32| <= sum_b d_b / 2 * sum_{i in b} |w_i|  (+ f32 rounding of both),
+// and the NMSE <= 1e-4 of the format pooled over all the runs of a type.
+int64_t q8_bound_violations(const ls::WeightView& hw, const std::vector<float>& x, int64_t n_tok,
+                            const std::vector<float>& y, const std::vector<float>& ref) {
+  const int64_t n = hw.n_in, nb = n / 32;
+  const int64_t rb = static_cast<int64_t>(ls::ggml_row_bytes(hw.type, n));
+  std::vector<int8_t> q(static_cast<size_t>(n));
+  std::vector<float> d(static_cast<size_t>(n_tok * nb)), row(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n_tok; ++t)
+    ls::quantize_act_q8_ref(x.data() + t * n, n, q.data(), d.data() + t * nb);
+  int64_t bad = 0;
+  for (int64_t o = 0; o < hw.n_out; ++o) {
+    ls::dequantize_row(hw.type, static_cast<const uint8_t*>(hw.data) + o * rb, row.data(), n);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      double bound = 0, terms = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        double wa = 0;
+        for (int i = 0; i < 32; ++i) {
+          wa += std::fabs(row[b * 32 + i]);
+          terms += std::fabs(static_cast<double>(row[b * 32 + i]) * x[t * n + b * 32 + i]);
+        }
+        bound += d[t * nb + b] * 0.5 * wa;
+      }
+      const size_t k = static_cast<size_t>(t * hw.n_out + o);
+      bad += !(std::fabs(static_cast<double>(y[k]) - ref[k]) <= bound * (1 + 1e-6) + 1e-5 * terms);
+    }
+  }
+  return bad;
+}
+constexpr double kQ8F32Threshold = 1e-4;  // pooled NMSE of int8 x against matmul_f32
 
 // S of the header: sum over (t, o) of sum_i (W[o][i] x[t][i])².
 double term_scale(const ls::WeightView& host_w, const std::vector<float>& x, int64_t n_tok) {
@@ -153,6 +191,8 @@ RunResult compare(const std::vector<float>& y, const std::vector<float>& ref, do
   }
   den = std::max(den, scale);
   r.nmse = den > 0 ? num / den : num;
+  r.num = num;
+  r.den = den;
   return r;
 }
 
@@ -201,6 +241,7 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
   REQUIRE(ctx_or.has_value());
   ls::MatmulContext& ctx = **ctx_or;
   Worst worst;
+  double q8_num = 0, q8_den = 0;  // int8-x GEMV runs, pooled
   for (int64_t n_in : n_ins)
     for (int64_t n_out : n_outs) {
       const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
@@ -220,15 +261,21 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
         paths.push_back(MatmulPath::GemmWmma);
         for (MatmulPath p : paths) {
           if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
-          const RunResult r =
-              compare(run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s), ref, scale);
+          const std::vector<float> y = run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s);
+          const RunResult r = compare(y, ref, scale);
           const bool is_gemv = p == MatmulPath::Gemv;
           const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
           INFO(std::string(ls::ggml_type_name(t)), " path ", std::string(path_name(p)), " n_in ",
                n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ",
                r.unwritten);
           CHECK(r.unwritten == 0);
-          CHECK(r.nmse <= limit);
+          if (is_gemv && gemv_is_q8(t)) {  // a statistic: pooled below, and the per-output bound
+            CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
+            q8_num += r.num;
+            q8_den += r.den;
+          } else {
+            CHECK(r.nmse <= limit);
+          }
           double& slot =
               is_gemv ? worst.gemv : (p == MatmulPath::GemmWmma ? worst.wmma : worst.cublas);
           slot = std::max(slot, r.nmse);
@@ -236,6 +283,12 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
       }
     }
   ctx.set_path(MatmulPath::Auto);
+  if (q8_den > 0) {
+    INFO(std::string(ls::ggml_type_name(t)), " int8-x gemv pooled NMSE ", q8_num / q8_den);
+    CHECK(q8_num / q8_den <= kQ8F32Threshold);
+    std::printf("cuda matmul: %-5s int8-x gemv pooled NMSE %.2e (thr %.0e), per-output bound held\n",
+                ls::ggml_type_name(t), q8_num / q8_den, kQ8F32Threshold);
+  }
   std::printf("cuda matmul: %-5s worst NMSE  gemv %.2e (thr %.0e)  %s %.2e  wmma %.2e (thr %.0e)\n",
               ls::ggml_type_name(t), worst.gemv, gemv_threshold(t),
               ctx.has_cublas() ? "cublas" : "auto", worst.cublas, worst.wmma, gemm_threshold(t));
@@ -396,8 +449,8 @@ struct ActQ8Buf {
 
 // y = v5(W, x) with y poisoned; quantizes x on the device first.
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
-                          const DeviceBuf& dx, int64_t n_tok, int rows, const ActQ8Buf& xq,
-                          const DeviceBuf& dy, cudaStream_t s) {
+                          const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
+                          const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -410,7 +463,8 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
                            n_out,
                            static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
                            static_cast<int>(n_tok),
-                           rows};
+                           rows,
+                           lane_blocks};
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -499,7 +553,7 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
     // the last tile partial); 32-value formats: 1, 33 (2 tiles), 161 blocks.
     const std::vector<int64_t> n_ins =
         is_k_quant(t) ? std::vector<int64_t>{256, 768, 5376} : std::vector<int64_t>{32, 1056, 5152};
-    double worst_q8 = 0, worst_f32 = 0;
+    double worst_q8 = 0, worst_f32 = 0, num = 0, den = 0;
     int runs = 0;
     for (int64_t n_in : n_ins)
       for (int64_t n_out : {1, 7, 333, 4099}) {
@@ -518,25 +572,36 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           ls::matmul_act_q8_ref(hw, x.data(), n_tok, ref_q8.data());
           const std::vector<float> ref = reference(hw, x, n_tok);
           const double scale = term_scale(hw, x, n_tok);
-          for (int rows : {0, 2, 8}) {
+          // (rows, lane_blocks): the default; 2 and 8 rows at n_tok 1; two
+          // x-blocks per lane (K-quants, n_tok <= 2).
+          const int variants[4][2] = {{0, 1}, {2, 1}, {8, 1}, {0, 2}};
+          for (const auto& vr : variants) {
+            const int rows = vr[0], lb = vr[1];
             if (rows != 0 && n_tok != 1) continue;
-            const std::vector<float> y = run_v5(t, dw, n_in, n_out, dx, n_tok, rows, xq, dy, s);
+            if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
+            const std::vector<float> y =
+                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
-            INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " n_in ", n_in, " n_out ",
-                 n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse,
-                 " unwritten ", rq.unwritten);
+            INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
+                 " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
+                 " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             CHECK(rq.unwritten == 0);
             CHECK(rq.nmse <= kQ8RefThreshold);
-            CHECK(rf.nmse <= 1e-4);
+            CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
             worst_q8 = std::max(worst_q8, rq.nmse);
             worst_f32 = std::max(worst_f32, rf.nmse);
+            num += rf.num;
+            den += rf.den;
             ++runs;
           }
         }
       }
-    std::printf("cuda matmul: %-5s v5 worst NMSE  vs act_q8 ref %.2e (thr %.0e)  vs f32 ref %.2e "
-                "(thr 1e-4), %d runs\n",
-                ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, worst_f32, runs);
+    INFO(std::string(ls::ggml_type_name(t)), " v5 pooled NMSE vs f32 ref ", num / den);
+    CHECK(num / den <= kQ8F32Threshold);
+    std::printf("cuda matmul: %-5s v5 worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
+                "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
+                ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold,
+                worst_f32, runs);
   }
   // Errors are values: an uncovered type, n_in off the block, 2 rows at n_tok 2.
   DeviceBuf w(1 << 14), y(1 << 12);
@@ -549,6 +614,9 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
   bad.n_in = 256;
   bad.n_tok = 2;
   bad.rows = 2;
+  CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.rows = 0;
+  bad.lane_blocks = 3;
   CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
   CUDA_CHECK(cudaStreamDestroy(s));
 }
