@@ -20,7 +20,7 @@
 // are 32 consecutive bytes. A CUDA block of 4 warps owns KR = 4 consecutive
 // rows (2 and 8 as bench variants at n_tok 1); warp w takes the tiles w, w + 4, ...
 // of all KR rows, and the 4 warps' partial sums meet in shared memory at the
-// end (n_in 4096: one tile per warp; 14336: 3-4).
+// end (n_in 4096: one tile per warp; 14336: 3-4). Two x-blocks per lane: see below.
 //
 // Weight loads. The 34-, 18- and 210-byte blocks of Q8_0, Q4_0 and Q6_K sit
 // at 2-byte offsets, so a lane cannot load its own block with 16-byte
@@ -45,6 +45,26 @@
 // by f32 rounding and summation order (the reference sums in double).
 // No integer division in the loop; n_in need not be a multiple of 1024 (the
 // last tile's lanes past the row end do nothing).
+//
+// Two x-blocks per lane ("v6" in the measurements; GemvQ8Params::lane_blocks,
+// the default for Q4_K, Q5_K, Q6_K at n_tok <= 2): tiles of 2048 values, a
+// lane on the two sub-blocks of one super-block that share their quant bytes
+// (V5Pair), so each byte is read from shared memory and each header decoded
+// once per 64 values, and a block has only as many warps as the row has
+// tiles (n_in 4096: 2). Why: with one x-block per lane the K-quants were
+// issue-bound where Q8_0 was not (4096 x 128256, graph-timed: Q8_0 0.96 of
+// the copy bandwidth, Q4_K 0.64, Q6_K 0.62; counted from the code, Q4_K
+// issues ~3x Q8_0's instructions per weight byte); two per lane gave 0.88
+// and 0.76. Larger n_tok keep one
+// per lane (the x of two blocks per token would not fit the registers).
+//
+// Measured (H200, bench/results/2026-11-30-h200-gemv-v5.md): per call in a
+// CUDA graph, n_tok 1, vs v2: Q4_K 4096 x 14336 0.50 vs 0.33, Q6_K 14336 x
+// 4096 0.47 vs 0.22, Q8_0 4096 x 128256 0.96 vs 0.65 of the copy bandwidth;
+// whole 8b decode Q4_K_M 213.7 tok/s (v2 156.9), Q8_0 187.5 (v2 162.6).
+// The small shapes (4096 x 4096: 0.31-0.48) carry a fixed cost of about 3 us
+// per call (Q4_K: 6.7 us for 9.4 MB, 16.0 us for 33 MB): one wave of blocks,
+// the first loads' latency and the reduction, not the loop.
 // defines: gemv_q8_supports, gemv_q8_launch
 #include "kernels/gemv_q8.cuh"
 
@@ -268,7 +288,9 @@ template <GgmlType T>
 struct V5Pair;
 template <>
 struct V5Pair<GgmlType::Q4_K> {
-  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) { s0 = 2 * j, s1 = 2 * j + 1; }
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 2 * j, s1 = 2 * j + 1;
+  }
   static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
     const uint8_t* blk = t + V5<GgmlType::Q4_K>::kBlockBytes * (lane >> 2);
     const int j = lane & 3;
@@ -286,7 +308,9 @@ struct V5Pair<GgmlType::Q4_K> {
 };
 template <>
 struct V5Pair<GgmlType::Q5_K> {
-  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) { s0 = 2 * j, s1 = 2 * j + 1; }
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 2 * j, s1 = 2 * j + 1;
+  }
   static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
     const uint8_t* blk = t + V5<GgmlType::Q5_K>::kBlockBytes * (lane >> 2);
     const int j = lane & 3;
@@ -351,11 +375,10 @@ constexpr int min_blocks(int nt) {
 }
 
 template <GgmlType T, int NT, int KR, int XB>
-__global__ void __launch_bounds__(kThreads, min_blocks(NT))
-    gemv_q8_v5(GemvQ8Params p, int stages) {
+__global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Params p, int stages) {
   using U = V5<T>;
   constexpr int kTB = V5Tile<T, XB>::kBytes, kSR = V5Tile<T, XB>::kStageRow;
-  constexpr int kTileXB = 32 * XB;  // x-blocks per tile
+  constexpr int kTileXB = 32 * XB;                 // x-blocks per tile
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
   __shared__ float part[kWarps][KR * NT];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -448,14 +471,14 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT))
             reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
         U::decode(st + r * kSR + mis, lane, d);
       };
-      auto load_x = [&](int t, int (&xv)[8], float2& ds) {
+      auto load_x = [&](int t, int(&xv)[8], float2& ds) {
         const int4* xq = reinterpret_cast<const int4*>(p.x.q + t * p.n_in) + 2 * xb;
         const int4 xa = __ldg(xq), xc = __ldg(xq + 1);
         ds = __ldg(p.x.ds + t * n_xb + xb);
         xv[0] = xa.x, xv[1] = xa.y, xv[2] = xa.z, xv[3] = xa.w;
         xv[4] = xc.x, xv[5] = xc.y, xv[6] = xc.z, xv[7] = xc.w;
       };
-      auto fma_row = [&](const Dec& d, const int (&xv)[8], float2 ds, float& a) {
+      auto fma_row = [&](const Dec& d, const int(&xv)[8], float2 ds, float& a) {
         float v = d.a * static_cast<float>(U::dot(d, xv));
         if constexpr (U::kHasB) v = fmaf(d.b, ds.y, v);
         a = fmaf(ds.x, v, a);
@@ -545,7 +568,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
   if (p.lane_blocks != 0 && p.lane_blocks != 1 && p.lane_blocks != 2)
     return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
   if constexpr (has_pair<T>()) {
-    if (p.lane_blocks == 2 && p.rows == 0 && p.n_tok <= 2)
+    if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)
       return p.n_tok == 1 ? launch<T, 1, 4, 2>(p, stream) : launch<T, 2, 4, 2>(p, stream);
   }
   if (p.rows == 2 || p.rows == 8) {  // bench variants
@@ -578,8 +601,8 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
 }  // namespace
 
 bool gemv_q8_supports(GgmlType t) {
-  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K ||
-         t == GgmlType::Q8_0 || t == GgmlType::Q4_0;
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 ||
+         t == GgmlType::Q4_0;
 }
 
 Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream) {

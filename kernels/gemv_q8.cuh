@@ -19,10 +19,11 @@ struct GemvQ8Params {
   int64_t n_out;
   int64_t row_bytes;  // ggml_row_bytes(type, n_in)
   int n_tok;          // 1 .. kGemvMaxTok
-  int rows = 0;       // output rows per CUDA block: 0 = the default (4); 2 and 8 (n_tok 1 only) to compare
-  // x-blocks of 32 per lane: 0 = the default (1), 1, or 2 (the K-quants at
-  // n_tok <= 2 with 4 rows: two sub-blocks that share their quant bytes;
-  // other cases run 1).
+  int rows =
+      0;  // output rows per CUDA block: 0 = the default (4); 2 and 8 (n_tok 1 only) to compare
+  // x-blocks of 32 per lane: 1, or 2 (two sub-blocks that share their quant
+  // bytes; for the K-quants at n_tok <= 2 with the default rows, other cases
+  // run 1); 0 = the default: 2 where it applies (measured faster), else 1.
   int lane_blocks = 0;
 };
 

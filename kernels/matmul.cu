@@ -182,9 +182,10 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
   if (cs != cudaStreamCaptureStatusNone)
-    return make_error("matmul: the int8 x scratch (%lld values) must be reserved before a CUDA "
-                      "graph capture (MatmulContext::reserve_gemv_x)",
-                      (long long)max_n_in);
+    return make_error(
+        "matmul: the int8 x scratch (%lld values) must be reserved before a CUDA "
+        "graph capture (MatmulContext::reserve_gemv_x)",
+        (long long)max_n_in);
   // Rounded up to whole 1024-value tiles; cudaMalloc keeps q 16-byte aligned.
   const int64_t cap = (max_n_in + 1023) / 1024 * 1024;
   LS_CUDA_TRY(cudaStreamSynchronize(im.stream));  // the old scratch may still be read
@@ -265,12 +266,22 @@ Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int6
         im.xq_n_in = w.n_in;
         im.xq_n_tok = n_tok;
       }
-      GemvQ8Params p{static_cast<const uint8_t*>(w.data), xq, y, w.n_in, w.n_out, row_bytes,
+      GemvQ8Params p{static_cast<const uint8_t*>(w.data),
+                     xq,
+                     y,
+                     w.n_in,
+                     w.n_out,
+                     row_bytes,
                      static_cast<int>(n_tok)};
-      if (gemv_env_version() == 6) p.lane_blocks = 2;  // A/B: two x-blocks per lane (K-quants)
+      if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
       return gemv_q8_launch(w.type, p, stream);
     }
-    GemvParams p{static_cast<const uint8_t*>(w.data), x, y, w.n_in, w.n_out, row_bytes,
+    GemvParams p{static_cast<const uint8_t*>(w.data),
+                 x,
+                 y,
+                 w.n_in,
+                 w.n_out,
+                 row_bytes,
                  static_cast<int>(n_tok)};
     return gemv_q_f32_launch(w.type, p, stream);
   }

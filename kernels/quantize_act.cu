@@ -44,8 +44,7 @@ Status quantize_act_q8_cuda(const float* x, int64_t n_tok, int64_t n_in, ActQ8De
   if (n_blocks == 0) return ok();
   const int64_t grid = (n_blocks + kThreads / 32 - 1) / (kThreads / 32);
   if (grid > 0x7fffffff) return make_error("quantize_act_q8: %lld blocks", (long long)n_blocks);
-  quantize_act_q8<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, n_blocks, out.q,
-                                                                        out.ds);
+  quantize_act_q8<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, n_blocks, out.q, out.ds);
   LS_CUDA_LAUNCH_TRY();
   return ok();
 }

@@ -421,9 +421,9 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   if (!mm) return mm.error();
   s.mm = std::move(*mm);
   // The decode GEMV's int8 x, sized before any graph capture (rows: n_embd, n_ff, q heads).
-  LS_TRY(s.mm->reserve_gemv_x(std::max<int64_t>(
-      {static_cast<int64_t>(c.n_embd), static_cast<int64_t>(c.n_ff),
-       static_cast<int64_t>(c.n_head) * c.head_dim})));
+  LS_TRY(s.mm->reserve_gemv_x(
+      std::max<int64_t>({static_cast<int64_t>(c.n_embd), static_cast<int64_t>(c.n_ff),
+                         static_cast<int64_t>(c.n_head) * c.head_dim})));
   auto link = CudaLink::create(s.stream);
   if (!link) return link.error();
   s.link = std::move(*link);

@@ -166,13 +166,13 @@ int main(int argc, char** argv) {
                               rb,
                               nt,
                               ver == 52 ? 2 : (ver == 58 ? 8 : 0),
-                              ver == 6 ? 2 : 0};
+                              ver == 6 ? 2 : 1};
               ST(gemv_q8_launch(t, gp, s));
             });
             const double g = bytes / (d.med * 1e-3) / 1e9;
-            mlen += std::snprintf(multi + mlen, sizeof multi - mlen,
-                                  " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt, d.med * 1e3, g,
-                                  g / bw);
+            mlen +=
+                std::snprintf(multi + mlen, sizeof multi - mlen,
+                              " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt, d.med * 1e3, g, g / bw);
             continue;
           }
           if (ver == 4 &&
@@ -216,15 +216,15 @@ int main(int argc, char** argv) {
           return st.med * 1e3 / 20;
         };
         char gl[512];
-        int glen = std::snprintf(gl, sizeof gl, "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t),
-                                 sh.what);
+        int glen = std::snprintf(gl, sizeof gl,
+                                 "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
         for (int ver : {2, 5, 6}) {
           if (ver >= 5 && !gemv_q8_supports(t)) continue;
           if (ver == 6 && t == GgmlType::Q8_0) continue;
           const double us = graph_us([&](int i) {
             if (ver == 2) {
-              GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out,
-                            rb, 1, 2};
+              GemvParams gp{
+                  static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, 1, 2};
               ST(gemv_q_f32_launch(t, gp, s));
             } else {
               ST(quantize_act_q8_cuda(dx, 1, sh.n_in, xq, s));
@@ -236,7 +236,7 @@ int main(int argc, char** argv) {
                               rb,
                               1,
                               0,
-                              ver == 6 ? 2 : 0};
+                              ver == 6 ? 2 : 1};
               ST(gemv_q8_launch(t, gp, s));
             }
           });

@@ -121,7 +121,7 @@ std::vector<float> reference(const ls::WeightView& host_w, const std::vector<flo
 
 struct RunResult {
   double nmse = 0;
-  int64_t unwritten = 0;  // NaN / inf elements (the poison survived)
+  int64_t unwritten = 0;    // NaN / inf elements (the poison survived)
   double num = 0, den = 0;  // nmse = num / den, for pooling over runs
 };
 
@@ -261,7 +261,8 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
         paths.push_back(MatmulPath::GemmWmma);
         for (MatmulPath p : paths) {
           if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
-          const std::vector<float> y = run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s);
+          const std::vector<float> y =
+              run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s);
           const RunResult r = compare(y, ref, scale);
           const bool is_gemv = p == MatmulPath::Gemv;
           const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
@@ -286,8 +287,9 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
   if (q8_den > 0) {
     INFO(std::string(ls::ggml_type_name(t)), " int8-x gemv pooled NMSE ", q8_num / q8_den);
     CHECK(q8_num / q8_den <= kQ8F32Threshold);
-    std::printf("cuda matmul: %-5s int8-x gemv pooled NMSE %.2e (thr %.0e), per-output bound held\n",
-                ls::ggml_type_name(t), q8_num / q8_den, kQ8F32Threshold);
+    std::printf(
+        "cuda matmul: %-5s int8-x gemv pooled NMSE %.2e (thr %.0e), per-output bound held\n",
+        ls::ggml_type_name(t), q8_num / q8_den, kQ8F32Threshold);
   }
   std::printf("cuda matmul: %-5s worst NMSE  gemv %.2e (thr %.0e)  %s %.2e  wmma %.2e (thr %.0e)\n",
               ls::ggml_type_name(t), worst.gemv, gemv_threshold(t),
@@ -546,8 +548,8 @@ TEST_CASE("cuda matmul: quantize_act_q8 gives the reference's q and d bits, and 
 TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shapes") {
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreate(&s));
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0,
-                     GgmlType::Q4_0}) {
+  for (GgmlType t :
+       {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0, GgmlType::Q4_0}) {
     REQUIRE(ls::gemv_q8_supports(t));
     // K-quants: 1 and 3 super-blocks, 21 (6 tiles: two per warp for warps 0-1,
     // the last tile partial); 32-value formats: 1, 33 (2 tiles), 161 blocks.
@@ -579,8 +581,7 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
             const int rows = vr[0], lb = vr[1];
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
-            const std::vector<float> y =
-                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s);
+            const std::vector<float> y = run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
                  " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
@@ -598,10 +599,11 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
       }
     INFO(std::string(ls::ggml_type_name(t)), " v5 pooled NMSE vs f32 ref ", num / den);
     CHECK(num / den <= kQ8F32Threshold);
-    std::printf("cuda matmul: %-5s v5 worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
-                "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
-                ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold,
-                worst_f32, runs);
+    std::printf(
+        "cuda matmul: %-5s v5 worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
+        "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
+        ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold, worst_f32,
+        runs);
   }
   // Errors are values: an uncovered type, n_in off the block, 2 rows at n_tok 2.
   DeviceBuf w(1 << 14), y(1 << 12);
@@ -637,8 +639,7 @@ TEST_CASE("cuda matmul: x_unchanged reuses the int8 x only when asked") {
   CUDA_CHECK(cudaMemcpy(d1.p, w1.data(), w1.size(), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(d2.p, w2.data(), w2.size(), cudaMemcpyHostToDevice));
   const ls::WeightView h2{GgmlType::Q6_K, w2.data(), n_in, n_out},
-      v1{GgmlType::Q4_K, d1.p, n_in, n_out},
-      v2{GgmlType::Q6_K, d2.p, n_in, n_out};
+      v1{GgmlType::Q4_K, d1.p, n_in, n_out}, v2{GgmlType::Q6_K, d2.p, n_in, n_out};
   auto run = [&](const ls::WeightView& v, bool unchanged) {
     CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, n_tok * n_out * 4, s));
     REQUIRE(ls::matmul_cuda(ctx, v, dx.as<float>(), n_tok, dy.as<float>(), s, unchanged).ok());
