@@ -4,6 +4,11 @@
 // byte exactly once for all n_tok tokens and keeps everything else in
 // registers and L1.
 //
+// v5 (int8 x, __dp4a) is in kernels/gemv_q8.cu: matmul_cuda runs it instead
+// of this file's kernels for Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 unless
+// LS_GEMV_VERSION=2. This file stays the path of the other types and the A/B
+// baseline.
+//
 // Versions (GemvParams::version picks one; 0 = the default: v4 for Q8_0
 // when x fits its shared memory, NT · n_in · 4 <= 100 KiB, else v2; the
 // environment variable LS_GEMV_VERSION=2 makes v2 the default everywhere,
@@ -603,15 +608,19 @@ Status launch_type(const GemvParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream) {
-  // LS_GEMV_VERSION=2 sends the calls that ask for the default to v2, so a
-  // whole decode can be timed on both (A/B runs); read once.
-  static const int env_version = [] {
+int gemv_env_version() {
+  static const int v = [] {
     const char* e = std::getenv("LS_GEMV_VERSION");
     return e ? std::atoi(e) : 0;
   }();
+  return v;
+}
+
+Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream) {
+  // LS_GEMV_VERSION=2 sends the calls that ask for the default to v2, so a
+  // whole decode can be timed on both (A/B runs).
   GemvParams q = p;
-  if (q.version == 0 && env_version == 2) q.version = 2;
+  if (q.version == 0 && gemv_env_version() == 2) q.version = 2;
   return dispatch_decodable(type, "gemv_q",
                             [&]<GgmlType T>() -> Status { return launch_type<T>(q, stream); });
 }

@@ -1,6 +1,6 @@
 // Fused dequantize + matrix-vector products for decode batches (n_tok <= 8):
 // see kernels/gemv_q.cu.
-// defines: GemvParams, kGemvMaxTok, gemv_q_f32_launch
+// defines: GemvParams, kGemvMaxTok, gemv_q_f32_launch, gemv_env_version
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,5 +25,12 @@ struct GemvParams {
 };
 
 Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream);
+
+// LS_GEMV_VERSION from the environment (read once; 0 when unset): 2 pins
+// v2 for every decode GEMV, including the types whose default is the int8
+// v5 (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs; 5 pins
+// v5's one x-block per lane (GemvQ8Params::lane_blocks 1) where the default
+// takes two (the K-quants at n_tok <= 2, "v6" in the measurements).
+int gemv_env_version();
 
 }  // namespace ls

@@ -5,7 +5,11 @@
 // kernels/dequant.cu (W -> f16), both over kernels/quant_decode.cuh.
 //
 // Paths (MatmulPath::Auto picks by n_tok):
-//   n_tok <= 8  gemv_q: one pass over W for the whole batch, f32 throughout.
+//   n_tok <= 8  one pass over W for the whole batch: for Q4_K, Q5_K, Q6_K,
+//               Q8_0 and Q4_0, x quantized to int8 (quantize_act_q8_cuda,
+//               into the context's scratch, skipped when the caller says x
+//               is unchanged) and gemv_q8 (v5, dp4a); for the other types,
+//               or all of them under LS_GEMV_VERSION=2, gemv_q (f32).
 //   n_tok >  8  dequant W to f16 scratch (skipped for F16 weights), x to f16,
 //               then a tensor-core GEMM with f32 accumulation and f32 output:
 //               cublasGemmEx when libcublas loads, else gemm_wmma_f16 below.
@@ -47,6 +51,8 @@
 #include "kernels/cuda_util.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/gemv_q.cuh"
+#include "kernels/gemv_q8.cuh"
+#include "kernels/quantize_act.cuh"
 
 namespace ls {
 
@@ -73,9 +79,10 @@ __global__ void __launch_bounds__(32) gemm_wmma_f16(WmmaParams p) {
   __shared__ __align__(32) __half ws[16 * 16];  // (out, k) = col-major (k, out)
   __shared__ __align__(32) float cs[16 * 16];   // (tok, out)
   const int lane = threadIdx.x;
-  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * 16, t0 = static_cast<int64_t>(blockIdx.y) * 16;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.x) * 16,
+                t0 = static_cast<int64_t>(blockIdx.y) * 16;
   const int r = lane >> 1, half8 = (lane & 1) * 8;  // each lane stages 8 halves of one tile row
-  const int64_t k8 = p.n_in / 8;                     // uint4s per row
+  const int64_t k8 = p.n_in / 8;                    // uint4s per row
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
   wmma::fill_fragment(acc, 0.f);
   for (int64_t k0 = 0; k0 < p.n_in; k0 += 16) {
@@ -118,6 +125,14 @@ struct MatmulContext::Impl {
   cudaStream_t side = nullptr;
   cudaEvent_t fork = nullptr, join = nullptr;
   bool overlap_failed = false;  // the second scratch could not be had: run Tile
+  // 8-bit x of the decode GEMV: (kGemvMaxTok, xq_cap) int8 and their
+  // (kGemvMaxTok, xq_cap / 32) {d, sum q}; and which x they hold (the host's
+  // view in stream order, so also right inside a captured graph).
+  int8_t* xq = nullptr;
+  float2* xds = nullptr;
+  int64_t xq_cap = 0;
+  const float* xq_src = nullptr;
+  int64_t xq_n_in = 0, xq_n_tok = 0;
   // cuBLAS, when it loads.
   void* lib = nullptr;
   cublasHandle_t handle = nullptr;
@@ -188,16 +203,30 @@ MatmulContext::~MatmulContext() {
   if (impl_->side) cudaStreamDestroy(impl_->side);
   if (impl_->fork) cudaEventDestroy(impl_->fork);
   if (impl_->join) cudaEventDestroy(impl_->join);
+  cudaFree(impl_->xq);
+  cudaFree(impl_->xds);
   if (impl_->handle) impl_->destroy(impl_->handle);
   if (impl_->lib) dlclose(impl_->lib);
 }
 
-bool MatmulContext::has_cublas() const { return impl_->handle != nullptr; }
-const char* MatmulContext::gemm_backend() const { return impl_->backend.c_str(); }
-void MatmulContext::set_path(MatmulPath p) { impl_->path = p; }
-MatmulPath MatmulContext::path() const { return impl_->path; }
-void MatmulContext::set_prefill_path(PrefillPath p) { impl_->prefill = p; }
-PrefillPath MatmulContext::prefill_path() const { return impl_->prefill; }
+bool MatmulContext::has_cublas() const {
+  return impl_->handle != nullptr;
+}
+const char* MatmulContext::gemm_backend() const {
+  return impl_->backend.c_str();
+}
+void MatmulContext::set_path(MatmulPath p) {
+  impl_->path = p;
+}
+MatmulPath MatmulContext::path() const {
+  return impl_->path;
+}
+void MatmulContext::set_prefill_path(PrefillPath p) {
+  impl_->prefill = p;
+}
+PrefillPath MatmulContext::prefill_path() const {
+  return impl_->prefill;
+}
 const char* MatmulContext::prefill_path_name(PrefillPath p) {
   switch (p) {
     case PrefillPath::Legacy:
@@ -210,6 +239,30 @@ const char* MatmulContext::prefill_path_name(PrefillPath p) {
   return "?";
 }
 
+Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
+  Impl& im = *impl_;
+  if (max_n_in <= im.xq_cap) return ok();
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
+  if (cs != cudaStreamCaptureStatusNone)
+    return make_error(
+        "matmul: the int8 x scratch (%lld values) must be reserved before a CUDA "
+        "graph capture (MatmulContext::reserve_gemv_x)",
+        (long long)max_n_in);
+  // Rounded up to whole 1024-value tiles; cudaMalloc keeps q 16-byte aligned.
+  const int64_t cap = (max_n_in + 1023) / 1024 * 1024;
+  LS_CUDA_TRY(cudaStreamSynchronize(im.stream));  // the old scratch may still be read
+  cudaFree(im.xq);
+  cudaFree(im.xds);
+  im.xq = nullptr;
+  im.xds = nullptr;
+  im.xq_cap = 0;
+  im.xq_src = nullptr;
+  LS_CUDA_TRY(cudaMalloc(&im.xq, static_cast<size_t>(kGemvMaxTok * cap)));
+  LS_CUDA_TRY(cudaMalloc(&im.xds, static_cast<size_t>(kGemvMaxTok * cap / 32) * sizeof(float2)));
+  im.xq_cap = cap;
+  return ok();
+}
 
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
                        int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream) {
@@ -233,15 +286,17 @@ Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int
                    static_cast<int>(n_in), x16, CUDA_R_16F, static_cast<int>(n_in), &beta, y,
                    CUDA_R_32F, static_cast<int>(n_out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
-      return make_error("matmul: cublasGemmEx failed with status %d (n_in %lld, n_out %lld, n_tok %lld)",
-                        static_cast<int>(s), (long long)n_in, (long long)n_out, (long long)n_tok);
+      return make_error(
+          "matmul: cublasGemmEx failed with status %d (n_in %lld, n_out %lld, n_tok %lld)",
+          static_cast<int>(s), (long long)n_in, (long long)n_out, (long long)n_tok);
     return ok();
   }
-  const dim3 grid(static_cast<unsigned>((n_out + 15) / 16), static_cast<unsigned>((n_tok + 15) / 16));
-  if ((n_tok + 15) / 16 > 65535) return make_error("matmul: wmma GEMM n_tok %lld too large", (long long)n_tok);
-  gemm_wmma_f16<<<grid, 32, 0, stream>>>(WmmaParams{static_cast<const uint4*>(x16),
-                                                     static_cast<const uint4*>(w16), y, n_in,
-                                                     n_out, n_tok});
+  const dim3 grid(static_cast<unsigned>((n_out + 15) / 16),
+                  static_cast<unsigned>((n_tok + 15) / 16));
+  if ((n_tok + 15) / 16 > 65535)
+    return make_error("matmul: wmma GEMM n_tok %lld too large", (long long)n_tok);
+  gemm_wmma_f16<<<grid, 32, 0, stream>>>(WmmaParams{
+      static_cast<const uint4*>(x16), static_cast<const uint4*>(w16), y, n_in, n_out, n_tok});
   LS_CUDA_TRY(cudaGetLastError());
   return ok();
 }
@@ -267,16 +322,41 @@ MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
   return n_tok <= kGemvMaxTok ? MatmulPath::Gemv : MatmulPath::GemmCublas;
 }
 
-Status run_gemv(const WeightView& w, const float* x, int64_t n_tok, float* y, cudaStream_t stream) {
+// A decode batch: 8-bit x and dp4a (kernels/gemv_q8.cu) for the types it
+// covers, f32 x (kernels/gemv_q.cu) for the rest and under LS_GEMV_VERSION=2.
+// x_unchanged: the previous call's 8-bit x is this x (q/k/v, gate/up).
+Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
+                cudaStream_t stream, bool x_unchanged) {
+  MatmulContext::Impl& im = *ctx.impl();
   if (n_tok > kGemvMaxTok)
     return make_error("matmul: GEMV path takes n_tok <= %d, got %lld", kGemvMaxTok,
                       (long long)n_tok);
+  const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
+  if (gemv_q8_supports(w.type) && gemv_env_version() != 2) {
+    LS_TRY(ctx.reserve_gemv_x(w.n_in));
+    const ActQ8Device xq{im.xq, im.xds};
+    if (!(x_unchanged && im.xq_src == x && im.xq_n_in == w.n_in && im.xq_n_tok == n_tok)) {
+      LS_TRY(quantize_act_q8_cuda(x, n_tok, w.n_in, xq, stream));
+      im.xq_src = x;
+      im.xq_n_in = w.n_in;
+      im.xq_n_tok = n_tok;
+    }
+    GemvQ8Params p{static_cast<const uint8_t*>(w.data),
+                   xq,
+                   y,
+                   w.n_in,
+                   w.n_out,
+                   row_bytes,
+                   static_cast<int>(n_tok)};
+    if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
+    return gemv_q8_launch(w.type, p, stream);
+  }
   GemvParams p{static_cast<const uint8_t*>(w.data),
                x,
                y,
                w.n_in,
                w.n_out,
-               static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in)),
+               row_bytes,
                static_cast<int>(n_tok)};
   return gemv_q_f32_launch(w.type, p, stream);
 }
@@ -344,7 +424,11 @@ bool overlap_ready(MatmulContext::Impl& im) {
 }  // namespace
 
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, bool x_unchanged) {
+  if (pick_path(*ctx.impl(), n_tok) == MatmulPath::Gemv) {
+    LS_TRY(check_weight(w, x, n_tok));
+    return n_tok == 0 ? ok() : run_gemv(ctx, w, x, n_tok, y, stream, x_unchanged);
+  }
   float* const ys[1] = {y};
   return matmul_cuda_shared_x(ctx, &w, ys, 1, x, n_tok, stream);
 }
@@ -356,7 +440,7 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
   if (n_tok == 0 || n_w <= 0) return ok();
   const MatmulPath path = pick_path(im, n_tok);
   if (path == MatmulPath::Gemv) {
-    for (int i = 0; i < n_w; ++i) LS_TRY(run_gemv(w[i], x, n_tok, y[i], stream));
+    for (int i = 0; i < n_w; ++i) LS_TRY(run_gemv(ctx, w[i], x, n_tok, y[i], stream, i > 0));
     return ok();
   }
   if (im.prefill == PrefillPath::Legacy) {  // as before 2026-11-30: x converted per weight

@@ -1,7 +1,9 @@
 // Matrix products on the GPU: y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ for a
 // weight W of any GGUF type, in device memory in its GGUF layout (n_out rows
 // of n_in elements). Decode batches (n_tok <= 8) run fused dequantize-GEMV
-// kernels that read each weight once for the whole batch; larger batches
+// kernels that read each weight once for the whole batch (int8 x and dp4a,
+// kernels/gemv_q8.cu, for Q4_K, Q5_K, Q6_K, Q8_0, Q4_0; f32 x,
+// kernels/gemv_q.cu, for the rest); larger batches
 // (prefill) dequantize to f16 and run a tensor-core GEMM. The CPU reference
 // is kernels/ref/matmul.h (matmul_f32).
 // defines: MatmulContext, MatmulPath, PrefillPath, matmul_cuda, matmul_cuda_shared_x,
@@ -55,6 +57,11 @@ class MatmulContext {
   void set_prefill_path(PrefillPath p);
   PrefillPath prefill_path() const;
   static const char* prefill_path_name(PrefillPath p);  // "legacy", "tile", "overlap"
+  // Sizes the scratch of the 8-bit activations of the decode GEMV (v5) for
+  // rows of up to max_n_in values, kGemvMaxTok of them. Call it before a
+  // decode is captured into a CUDA graph: matmul_cuda grows the scratch on
+  // demand only outside a capture.
+  Status reserve_gemv_x(int64_t max_n_in);
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
@@ -64,13 +71,16 @@ class MatmulContext {
 };
 
 // x, y: device f32, row-major. w.data: device pointer. Asynchronous on `stream`.
+// x_unchanged: x is the same buffer with the same values as in the previous
+// call on this context (q/k/v and gate/up share their input), so a decode
+// GEMV reuses the 8-bit x that call made instead of quantizing it again.
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
-                   cudaStream_t stream);
+                   cudaStream_t stream, bool x_unchanged = false);
 
 // The matmuls of one input: y[i] (n_tok, w[i].n_out) = x · w[i]ᵀ for
 // i < n_w (q, k, v of one normed hidden state; gate and up). The same
 // results as n_w calls of matmul_cuda; for a GEMM batch x is converted to
-// f16 once, and PrefillPath::Overlap hides the dequantization of w[i+1]
+// f16 once (a decode batch's 8-bit x once), and PrefillPath::Overlap hides the dequantization of w[i+1]
 // behind the GEMM of w[i]. The y[i] must not overlap x.
 Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* const* y, int n_w,
                             const float* x, int64_t n_tok, cudaStream_t stream);

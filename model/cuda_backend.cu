@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -287,8 +288,10 @@ struct CudaBackend::Impl {
     return ok();
   }
 
-  Status matmul(const WeightView& w, const float* x, int64_t n, float* y) {
-    return matmul_cuda(*mm, w, x, n, y, stream);
+  // x_unchanged: x is the previous matmul's input, unchanged (its int8 copy is reused).
+  Status matmul(const WeightView& w, const float* x, int64_t n, float* y,
+                bool x_unchanged = false) {
+    return matmul_cuda(*mm, w, x, n, y, stream, x_unchanged);
   }
 
   // The head: final norm of the rows that want logits, then the output matmul.
@@ -431,6 +434,10 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();
   s.mm = std::move(*mm);
+  // The decode GEMV's int8 x, sized before any graph capture (rows: n_embd, n_ff, q heads).
+  LS_TRY(s.mm->reserve_gemv_x(
+      std::max<int64_t>({static_cast<int64_t>(c.n_embd), static_cast<int64_t>(c.n_ff),
+                         static_cast<int64_t>(c.n_head) * c.head_dim})));
   auto link = CudaLink::create(s.stream);
   if (!link) return link.error();
   s.link = std::move(*link);

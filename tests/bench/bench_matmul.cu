@@ -5,7 +5,9 @@
 //   bound 2: cuBLAS f16 GEMM (f32 accumulate) on an 8192^3 product and on
 //            each benchmarked shape (the dequantized weight, median of 20).
 // Decode (n_tok = 1, fused GEMV): GB/s of weight bytes, ratio to bound 1;
-// then each GEMV version (kernels/gemv_q.cu, v2 and v4) at n_tok 1, 2, 4, 8.
+// then each GEMV version (kernels/gemv_q.cu v2 and v4 with f32 x; kernels/
+// gemv_q8.cu v5 with int8 x, timed with its quantization of x) at n_tok 1,
+// 2, 4, 8.
 // Prefill (n_tok = 512, dequant + GEMM): TFLOP/s of 2·n_tok·n_in·n_out,
 // ratio to the same shape's pure cuBLAS GEMM.
 // Each timing: CUDA events around one call, warm-up first, median / min /
@@ -25,6 +27,8 @@
 #include "kernels/dequant.cuh"
 #include "kernels/ggml_type.h"
 #include "kernels/gemv_q.cuh"
+#include "kernels/gemv_q8.cuh"
+#include "kernels/quantize_act.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/ref/quant.h"
 
@@ -130,12 +134,47 @@ int main(int argc, char** argv) {
         ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, 1, dy, s));
       });
       const double gbs = bytes / (dec.med * 1e-3) / 1e9;
-      // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch).
-      for (int ver : {2, 4}) {
+      // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch). v5
+      // (int8 x, kernels/gemv_q8.cu) is timed as matmul_cuda runs it:
+      // quantize x, then the GEMV; "v5r2" and "v5r8" are its 2- and
+      // 8-rows-per-block variants (n_tok 1 only).
+      ActQ8Device xq{};
+      CK(cudaMalloc(&xq.q, size_t(8) * sh.n_in));
+      CK(cudaMalloc(&xq.ds, size_t(8) * sh.n_in / 32 * sizeof(float2)));
+      for (int ver : {2, 4, 5, 52, 58, 6}) {
+        if (ver >= 5 && !gemv_q8_supports(t)) continue;
+        if (ver == 6 && t == GgmlType::Q8_0) continue;  // two x-blocks per lane: K-quants only
         char multi[512];
-        int mlen = std::snprintf(multi, sizeof multi, "  gemv v%d %-4s %-11s:", ver,
+        int mlen = std::snprintf(multi, sizeof multi, "  gemv %-4s %-4s %-11s:",
+                                 ver == 52   ? "v5r2"
+                                 : ver == 58 ? "v5r8"
+                                 : ver == 6  ? "v6"
+                                 : ver == 5  ? "v5"
+                                 : ver == 4  ? "v4"
+                                             : "v2",
                                  ggml_type_name(t), sh.what);
         for (int nt : {1, 2, 4, 8}) {
+          if (ver >= 5) {
+            if ((ver > 6 && nt != 1) || (ver == 6 && nt > 2)) continue;
+            Stats d = time_it(s, 3, 40, [&](int i) {
+              ST(quantize_act_q8_cuda(dx, nt, sh.n_in, xq, s));
+              GemvQ8Params gp{static_cast<const uint8_t*>(dw[i % copies]),
+                              xq,
+                              dy,
+                              sh.n_in,
+                              sh.n_out,
+                              rb,
+                              nt,
+                              ver == 52 ? 2 : (ver == 58 ? 8 : 0),
+                              ver == 6 ? 2 : 1};
+              ST(gemv_q8_launch(t, gp, s));
+            });
+            const double g = bytes / (d.med * 1e-3) / 1e9;
+            mlen +=
+                std::snprintf(multi + mlen, sizeof multi - mlen,
+                              " n_tok=%d %6.1f us %5.0f GB/s %.2f |", nt, d.med * 1e3, g, g / bw);
+            continue;
+          }
           if (ver == 4 &&
               int64_t(nt) * sh.n_in * 4 > 100 * 1024) {  // v4's x must fit its shared memory
             mlen += std::snprintf(multi + mlen, sizeof multi - mlen,
@@ -161,6 +200,56 @@ int main(int argc, char** argv) {
         std::printf("%s\n", multi);
         std::fflush(stdout);
       }
+      // As decode runs them: 20 calls (rotating copies) captured in one CUDA
+      // graph, so launch gaps are the GPU's, not the host's; us per call.
+      {
+        auto graph_us = [&](auto&& call) {
+          cudaGraph_t g;
+          cudaGraphExec_t ge;
+          CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < 20; ++i) call(i);
+          CK(cudaStreamEndCapture(s, &g));
+          CK(cudaGraphInstantiate(&ge, g, 0));
+          Stats st = time_it(s, 2, 10, [&](int) { CK(cudaGraphLaunch(ge, s)); });
+          CK(cudaGraphExecDestroy(ge));
+          CK(cudaGraphDestroy(g));
+          return st.med * 1e3 / 20;
+        };
+        char gl[512];
+        int glen = std::snprintf(gl, sizeof gl,
+                                 "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
+        for (int ver : {2, 5, 6}) {
+          if (ver >= 5 && !gemv_q8_supports(t)) continue;
+          if (ver == 6 && t == GgmlType::Q8_0) continue;
+          const double us = graph_us([&](int i) {
+            if (ver == 2) {
+              GemvParams gp{
+                  static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, 1, 2};
+              ST(gemv_q_f32_launch(t, gp, s));
+            } else {
+              ST(quantize_act_q8_cuda(dx, 1, sh.n_in, xq, s));
+              GemvQ8Params gp{static_cast<const uint8_t*>(dw[i % copies]),
+                              xq,
+                              dy,
+                              sh.n_in,
+                              sh.n_out,
+                              rb,
+                              1,
+                              0,
+                              ver == 6 ? 2 : 1};
+              ST(gemv_q8_launch(t, gp, s));
+            }
+          });
+          const double g = bytes / (us * 1e-6) / 1e9;
+          glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d %6.1f us %5.0f GB/s %.2f |", ver,
+                                us, g, g / bw);
+        }
+        multi_rows.push_back(gl);
+        std::printf("%s\n", gl);
+        std::fflush(stdout);
+      }
+      CK(cudaFree(xq.q));
+      CK(cudaFree(xq.ds));
       Stats pf = time_it(s, 3, 20, [&](int i) {
         ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, ntok_pf, dy, s));
       });

@@ -1,0 +1,629 @@
+// gemv_q8 (GEMV v5): y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ for decode
+// batches (n_tok <= 8) with x in the 8-bit format of kernels/act_q8.h
+// (quantized once per input by kernels/quantize_act.cu) and W in Q4_K, Q5_K,
+// Q6_K, Q8_0 or Q4_0, read once for all n_tok tokens. The CPU reference is
+// matmul_act_q8_ref (kernels/ref/act_q8.h); the other types keep the f32
+// GEMV (kernels/gemv_q.cu, v2).
+//
+// Why (bench/results/2026-11-30-h200-gemv.md): with f32 x, v2-v4 reached
+// 0.18-0.38 of the copy bandwidth on Q4_K / Q6_K. Two limits: x read through
+// L1 with 16-byte loads spread over 16-32 lines, and one convert + FMA per
+// weight. With int8 x a lane's 32 activations are two 16-byte loads of
+// consecutive bytes (4x less x traffic than f32) and four weight-activation
+// products are one __dp4a on the integer quants; the scales are applied once
+// per block of 32.
+//
+// Layout and mapping. A row is cut into tiles of 1024 values = 32 activation
+// blocks of 32, one per lane: lane l of a tile takes x-block l (K-quants:
+// sub-block l & 7 of super-block l >> 3; 32-value formats: block l), so its
+// 32 weights belong to one scale (Q6_K: two, 16 values each) and its x loads
+// are 32 consecutive bytes. A CUDA block of 4 warps owns KR = 4 consecutive
+// rows (2 and 8 as bench variants at n_tok 1); warp w takes the tiles w, w + 4, ...
+// of all KR rows, and the 4 warps' partial sums meet in shared memory at the
+// end (n_in 4096: one tile per warp; 14336: 3-4). Two x-blocks per lane: see below.
+//
+// Weight loads. The 34-, 18- and 210-byte blocks of Q8_0, Q4_0 and Q6_K sit
+// at 2-byte offsets, so a lane cannot load its own block with 16-byte
+// loads. Instead each warp copies the byte range of its tile in each of the
+// KR rows into its own shared-memory stage with cp.async, 16 aligned bytes
+// per lane and instruction (fully coalesced, in flight without registers),
+// the range widened to 16-byte boundaries (the decoders start at the
+// range's offset within its first 16 bytes; the bytes outside are never
+// used, and an aligned 16-byte read never leaves the allocation's granule).
+// Lanes then read their blocks from shared memory: 4-byte words realigned
+// with a funnel shift (Q8_0, Q4_0, Q6_K), or 16-byte words for Q4_K and Q5_K
+// (rows of 144- / 176-byte blocks from a 16-byte aligned base stay aligned).
+// When a warp has more than one tile, two stages double-buffer: the next
+// tile's copy is issued before the current one is computed.
+//
+// Per lane, row and token: idot = dot of the 32 integer quants with the 32
+// int8 x (8 dp4a; Q6_K: two chains of 4 for its two 16-value scales, combined
+// in integers), then acc += d_x · (a · idot + b · sum_q_x) in f32, where
+// w = a·q + (b per value): Q4_K / Q5_K a = d·sc, b = −dmin·m; Q4_0 a = d,
+// b = −8d (its quants are stored +8); Q8_0 and Q6_K (quants realigned to
+// −32..31 in the bytes) b = 0. So the result differs from the reference only
+// by f32 rounding and summation order (the reference sums in double).
+// No integer division in the loop; n_in need not be a multiple of 1024 (the
+// last tile's lanes past the row end do nothing).
+//
+// Two x-blocks per lane ("v6" in the measurements; GemvQ8Params::lane_blocks,
+// the default for Q4_K, Q5_K, Q6_K at n_tok <= 2): tiles of 2048 values, a
+// lane on the two sub-blocks of one super-block that share their quant bytes
+// (V5Pair), so each byte is read from shared memory and each header decoded
+// once per 64 values, and a block has only as many warps as the row has
+// tiles (n_in 4096: 2). Why: with one x-block per lane the K-quants were
+// issue-bound where Q8_0 was not (4096 x 128256, graph-timed: Q8_0 0.96 of
+// the copy bandwidth, Q4_K 0.64, Q6_K 0.62; counted from the code, Q4_K
+// issues ~3x Q8_0's instructions per weight byte); two per lane gave 0.88
+// and 0.76. Larger n_tok keep one
+// per lane (the x of two blocks per token would not fit the registers).
+//
+// Measured (H200, bench/results/2026-11-30-h200-gemv-v5.md): per call in a
+// CUDA graph, n_tok 1, vs v2: Q4_K 4096 x 14336 0.50 vs 0.33, Q6_K 14336 x
+// 4096 0.47 vs 0.22, Q8_0 4096 x 128256 0.96 vs 0.65 of the copy bandwidth;
+// whole 8b decode Q4_K_M 213.7 tok/s (v2 156.9), Q8_0 187.5 (v2 162.6).
+// The small shapes (4096 x 4096: 0.31-0.48) carry a fixed cost of about 3 us
+// per call (Q4_K: 6.7 us for 9.4 MB, 16.0 us for 33 MB): one wave of blocks,
+// the first loads' latency and the reduction, not the loop.
+// defines: gemv_q8_supports, gemv_q8_launch
+#include "kernels/gemv_q8.cuh"
+
+#include <cuda_fp16.h>
+
+#include "kernels/act_q8.h"
+#include "kernels/cuda_util.cuh"
+#include "kernels/gemv_q.cuh"
+#include "kernels/quant_blocks.h"
+
+namespace ls {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kTileValues = 32 * kActQ8Block;  // one x-block per lane
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ float lds_f16(const uint8_t* p) {
+  return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(p)));
+}
+// N little-endian words from a 2-byte aligned shared-memory address: N + 1
+// aligned words and a funnel shift (shift 0 when p is 4-byte aligned). The
+// word past the end lies in the stage's padding.
+template <int N>
+__device__ __forceinline__ void lds_words(const uint8_t* p, uint32_t (&w)[N]) {
+  const uint32_t* a =
+      reinterpret_cast<const uint32_t*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(3));
+  const uint32_t sh = (static_cast<uint32_t>(reinterpret_cast<uintptr_t>(p)) & 3u) * 8u;
+  uint32_t r[N + 1];
+#pragma unroll
+  for (int i = 0; i <= N; ++i) r[i] = a[i];
+#pragma unroll
+  for (int i = 0; i < N; ++i) w[i] = __funnelshift_r(r[i], r[i + 1], sh);
+}
+template <int N>
+__device__ __forceinline__ void lds_words16(const uint8_t* p, uint32_t (&w)[N]) {
+  static_assert(N % 4 == 0, "whole uint4s");
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) {
+    const uint4 u = reinterpret_cast<const uint4*>(p)[i];
+    w[4 * i] = u.x, w[4 * i + 1] = u.y, w[4 * i + 2] = u.z, w[4 * i + 3] = u.w;
+  }
+}
+
+// One lane's x-block of one row, decoded: 8 words of 4 signed-byte quants
+// (values 4k .. 4k + 3 of the block in word k), w_i = a·q_i + b.
+struct Dec {
+  int q[8];
+  float a, b;
+  int s0, s1;  // Q6_K: the integer scales of values 0-15 and 16-31
+};
+
+__device__ __forceinline__ int dot8(const int (&q)[8], const int (&x)[8]) {
+  int s = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) s = __dp4a(q[k], x[k], s);
+  return s;
+}
+
+// Q4_K / Q5_K: scale and min of sub-block s (0..7) from the header's words
+// (hd.y, hd.z, hd.w = scale bytes 0-3, 4-7, 8-11; q4_k_scale_min's packing),
+// computed for both halves and selected, so lanes do not diverge.
+__device__ __forceinline__ void k_scale_min(const uint4 hd, int s, float& a, float& b) {
+  const int sh = 8 * (s & 3);
+  const uint32_t y = hd.y >> sh, z = hd.z >> sh, w = hd.w >> sh;
+  const uint32_t sc = s < 4 ? (y & 63) : ((w & 0xF) | (((y >> 6) & 3) << 4));
+  const uint32_t m = s < 4 ? (z & 63) : (((w >> 4) & 0xF) | (((z >> 6) & 3) << 4));
+  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x & 0xFFFFu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x >> 16)));
+  a = d * static_cast<float>(sc);
+  b = -(dmin * static_cast<float>(m));
+}
+
+template <GgmlType T>
+struct V5;
+
+// Q8_0: block l at 34 l: d, then 32 signed quants.
+template <>
+struct V5<GgmlType::Q8_0> {
+  static constexpr int kBlockValues = 32, kBlockBytes = 34;
+  static constexpr bool kHasB = false;
+  static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
+    const uint8_t* blk = t + kBlockBytes * lane;
+    d.a = lds_f16(blk);
+    uint32_t w[8];
+    lds_words<8>(blk + 2, w);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) d.q[k] = static_cast<int>(w[k]);
+  }
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8]) {
+    return dot8(d.q, x);
+  }
+};
+
+// Q4_0: block l at 18 l: d, then qs[16]; value j < 16 is the low nibble of
+// qs[j], value j + 16 the high one; w = d (q - 8), applied as b = -8 d.
+template <>
+struct V5<GgmlType::Q4_0> {
+  static constexpr int kBlockValues = 32, kBlockBytes = 18;
+  static constexpr bool kHasB = true;
+  static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
+    const uint8_t* blk = t + kBlockBytes * lane;
+    d.a = lds_f16(blk);
+    d.b = -8.f * d.a;
+    uint32_t w[4];
+    lds_words<4>(blk + 2, w);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      d.q[k] = static_cast<int>(w[k] & 0x0F0F0F0Fu);
+      d.q[4 + k] = static_cast<int>((w[k] >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8]) {
+    return dot8(d.q, x);
+  }
+};
+
+// Q4_K: lane l: super-block l >> 3 (144 bytes, 16-byte aligned), sub-block
+// s = l & 7 = values 32 s .. 32 s + 31, whose quants are nibble s & 1 of
+// qs[32 (s >> 1) .. + 31].
+template <>
+struct V5<GgmlType::Q4_K> {
+  static constexpr int kBlockValues = 256, kBlockBytes = 144;
+  static constexpr bool kHasB = true;
+  static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
+    const uint8_t* blk = t + kBlockBytes * (lane >> 3);
+    const int s = lane & 7;
+    k_scale_min(*reinterpret_cast<const uint4*>(blk), s, d.a, d.b);
+    uint32_t w[8];
+    lds_words16<8>(blk + 16 + 32 * (s >> 1), w);
+    const int sh = 4 * (s & 1);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) d.q[k] = static_cast<int>((w[k] >> sh) & 0x0F0F0F0Fu);
+  }
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8]) {
+    return dot8(d.q, x);
+  }
+};
+
+// Q5_K: Q4_K plus qh[32] at byte 16: bit s of qh[i] is the 5th bit of value
+// 32 s + i. qs at byte 48.
+template <>
+struct V5<GgmlType::Q5_K> {
+  static constexpr int kBlockValues = 256, kBlockBytes = 176;
+  static constexpr bool kHasB = true;
+  static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
+    const uint8_t* blk = t + kBlockBytes * (lane >> 3);
+    const int s = lane & 7;
+    k_scale_min(*reinterpret_cast<const uint4*>(blk), s, d.a, d.b);
+    uint32_t h[8], w[8];
+    lds_words16<8>(blk + 16, h);
+    lds_words16<8>(blk + 48 + 32 * (s >> 1), w);
+    const int sh = 4 * (s & 1);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      d.q[k] = static_cast<int>(((w[k] >> sh) & 0x0F0F0F0Fu) | (((h[k] >> s) & 0x01010101u) << 4));
+  }
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8]) {
+    return dot8(d.q, x);
+  }
+};
+
+// Q6_K: lane l: super-block l >> 3 (210 bytes), values 32 s + i (s = l & 7,
+// h = s >> 2, j = s & 3): low nibble in ql[64 h + 32 (j & 1) + i] at shift
+// 4 (j >> 1), top 2 bits in qh[32 h + i] at shift 2 j; signed 8-bit scales
+// scales[2 s] (i < 16) and scales[2 s + 1]; w = d · sc · (q − 32). The − 32
+// is done in the bytes: (q | 0x80) − 0x20 cannot borrow, and ^ 0x80 then
+// gives q − 32 as a signed byte.
+template <>
+struct V5<GgmlType::Q6_K> {
+  static constexpr int kBlockValues = 256, kBlockBytes = 210;
+  static constexpr bool kHasB = false;
+  static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
+    const uint8_t* blk = t + kBlockBytes * (lane >> 3);
+    const int s = lane & 7, h = s >> 2, j = s & 3;
+    uint32_t ql[8], qh[8];
+    lds_words<8>(blk + 64 * h + 32 * (j & 1), ql);
+    lds_words<8>(blk + 128 + 32 * h, qh);
+    const int shl = 4 * (j >> 1), shh = 2 * j;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t q = ((ql[k] >> shl) & 0x0F0F0F0Fu) | (((qh[k] >> shh) & 0x03030303u) << 4);
+      d.q[k] = static_cast<int>(((q | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+    }
+    const uint32_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s);
+    d.s0 = static_cast<int8_t>(sc & 0xFFu);
+    d.s1 = static_cast<int8_t>(sc >> 8);
+    d.a = lds_f16(blk + 208);
+  }
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8]) {
+    int lo = 0, hi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      lo = __dp4a(d.q[k], x[k], lo);
+      hi = __dp4a(d.q[4 + k], x[4 + k], hi);
+    }
+    return d.s0 * lo + d.s1 * hi;
+  }
+};
+
+// Two x-blocks per lane (XB = 2, the K-quants): lane l of a tile takes the
+// pair of sub-blocks of super-block l >> 2 that share their quant bytes, so
+// the bytes are read and the header decoded once for 64 values.
+//   Q4_K, Q5_K: sub-blocks 2j, 2j + 1 (j = l & 3): low and high nibbles of
+//     qs[32 j .. + 31] (Q5_K: 5th bits 2j and 2j + 1 of qh).
+//   Q6_K: sub-blocks s and s + 2 with s = 4 (j >> 1) + (j & 1): low and high
+//     nibbles of ql[64 (j >> 1) + 32 (j & 1) ..], bit pairs of the same qh.
+template <GgmlType T>
+struct V5Pair;
+template <>
+struct V5Pair<GgmlType::Q4_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 2 * j, s1 = 2 * j + 1;
+  }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q4_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3;
+    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
+    k_scale_min(hd, 2 * j, d0.a, d0.b);
+    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
+    uint32_t w[8];
+    lds_words16<8>(blk + 16 + 32 * j, w);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      d0.q[k] = static_cast<int>(w[k] & 0x0F0F0F0Fu);
+      d1.q[k] = static_cast<int>((w[k] >> 4) & 0x0F0F0F0Fu);
+    }
+  }
+};
+template <>
+struct V5Pair<GgmlType::Q5_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 2 * j, s1 = 2 * j + 1;
+  }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q5_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3;
+    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
+    k_scale_min(hd, 2 * j, d0.a, d0.b);
+    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
+    uint32_t h[8], w[8];
+    lds_words16<8>(blk + 16, h);
+    lds_words16<8>(blk + 48 + 32 * j, w);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t hb = h[k] >> (2 * j);
+      d0.q[k] = static_cast<int>((w[k] & 0x0F0F0F0Fu) | ((hb & 0x01010101u) << 4));
+      d1.q[k] = static_cast<int>(((w[k] >> 4) & 0x0F0F0F0Fu) | (((hb >> 1) & 0x01010101u) << 4));
+    }
+  }
+};
+template <>
+struct V5Pair<GgmlType::Q6_K> {
+  static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
+    s0 = 4 * (j >> 1) + (j & 1), s1 = s0 + 2;
+  }
+  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+    const uint8_t* blk = t + V5<GgmlType::Q6_K>::kBlockBytes * (lane >> 2);
+    const int j = lane & 3, h = j >> 1, jj = j & 1, s0 = 4 * h + jj;
+    uint32_t ql[8], qh[8];
+    lds_words<8>(blk + 64 * h + 32 * jj, ql);
+    lds_words<8>(blk + 128 + 32 * h, qh);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const uint32_t hb = qh[k] >> (2 * jj);
+      const uint32_t q0 = (ql[k] & 0x0F0F0F0Fu) | ((hb & 0x03030303u) << 4);
+      const uint32_t q1 = ((ql[k] >> 4) & 0x0F0F0F0Fu) | (((hb >> 4) & 0x03030303u) << 4);
+      d0.q[k] = static_cast<int>(((q0 | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+      d1.q[k] = static_cast<int>(((q1 | 0x80808080u) - 0x20202020u) ^ 0x80808080u);
+    }
+    const uint32_t sc0 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s0);
+    const uint32_t sc1 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * (s0 + 2));
+    d0.s0 = static_cast<int8_t>(sc0 & 0xFFu), d0.s1 = static_cast<int8_t>(sc0 >> 8);
+    d1.s0 = static_cast<int8_t>(sc1 & 0xFFu), d1.s1 = static_cast<int8_t>(sc1 >> 8);
+    d0.a = d1.a = lds_f16(blk + 208);
+  }
+};
+
+template <GgmlType T>
+constexpr bool has_pair() {
+  return T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K;
+}
+
+template <GgmlType T, int XB>
+struct V5Tile {
+  static constexpr int kBytes = XB * kTileValues / V5<T>::kBlockValues * V5<T>::kBlockBytes;
+  // A row's stage: the tile widened to 16-byte boundaries (<= kBytes + 30
+  // bytes) plus the word lds_words may read past the end.
+  static constexpr int kStageRow = (kBytes + 15) / 16 * 16 + 32;
+};
+
+// Blocks per SM the registers must allow: 8 at n_tok 1 (64 registers), fewer
+// where the accumulators of more tokens need them (64 at n_tok 2 spilled).
+constexpr int min_blocks(int nt) {
+  return nt == 1 ? 8 : (nt == 2 ? 6 : 4);
+}
+
+template <GgmlType T, int NT, int KR, int XB>
+__global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Params p, int stages) {
+  using U = V5<T>;
+  constexpr int kTB = V5Tile<T, XB>::kBytes, kSR = V5Tile<T, XB>::kStageRow;
+  constexpr int kTileXB = 32 * XB;                 // x-blocks per tile
+  extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
+  __shared__ float part[kWarps][KR * NT];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n_warps = blockDim.x >> 5;  // 1 .. kWarps
+  uint8_t* const wsm = smem + warp * stages * KR * kSR;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * KR;
+  const uint8_t* rowp[KR];
+#pragma unroll
+  for (int r = 0; r < KR; ++r) {
+    // A row past n_out re-reads the last row (its sum is never stored).
+    const int64_t row = row0 + r < p.n_out ? row0 + r : p.n_out - 1;
+    rowp[r] = p.w + row * p.row_bytes;
+  }
+  const int64_t n_xb = p.n_in / kActQ8Block;
+  const int n_tiles = static_cast<int>((n_xb + kTileXB - 1) / kTileXB);
+  const int my_tiles = warp < n_tiles ? (n_tiles - warp + n_warps - 1) / n_warps : 0;
+
+  // Copy tile `tile` of the KR rows into stage st; one commit group per tile.
+  auto issue = [&](int tile, uint8_t* st) {
+    const int64_t off = static_cast<int64_t>(tile) * kTB;
+    const int64_t len = p.row_bytes - off < kTB ? p.row_bytes - off : kTB;
+#pragma unroll
+    for (int r = 0; r < KR; ++r) {
+      const uintptr_t g0 = reinterpret_cast<uintptr_t>(rowp[r] + off);
+      const uintptr_t a0 = g0 & ~uintptr_t(15);
+      const int n16 = static_cast<int>((g0 + len - a0 + 15) >> 4);
+      for (int c = lane; c < n16; c += 32)
+        cp_async16(st + r * kSR + 16 * c, reinterpret_cast<const void*>(a0 + 16 * uintptr_t(c)));
+    }
+    cp_async_commit();
+  };
+
+  float acc[KR][NT];
+#pragma unroll
+  for (int r = 0; r < KR; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
+
+  if (my_tiles > 0) issue(warp, wsm);
+  for (int i = 0; i < my_tiles; ++i) {
+    const int tile = warp + i * n_warps;
+    uint8_t* const st = wsm + (stages == 2 ? (i & 1) : 0) * KR * kSR;
+    if (stages == 2 && i + 1 < my_tiles) {
+      issue(tile + n_warps, wsm + ((i + 1) & 1) * KR * kSR);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncwarp();  // every lane's copies are visible to the warp
+    if constexpr (XB == 2) {
+      // Super-block (lane >> 2) of the tile; x-blocks 8 (lane >> 2) + s0, + s1.
+      const int64_t xb8 = static_cast<int64_t>(tile) * kTileXB + 8 * (lane >> 2);
+      if (xb8 < n_xb) {
+        int s0, s1;
+        V5Pair<T>::subs(lane & 3, s0, s1);
+        int xv[NT][2][8];
+        float2 ds[NT][2];
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t xb = xb8 + (h ? s1 : s0);
+            const int4* xq = reinterpret_cast<const int4*>(p.x.q + t * p.n_in) + 2 * xb;
+            const int4 xa = __ldg(xq), xc = __ldg(xq + 1);
+            ds[t][h] = __ldg(p.x.ds + t * n_xb + xb);
+            xv[t][h][0] = xa.x, xv[t][h][1] = xa.y, xv[t][h][2] = xa.z, xv[t][h][3] = xa.w;
+            xv[t][h][4] = xc.x, xv[t][h][5] = xc.y, xv[t][h][6] = xc.z, xv[t][h][7] = xc.w;
+          }
+#pragma unroll
+        for (int r = 0; r < KR; ++r) {
+          const int mis = static_cast<int>(
+              reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
+          Dec d[2];
+          V5Pair<T>::decode2(st + r * kSR + mis, lane, d[0], d[1]);
+#pragma unroll
+          for (int t = 0; t < NT; ++t)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              float v = d[h].a * static_cast<float>(U::dot(d[h], xv[t][h]));
+              if constexpr (U::kHasB) v = fmaf(d[h].b, ds[t][h].y, v);
+              acc[r][t] = fmaf(ds[t][h].x, v, acc[r][t]);
+            }
+        }
+      }
+    }
+    const int64_t xb = static_cast<int64_t>(tile) * 32 + lane;
+    if (XB == 1 && xb < n_xb) {
+      auto decode_row = [&](int r, Dec& d) {
+        const int mis = static_cast<int>(
+            reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
+        U::decode(st + r * kSR + mis, lane, d);
+      };
+      auto load_x = [&](int t, int(&xv)[8], float2& ds) {
+        const int4* xq = reinterpret_cast<const int4*>(p.x.q + t * p.n_in) + 2 * xb;
+        const int4 xa = __ldg(xq), xc = __ldg(xq + 1);
+        ds = __ldg(p.x.ds + t * n_xb + xb);
+        xv[0] = xa.x, xv[1] = xa.y, xv[2] = xa.z, xv[3] = xa.w;
+        xv[4] = xc.x, xv[5] = xc.y, xv[6] = xc.z, xv[7] = xc.w;
+      };
+      auto fma_row = [&](const Dec& d, const int(&xv)[8], float2 ds, float& a) {
+        float v = d.a * static_cast<float>(U::dot(d, xv));
+        if constexpr (U::kHasB) v = fmaf(d.b, ds.y, v);
+        a = fmaf(ds.x, v, a);
+      };
+      // Keep the smaller of the two sets live: the NT tokens' x (10
+      // registers each) with one decoded row at a time, or the KR decoded
+      // rows (about 10 each) with one token's x at a time.
+      if constexpr (NT < KR) {
+        int xv[NT][8];
+        float2 ds[NT];
+#pragma unroll
+        for (int t = 0; t < NT; ++t) load_x(t, xv[t], ds[t]);
+#pragma unroll
+        for (int r = 0; r < KR; ++r) {
+          Dec d;
+          decode_row(r, d);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) fma_row(d, xv[t], ds[t], acc[r][t]);
+        }
+      } else {
+        Dec dec[KR];
+#pragma unroll
+        for (int r = 0; r < KR; ++r) decode_row(r, dec[r]);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          int xv[8];
+          float2 ds;
+          load_x(t, xv, ds);
+#pragma unroll
+          for (int r = 0; r < KR; ++r) fma_row(dec[r], xv, ds, acc[r][t]);
+        }
+      }
+    }
+    __syncwarp();  // the stage is read before it is copied over again
+    if (stages == 1 && i + 1 < my_tiles) issue(tile + n_warps, wsm);
+  }
+
+#pragma unroll
+  for (int r = 0; r < KR; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float s = acc[r][t];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) part[warp][r * NT + t] = s;
+    }
+  __syncthreads();
+  if (threadIdx.x < KR * NT) {
+    const int r = threadIdx.x / NT, t = threadIdx.x % NT;
+    const int64_t row = row0 + r;
+    if (row < p.n_out) {
+      float s = part[0][threadIdx.x];
+#pragma unroll
+      for (int w = 1; w < n_warps; ++w) s += part[w][threadIdx.x];
+      p.y[t * p.n_out + row] = s;
+    }
+  }
+}
+
+template <GgmlType T, int NT, int KR, int XB = 1>
+Status launch(const GemvQ8Params& p, cudaStream_t stream) {
+  constexpr int kSR = V5Tile<T, XB>::kStageRow;
+  const int64_t groups = (p.n_out + KR - 1) / KR;
+  if (groups > 0x7fffffff) return make_error("gemv_q8: n_out %lld too large", (long long)p.n_out);
+  const int64_t n_tiles = (p.n_in / kActQ8Block + 32 * XB - 1) / (32 * XB);
+  // XB 1: always 4 warps (as measured in run 1); XB 2: no more warps than
+  // tiles (n_in 4096 has 2), so no warp sits idle.
+  const int n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
+  const int stages = (n_tiles + n_warps - 1) / n_warps > 1 ? 2 : 1;
+  const size_t smem = static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
+  if (smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
+    static const cudaError_t e = cudaFuncSetAttribute(
+        gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+    LS_CUDA_TRY(e);
+  }
+  gemv_q8_v5<T, NT, KR, XB>
+      <<<static_cast<unsigned>(groups), 32 * n_warps, smem, stream>>>(p, stages);
+  LS_CUDA_LAUNCH_TRY();
+  return ok();
+}
+
+template <GgmlType T>
+Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
+  if (p.n_in % V5<T>::kBlockValues != 0)
+    return make_error("gemv_q8: %s n_in %lld not a multiple of %d", ggml_type_name(T),
+                      (long long)p.n_in, V5<T>::kBlockValues);
+  if (p.lane_blocks != 0 && p.lane_blocks != 1 && p.lane_blocks != 2)
+    return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
+  if constexpr (has_pair<T>()) {
+    if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)
+      return p.n_tok == 1 ? launch<T, 1, 4, 2>(p, stream) : launch<T, 2, 4, 2>(p, stream);
+  }
+  if (p.rows == 2 || p.rows == 8) {  // bench variants
+    if (p.n_tok != 1) return make_error("gemv_q8: %d rows per block only for n_tok 1", p.rows);
+    return p.rows == 2 ? launch<T, 1, 2>(p, stream) : launch<T, 1, 8>(p, stream);
+  }
+  if (p.rows != 0 && p.rows != 4) return make_error("gemv_q8: rows %d (0, 2, 4 or 8)", p.rows);
+  switch (p.n_tok) {
+    case 1:
+      return launch<T, 1, 4>(p, stream);
+    case 2:
+      return launch<T, 2, 4>(p, stream);
+    case 3:
+      return launch<T, 3, 4>(p, stream);
+    case 4:
+      return launch<T, 4, 4>(p, stream);
+    case 5:
+      return launch<T, 5, 4>(p, stream);
+    case 6:
+      return launch<T, 6, 4>(p, stream);
+    case 7:
+      return launch<T, 7, 4>(p, stream);
+    case 8:
+      return launch<T, 8, 4>(p, stream);
+    default:
+      return make_error("gemv_q8: n_tok %d outside 1..%d", p.n_tok, kGemvMaxTok);
+  }
+}
+
+}  // namespace
+
+bool gemv_q8_supports(GgmlType t) {
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 ||
+         t == GgmlType::Q4_0;
+}
+
+Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream) {
+  if (p.n_in <= 0 || p.n_out <= 0) return make_error("gemv_q8: empty shape");
+  if (reinterpret_cast<uintptr_t>(p.w) % 16 || reinterpret_cast<uintptr_t>(p.x.q) % 16 ||
+      reinterpret_cast<uintptr_t>(p.x.ds) % 8)
+    return make_error("gemv_q8: W and x.q must be 16-byte aligned, x.ds 8-byte");
+  switch (type) {
+    case GgmlType::Q8_0:
+      return launch_type<GgmlType::Q8_0>(p, stream);
+    case GgmlType::Q4_0:
+      return launch_type<GgmlType::Q4_0>(p, stream);
+    case GgmlType::Q4_K:
+      return launch_type<GgmlType::Q4_K>(p, stream);
+    case GgmlType::Q5_K:
+      return launch_type<GgmlType::Q5_K>(p, stream);
+    case GgmlType::Q6_K:
+      return launch_type<GgmlType::Q6_K>(p, stream);
+    default:
+      return make_error("gemv_q8: no kernel for type %s", ggml_type_name(type));
+  }
+}
+
+}  // namespace ls

@@ -1,0 +1,35 @@
+// Decode GEMV with 8-bit activations and __dp4a (v5): see kernels/gemv_q8.cu.
+// defines: GemvQ8Params, gemv_q8_supports, gemv_q8_launch
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kernels/ggml_type.h"
+#include "kernels/quantize_act.cuh"
+#include "runtime/status.h"
+
+namespace ls {
+
+struct GemvQ8Params {
+  const uint8_t* w;  // (n_out, row_bytes) GGUF rows, 16-byte aligned base
+  ActQ8Device x;     // (n_tok, n_in) quantized by quantize_act_q8_cuda
+  float* y;          // (n_tok, n_out)
+  int64_t n_in;      // a multiple of the type's block (and of 32)
+  int64_t n_out;
+  int64_t row_bytes;  // ggml_row_bytes(type, n_in)
+  int n_tok;          // 1 .. kGemvMaxTok
+  int rows =
+      0;  // output rows per CUDA block: 0 = the default (4); 2 and 8 (n_tok 1 only) to compare
+  // x-blocks of 32 per lane: 1, or 2 (two sub-blocks that share their quant
+  // bytes; for the K-quants at n_tok <= 2 with the default rows, other cases
+  // run 1); 0 = the default: 2 where it applies (measured faster), else 1.
+  int lane_blocks = 0;
+};
+
+// The types v5 has kernels for: those of Q4_K_M and Q8_0 models.
+bool gemv_q8_supports(GgmlType t);
+
+Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream);
+
+}  // namespace ls
