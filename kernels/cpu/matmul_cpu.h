@@ -55,8 +55,11 @@ namespace ls {
 // engine runs; bench_cpu_matmul sweeps them).
 struct CpuMatmulTuning {
   // Contiguous row chunks per thread (see "Work split" above): more balance
-  // the end of a matmul better, fewer keep the streams longer.
-  int tasks_per_thread = 4;
+  // the end of a matmul better (a thread idles at most one chunk at the
+  // end), fewer keep the streams longer. 16 rather than 4: 5-25 % more
+  // GB/s on the GPU machine's 16 cores at the 70B shapes
+  // (bench/results/2026-11-30-h200-cpu-q8.md).
+  int tasks_per_thread = 16;
   // Which row ahead a thread prefetches while it computes one (0: none, 1:
   // the next, k: k rows ahead), spread over the current row's loop.
   int prefetch_rows = 1;
