@@ -56,7 +56,7 @@ namespace ls {
 struct CpuMatmulTuning {
   // Contiguous row chunks per thread (see "Work split" above): more balance
   // the end of a matmul better (a thread idles at most one chunk at the
-  // end), fewer keep the streams longer. 16 rather than 4: 5-25 % more
+  // end), fewer keep the streams longer. 16 rather than 4: 3-28 % more
   // GB/s on the GPU machine's 16 cores at the 70B shapes
   // (bench/results/2026-11-30-h200-cpu-q8.md).
   int tasks_per_thread = 16;
