@@ -25,13 +25,16 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y,
                         bool shared_x) {
+  // A new input makes the held 8-bit copy stale, even when this weight takes
+  // another path (a q/k/v of mixed types must not reuse an older x).
+  if (!shared_x) xq_valid_ = false;
   if (!matmul_cpu_supports(w) || w.n_in > mm_scratch_.max_n_in()) {
     matmul_f32(pool_, w, x, n_tok, y, scratch_);
   } else if (act_ == CpuAct::F32) {
     matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
   } else {
     // Quantized once per input: the caller says when x is the previous one's.
-    if (!shared_x || !xq_valid_ || xq_.n != w.n_in) {
+    if (!xq_valid_ || xq_.n != w.n_in) {
       xq_ = matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_);
       xq_valid_ = true;
     }
