@@ -19,9 +19,10 @@
 //     |y - y_ref| <= (n_in / 4 + 32) · 2^-24 · sum_i |w_i · x_i|
 // (a deterministic worst-case bound: the reference's chains have n_in/8 + 4
 // roundings, ours at most n_in/8 + 5, plus one per product in each). The CPU
-// backend is the CUDA backend's oracle, and this keeps it one. At batch 1
-// the f32 products cost little next to the memory read; int8 activations
-// (VNNI) are what larger batches (prefill on the CPU) would want next.
+// backend is the CUDA backend's oracle, and this keeps it one. Its price:
+// every weight becomes a float and is multiplied on its own, which on the
+// GPU machine's cores is compute-bound at 0.3-0.6 of the host read
+// (bench/results/2026-11-30-h200-cpu-q8.md); hence the q8 path below.
 //
 // 8-bit activations (CpuAct::Q8, the default of the engine): x is quantized
 // once (kernels/cpu/act_q8_cpu.h, bit for bit quantize_act_q8_ref), then each
