@@ -7,8 +7,12 @@
 namespace ls {
 
 CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-                       KvType kv_type, int n_threads)
-    : c_(c), g_(g), kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type), pool_(n_threads) {
+                       KvType kv_type, int n_threads, CpuAct act)
+    : c_(c),
+      g_(g),
+      kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type),
+      pool_(n_threads),
+      act_(act) {
   rope_.n_rot = static_cast<int32_t>(c.n_rot);
   rope_.freq_base = c.rope_freq_base;
   rope_.freq_scale = c.rope_freq_scale;
@@ -19,11 +23,23 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
 }
 
-void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
-  if (matmul_cpu_supports(w) && w.n_in <= mm_scratch_.max_n_in())
-    matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
-  else
+void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y,
+                        bool shared_x) {
+  // A new input makes the held 8-bit copy stale, even when this weight takes
+  // another path (a q/k/v of mixed types must not reuse an older x).
+  if (!shared_x) xq_valid_ = false;
+  if (!matmul_cpu_supports(w) || w.n_in > mm_scratch_.max_n_in()) {
     matmul_f32(pool_, w, x, n_tok, y, scratch_);
+  } else if (act_ == CpuAct::F32) {
+    matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
+  } else {
+    // Quantized once per input: the caller says when x is the previous one's.
+    if (!xq_valid_ || xq_.n != w.n_in) {
+      xq_ = matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_);
+      xq_valid_ = true;
+    }
+    matmul_cpu_q8(pool_, w, xq_, n_tok, y);
+  }
 }
 
 void CpuBackend::reserve(size_t n) {
@@ -38,6 +54,8 @@ void CpuBackend::reserve(size_t n) {
   o_.resize(n * c_.n_embd);
   gate_.resize(n * c_.n_ff);
   up_.resize(n * c_.n_ff);
+  // The 8-bit inputs, sized once per batch size (nothing allocated per call).
+  mm_scratch_.act().reserve(static_cast<int64_t>(n), std::max<int64_t>(c_.n_embd, c_.n_ff));
 }
 
 Status CpuBackend::export_hidden(float* h) {
@@ -86,8 +104,8 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.attn_norm, xn_.data() + t * E, E, c_.rms_eps);
   matmul(w.wq, xn_.data(), n, q_.data());
-  matmul(w.wk, xn_.data(), n, k_.data());
-  matmul(w.wv, xn_.data(), n, v_.data());
+  matmul(w.wk, xn_.data(), n, k_.data(), true);
+  matmul(w.wv, xn_.data(), n, v_.data(), true);
   for (int64_t t = 0; t < n; ++t) {
     rope_f32(q_.data() + t * E, c_.n_head, HD, batch_.pos[t], rope_);
     rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
@@ -130,7 +148,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.ffn_norm, xn_.data() + t * E, E, c_.rms_eps);
   matmul(w.w_gate, xn_.data(), n, gate_.data());
-  matmul(w.w_up, xn_.data(), n, up_.data());
+  matmul(w.w_up, xn_.data(), n, up_.data(), true);
   silu_mul_f32(gate_.data(), up_.data(), gate_.data(), n * F);
   matmul(w.w_down, gate_.data(), n, o_.data());
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];

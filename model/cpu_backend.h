@@ -1,8 +1,11 @@
 // The CPU backend: the Llama forward in float32 activations, weights read in
 // place in any GGUF format, threads from one persistent pool. Matmuls in
-// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run the SIMD kernels of kernels/cpu/
-// (f32 activations: the same products as the reference, summed in another
-// order); other types are dequantized row by row (kernels/ref/matmul). It is
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K run the SIMD kernels of kernels/cpu/,
+// with 8-bit activations by default (CpuAct::Q8: int8 dot products, what
+// makes the CPU tier run at memory speed; each matmul's input is quantized
+// once, shared by q/k/v and by gate/up) or f32 ones (CpuAct::F32: the same
+// products as the reference, summed in another order: the exact oracle);
+// other types are dequantized row by row (kernels/ref/matmul). With f32 it is
 // the correctness oracle of the CUDA backend and what CI runs end to end; the
 // layer-at-a-time interface is the one the streaming runtime's CPU compute
 // actor drives.
@@ -23,8 +26,9 @@ namespace ls {
 class CpuBackend final : public Backend {
  public:
   // n_ctx: cache length per sequence; n_seq: sequence slots.
+  // act: the activations of the quantized matmuls (Q8 fast, F32 the oracle).
   CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-             KvType kv_type, int n_threads);
+             KvType kv_type, int n_threads, CpuAct act = CpuAct::Q8);
   const char* name() const override { return "cpu"; }
   Status begin(const Batch& b) override;
   Status layer(uint32_t index, const LayerView& w) override;
@@ -38,12 +42,15 @@ class CpuBackend final : public Backend {
                   const float* v) override;
   const KvCache& kv() const { return kv_; }
   ThreadPool& pool() { return pool_; }
+  CpuAct act() const { return act_; }
 
  private:
   void reserve(size_t n_tok);
   Status check_batch(const Batch& b) const;
   // y = x · Wᵀ through kernels/cpu/ when it handles W, else the reference.
-  void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y);
+  // shared_x: x is the same as the previous call's (q/k/v, gate/up), so its
+  // 8-bit form is reused.
+  void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, bool shared_x = false);
 
   LlamaConfig c_;
   GlobalView g_;
@@ -52,6 +59,9 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
+  CpuAct act_;
+  ActQ8View xq_;  // the last quantized input (in mm_scratch_.act())
+  bool xq_valid_ = false;
   Batch batch_;
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.

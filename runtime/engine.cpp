@@ -139,7 +139,7 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& o
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
-  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads);
+  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads, opt.cpu_act);
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {

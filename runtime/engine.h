@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_act.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
@@ -43,6 +44,7 @@ struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
   std::string backend = "auto";  // cpu, cuda, auto
   int threads = 0;               // CPU threads (0: all cores)
+  CpuAct cpu_act = CpuAct::Q8;   // --cpu-act: the CPU tier's activations (q8 fast, f32 the oracle)
   uint32_t n_ctx = 0;            // 0: the model's, at most 4096
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)

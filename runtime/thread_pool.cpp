@@ -14,7 +14,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
     generation_.fetch_add(1);
   }
   cv_.notify_all();
@@ -66,10 +66,9 @@ void ThreadPool::worker(int index) {
       gen = generation_.load();
     }
     seen = gen;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return;
-    }
+    // An atomic, not the mutex: 15 workers taking one lock after every job
+    // (hundreds per token) queue behind each other for nothing.
+    if (stop_.load(std::memory_order_acquire)) return;
     drain(index);
     active_.fetch_sub(1, std::memory_order_acq_rel);
   }

@@ -46,7 +46,7 @@ class ThreadPool {
   std::atomic<int64_t> next_{0};
   std::atomic<int> active_{0};
   std::atomic<uint64_t> generation_{0};
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};  // read without the lock after each wake-up
 };
 
 }  // namespace ls

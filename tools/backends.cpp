@@ -80,7 +80,8 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
       layer = static_cast<int32_t>(l);
   if (layer < 0) return make_error("--cpu-layers auto: the plan streams no RAM-tier layer");
   const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
-  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads);
+  // The activations the run will use: the CPU tier's rate depends on them.
+  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act);
   Batch b;
   b.add(0, 0, 0, false);
   const LayerView v = m.layer(static_cast<uint32_t>(layer));

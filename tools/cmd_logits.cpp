@@ -66,9 +66,10 @@ Status run_logits(const LogitsArgs& a) {
 
   std::unique_ptr<Backend> be;
   if (a.backend == "cpu") {
-    // f32 KV: the cache adds no rounding of its own.
+    // f32 KV and f32 activations: the CPU adds no rounding of its own beyond f32.
     be = std::make_unique<CpuBackend>(m.config(), m.globals(), n_ctx, 1, KvType::F32,
-                                      a.threads > 0 ? a.threads : default_thread_count());
+                                      a.threads > 0 ? a.threads : default_thread_count(),
+                                      CpuAct::F32);
   } else if (a.backend == "cuda") {
 #ifdef LS_HAVE_CUDA
     CudaBackendOptions co;

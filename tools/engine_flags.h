@@ -19,12 +19,17 @@ struct EngineFlagText {
   std::string kv_type = "f16";
   std::string read_chunk = "1MiB";
   std::string cpu_layers = "0";
+  std::string cpu_act = "q8";
 };
 
 inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
   sub->add_option("-m,--model", o.model, "GGUF model (default: a tiny synthetic model)");
   sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
   sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
+  sub->add_option("--cpu-act", text.cpu_act,
+                  "CPU matmul activations: q8 (int8 dot products, fast) or f32 (exact, the "
+                  "oracle)")
+      ->capture_default_str();
   sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
       ->capture_default_str();
   sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
@@ -66,6 +71,10 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
     o.kv_type = KvType::F32;
   else
     return make_error("--kv-type must be f16 or f32 (got '%s')", text.kv_type.c_str());
+  if (auto a = cpu_act_from_name(text.cpu_act))
+    o.cpu_act = *a;
+  else
+    return make_error("--cpu-act must be q8 or f32 (got '%s')", text.cpu_act.c_str());
   auto chunk = parse_bytes(text.read_chunk);
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");
@@ -81,8 +90,8 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
     o.cpu_layers = static_cast<int32_t>(n);
   }
   o.calibrate_hybrid = tool_calibrate_hybrid;  // --cpu-layers auto (CUDA builds)
-  o.make_backend = make_tool_backend;    // cpu, cuda (CUDA builds) or auto
-  o.device_memory = tool_device_memory;  // budgets and reserves from the device
+  o.make_backend = make_tool_backend;          // cpu, cuda (CUDA builds) or auto
+  o.device_memory = tool_device_memory;        // budgets and reserves from the device
   return ok();
 }
 

@@ -19,25 +19,52 @@
 //     |y - y_ref| <= (n_in / 4 + 32) · 2^-24 · sum_i |w_i · x_i|
 // (a deterministic worst-case bound: the reference's chains have n_in/8 + 4
 // roundings, ours at most n_in/8 + 5, plus one per product in each). The CPU
-// backend is the CUDA backend's oracle, and this keeps it one. At batch 1
-// the f32 products cost little next to the memory read; int8 activations
-// (VNNI) are what larger batches (prefill on the CPU) would want next.
+// backend is the CUDA backend's oracle, and this keeps it one. Its price:
+// every weight becomes a float and is multiplied on its own, which on the
+// GPU machine's cores is compute-bound at 0.3-0.6 of the host read
+// (bench/results/2026-11-30-h200-cpu-q8.md); hence the q8 path below.
+//
+// 8-bit activations (CpuAct::Q8, the default of the engine): x is quantized
+// once (kernels/cpu/act_q8_cpu.h, bit for bit quantize_act_q8_ref), then each
+// weight row is dotted straight from its packed blocks with int8 products
+// (kernels/cpu/dot_q8.h: AVX-512 VNNI, AVX2 or portable), the function of
+// matmul_act_q8_ref (kernels/ref/act_q8.h) within the bound stated in
+// dot_q8.h. The weights are read once per call, n_tok 1..8 per pass over a
+// row, larger batches in tiles of 8. f32 (above) stays the exact oracle.
 //
 // Work split: rows in contiguous chunks, a few per thread (the pool's atomic
 // counter balances late starters), each row computed by one thread in a
 // fixed order, so results do not depend on the thread count. Nothing is
 // allocated per call: the scratch is the caller's, sized once.
-// defines: CpuMatmulScratch, matmul_cpu_supports(), matmul_cpu(), matmul_cpu_bound()
+// defines: CpuMatmulScratch, matmul_cpu_supports(),
+//          matmul_cpu(), matmul_cpu_bound(), matmul_cpu_quantize(), matmul_cpu_q8(),
+//          CpuMatmulTuning
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/act_q8_cpu.h"
+#include "kernels/cpu/cpu_act.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/ref/matmul.h"
 #include "runtime/thread_pool.h"
 
 namespace ls {
+
+// Knobs of the q8 path's work split and prefetch (the defaults are what the
+// engine runs; bench_cpu_matmul sweeps them).
+struct CpuMatmulTuning {
+  // Contiguous row chunks per thread (see "Work split" above): more balance
+  // the end of a matmul better (a thread idles at most one chunk at the
+  // end), fewer keep the streams longer. 16 rather than 4: 3-28 % more
+  // GB/s on the GPU machine's 16 cores at the 70B shapes
+  // (bench/results/2026-11-30-h200-cpu-q8.md).
+  int tasks_per_thread = 16;
+  // Which row ahead a thread prefetches while it computes one (0: none, 1:
+  // the next, k: k rows ahead), spread over the current row's loop.
+  int prefetch_rows = 1;
+};
 
 // Per-thread unpacked-row buffers, sized for rows up to max_n_in values.
 class CpuMatmulScratch {
@@ -53,6 +80,9 @@ class CpuMatmulScratch {
     float* s;
     float* m;
   };
+  // The 8-bit activations of the q8 path (one buffer, shared by the threads).
+  ActQ8Buffer& act() { return act_; }
+
   Row row(int thread) {
     return {q_[thread].data(), sm_[thread].data(), sm_[thread].data() + max_n_in_ / 16};
   }
@@ -61,6 +91,7 @@ class CpuMatmulScratch {
   int64_t max_n_in_ = 0;
   std::vector<std::vector<int8_t>> q_;  // (threads, max_n_in)
   std::vector<std::vector<float>> sm_;  // (threads, 2 * max_n_in / 16): scales, then mins
+  ActQ8Buffer act_;
 };
 
 // Whether matmul_cpu handles this weight (type and row length).
@@ -70,6 +101,16 @@ bool matmul_cpu_supports(const WeightView& w);
 // scratch sized for pool.size() threads and w.n_in, and cpu_isa_supported(isa).
 void matmul_cpu(ThreadPool& pool, const WeightView& w, const float* x, int64_t n_tok, float* y,
                 CpuMatmulScratch& scratch, CpuIsa isa = cpu_isa_active());
+
+// Quantizes x (n_tok, n_in) into scratch.act() (growing it if needed: size it
+// once with act().reserve to allocate nothing per call) and returns its view.
+ActQ8View matmul_cpu_quantize(const float* x, int64_t n_tok, int64_t n_in,
+                              CpuMatmulScratch& scratch, CpuIsa isa = cpu_isa_active());
+
+// y = x · Wᵀ with x already quantized (x.n == w.n_in, n_tok tokens). Requires
+// matmul_cpu_supports(w).
+void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, int64_t n_tok,
+                   float* y, CpuIsa isa = cpu_isa_active(), const CpuMatmulTuning& tune = {});
 
 // The bound above for one output, given sum_i |w_i x_i|.
 inline double matmul_cpu_bound(int64_t n_in, double abs_products) {

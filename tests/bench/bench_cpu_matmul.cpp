@@ -8,13 +8,30 @@
 // wk/wv), token count, thread count and ISA variant: GB/s of weight bytes
 // read (median, min, max of --reps calls after one warm-up) and its ratio to
 // the host read bandwidth at the same thread count. Each call reads a
-// different slice of a weight buffer of at least 512 MB, so small shapes
-// come from DRAM, as a real layer's weights do, not from the last-level cache.
+// different slice of a weight buffer of at least --weights-gib (4 GiB), so
+// shapes come from DRAM, as a real layer's weights do, not from the
+// last-level cache (512 MB was not enough on the GPU machine, whose L3 held
+// part of it: ratios above 1).
 // Weights are random bytes with finite fp16 scales (the speed does not
 // depend on the values; quantizing 235M floats would take minutes).
 //
+// Activations (--act): f32 (matmul_cpu: exact products) and q8 (x quantized,
+// then int8 dot products from the packed blocks: matmul_cpu_quantize +
+// matmul_cpu_q8, both inside the timed call, as the engine runs them). For
+// q8 the sweeps below show what else limits the machine:
+//   --mem anon,huge,file  where the weights live: anonymous memory as the
+//       system gives it, anonymous with MADV_HUGEPAGE (2 MiB pages), or a
+//       file in the page cache mapped read-only (4 KiB pages, as a mapped
+//       GGUF model is read; the file is written under --file-dir)
+//   --tasks 4,16          row chunks per thread and matmul
+//   --pf 0,1,2            rows ahead that a thread prefetches (0: none)
+//   --shapes 70b|8b       the model's matmul shapes
+//
 // Usage: ls_bench_cpu_matmul [--threads 1,2] [--ntok 1,8] [--isa best|all|avx512,...]
-//          [--types q4_k,...] [--reps 9] [--host-bytes-gib 2] [--ref] [--json out.json]
+//          [--types q4_k,...] [--act q8,f32] [--mem anon] [--tasks 4] [--pf 1]
+//          [--shapes 70b] [--file-dir /tmp] [--reps 9] [--host-bytes-gib 2] [--weights-gib 4]
+//          [--ref]
+//          [--json out.json]
 // --ref adds the reference matmul_f32 (dequantize a row, f32 dot) at n_tok 1.
 #include <algorithm>
 #include <chrono>
@@ -27,8 +44,13 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
+#include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/ggml_type.h"
@@ -95,6 +117,42 @@ void fill_weights(ThreadPool& pool, GgmlType t, uint8_t* p, uint64_t bytes) {
   });
 }
 
+// The weight buffer, in one of three kinds of memory (see --mem).
+class WeightMem {
+ public:
+  WeightMem(const std::string& kind, uint64_t bytes, const std::string& dir) : bytes_(bytes) {
+    if (kind == "file") {
+      path_ = dir + "/ls_bench_cpu_matmul.XXXXXX";
+      fd_ = mkstemp(path_.data());
+      if (fd_ < 0 || ftruncate(fd_, static_cast<off_t>(bytes)) != 0) fail("file");
+      p_ = static_cast<uint8_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+    } else {
+      p_ = static_cast<uint8_t*>(
+          mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+      if (p_ != MAP_FAILED && kind == "huge") madvise(p_, bytes, MADV_HUGEPAGE);
+    }
+    if (p_ == MAP_FAILED) fail(kind.c_str());
+  }
+  ~WeightMem() {
+    munmap(p_, bytes_);
+    if (fd_ >= 0) {
+      close(fd_);
+      unlink(path_.c_str());
+    }
+  }
+  uint8_t* data() { return p_; }
+
+ private:
+  [[noreturn]] static void fail(const char* what) {
+    std::perror(what);
+    std::exit(1);
+  }
+  uint8_t* p_ = nullptr;
+  uint64_t bytes_;
+  int fd_ = -1;
+  std::string path_;
+};
+
 struct Shape {
   int64_t n_in, n_out;
   const char* role;
@@ -108,9 +166,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> type_names = {"q4_k", "q5_k", "q6_k", "q8_0", "q4_0"};
   int reps = 9;
-  double host_gib = 2;
+  double host_gib = 2, weights_gib = 4;
   bool with_ref = false;
   std::string json_out;
+  std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"};
+  std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
+                   pfs = {CpuMatmulTuning{}.prefetch_rows};
+  std::string shape_set = "70b", file_dir = "/tmp";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -131,8 +193,24 @@ int main(int argc, char** argv) {
       type_names = split(next());
     } else if (a == "--reps") {
       reps = std::max(1, std::atoi(next().c_str()));
+    } else if (a == "--weights-gib") {
+      weights_gib = std::atof(next().c_str());
     } else if (a == "--host-bytes-gib") {
       host_gib = std::atof(next().c_str());
+    } else if (a == "--act") {
+      acts = split(next());
+    } else if (a == "--mem") {
+      mems = split(next());
+    } else if (a == "--tasks") {
+      tasks.clear();
+      for (auto& s : split(next())) tasks.push_back(std::atoi(s.c_str()));
+    } else if (a == "--pf") {
+      pfs.clear();
+      for (auto& s : split(next())) pfs.push_back(std::atoi(s.c_str()));
+    } else if (a == "--shapes") {
+      shape_set = next();
+    } else if (a == "--file-dir") {
+      file_dir = next();
     } else if (a == "--ref") {
       with_ref = true;
     } else if (a == "--json") {
@@ -184,14 +262,21 @@ int main(int argc, char** argv) {
       std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
     }
   }
-  std::printf("cpu: best matmul variant %s\n\n", cpu_isa_name(cpu_isa_best()));
+  std::printf("cpu: best matmul variant %s; q8 kernel %s\n\n", cpu_isa_name(cpu_isa_best()),
+              dot_q8_name(cpu_isa_best()));
 
-  const Shape shapes[] = {{8192, 8192, "wq/wo"},
-                          {8192, 28672, "gate/up"},
-                          {28672, 8192, "down"},
-                          {8192, 1024, "wk/wv"}};
-  std::printf("%-5s %-11s %-7s %4s %3s %-8s %8s %10s %8s %8s %10s %6s\n", "type", "n_in x n_out",
-              "", "ntok", "thr", "isa", "MB", "GB/s med", "min", "max", "host GB/s", "ratio");
+  std::vector<Shape> shapes = {{8192, 8192, "wq/wo"},
+                               {8192, 28672, "gate/up"},
+                               {28672, 8192, "down"},
+                               {8192, 1024, "wk/wv"}};
+  if (shape_set == "8b")
+    shapes = {{4096, 4096, "wq/wo"},
+              {4096, 14336, "gate/up"},
+              {14336, 4096, "down"},
+              {4096, 1024, "wk/wv"}};
+  std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %8s %10s %8s %8s %10s %6s\n", "type",
+              "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "MB", "GB/s med",
+              "min", "max", "host GB/s", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<float> x, y;
   for (const auto& tn : type_names) {
@@ -200,73 +285,102 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--types %s: not a type matmul_cpu handles\n", tn.c_str());
       return 2;
     }
-    // One buffer per type, at least 512 MB, so rotating slices come from DRAM.
+    // One buffer per type, at least --weights-gib, so rotating slices come from DRAM.
     uint64_t largest = 0;
     for (const Shape& s : shapes)
       largest = std::max<uint64_t>(largest, ggml_row_bytes(*t, s.n_in) * s.n_out);
-    const uint64_t buf_bytes = std::max<uint64_t>(largest, 512ull << 20);
-    std::vector<uint8_t> wbuf(buf_bytes);
-    fill_weights(fill_pool, *t, wbuf.data(), buf_bytes);
-    for (const Shape& s : shapes) {
-      const uint64_t wbytes = ggml_row_bytes(*t, s.n_in) * s.n_out;
-      const uint64_t n_slices = std::max<uint64_t>(1, buf_bytes / wbytes);
-      for (int64_t nt : ntoks) {
-        x.assign(nt * s.n_in, 0.0f);
-        std::mt19937 rng(1);
-        std::normal_distribution<float> nd;
-        for (auto& v : x) v = nd(rng);
-        y.assign(nt * s.n_out, 0.0f);
-        for (int th : threads) {
-          ThreadPool pool(th);
-          CpuMatmulScratch scratch(th, s.n_in);
-          std::vector<std::vector<float>> ref_scratch(th);
-          struct Variant {
-            std::string name;
-            bool ref;
-            CpuIsa isa;
-          };
-          std::vector<Variant> vs;
-          for (CpuIsa i : isas) vs.push_back({cpu_isa_name(i), false, i});
-          if (with_ref && nt == 1) vs.push_back({"ref", true, CpuIsa::Portable});
-          for (const Variant& v : vs) {
-            std::vector<double> gbps;
-            uint64_t slice = 0;
-            for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
-              const WeightView w{*t, wbuf.data() + (slice++ % n_slices) * wbytes, s.n_in, s.n_out};
-              const auto t0 = std::chrono::steady_clock::now();
-              if (v.ref)
-                matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
-              else
-                matmul_cpu(pool, w, x.data(), nt, y.data(), scratch, v.isa);
-              const double sec =
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              if (r >= 0) gbps.push_back(wbytes / sec / 1e9);
+    const uint64_t buf_bytes =
+        std::max<uint64_t>(largest, static_cast<uint64_t>(weights_gib * (1ull << 30)));
+    for (const std::string& mem : mems) {
+      WeightMem wmem(mem, buf_bytes, file_dir);
+      uint8_t* wbuf = wmem.data();
+      fill_weights(fill_pool, *t, wbuf, buf_bytes);
+      for (const Shape& s : shapes) {
+        const uint64_t wbytes = ggml_row_bytes(*t, s.n_in) * s.n_out;
+        const uint64_t n_slices = std::max<uint64_t>(1, buf_bytes / wbytes);
+        for (int64_t nt : ntoks) {
+          x.assign(nt * s.n_in, 0.0f);
+          std::mt19937 rng(1);
+          std::normal_distribution<float> nd;
+          for (auto& v : x) v = nd(rng);
+          y.assign(nt * s.n_out, 0.0f);
+          for (int th : threads) {
+            ThreadPool pool(th);
+            CpuMatmulScratch scratch(th, s.n_in);
+            scratch.act().reserve(nt, s.n_in);
+            std::vector<std::vector<float>> ref_scratch(th);
+            struct Variant {
+              std::string name;
+              bool ref;
+              CpuIsa isa;
+              CpuAct act;
+              CpuMatmulTuning tune;
+            };
+            std::vector<Variant> vs;
+            for (CpuIsa i : isas)
+              for (const std::string& an : acts) {
+                const CpuAct act = cpu_act_from_name(an).value_or(CpuAct::Q8);
+                if (act == CpuAct::F32) {
+                  vs.push_back({cpu_isa_name(i), false, i, act, {}});
+                  continue;
+                }
+                for (int tp : tasks)
+                  for (int pf : pfs) vs.push_back({dot_q8_name(i), false, i, act, {tp, pf}});
+              }
+            if (with_ref && nt == 1) vs.push_back({"ref", true, CpuIsa::Portable, CpuAct::F32, {}});
+            for (const Variant& v : vs) {
+              std::vector<double> gbps;
+              uint64_t slice = 0;
+              for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+                const WeightView w{*t, wbuf + (slice++ % n_slices) * wbytes, s.n_in, s.n_out};
+                const auto t0 = std::chrono::steady_clock::now();
+                if (v.ref) {
+                  matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
+                } else if (v.act == CpuAct::Q8) {
+                  const ActQ8View xq = matmul_cpu_quantize(x.data(), nt, s.n_in, scratch, v.isa);
+                  matmul_cpu_q8(pool, w, xq, nt, y.data(), v.isa, v.tune);
+                } else {
+                  matmul_cpu(pool, w, x.data(), nt, y.data(), scratch, v.isa);
+                }
+                const double sec =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= 0) gbps.push_back(wbytes / sec / 1e9);
+              }
+              const Stats st = stats(gbps);
+              char shape[32];
+              std::snprintf(shape, sizeof shape, "%ldx%ld", static_cast<long>(s.n_in),
+                            static_cast<long>(s.n_out));
+              const bool q8 = v.act == CpuAct::Q8;
+              std::printf(
+                  "%-5s %-11s %-7s %4ld %3d %-10s %-4s %-4s %3s %2s %8.1f %10.2f %8.2f %8.2f "
+                  "%10.2f %6.2f\n",
+                  ggml_type_name(*t), shape, s.role, static_cast<long>(nt), th, v.name.c_str(),
+                  cpu_act_name(v.act), mem.c_str(),
+                  q8 ? std::to_string(v.tune.tasks_per_thread).c_str() : "-",
+                  q8 ? std::to_string(v.tune.prefetch_rows).c_str() : "-", wbytes / 1e6, st.med,
+                  st.min, st.max, host[th], st.med / host[th]);
+              std::fflush(stdout);
+              rows.push_back({{"type", ggml_type_name(*t)},
+                              {"n_in", s.n_in},
+                              {"n_out", s.n_out},
+                              {"n_tok", nt},
+                              {"threads", th},
+                              {"isa", v.name},
+                              {"act", cpu_act_name(v.act)},
+                              {"mem", mem},
+                              {"tasks_per_thread", q8 ? v.tune.tasks_per_thread : 0},
+                              {"prefetch_rows", q8 ? v.tune.prefetch_rows : 0},
+                              {"weight_bytes", wbytes},
+                              {"gbps_median", st.med},
+                              {"gbps_min", st.min},
+                              {"gbps_max", st.max},
+                              {"host_gbps", host[th]},
+                              {"ratio", st.med / host[th]}});
             }
-            const Stats st = stats(gbps);
-            char shape[32];
-            std::snprintf(shape, sizeof shape, "%ldx%ld", static_cast<long>(s.n_in),
-                          static_cast<long>(s.n_out));
-            std::printf("%-5s %-11s %-7s %4ld %3d %-8s %8.1f %10.2f %8.2f %8.2f %10.2f %6.2f\n",
-                        ggml_type_name(*t), shape, s.role, static_cast<long>(nt), th,
-                        v.name.c_str(), wbytes / 1e6, st.med, st.min, st.max, host[th],
-                        st.med / host[th]);
-            std::fflush(stdout);
-            rows.push_back({{"type", ggml_type_name(*t)},
-                            {"n_in", s.n_in},
-                            {"n_out", s.n_out},
-                            {"n_tok", nt},
-                            {"threads", th},
-                            {"isa", v.name},
-                            {"weight_bytes", wbytes},
-                            {"gbps_median", st.med},
-                            {"gbps_min", st.min},
-                            {"gbps_max", st.max},
-                            {"host_gbps", host[th]},
-                            {"ratio", st.med / host[th]}});
           }
         }
       }
-    }
+    }  // mem
   }
   if (!json_out.empty()) {
     nlohmann::json j;

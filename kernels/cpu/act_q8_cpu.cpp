@@ -1,0 +1,112 @@
+// quantize_act_q8_cpu (kernels/cpu/act_q8_cpu.h): portable and AVX2. Both
+// follow kernels/act_q8.h step by step (amax, an IEEE division by 127, an
+// IEEE reciprocal, x * id rounded to nearest even), so the quants and scales
+// are the reference's bits; the sums are exact in int32 before their one
+// multiply by d.
+// defines: ActQ8Buffer::reserve, quantize_act_q8_cpu
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels/cpu/act_q8_cpu.h"
+
+#include <cassert>
+#include <cmath>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+namespace ls {
+
+void ActQ8Buffer::reserve(int64_t n_tok, int64_t n) {
+  const int64_t vals = n_tok * n;
+  if (vals <= capacity()) return;
+  q_.assign(vals, 0);
+  d_.assign(vals / kActQ8Block, 0.0f);
+  ds_.assign(vals / kActQ8Block, 0.0f);
+  ds16_.assign(vals / 16, 0.0f);
+}
+
+namespace {
+
+// One block of 32: q, d, and the sums.
+void quantize_block_portable(const float* x, int8_t* q, float* d, float* ds, float* ds16) {
+  float amax = 0;
+  for (int i = 0; i < kActQ8Block; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float db = act_q8_scale(amax), id = act_q8_inv(db);
+  int32_t s0 = 0, s1 = 0;
+  for (int i = 0; i < 16; ++i) s0 += q[i] = act_q8_round(x[i], id);
+  for (int i = 16; i < 32; ++i) s1 += q[i] = act_q8_round(x[i], id);
+  *d = db;
+  *ds = db * static_cast<float>(s0 + s1);
+  ds16[0] = db * static_cast<float>(s0);
+  ds16[1] = db * static_cast<float>(s1);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+LS_AVX2 inline int32_t hsum8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The same block with AVX2: max of |x| (finite inputs: max_ps = fmax), the
+// scalar division and reciprocal, then _mm256_cvtps_epi32 under the default
+// rounding mode (nearest, ties to even), as nearbyint.
+LS_AVX2 void quantize_block_avx2(const float* x, int8_t* q, float* d, float* ds, float* ds16) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 m = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[k]));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float db = act_q8_scale(_mm_cvtss_f32(m4)), id = act_q8_inv(db);
+  const __m256 idv = _mm256_set1_ps(id);
+  __m256i qi[4];
+  for (int k = 0; k < 4; ++k) qi[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], idv));
+  const int32_t s0 = hsum8(_mm256_add_epi32(qi[0], qi[1]));
+  const int32_t s1 = hsum8(_mm256_add_epi32(qi[2], qi[3]));
+  // Pack 32 int32 -> 32 int8 (values fit: |q| <= 127); packs works per
+  // 128-bit lane, so the final permute restores the order.
+  const __m256i p01 = _mm256_packs_epi32(qi[0], qi[1]);  // lanes: 0-3,8-11 | 4-7,12-15
+  const __m256i p23 = _mm256_packs_epi32(qi[2], qi[3]);
+  const __m256i p = _mm256_packs_epi16(p01, p23);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_permutevar8x32_epi32(p, order));
+  *d = db;
+  *ds = db * static_cast<float>(s0 + s1);
+  ds16[0] = db * static_cast<float>(s0);
+  ds16[1] = db * static_cast<float>(s1);
+}
+#endif
+
+}  // namespace
+
+void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out, CpuIsa isa) {
+  assert(n % kActQ8Block == 0 && out.capacity() >= n_tok * n);
+  const int64_t nb = n_tok * n / kActQ8Block;
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa != CpuIsa::Portable) {
+    for (int64_t b = 0; b < nb; ++b)
+      quantize_block_avx2(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
+                          out.ds16() + 2 * b);
+    return;
+  }
+#else
+  (void)isa;
+#endif
+  for (int64_t b = 0; b < nb; ++b)
+    quantize_block_portable(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
+                            out.ds16() + 2 * b);
+}
+
+}  // namespace ls

@@ -1,0 +1,318 @@
+// Int8-activation dot with AVX2 (kernels/cpu/dot_q8.h): one 32-block per ymm,
+// maddubs (u8 x s8 -> pairs summed in int16) then madd by ones (-> int32
+// lanes). No int16 overflow: the unsigned operand is at most 63 (Q6_K) or
+// 128 (Q8_0 as |w|, with x's sign flipped where w < 0), so a pair is at most
+// 2 * 128 * 127 = 32512. Per chunk of 256 values the scales and mins are
+// decoded once; then per 32-block the unsigned weights are decoded once and
+// dotted with each token:
+//   acc_t += (s_b * d_x(t,b)) * float(p)     per block
+//   acc_t -= m * ds                          per chunk (min or offset; none for Q8_0)
+// Summation order: per token one 8-lane accumulator, blocks in row order,
+// then a fixed horizontal sum.
+// defines: dot_q8_avx2 (kernels/cpu/dot_q8.h)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <algorithm>
+#include <cassert>
+
+#include "kernels/cpu/dot_q8.h"
+#include "kernels/cpu/k4_scales.h"
+#include "kernels/quant_blocks.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+// Loops over tokens and vectors have fixed trip counts; unrolled, their
+// accumulators and weights stay in registers (an indexed array would live on
+// the stack, and each FMA would wait for a store).
+#define LS_UNROLL _Pragma("GCC unroll 16")
+
+#define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+namespace ls {
+namespace {
+
+LS_AVX2 inline __m256 u8x8_to_ps(uint64_t bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes))));
+}
+LS_AVX2 inline __m256i load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+LS_AVX2 inline __m128i load16(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+LS_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+// u8 x s8 -> 8 int32 lanes, each the sum of 4 neighbouring products.
+LS_AVX2 inline __m256i dot_u8s8(__m256i w, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+}
+
+// Per chunk: scales s (one per 32-block, or per 16 for Q6_K) and min/offset m.
+struct Scales {
+  alignas(32) float s[16];
+  __m256 m;  // per 32-block (not Q6_K)
+};
+
+template <GgmlType T>
+struct Q;  // per type: kBytes (per chunk), scales(), block() (32 unsigned quants), kOffset
+
+template <>
+struct Q<GgmlType::Q4_K> {
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
+    uint64_t s8, m8;
+    k4_scale_min_bytes(b->scales, &s8, &m8);
+    _mm256_store_ps(sc.s, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8)));
+    sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
+  }
+  // Block k: qs[32 (k/2) ..] low nibbles (k even) or high (k odd).
+  LS_AVX2 static __m256i block(const uint8_t* p, int k) {
+    const __m256i v = load32(reinterpret_cast<const BlockQ4_K*>(p)->qs + 32 * (k / 2));
+    return _mm256_and_si256(k % 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0F));
+  }
+};
+
+template <>
+struct Q<GgmlType::Q5_K> {
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
+    const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
+    uint64_t s8, m8;
+    k4_scale_min_bytes(b->scales, &s8, &m8);
+    _mm256_store_ps(sc.s, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8)));
+    sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
+  }
+  // As Q4_K, plus 16 where bit k of qh[l] is set (bit 2c for the low
+  // nibbles of 64-value chunk c, 2c + 1 for the high ones: bit k for block k).
+  LS_AVX2 static __m256i block(const uint8_t* p, int k) {
+    const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
+    const __m256i v = load32(b->qs + 32 * (k / 2));
+    const __m256i lo =
+        _mm256_and_si256(k % 2 ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0F));
+    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << k));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(load32(b->qh), bit), bit);
+    return _mm256_or_si256(lo, _mm256_and_si256(set, _mm256_set1_epi8(16)));
+  }
+};
+
+// Q4_0 / Q8_0: 8 blocks per chunk, one fp16 scale each.
+template <class Block>
+LS_AVX2 inline void legacy_scales(const uint8_t* p, Scales& sc, float offset) {
+  alignas(16) uint16_t h[8];
+  LS_UNROLL
+  for (int k = 0; k < 8; ++k) __builtin_memcpy(&h[k], p + k * sizeof(Block), 2);
+  const __m256 s = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  _mm256_store_ps(sc.s, s);
+  sc.m = _mm256_mul_ps(s, _mm256_set1_ps(offset));  // exact: a power of two (or 0)
+}
+
+template <>
+struct Q<GgmlType::Q4_0> {
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
+    legacy_scales<BlockQ4_0>(p, sc, 8.0f);
+  }
+  // Low nibbles are values 0-15, high ones 16-31 (offset 8).
+  LS_AVX2 static __m256i block(const uint8_t* p, int k) {
+    const __m128i v = load16(reinterpret_cast<const BlockQ4_0*>(p)[k].qs);
+    const __m256i z = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+    return _mm256_and_si256(z, _mm256_set1_epi8(0x0F));
+  }
+};
+
+template <>
+struct Q<GgmlType::Q8_0> {
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
+    legacy_scales<BlockQ8_0>(p, sc, 0.0f);
+  }
+  // Signed: the caller uses |w| and moves the sign onto x.
+  LS_AVX2 static __m256i block(const uint8_t* p, int k) {
+    return load32(reinterpret_cast<const BlockQ8_0*>(p)[k].qs);
+  }
+};
+
+// Types with one scale per 32 values.
+template <GgmlType T, int NT>
+LS_AVX2 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
+                   const RowPrefetch& pf) {
+  const int64_t n = x.n, nb = n / 32, n_chunks = n / 256;
+  const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
+  const int64_t step16 = n > 0 ? (pf.bytes << 16) / n * 256 : 0;
+  int64_t pf_at16 = 0, pf_cur = 0;
+  __m256 acc[NT];
+  LS_UNROLL
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    if (pf.bytes) {
+      pf_at16 += step16;
+      for (const int64_t to = std::min<int64_t>(pf.bytes, (pf_at16 >> 16) + 64); pf_cur < to;
+           pf_cur += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pf.p + pf_cur), _MM_HINT_T0);
+    }
+    const uint8_t* p = row + c * chunk_bytes;
+    Scales sc;
+    Q<T>::scales(p, sc);
+    LS_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      __m256i w = Q<T>::block(p, k);
+      const __m256i neg = w;  // Q8_0: the sign source
+      if constexpr (T == GgmlType::Q8_0) w = _mm256_abs_epi8(w);
+      LS_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        __m256i xv = load32(x.q_at(t0 + t) + 256 * c + 32 * k);
+        if constexpr (T == GgmlType::Q8_0) xv = _mm256_sign_epi8(xv, neg);
+        const __m256 f = _mm256_set1_ps(sc.s[k] * x.d_at(t0 + t)[8 * c + k]);
+        acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(dot_u8s8(w, xv)), acc[t]);
+      }
+    }
+    if constexpr (T != GgmlType::Q8_0) LS_UNROLL
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fnmadd_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
+  }
+  LS_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    float r = hsum(acc[t]);
+    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0)
+      if (nb % 8) r += dot_q8_legacy_tail(T, row, x, t0 + t, nb / 8 * 8, nb);
+    y[t * ldy] = r;
+  }
+}
+
+// Q6_K: block k of a super-block, j = k % 4 within its 128-value half h:
+// from A = ql[64h ..], B = ql[64h + 32 ..], H = qh[32h ..]
+//   j = 0: A & 15 | (H & 3) << 4        j = 1: B & 15 | (H >> 2 & 3) << 4
+//   j = 2: A >> 4 | (H >> 4 & 3) << 4   j = 3: B >> 4 | (H >> 6 & 3) << 4
+// Unsigned 0..63, offset 32; a scale per 16 values (two per block).
+template <int NT>
+LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
+                      const RowPrefetch& pf) {
+  const int64_t n = x.n, n_chunks = n / 256;
+  const int64_t step16 = n > 0 ? (pf.bytes << 16) / n * 256 : 0;
+  int64_t pf_at16 = 0, pf_cur = 0;
+  const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
+  __m256 acc[NT];
+  LS_UNROLL
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  const BlockQ6_K* blocks = reinterpret_cast<const BlockQ6_K*>(row);
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    if (pf.bytes) {
+      pf_at16 += step16;
+      for (const int64_t to = std::min<int64_t>(pf.bytes, (pf_at16 >> 16) + 64); pf_cur < to;
+           pf_cur += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pf.p + pf_cur), _MM_HINT_T0);
+    }
+    const BlockQ6_K& b = blocks[c];
+    alignas(32) float s[16];
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(b.d));
+    const __m128i sc8 = load16(b.scales);
+    _mm256_store_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))));
+    _mm256_store_ps(
+        s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8)))));
+    LS_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const int h = k / 4, j = k % 4;
+      const __m256i ab = load32(b.ql + 64 * h + 32 * (j % 2));
+      const __m256i H = load32(b.qh + 32 * h);
+      const __m256i lo = _mm256_and_si256(j < 2 ? ab : _mm256_srli_epi16(ab, 4), lo_mask);
+      __m256i hb;  // the pair of high bits moved to bits 4-5
+      switch (j) {
+        case 0:
+          hb = _mm256_slli_epi16(H, 4);
+          break;
+        case 1:
+          hb = _mm256_slli_epi16(H, 2);
+          break;
+        case 2:
+          hb = H;
+          break;
+        default:
+          hb = _mm256_srli_epi16(H, 2);
+          break;
+      }
+      const __m256i w = _mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask));
+      LS_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        const __m256i xv = load32(x.q_at(t0 + t) + 256 * c + 32 * k);
+        const float dx = x.d_at(t0 + t)[8 * c + k];
+        const __m256 f =
+            _mm256_set_m128(_mm_set1_ps(s[2 * k + 1] * dx), _mm_set1_ps(s[2 * k] * dx));
+        acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(dot_u8s8(w, xv)), acc[t]);
+      }
+    }
+    const __m256 thirty_two = _mm256_set1_ps(32.0f);
+    const __m256 m0 = _mm256_mul_ps(_mm256_load_ps(s), thirty_two);  // exact: a power of two
+    const __m256 m1 = _mm256_mul_ps(_mm256_load_ps(s + 8), thirty_two);
+    LS_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const float* ds16 = x.ds16_at(t0 + t) + 16 * c;
+      acc[t] = _mm256_fnmadd_ps(m0, _mm256_loadu_ps(ds16), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(m1, _mm256_loadu_ps(ds16 + 8), acc[t]);
+    }
+  }
+  LS_UNROLL
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]);
+}
+
+template <int NT>
+LS_AVX2 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
+                      int64_t ldy, const RowPrefetch& pf) {
+  switch (t) {
+    case GgmlType::Q4_0:
+      return dot32<GgmlType::Q4_0, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q8_0:
+      return dot32<GgmlType::Q8_0, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q4_K:
+      return dot32<GgmlType::Q4_K, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q5_K:
+      return dot32<GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q6_K:
+      return dot_q6_k<NT>(row, x, t0, y, ldy, pf);
+    default:
+      assert(false && "dot_q8_avx2: unsupported type");
+  }
+}
+
+}  // namespace
+
+void dot_q8_avx2(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
+                 float* y, int64_t ldy, const RowPrefetch& pf) {
+  assert(n_tok >= 1 && n_tok <= kDotMaxTokens);
+  switch (n_tok) {
+    case 1:
+      return dot_type<1>(t, row, x, t0, y, ldy, pf);
+    case 2:
+      return dot_type<2>(t, row, x, t0, y, ldy, pf);
+    case 3:
+      return dot_type<3>(t, row, x, t0, y, ldy, pf);
+    case 4:
+      return dot_type<4>(t, row, x, t0, y, ldy, pf);
+    case 5:
+      return dot_type<5>(t, row, x, t0, y, ldy, pf);
+    case 6:
+      return dot_type<6>(t, row, x, t0, y, ldy, pf);
+    case 7:
+      return dot_type<7>(t, row, x, t0, y, ldy, pf);
+    default:
+      return dot_type<8>(t, row, x, t0, y, ldy, pf);
+  }
+}
+
+}  // namespace ls
+
+#else  // not x86: never called (dot_q8_fn does not pick it), but must link.
+
+namespace ls {
+void dot_q8_avx2(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
+                 float* y, int64_t ldy, const RowPrefetch& pf) {
+  dot_q8_scalar(t, row, x, t0, n_tok, y, ldy, pf);
+}
+}  // namespace ls
+
+#endif

@@ -1,0 +1,241 @@
+// Tests of the CPU tier's 8-bit activation path (kernels/cpu/act_q8_cpu.h,
+// kernels/cpu/dot_q8.h, matmul_cpu_q8): the quantizer bit for bit against
+// quantize_act_q8_ref, and every type × every dot variant this CPU runs
+// (portable, avx2, avx512vnni) × odd shapes (n_out 1, 7, 37, 133; several
+// n_in, including 32-multiples for Q4_0 / Q8_0 that leave a tail past the
+// 256-value chunks; n_tok 1..9, 9 crossing the 8-token tile) against
+// matmul_act_q8_ref, within the bound stated in dot_q8.h:
+//     |y - y_ref| <= (n/16 + 16) · 2^-22 · T
+// with T computed here from the unpacked weights (s, q, m per 16 values) and
+// the quantized x. The largest ratio to the bound seen is printed. Outputs
+// are poisoned with NaN first; results must not depend on the thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/act_q8.h"
+#include "kernels/cpu/act_q8_cpu.h"
+#include "kernels/cpu/dot_q8.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/cpu/unpack.h"
+#include "kernels/half.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/ref/act_q8.h"
+#include "kernels/ref/quant.h"
+#include "runtime/thread_pool.h"
+
+using namespace ls;
+
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                           GgmlType::Q6_K};
+
+// The variants to run: each ISA this CPU supports, de-duplicated by the
+// kernel it picks (Avx512 without VNNI runs the avx2 kernel).
+std::vector<CpuIsa> q8_isas() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    if (!cpu_isa_supported(i)) {
+      MESSAGE("SKIPPED: " << cpu_isa_name(i) << " (not on this CPU)");
+      continue;
+    }
+    if (i == CpuIsa::Avx512 && !cpu_has_avx512_vnni()) {
+      MESSAGE("SKIPPED: avx512vnni (no AVX-512 VNNI on this CPU; avx2 covers it)");
+      continue;
+    }
+    v.push_back(i);
+  }
+  return v;
+}
+
+std::vector<size_t> half_fields(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q4_0:
+    case GgmlType::Q8_0:
+      return {0};
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case GgmlType::Q6_K:
+      return {offsetof(BlockQ6_K, d)};
+    default:
+      return {};
+  }
+}
+
+// Random bytes (every bit pattern of quants and packed scales) with finite
+// fp16 scales of either sign.
+std::vector<uint8_t> random_weight(GgmlType t, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  const GgmlTypeTraits tr = ggml_traits(t);
+  const size_t bytes = ggml_row_bytes(t, n_in) * n_out;
+  std::vector<uint8_t> w(bytes);
+  for (auto& b : w) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (size_t off = 0; off < bytes; off += tr.block_bytes)
+    for (size_t f : half_fields(t)) {
+      const uint16_t h = fp32_to_fp16(scale(rng));
+      std::memcpy(&w[off + f], &h, 2);
+    }
+  return w;
+}
+
+std::vector<float> random_x(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+// T of the bound for one row and one token (x quantized by the reference).
+double bound_t(GgmlType t, const uint8_t* row, int64_t n, const int8_t* q, const float* d) {
+  std::vector<int8_t> wq(n);
+  std::vector<float> s(n / 16), m(n / 16, 0.0f);
+  unpack_g16_scalar(t, row, n, {wq.data(), s.data(), g16_has_min(t) ? m.data() : nullptr});
+  const double r = dot_q8_bound_r(t);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::fabs(double(d[i / 32])) * std::abs(int(q[i])) *
+           (r * std::fabs(double(s[i / 16])) + std::fabs(double(m[i / 16])));
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cpu_matmul_q8: quantize_act_q8_cpu is quantize_act_q8_ref bit for bit, with exact sums") {
+  std::mt19937 rng(99);
+  for (int64_t n : {32, 96, 4096}) {
+    for (int64_t n_tok : {1, 3}) {
+      auto x = random_x(n * n_tok, rng);
+      for (auto& v : x) v *= 3.0f;
+      for (int i = 0; i < 32; ++i) x[i] = 0.0f;  // a zero block
+      if (n > 32) {
+        // Ties: amax 127 gives d = 1, id = 1, and k + 0.5 rounds to even.
+        x[32] = 127.0f;
+        for (int i = 1; i < 32; ++i) x[32 + i] = -63.5f + 4.0f * i;
+      }
+      for (CpuIsa isa : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
+        if (!cpu_isa_supported(isa)) continue;
+        CAPTURE(n);
+        CAPTURE(n_tok);
+        const std::string isa_name = cpu_isa_name(isa);
+        CAPTURE(isa_name);
+        ActQ8Buffer buf;
+        buf.reserve(n_tok, n);
+        std::fill(buf.q(), buf.q() + n * n_tok, int8_t(99));
+        quantize_act_q8_cpu(x.data(), n_tok, n, buf, isa);
+        const ActQ8View v = buf.view(n);
+        std::vector<int8_t> q(n);
+        std::vector<float> d(n / 32);
+        for (int64_t t = 0; t < n_tok; ++t) {
+          quantize_act_q8_ref(x.data() + t * n, n, q.data(), d.data());
+          CHECK(std::memcmp(q.data(), v.q_at(t), n) == 0);
+          CHECK(std::memcmp(d.data(), v.d_at(t), 4 * (n / 32)) == 0);
+          for (int64_t b = 0; b < n / 32; ++b) {
+            int s0 = 0, s1 = 0;
+            for (int i = 0; i < 16; ++i) s0 += q[32 * b + i], s1 += q[32 * b + 16 + i];
+            CHECK(v.ds_at(t)[b] == d[b] * float(s0 + s1));
+            CHECK(v.ds16_at(t)[2 * b] == d[b] * float(s0));
+            CHECK(v.ds16_at(t)[2 * b + 1] == d[b] * float(s1));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu_matmul_q8: every type and variant matches matmul_act_q8_ref within the bound") {
+  std::mt19937 rng(4321);
+  ThreadPool pool(3), pool1(1);
+  const auto isas = q8_isas();
+  double worst = 0;
+  for (GgmlType t : kTypes) {
+    const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
+    std::vector<int64_t> n_ins = {256, 768, 2048};
+    if (legacy) n_ins = {32, 96, 288, 800};
+    for (int64_t n_in : n_ins) {
+      for (int64_t n_out : {1, 7, 37, 133}) {
+        const auto wbytes = random_weight(t, n_in, n_out, rng);
+        const WeightView w{t, wbytes.data(), n_in, n_out};
+        const uint64_t row_bytes = ggml_row_bytes(t, n_in);
+        for (int64_t n_tok = 1; n_tok <= 9; ++n_tok) {
+          // All token counts at one n_out; the tile edges (1, 8, 9) elsewhere.
+          if (n_out != 37 && n_tok != 1 && n_tok != 8 && n_tok != 9) continue;
+          const auto x = random_x(n_in * n_tok, rng);
+          std::vector<float> ref(n_out * n_tok);
+          matmul_act_q8_ref(w, x.data(), n_tok, ref.data());
+          // T per (token, output), from the reference's quantized x.
+          std::vector<int8_t> q(n_in * n_tok);
+          std::vector<float> d(n_in / 32 * n_tok);
+          for (int64_t k = 0; k < n_tok; ++k)
+            quantize_act_q8_ref(x.data() + k * n_in, n_in, q.data() + k * n_in,
+                                d.data() + k * (n_in / 32));
+          ActQ8Buffer buf;
+          buf.reserve(n_tok, n_in);
+          quantize_act_q8_cpu(x.data(), n_tok, n_in, buf);
+          const ActQ8View xv = buf.view(n_in);
+          for (CpuIsa isa : isas) {
+            const std::string type = ggml_type_name(t), variant = dot_q8_name(isa);
+            CAPTURE(type);
+            CAPTURE(variant);
+            CAPTURE(n_in);
+            CAPTURE(n_out);
+            CAPTURE(n_tok);
+            std::vector<float> y(n_out * n_tok, std::numeric_limits<float>::quiet_NaN());
+            matmul_cpu_q8(pool, w, xv, n_tok, y.data(), isa);
+            int bad = 0;
+            for (int64_t k = 0; k < n_tok; ++k)
+              for (int64_t o = 0; o < n_out; ++o) {
+                const double tb = bound_t(t, wbytes.data() + o * row_bytes, n_in,
+                                          q.data() + k * n_in, d.data() + k * (n_in / 32));
+                const double bound = (double(n_in) / 16 + 16) * 0x1p-22 * tb;
+                const double err = std::fabs(double(y[k * n_out + o]) - ref[k * n_out + o]);
+                if (!(err <= bound)) ++bad;  // NaN (unwritten) fails too
+                if (bound > 0) worst = std::max(worst, err / bound);
+              }
+            CHECK(bad == 0);
+            // The same bits on one thread: rows are computed in a fixed order.
+            std::vector<float> y1(n_out * n_tok, std::numeric_limits<float>::quiet_NaN());
+            matmul_cpu_q8(pool1, w, xv, n_tok, y1.data(), isa, {1, 2});
+            CHECK(std::memcmp(y.data(), y1.data(), 4 * y.size()) == 0);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("cpu_matmul_q8: largest |y - y_ref| / bound = " << worst);
+  CHECK(worst > 0);  // the comparison ran
+}
+
+TEST_CASE("cpu_matmul_q8: close to the f32 product (the rounding of x only)") {
+  // act_q8's own cost (tests/unit/kernels/test_act_q8.cpp): NMSE against the
+  // exact f32 product <= 1e-4 for normal activations; here through the fast path.
+  std::mt19937 rng(77);
+  ThreadPool pool(2);
+  for (GgmlType t : kTypes) {
+    const int64_t n_in = 1024, n_out = 64, n_tok = 2;
+    const auto wbytes = random_weight(t, n_in, n_out, rng);
+    const WeightView w{t, wbytes.data(), n_in, n_out};
+    const auto x = random_x(n_in * n_tok, rng);
+    std::vector<float> ref(n_out * n_tok), y(n_out * n_tok);
+    std::vector<std::vector<float>> f32_scratch(pool.size(), std::vector<float>(n_in));
+    matmul_f32(pool, w, x.data(), n_tok, ref.data(), f32_scratch);
+    CpuMatmulScratch scratch(pool.size(), n_in);
+    const ActQ8View xv = matmul_cpu_quantize(x.data(), n_tok, n_in, scratch);
+    matmul_cpu_q8(pool, w, xv, n_tok, y.data());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      num += (double(y[i]) - ref[i]) * (double(y[i]) - ref[i]);
+      den += double(ref[i]) * ref[i];
+    }
+    const std::string type = ggml_type_name(t);
+    CAPTURE(type);
+    CHECK(num / den <= 1e-4);
+  }
+}
