@@ -184,7 +184,7 @@ TEST_CASE(
       CAPTURE(tiers);
       const TierPlan plan = plan_forced(m.map, mix(tiers, L), 2, 2, 4096);
       auto be = backend_for(m, plan, false);
-      CpuBackend cpu(m.config(), m.globals(), kCtx, 1, KvType::F16, 4, CpuAct::F32);
+      CpuBackend cpu(m.config(), m.globals(), kCtx, 1, KvType::F16, 4, CpuAct::Q8);
       const std::vector<float> got = run(m, *be, plan, 3, &cpu);
       REQUIRE(got.size() == ref.size());
       double max_ref = 0, max_diff = 0;
