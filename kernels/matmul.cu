@@ -118,6 +118,7 @@ struct MatmulContext::Impl {
   uint16_t* x16 = nullptr;  // f16 activations, grown on demand
   int64_t x16_cap = 0;
   MatmulPath path = MatmulPath::Auto;
+  bool act_q8 = true;  // set_act_q8
   PrefillPath prefill = kDefaultPrefillPath;
   // PrefillPath::Overlap: the second scratch, the side stream and the two
   // events of the fork / join, made on first use.
@@ -239,6 +240,10 @@ const char* MatmulContext::prefill_path_name(PrefillPath p) {
   return "?";
 }
 
+void MatmulContext::set_act_q8(bool on) {
+  impl_->act_q8 = on;
+}
+
 Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   Impl& im = *impl_;
   if (max_n_in <= im.xq_cap) return ok();
@@ -332,7 +337,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     return make_error("matmul: GEMV path takes n_tok <= %d, got %lld", kGemvMaxTok,
                       (long long)n_tok);
   const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
-  if (gemv_q8_supports(w.type) && gemv_env_version() != 2) {
+  if (im.act_q8 && gemv_q8_supports(w.type) && gemv_env_version() != 2) {
     LS_TRY(ctx.reserve_gemv_x(w.n_in));
     const ActQ8Device xq{im.xq, im.xds};
     if (!(x_unchanged && im.xq_src == x && im.xq_n_in == w.n_in && im.xq_n_tok == n_tok)) {

@@ -53,6 +53,8 @@ class MatmulContext {
   bool has_cublas() const;
   const char* gemm_backend() const;  // "cublas (libcublas.so.13)" or "wmma (why)"
   void set_path(MatmulPath p);
+  // Decode GEMVs: 8-bit x (default) or f32 x (kernels/gemv_q.cu, the oracle).
+  void set_act_q8(bool on);
   MatmulPath path() const;
   void set_prefill_path(PrefillPath p);
   PrefillPath prefill_path() const;

@@ -434,6 +434,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();
   s.mm = std::move(*mm);
+  s.mm->set_act_q8(o.act_q8);
   // The decode GEMV's int8 x, sized before any graph capture (rows: n_embd, n_ff, q heads).
   LS_TRY(s.mm->reserve_gemv_x(
       std::max<int64_t>({static_cast<int64_t>(c.n_embd), static_cast<int64_t>(c.n_ff),

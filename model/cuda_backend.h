@@ -33,6 +33,9 @@ struct CudaBackendOptions {
   uint32_t max_batch = 512;       // activations are sized for this many tokens (clamped to n_ctx)
   std::vector<uint8_t> resident;  // per layer, 1: upload it (empty: every layer)
   bool token_embd_on_device = true;  // false: rows gathered on the host each step
+  // Decode GEMVs with 8-bit activations (kernels/act_q8.h, dp4a) where the
+  // type has them; false: f32 activations (the exact oracle, --act f32).
+  bool act_q8 = true;
 };
 
 // Device memory the backend takes besides the layers, each line named, for

@@ -135,10 +135,15 @@ uint64_t mem_available_bytes() {
   return static_cast<uint64_t>(kb) * 1024;
 }
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt) {
+int hybrid_cpu_threads(const EngineOptions& opt) {
+  return opt.threads > 0 ? opt.threads : std::max(1, default_thread_count() - 1);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt,
+                                          int threads) {
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
-  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
+  if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
   return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads, opt.cpu_act);
 }
 
@@ -182,7 +187,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
   e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
   // The CPU tier's own backend (hybrid plans): its KV cache holds the CPU layers' keys.
-  if (e->plan_.n_cpu > 0) e->cpu_backend_ = make_cpu_backend(*e->model_, opt);
+  if (e->plan_.n_cpu > 0)
+    e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));
   PipelineOptions po;
   po.cpu_backend = e->cpu_backend_.get();
   po.depth = opt.depth;

@@ -44,13 +44,15 @@ struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
   std::string backend = "auto";  // cpu, cuda, auto
   int threads = 0;               // CPU threads (0: all cores)
-  CpuAct cpu_act = CpuAct::Q8;   // --cpu-act: the CPU tier's activations (q8 fast, f32 the oracle)
+  CpuAct cpu_act = CpuAct::Q8;   // --act: decode matmul activations, both backends (q8 fast, f32 the oracle)
   uint32_t n_ctx = 0;            // 0: the model's, at most 4096
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
   int32_t depth = 4, staging_buffers = 3, device_slots = 3;
+  uint32_t ubatch = 512;   // tokens per batch the device's activations are sized for
+                           // (--ubatch-size; a longer prompt grows them past the plan)
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)
   SourceOptions source;    // reader: kind, queue depth, chunk size
   bool io_only = false;
@@ -70,8 +72,14 @@ struct EngineOptions {
 // MemAvailable); 0 when unknown.
 uint64_t mem_available_bytes();
 
-// The CPU backend for these options (the default factory).
-std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt);
+// The CPU backend for these options (the default factory); threads 0: -t or all cores.
+std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt,
+                                          int threads = 0);
+
+// Threads of the CPU tier in a hybrid plan: -t, else all cores but one, which
+// stays for the threads that feed the GPU (compute, copier, watchers): a
+// kernel launch that waits for a core stalls the GPU for all layers.
+int hybrid_cpu_threads(const EngineOptions& opt);
 
 class Engine {
  public:

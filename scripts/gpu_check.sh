@@ -27,8 +27,8 @@ echo "== 2. cuda vs cpu greedy ids, 64 steps"
 : > "$OUT/cuda_vs_cpu.txt"
 for q in f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k q4_k_m q5_k_m; do
   "$L" synth -q -o "$M/tiny-$q.gguf" --preset tiny --quant "$q" || { echo "$q synth failed" >> "$OUT/cuda_vs_cpu.txt"; continue; }
-  a=$("$L" decode -m "$M/tiny-$q.gguf" -p "The quick brown fox" -n 64 --temp 0 --ids --backend cpu --no-display-prompt 2>/dev/null | tail -1)
-  b=$("$L" decode -m "$M/tiny-$q.gguf" -p "The quick brown fox" -n 64 --temp 0 --ids --backend cuda --no-display-prompt 2>"$OUT/cuda-$q.err" | tail -1)
+  a=$("$L" decode -m "$M/tiny-$q.gguf" -p "The quick brown fox" -n 64 --temp 0 --ids --backend cpu --act ${ACT:-f32} --no-display-prompt 2>/dev/null | tail -1)
+  b=$("$L" decode -m "$M/tiny-$q.gguf" -p "The quick brown fox" -n 64 --temp 0 --ids --backend cuda --act ${ACT:-f32} --no-display-prompt 2>"$OUT/cuda-$q.err" | tail -1)
   n=$(echo "$a" | wc -w)
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "$q: identical ($n ids)"; else echo "$q: DIFFERENT"; echo " cpu:  $a"; echo " cuda: $b"; fi >> "$OUT/cuda_vs_cpu.txt"
 done

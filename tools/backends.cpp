@@ -37,6 +37,8 @@ Expected<bool> wants_cuda(const EngineOptions& opt) {
 CudaBackendOptions cuda_options(const EngineOptions& opt) {
   CudaBackendOptions co;
   co.n_ctx = opt.n_ctx;
+  co.max_batch = opt.ubatch;
+  co.act_q8 = opt.cpu_act == CpuAct::Q8;
   return co;
 }
 #endif
@@ -79,7 +81,7 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
         (layer < 0 || m.map.layers[l].range_bytes > m.map.layers[layer].range_bytes))
       layer = static_cast<int32_t>(l);
   if (layer < 0) return make_error("--cpu-layers auto: the plan streams no RAM-tier layer");
-  const int threads = opt.threads > 0 ? opt.threads : default_thread_count();
+  const int threads = hybrid_cpu_threads(opt);  // as the run's CPU tier
   // The activations the run will use: the CPU tier's rate depends on them.
   CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act);
   Batch b;

@@ -26,9 +26,9 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
   sub->add_option("-m,--model", o.model, "GGUF model (default: a tiny synthetic model)");
   sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
   sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
-  sub->add_option("--cpu-act", text.cpu_act,
-                  "CPU matmul activations: q8 (int8 dot products, fast) or f32 (exact, the "
-                  "oracle)")
+  sub->add_option("--act", text.cpu_act,
+                  "Decode matmul activations, CPU and GPU: q8 (int8 dot products, fast) or f32 "
+                  "(exact, the oracle)")
       ->capture_default_str();
   sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
       ->capture_default_str();
@@ -45,6 +45,11 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Non-resident layers the CPU computes from RAM, spread between the streamed "
                   "ones; auto: balanced from the CPU and copy rates measured at load")
       ->capture_default_str();
+  sub->add_option("--ubatch-size", o.ubatch,
+                  "Tokens per batch that the plan reserves device activations for (a longer "
+                  "prompt still runs as one batch, past the plan's reserve)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")
@@ -74,7 +79,7 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
   if (auto a = cpu_act_from_name(text.cpu_act))
     o.cpu_act = *a;
   else
-    return make_error("--cpu-act must be q8 or f32 (got '%s')", text.cpu_act.c_str());
+    return make_error("--act must be q8 or f32 (got '%s')", text.cpu_act.c_str());
   auto chunk = parse_bytes(text.read_chunk);
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");

@@ -46,70 +46,77 @@ int32_t argmax_row(const float* x, int n) {
 
 }  // namespace
 
+// Both activation modes (--act): f32 on both backends is the exact oracle
+// (a divergence of greedy tokens only at a near-tie of 1e-3 of the logits);
+// with 8-bit activations both quantize x to the same format, but a last-bit
+// difference in x can move one value to the next int8 step, so the
+// backends differ by up to the format's rounding (2e-2, as the hybrid
+// tolerance) and greedy tokens may part at a near-tie of that size.
 TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, every quant type") {
   LS_GPU_TEST_GUARD();
   const char* quants[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
                           "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_k_m"};
-  for (const char* quant : quants) {
-    CAPTURE(quant);
-    auto m = tiny_model(quant);
-    const LlamaConfig& c = m->config();
-    const uint32_t n_ctx = 128;
-    const int V = static_cast<int>(c.n_vocab);
-    // 8-bit activations on both sides (kernels/act_q8.h): the GPU decode GEMV
-    // quantizes x to the same bits, so only summation order differs.
-    CpuBackend cpu(c, m->globals(), n_ctx, 1, KvType::F16, 4, CpuAct::Q8);
-    CudaBackendOptions co;
-    co.n_ctx = n_ctx;
-    auto gr = CudaBackend::create(*m, co);
-    REQUIRE_MESSAGE(gr.has_value(), (gr ? "" : gr.error().message));
-    CudaBackend& gpu = **gr;
+  for (const char* quant : quants)
+    for (const bool q8 : {false, true}) {
+      CAPTURE(quant);
+      CAPTURE(q8);
+      auto m = tiny_model(quant);
+      const LlamaConfig& c = m->config();
+      const uint32_t n_ctx = 128;
+      const int V = static_cast<int>(c.n_vocab);
+      CpuBackend cpu(c, m->globals(), n_ctx, 1, KvType::F16, 4, q8 ? CpuAct::Q8 : CpuAct::F32);
+      CudaBackendOptions co;
+      co.n_ctx = n_ctx;
+      co.act_q8 = q8;
+      auto gr = CudaBackend::create(*m, co);
+      REQUIRE_MESSAGE(gr.has_value(), (gr ? "" : gr.error().message));
+      CudaBackend& gpu = **gr;
 
-    std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(quant)));
-    Batch b;
-    for (int i = 0; i < 16; ++i)
-      b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, true);
-    std::vector<float> lc(16 * V), lg(16 * V, NAN);
-    REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());
-    {
-      Status st = forward_resident(*m, gpu, b, lg.data());
-      REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
-    }
-    const double rel = max_abs_diff(lg, lc) / max_abs(lc);
-    const double e = nmse(lg, lc);
-
-    // Greedy, each backend on its own tokens.
-    int32_t tc = argmax_row(lc.data() + 15 * V, V), tg = argmax_row(lg.data() + 15 * V, V);
-    int same = 0, near_tie_at = -1;
-    std::vector<float> row(V);
-    for (int step = 0; step < 64; ++step) {
-      if (tc != tg) {
-        // Divergence: accepted only at a near-tie of the CPU's logits (row = last CPU logits).
-        const double gap = std::fabs(static_cast<double>(row[tc]) - row[tg]);
-        MESSAGE(std::string(quant) << ": tokens diverge at step " << step << " (cpu " << tc
-                                   << ", gpu " << tg << ", cpu logit gap " << gap << ")");
-        CHECK(gap <= 1e-3 * max_abs(row));
-        near_tie_at = step;
-        break;
+      std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(quant)));
+      Batch b;
+      for (int i = 0; i < 16; ++i)
+        b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, true);
+      std::vector<float> lc(16 * V), lg(16 * V, NAN);
+      REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());
+      {
+        Status st = forward_resident(*m, gpu, b, lg.data());
+        REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
       }
-      ++same;
-      Batch d;
-      d.add(tc, 16 + step, 0, true);
-      REQUIRE(forward_resident(*m, cpu, d, row.data()).ok());
-      tc = argmax_row(row.data(), V);
-      REQUIRE(gpu.begin(d).ok());
-      for (uint32_t l = 0; l < c.n_layer; ++l) REQUIRE(gpu.layer(l, *gpu.resident_layer(l)).ok());
-      int32_t t = -1;
-      REQUIRE(gpu.finish_argmax(&t).ok());
-      tg = t;
+      const double rel = max_abs_diff(lg, lc) / max_abs(lc);
+      const double e = nmse(lg, lc);
+
+      // Greedy, each backend on its own tokens.
+      int32_t tc = argmax_row(lc.data() + 15 * V, V), tg = argmax_row(lg.data() + 15 * V, V);
+      int same = 0, near_tie_at = -1;
+      std::vector<float> row(V);
+      for (int step = 0; step < 64; ++step) {
+        if (tc != tg) {
+          // Divergence: accepted only at a near-tie of the CPU's logits (row = last CPU logits).
+          const double gap = std::fabs(static_cast<double>(row[tc]) - row[tg]);
+          MESSAGE(std::string(quant) << ": tokens diverge at step " << step << " (cpu " << tc
+                                     << ", gpu " << tg << ", cpu logit gap " << gap << ")");
+          CHECK(gap <= (q8 ? 2e-2 : 1e-3) * max_abs(row));
+          near_tie_at = step;
+          break;
+        }
+        ++same;
+        Batch d;
+        d.add(tc, 16 + step, 0, true);
+        REQUIRE(forward_resident(*m, cpu, d, row.data()).ok());
+        tc = argmax_row(row.data(), V);
+        REQUIRE(gpu.begin(d).ok());
+        for (uint32_t l = 0; l < c.n_layer; ++l) REQUIRE(gpu.layer(l, *gpu.resident_layer(l)).ok());
+        int32_t t = -1;
+        REQUIRE(gpu.finish_argmax(&t).ok());
+        tg = t;
+      }
+      MESSAGE("cuda vs cpu " << std::string(quant) << (q8 ? " (act q8)" : " (act f32)")
+                             << ": logits max|diff|/max|ref| = " << rel << ", nmse = " << e
+                             << ", greedy tokens identical for " << same << "/64 steps"
+                             << std::string(near_tie_at >= 0 ? " (near-tie divergence)" : ""));
+      CHECK(rel <= 2e-2);
+      CHECK(e < 1e-3);
     }
-    MESSAGE("cuda vs cpu " << std::string(quant) << ": logits max|diff|/max|ref| = " << rel
-                           << ", nmse = " << e << ", greedy tokens identical for " << same
-                           << "/64 steps"
-                           << std::string(near_tie_at >= 0 ? " (near-tie divergence)" : ""));
-    CHECK(rel <= 2e-2);
-    CHECK(e < 1e-3);
-  }
 }
 
 TEST_CASE("cuda backend: out of device memory is a clear error, not an abort") {
