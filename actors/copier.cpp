@@ -33,6 +33,12 @@ void Copier::run() {
     job->slot = *slot;
     const LayerExtent& e = map_.layers[job->layer];
     const LayerLayout& lay = mem_.layout(job->layer);
+    if (lay.packed_bytes > mem_.slot_bytes()) {  // a planning bug; never write past a slot
+      rc_.fail("copier", job->layer, job->step,
+               "layer of " + std::to_string(lay.packed_bytes) + " bytes does not fit a slot of " +
+                   std::to_string(mem_.slot_bytes()));
+      return;
+    }
     const uint64_t flow = trace_flow_id(job->step, job->layer);
     {
       // The planner started the flow; on CUDA this span is the issue, the

@@ -179,8 +179,8 @@ int32_t balance_cpu_layers(const LayerMap& map, const TierPlan& draft, const Hyb
   int32_t best = 0;
   double best_s = streamed / r.copy_bytes_per_s;
   for (int32_t n = 1; n <= n_rest; ++n) {
-    const double s = std::max((n_rest - n) * per_layer / r.copy_bytes_per_s,
-                              n * per_layer / r.cpu_bytes_per_s);
+    const double s =
+        std::max((n_rest - n) * per_layer / r.copy_bytes_per_s, n * per_layer / r.cpu_bytes_per_s);
     if (s < best_s) {
       best_s = s;
       best = n;
@@ -222,6 +222,10 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
     if (tiers[l] == Tier::Storage)
       p.staging_bytes = std::max(p.staging_bytes, staged_bytes(e, read_alignment));
   }
+  // Slots also take the CPU-tier layers of a wide step (actors/planner.h).
+  if (p.slot_bytes)
+    for (size_t l = 0; l < tiers.size(); ++l)
+      if (tiers[l] == Tier::Cpu) p.slot_bytes = std::max(p.slot_bytes, map.layers[l].range_bytes);
   p.device_slots = p.slot_bytes ? device_slots : 0;
   p.staging_buffers = p.staging_bytes ? staging_buffers : 0;
   p.vram.push_back({"forced tiers (--tiers)", p.vram_used});

@@ -70,7 +70,14 @@ Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
     if (plan.layer_tier[l] == Tier::Ram || plan.layer_tier[l] == Tier::Storage)
       packed = std::max(packed, m->layouts_[l].packed_bytes);
   }
+  // A wide step streams the CPU-tier layers too (actors/planner.h): when
+  // there are slots, they must hold those layers (sizes differ between
+  // layers: Q4_K_M gives some of them Q6_K tensors).
+  if (packed > 0)
+    for (size_t l = 0; l < map.layers.size(); ++l)
+      if (plan.layer_tier[l] == Tier::Cpu) packed = std::max(packed, m->layouts_[l].packed_bytes);
   m->staging_bytes_ = staged;
+  m->slot_bytes_ = packed;
   if (staged > 0) {
     for (int32_t i = 0; i < plan.staging_buffers; ++i) {
       uint8_t* p = m->ops_.alloc_host(staged);

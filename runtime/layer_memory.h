@@ -50,6 +50,7 @@ class LayerMemory {
   const LayerLayout& layout(int32_t layer) const { return layouts_[layer]; }
   uint8_t* staging(int32_t id) const { return staging_[id]; }
   uint8_t* slot(int32_t id) const { return slots_[id]; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
   // nullptr unless the RAM or CPU tier.
   const uint8_t* ram_layer(int32_t layer) const { return ram_[layer]; }
   int32_t n_staging() const { return static_cast<int32_t>(staging_.size()); }
@@ -61,7 +62,7 @@ class LayerMemory {
   MemoryOps ops_;
   std::vector<LayerLayout> layouts_;
   std::vector<uint8_t*> staging_, slots_, ram_;
-  uint64_t staging_bytes_ = 0;
+  uint64_t staging_bytes_ = 0, slot_bytes_ = 0;
 };
 
 }  // namespace ls

@@ -200,9 +200,9 @@ class CountingBackend final : public Backend {
 // Three requests: a prompt and 4 tokens; a second prompt continuing the same
 // sequence (a chat turn) and 4 tokens; then from position 0 again. Returns
 // the logits of every step.
-Expected<std::vector<float>> run_turns(const TierPlan& plan, int depth, Backend& be,
+Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int depth, Backend& be,
                                        Backend* cpu_tier, int cpu_max_batch) {
-  const int V = static_cast<int>(model().config().n_vocab);
+  const int V = static_cast<int>(m.config().n_vocab);
   Tracer tracer(false);
   RunControl rc;
   PipelineOptions opt;
@@ -211,7 +211,7 @@ Expected<std::vector<float>> run_turns(const TierPlan& plan, int depth, Backend&
   opt.source.log = false;
   opt.cpu_backend = cpu_tier;
   opt.cpu_max_batch = cpu_max_batch;
-  auto p = Pipeline::start(model(), be, plan, opt, tracer, rc);
+  auto p = Pipeline::start(m, be, plan, opt, tracer, rc);
   if (!p) return p.error();
   std::vector<float> out;
   auto turn = [&](std::vector<int32_t> prompt) -> Status {
@@ -237,45 +237,52 @@ Expected<std::vector<float>> run_turns(const TierPlan& plan, int depth, Backend&
 TEST_CASE(
     "pipeline: a wide prompt sends CPU-tier layers through the device slots, and their key/value "
     "rows follow them between backends") {
-  const Model& m = model();
-  CpuBackend ref_be(m.config(), m.globals(), 64, 1, KvType::F32, 2);
-  auto ref = run_turns(plan_forced(m.map, mix("AAAA"), 2, 2, 4096), 2, ref_be, nullptr, 4);
-  REQUIRE(ref.has_value());
-  int runs = 0;
-  for (const char* tiers : {"AHBH", "HCAH", "BHCH", "HHBB"}) {
-    for (int depth : {1, 2, 4}) {
-      CAPTURE(tiers);
-      CAPTURE(depth);
-      CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
-      CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
-      CountingBackend main_be(main_cpu), tier_be(tier_cpu);
-      const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
-      auto got = run_turns(plan, depth, main_be, &tier_be, 4);
-      REQUIRE_MESSAGE(got.has_value(), (got ? "" : got.error().message));
-      REQUIRE(got->size() == ref->size());
-      CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
-      // The prompts (7 and 6 tokens) never reached the CPU tier; single tokens did.
-      CHECK(tier_be.widest_import == 1);
-      // After each prompt the CPU tier was given the rows the prompt wrote:
-      // turn 1: 7 rows per CPU layer; turn 2: 6; turn 3 (from 0): 7.
-      const uint32_t n_cpu = static_cast<uint32_t>(plan.n_cpu);
-      CHECK(tier_be.rows_written == n_cpu * (7 + 6 + 7));
-      // Before the second prompt the main backend took the 3 rows (positions
-      // 7..9) that the CPU wrote while decoding turn 1's tokens.
-      CHECK(main_be.rows_written == n_cpu * 3);
-      ++runs;
+  // Q8_0 (every layer the same size) and Q4_K_M (some layers carry Q6_K
+  // tensors, so a CPU-tier layer can be larger than every streamed one).
+  for (const char* quant : {"q8_0", "q4_k_m"}) {
+    CAPTURE(quant);
+    auto mr = open_model(test::tiny_model_path("ls_test_pipeline", quant));
+    REQUIRE(mr.has_value());
+    const Model& m = **mr;
+    CpuBackend ref_be(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+    auto ref = run_turns(m, plan_forced(m.map, mix("AAAA"), 2, 2, 4096), 2, ref_be, nullptr, 4);
+    REQUIRE(ref.has_value());
+    int runs = 0;
+    for (const char* tiers : {"AHBH", "HCAH", "BHCH", "HHBB"}) {
+      for (int depth : {1, 2, 4}) {
+        CAPTURE(tiers);
+        CAPTURE(depth);
+        CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+        CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+        CountingBackend main_be(main_cpu), tier_be(tier_cpu);
+        const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+        auto got = run_turns(m, plan, depth, main_be, &tier_be, 4);
+        REQUIRE_MESSAGE(got.has_value(), (got ? "" : got.error().message));
+        REQUIRE(got->size() == ref->size());
+        CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
+        // The prompts (7 and 6 tokens) never reached the CPU tier; single tokens did.
+        CHECK(tier_be.widest_import == 1);
+        // After each prompt the CPU tier was given the rows the prompt wrote:
+        // turn 1: 7 rows per CPU layer; turn 2: 6; turn 3 (from 0): 7.
+        const uint32_t n_cpu = static_cast<uint32_t>(plan.n_cpu);
+        CHECK(tier_be.rows_written == n_cpu * (7 + 6 + 7));
+        // Before the second prompt the main backend took the 3 rows (positions
+        // 7..9) that the CPU wrote while decoding turn 1's tokens.
+        CHECK(main_be.rows_written == n_cpu * 3);
+        ++runs;
+      }
     }
+    MESSAGE(runs << " multi-turn hybrid runs with wide prompts through the slots, bit-identical");
+    // Narrow prompts keep the CPU tier: cpu_max_batch above the prompt length.
+    CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+    CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+    CountingBackend main_be(main_cpu), tier_be(tier_cpu);
+    auto got = run_turns(m, plan_forced(m.map, mix("AHBH"), 2, 2, 4096), 2, main_be, &tier_be, 8);
+    REQUIRE(got.has_value());
+    CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
+    CHECK(tier_be.widest_import == 7);
+    CHECK(tier_be.rows_written + main_be.rows_written == 0);
   }
-  MESSAGE(runs << " multi-turn hybrid runs with wide prompts through the slots, bit-identical");
-  // Narrow prompts keep the CPU tier: cpu_max_batch above the prompt length.
-  CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
-  CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
-  CountingBackend main_be(main_cpu), tier_be(tier_cpu);
-  auto got = run_turns(plan_forced(m.map, mix("AHBH"), 2, 2, 4096), 2, main_be, &tier_be, 8);
-  REQUIRE(got.has_value());
-  CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
-  CHECK(tier_be.widest_import == 7);
-  CHECK(tier_be.rows_written + main_be.rows_written == 0);
 }
 
 TEST_CASE("pipeline: a CPU-tier plan without a CPU backend is an error, not a hang") {
