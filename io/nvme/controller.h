@@ -51,7 +51,8 @@ struct NvmeControllerInfo {
 
 class NvmeController {
  public:
-  // Brings the controller up; on an error it is left disabled.
+  // Brings the controller up; on an error it is left disabled. `regs` and
+  // `dma` must outlive the controller (its destructor still uses them).
   static Expected<std::unique_ptr<NvmeController>> open(NvmeRegs& regs, DmaMemory& dma,
                                                         const NvmeControllerOptions& opts = {});
   ~NvmeController();  // shutdown(); its error has nowhere to go

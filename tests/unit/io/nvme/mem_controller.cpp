@@ -281,6 +281,7 @@ void MemNvme::process(uint16_t sqid) {
       held_.push_back({cqid, c});
     } else {
       post(cqid, c);
+      if (faults.duplicate_completions) post(cqid, c);
     }
   }
 }

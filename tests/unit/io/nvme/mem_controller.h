@@ -10,7 +10,7 @@
 //
 // Faults: an error status on one LBA, controller fatal status after N
 // commands or at enable, a read that never completes, never becoming ready,
-// completions posted in reverse order, entries left unfetched.
+// completions posted in reverse order or twice, entries left unfetched.
 //
 // Time: the model acts synchronously on writes; "later" is a register read
 // (CSTS polling): RDY follows EN after a few reads, and reordered
@@ -77,6 +77,7 @@ struct MemNvmeFaults {
   bool never_ready = false;
   bool reorder = false;     // completions held, then posted newest first at a register read
   bool hold_fetch = false;  // submission entries stay unfetched until release_fetch()
+  bool duplicate_completions = false;  // every completion posted twice
 };
 
 class MemNvme : public NvmeRegs {

@@ -197,3 +197,21 @@ TEST_CASE("nvme queue: submit refuses a forged entry outside the allow-list, bef
   CHECK(r.dev.commands_seen().size() == seen);
   CHECK(r.dev.violations().empty());
 }
+
+TEST_CASE("nvme queue: a completion for a command id not outstanding is an error") {
+  Rig r(MemNvmeConfig{});
+  NvmeQueuePair& q = r.ctrl->io_queue(0);
+  auto buf = r.dma.alloc(4096);
+  REQUIRE(buf);
+  r.dev.faults.duplicate_completions = true;
+  const uint16_t cid = submit_read(q, 5, buf->iova);
+  r.dev.faults.duplicate_completions = false;  // the admin queue at shutdown stays sane
+  auto first = q.wait(std::chrono::milliseconds(200));
+  REQUIRE(first);
+  CHECK(first->cid == cid);
+  // The same completion again: the id is free now, so it cannot be matched.
+  auto second = q.poll();
+  REQUIRE_FALSE(second);
+  CHECK(second.error().message.find("not outstanding") != std::string::npos);
+  r.dma.free(*buf);
+}
