@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(
-        e);  // prints the error (or help) and gives CLI11's exit code (non-zero on errors)
+    return app.exit(e);  // prints the error (or help) and gives CLI11's exit code (non-zero on errors)
   }
   for (auto& [sub, run] : cmds)
     if (sub->parsed()) return run();
