@@ -129,10 +129,8 @@ void VfioRegs::write64(uint32_t offset, uint64_t value) {
 
 VfioDma::~VfioDma() {
   std::lock_guard lock(mu_);
-  while (!maps_.empty()) {
-    const auto it = maps_.begin();
-    if (!unmap_locked(it->first)) maps_.erase(it);  // reported; keep going
-  }
+  // unmap_locked drops the record even when the unmap fails (it reports it).
+  while (!maps_.empty()) (void)unmap_locked(maps_.begin()->first);
 }
 
 Expected<DmaBuffer> VfioDma::alloc(size_t bytes) {
@@ -296,6 +294,9 @@ Expected<std::unique_ptr<VfioDevice>> VfioDevice::open(const std::string& addres
     return make_error("cannot open /dev/vfio/vfio: %s", std::strerror(err));
   }
   const int api = ::ioctl(d->container_fd_, VFIO_GET_API_VERSION);
+  if (api < 0)
+    return make_error("/dev/vfio/vfio is not a VFIO container (VFIO_GET_API_VERSION: %s)",
+                      std::strerror(errno));
   if (api != VFIO_API_VERSION)
     return make_error("/dev/vfio/vfio speaks VFIO API %d, this build knows %d", api,
                       VFIO_API_VERSION);
