@@ -423,8 +423,10 @@ Status VfioDevice::set_bus_master(bool on) {
 }
 
 VfioDevice::~VfioDevice() {
-  dma_.reset();  // every IOVA unmapped while the container still exists
+  // Bus mastering off first: a controller the driver failed to disable can
+  // then no longer reach memory we are about to unmap and free.
   if (bus_master_set_) (void)set_bus_master(false);
+  dma_.reset();  // every IOVA unmapped while the container still exists
   regs_.reset();
   if (bar_) ::munmap(bar_, bar_bytes_);
   if (device_fd_ >= 0) ::close(device_fd_);

@@ -3,8 +3,8 @@
 //   VFIO_SET_IOMMU type1 -> the device fd -> BAR0 mapped -> bus mastering on.
 // VfioRegs is io/nvme/hw.h's NvmeRegs over the mapped BAR0; VfioDma is its
 // DmaMemory over VFIO_IOMMU_MAP_DMA with an IovaAllocator. Everything is
-// released in the destructors, in reverse order (DMA unmapped, bus mastering
-// off, BAR unmapped, fds closed), and on every error path of open().
+// released in the destructors (bus mastering off, DMA unmapped, BAR
+// unmapped, fds closed), and on every error path of open().
 // Each error says what is missing: the module, root, the IOMMU, interrupt
 // remapping, or which device keeps the group from being viable.
 // Exercised by the QEMU guest test (tests/qemu/); this machine has no IOMMU.
