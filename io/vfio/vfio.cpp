@@ -97,6 +97,32 @@ std::vector<std::pair<uint64_t, uint64_t>> iova_windows(int container_fd) {
   return out;
 }
 
+// How much of a region can be mmapped from its offset 0: all of it, or the
+// sparse-mmap area starting at 0 when the region carries that capability.
+uint64_t mappable_from_zero(int device_fd, const vfio_region_info& region) {
+  if (!(region.flags & VFIO_REGION_INFO_FLAG_CAPS) || region.argsz <= sizeof region)
+    return region.size;
+  std::vector<uint64_t> buf((region.argsz + 7) / 8);
+  auto* info = reinterpret_cast<vfio_region_info*>(buf.data());
+  info->argsz = region.argsz;
+  info->index = region.index;
+  if (::ioctl(device_fd, VFIO_DEVICE_GET_REGION_INFO, info) != 0) return region.size;
+  const auto* base = reinterpret_cast<const uint8_t*>(buf.data());
+  for (uint32_t off = info->cap_offset;
+       off && off + sizeof(vfio_info_cap_header) <= region.argsz;) {
+    const auto* h = reinterpret_cast<const vfio_info_cap_header*>(base + off);
+    if (h->id == VFIO_REGION_INFO_CAP_SPARSE_MMAP) {
+      const auto* c = reinterpret_cast<const vfio_region_info_cap_sparse_mmap*>(h);
+      for (uint32_t i = 0; i < c->nr_areas; ++i)
+        if (c->areas[i].offset == 0) return c->areas[i].size;
+      return 0;
+    }
+    if (h->next <= off) break;
+    off = h->next;
+  }
+  return region.size;
+}
+
 }  // namespace
 
 // ---- VfioRegs ------------------------------------------------------------------
@@ -393,14 +419,21 @@ Expected<std::unique_ptr<VfioDevice>> VfioDevice::open(const std::string& addres
   if (!(bar.flags & VFIO_REGION_INFO_FLAG_MMAP))
     return make_error("BAR0 of %s cannot be mmapped (region flags 0x%x)", address.c_str(),
                       bar.flags);
-  void* p = ::mmap(nullptr, bar.size, PROT_READ | PROT_WRITE, MAP_SHARED, d->device_fd_,
+  // The whole BAR maps since Linux 4.16; before, the MSI-X table was cut out
+  // (a sparse-mmap capability): then map the area at offset 0, where the
+  // registers and doorbells are.
+  const uint64_t map_bytes = mappable_from_zero(d->device_fd_, bar);
+  if (map_bytes < 0x1008)
+    return make_error("BAR0 of %s maps only %llu bytes from offset 0; the registers need 0x1008",
+                      address.c_str(), static_cast<unsigned long long>(map_bytes));
+  void* p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, d->device_fd_,
                    static_cast<off_t>(bar.offset));
   if (p == MAP_FAILED)
     return make_error("mmap of BAR0 of %s (%llu bytes) failed: %s", address.c_str(),
-                      static_cast<unsigned long long>(bar.size), std::strerror(errno));
+                      static_cast<unsigned long long>(map_bytes), std::strerror(errno));
   d->bar_ = p;
-  d->bar_bytes_ = bar.size;
-  d->regs_ = std::make_unique<VfioRegs>(static_cast<volatile uint8_t*>(p), bar.size);
+  d->bar_bytes_ = map_bytes;
+  d->regs_ = std::make_unique<VfioRegs>(static_cast<volatile uint8_t*>(p), map_bytes);
 
   // The controller reads queues and writes data only as a bus master.
   LS_TRY(d->set_bus_master(true));
