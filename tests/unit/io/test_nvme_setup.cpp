@@ -7,6 +7,8 @@
 // each missing piece (IOMMU, vfio-pci, the vfio module) is named.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -482,4 +484,20 @@ TEST_CASE("vfio open: each missing piece is named before any ioctl") {
   const int fd_after = ::dup(0);
   ::close(fd_after);
   CHECK(fd_before == fd_after);
+}
+
+TEST_CASE("nvme bind: a root mounted as /dev/root is found by its device number") {
+  FakeMachine m;
+  m.controller(kAddr, "nvme0", "7");
+  m.ns("nvme0", "nvme0n1", 1ull << 30, "", 9000);
+  m.partition("nvme0n1", "nvme0n1p2", 9002);
+  m.file("/proc/mounts", "/dev/root / ext4 rw 0 0\n");  // names no device
+  // The fake root directory lives on some file system: say nvme0n1p2 is it.
+  struct stat st {};
+  REQUIRE(::stat(m.str().c_str(), &st) == 0);
+  m.file("/sys/block/nvme0n1/nvme0n1p2/dev",
+         std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)) + "\n");
+  auto plan = plan_bind(SysFs(m.str()), kAddr);
+  REQUIRE(plan);
+  CHECK(any_contains(plan->refusals, "nvme0n1 holds the root file system /"));
 }
