@@ -265,15 +265,21 @@ Status VfioDma::unmap_locked(uintptr_t host) {
   u.argsz = sizeof u;
   u.iova = m.iova;
   u.size = m.bytes;
-  if (::ioctl(fd_, VFIO_IOMMU_UNMAP_DMA, &u) != 0 || u.size != m.bytes) {
+  const int rc = ::ioctl(fd_, VFIO_IOMMU_UNMAP_DMA, &u);
+  if (rc != 0 || u.size != m.bytes) {
     // The controller may still reach this range: its IOVA is never reused,
     // and memory we own stays allocated.
-    const int err = errno;
-    std::fprintf(stderr,
-                 "vfio: VFIO_IOMMU_UNMAP_DMA of IOVA 0x%" PRIx64 " (%zu bytes) failed: %s\n",
-                 m.iova, m.bytes, std::strerror(err));
+    char why[128];
+    if (rc != 0)
+      std::snprintf(why, sizeof why, "%s", std::strerror(errno));
+    else
+      std::snprintf(why, sizeof why, "only %llu bytes unmapped",
+                    static_cast<unsigned long long>(u.size));
     maps_.erase(it);
-    return make_error("VFIO_IOMMU_UNMAP_DMA of IOVA 0x%" PRIx64 " failed", m.iova);
+    Error e = make_error("VFIO_IOMMU_UNMAP_DMA of IOVA 0x%" PRIx64 " (%zu bytes) failed: %s",
+                         m.iova, m.bytes, why);
+    std::fprintf(stderr, "vfio: %s\n", e.message.c_str());  // free() and unmap() return nothing
+    return e;
   }
   iovas_.release(m.iova, m.bytes);
   if (m.owned) ::munmap(reinterpret_cast<void*>(host), m.bytes);
