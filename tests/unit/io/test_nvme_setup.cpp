@@ -501,3 +501,35 @@ TEST_CASE("nvme bind: a root mounted as /dev/root is found by its device number"
   REQUIRE(plan);
   CHECK(any_contains(plan->refusals, "nvme0n1 holds the root file system /"));
 }
+
+TEST_CASE("nvme bind: without root, the plan names the sysfs files it cannot write") {
+  FakeMachine m;
+  m.controller(kAddr, "nvme0", "7");
+  m.ns("nvme0", "nvme0n1", 1ull << 30, "", 9000);
+  // The fake tree's files are 0644 and ours; as another user they are not
+  // writable, as sysfs attributes are not without root. Root drops to nobody
+  // in a child to see it.
+  auto check = [&] {
+    auto plan = plan_bind(SysFs(m.str()), kAddr);
+    return plan && plan->refusals.empty() &&
+           any_contains(plan->missing,
+                        "cannot write /sys/bus/pci/devices/0000:00:04.0/driver_override: "
+                        "Permission denied (changing a device's driver needs root") &&
+           !apply_plan(SysFs(m.str()), *plan);
+  };
+  if (::geteuid() != 0) {
+    CHECK(check());
+    return;
+  }
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    ::_exit(check() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(m.read("/sys/bus/pci/drivers_probe") == "");
+}
