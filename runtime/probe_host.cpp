@@ -1,7 +1,11 @@
 // probe_host_read (runtime/probe_host.h). The read loop sums 64-byte lines as
 // eight 64-bit words into independent accumulators: plain C++ that any
 // compiler vectorises, with more than enough loads per cycle to saturate a
-// core's share of DRAM bandwidth, and a sum that keeps the loads alive.
+// core's share of DRAM bandwidth, and a sum that keeps the loads alive. It
+// also prefetches 4 KiB ahead in software: the hardware prefetchers stop at
+// each 4 KiB page, and the CPU tier's kernels prefetch their next weight
+// row, so a probe without it read ~30 % less than they did on the H200 box
+// (82 GB/s against 107) and was no ceiling.
 // defines: HostReadBuffer, probe_host_read (runtime/probe_host.h)
 #include "runtime/probe_host.h"
 
@@ -26,8 +30,11 @@ std::atomic<uint64_t> g_sink{0};  // where the sums go, so no read is optimised 
 uint64_t read_range(const uint8_t* p, uint64_t n) {
   const uint64_t* w = reinterpret_cast<const uint64_t*>(p);
   uint64_t a[8] = {};
-  for (uint64_t i = 0; i + 8 <= n / 8; i += 8)
+  constexpr uint64_t kAhead = 4096 / 8;  // in words
+  for (uint64_t i = 0; i + 8 <= n / 8; i += 8) {
+    if (i + kAhead < n / 8) __builtin_prefetch(w + i + kAhead, 0, 2);
     for (int k = 0; k < 8; ++k) a[k] += w[i + k];
+  }
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 

@@ -21,5 +21,6 @@ Command add_bench(CLI::App& app);
 Command add_probe(CLI::App& app);
 Command add_export(CLI::App& app);
 Command add_logits(CLI::App& app);
+Command add_nvme(CLI::App& app);
 
 }  // namespace ls
