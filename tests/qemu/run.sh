@@ -171,7 +171,9 @@ if [ "$expect_fault" = 1 ]; then
 else
   [ -z "$dmar_faults" ] || problems+=("DMAR fault in the guest's kernel log:"$'\n'"$dmar_faults")
   [ -z "$qemu_faults" ] || problems+=("translation failure on QEMU's stderr:"$'\n'"$qemu_faults")
-  echo "no DMAR fault in the guest's kernel log; no translation failure on QEMU's stderr"
+  if [ -s "$work/dmesg.log" ] && [ -z "$dmar_faults$qemu_faults" ]; then
+    echo "no DMAR fault in the guest's kernel log ($(wc -l < "$work/dmesg.log") lines); no translation failure on QEMU's stderr"
+  fi
 fi
 
 echo "timing: setup $(echo "$t_ready $t_start" | awk '{ printf "%.1f", $1 - $2 }') s, boot+test ${boot_s} s, total $(elapsed "$t_start") s"
