@@ -18,9 +18,10 @@ wanted="vfio vfio_iommu_type1 vfio-pci nvme"
 pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
   awk '/Depends: linux-image-[0-9]/ { print $2; exit }' || true)
 if [ -z "$pkg" ]; then
-  dir=$(ls -d "$cache"/*/ 2>/dev/null | sort -V | tail -n 1 || true)
-  [ -n "$dir" ] && [ -f "$dir/vmlinux" ] || { echo "fetch_kernel: no kernel package known and none cached" >&2; exit 1; }
-  echo "${dir%/}"
+  dir=$(ls -d "$cache"/*/modules.load 2> /dev/null | sort -V | tail -n 1 || true)
+  [ -n "$dir" ] || { echo "fetch_kernel: no kernel package known and none cached" >&2; exit 1; }
+  echo "fetch_kernel: apt-cache does not know linux-image-amd64; using the cached ${dir%/modules.load}" >&2
+  echo "${dir%/modules.load}"
   exit 0
 fi
 kver=${pkg#linux-image-}
@@ -81,6 +82,8 @@ for m in $wanted; do add_module "$m"; done
 printf '%s\n' "${order[@]}" > "$work/out/modules.load"
 cp "$work/root/boot/config-$kver" "$work/out/config"
 
-rm -rf "$out"
-mv "$work/out" "$out"
+# One rename: a concurrent run either sees the whole directory or none (if
+# two fetch at once, the second rename fails and its copy is dropped).
+mv -T "$work/out" "$out" 2> /dev/null || true
+[ -f "$out/modules.load" ] || { echo "fetch_kernel: could not create $out" >&2; exit 1; }
 echo "$out"
