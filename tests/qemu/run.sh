@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 guest=${guest:-$build/ls_qemu_guest}
-cache=${LS_QEMU_CACHE:-$HOME/.cache/layerstream-qemu}
+cache=${LS_QEMU_CACHE:-${HOME:-/tmp}/.cache/layerstream-qemu}
 t_start=$(date +%s.%N)
 
 skip() { echo "SKIPPED: QEMU NVMe test: $*"; exit 77; }
