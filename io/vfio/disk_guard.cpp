@@ -3,7 +3,7 @@
 
 namespace ls {
 
-std::vector<std::string> bind_refusals(const NvmeController& c) {
+std::vector<std::string> bind_refusals(const NvmePciController& c) {
   std::vector<std::string> why;
   if (c.driver.empty()) {
     why.push_back(c.address +

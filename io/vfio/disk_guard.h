@@ -16,6 +16,6 @@ namespace ls {
 
 // Every reason not to hand this controller to vfio-pci, each naming the
 // namespace and what it holds; empty when it is safe.
-std::vector<std::string> bind_refusals(const NvmeController& c);
+std::vector<std::string> bind_refusals(const NvmePciController& c);
 
 }  // namespace ls

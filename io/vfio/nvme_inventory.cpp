@@ -159,7 +159,7 @@ NvmeNamespace scan_namespace(const SysFs& fs, const std::string& name,
 
 }  // namespace
 
-Expected<NvmeController> scan_nvme_controller(const SysFs& fs, const std::string& address) {
+Expected<NvmePciController> scan_nvme_controller(const SysFs& fs, const std::string& address) {
   const std::string dev = "/sys/bus/pci/devices/" + address;
   if (!fs.exists(dev))
     return make_error("no PCI device %s (no %s; `layerstream nvme status` lists NVMe controllers)",
@@ -168,7 +168,7 @@ Expected<NvmeController> scan_nvme_controller(const SysFs& fs, const std::string
   if (cls != kNvmeClass)
     return make_error("PCI device %s is not an NVMe controller (class %s, not %s)", address.c_str(),
                       cls.empty() ? "unknown" : cls.c_str(), kNvmeClass);
-  NvmeController c;
+  NvmePciController c;
   c.address = address;
   c.vendor_id = fs.read_or(dev + "/vendor", "");
   c.device_id = fs.read_or(dev + "/device", "");

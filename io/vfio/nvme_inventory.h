@@ -4,7 +4,7 @@
 // holds / or /boot, and what its first bytes say (io/vfio/disk_signature).
 // Read from sysfs, /proc/mounts, /proc/swaps and /dev/nvmeXnY under a root
 // directory (SysFs), so tests build the machine as a tree of files.
-// defines: NvmeNamespace, PciPeer, NvmeController, NvmeInventory, scan_nvme(),
+// defines: NvmeNamespace, PciPeer, NvmePciController, NvmeInventory, scan_nvme(),
 //          scan_nvme_controller(), format_inventory()
 #pragma once
 
@@ -35,7 +35,7 @@ struct PciPeer {
   std::string address, driver;  // driver "" when none
 };
 
-struct NvmeController {
+struct NvmePciController {
   std::string address;  // "0000:00:04.0"
   std::string vendor_id, device_id;
   std::string driver;                // "nvme", "vfio-pci", "" for none
@@ -51,13 +51,13 @@ struct NvmeInventory {
   bool iommu = false;            // /sys/kernel/iommu_groups has groups
   bool vfio_pci_loaded = false;  // /sys/bus/pci/drivers/vfio-pci
   bool nvme_loaded = false;      // /sys/bus/pci/drivers/nvme
-  std::vector<NvmeController> controllers;
+  std::vector<NvmePciController> controllers;
 };
 
 // Every PCI device of class 0x010802 (mass storage, NVM, NVMe).
 NvmeInventory scan_nvme(const SysFs& fs);
 // One controller; an error when the address is no PCI device or no NVMe one.
-Expected<NvmeController> scan_nvme_controller(const SysFs& fs, const std::string& address);
+Expected<NvmePciController> scan_nvme_controller(const SysFs& fs, const std::string& address);
 // What `layerstream nvme status` prints.
 std::string format_inventory(const NvmeInventory& inv);
 

@@ -180,7 +180,7 @@ TEST_CASE("nvme status: controllers with model, serial, driver, group, namespace
   CHECK(inv.iommu);
   CHECK(inv.vfio_pci_loaded);
   REQUIRE(inv.controllers.size() == 2);
-  const NvmeController& c0 = inv.controllers[0];
+  const NvmePciController& c0 = inv.controllers[0];
   CHECK(c0.address == kAddr);
   CHECK(c0.name == "nvme0");
   CHECK(c0.model == "QEMU NVMe Ctrl");
@@ -193,7 +193,7 @@ TEST_CASE("nvme status: controllers with model, serial, driver, group, namespace
   CHECK(c0.namespaces[0].unchecked.empty());
   CHECK(bind_refusals(c0).empty());
 
-  const NvmeController& c1 = inv.controllers[1];
+  const NvmePciController& c1 = inv.controllers[1];
   REQUIRE(c1.namespaces.size() == 1);
   const NvmeNamespace& n1 = c1.namespaces[0];
   CHECK(n1.partitions == std::vector<std::string>{"nvme1n1p1", "nvme1n1p2"});
