@@ -3,6 +3,8 @@
 // defines: plan_read, open_block_source, read_error, short_read_error, errno_name, format_bytes
 #include "io/block_source.h"
 
+#include "io/vfio_source.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,8 +107,10 @@ std::string describe(const BlockSource& s) {
 Expected<std::unique_ptr<BlockSource>> open_block_source(const std::string& path,
                                                          const SourceOptions& o, std::string* why) {
   const std::string& kind = o.kind;
+  if (kind == "vfio") return open_vfio_source(path, o);
   if (kind != "auto" && kind != "uring" && kind != "pread" && kind != "buffered")
-    return make_error("unknown block source '%s' (auto, uring, pread, buffered)", kind.c_str());
+    return make_error("unknown block source '%s' (auto, uring, pread, buffered, vfio)",
+                      kind.c_str());
   const uint32_t qd = std::clamp<uint32_t>(o.queue_depth, 1, 4096);
   // 4 KiB multiples whatever the source, so a chunk means the same for all.
   const uint64_t chunk = std::clamp<uint64_t>((o.chunk_bytes + 4095) / 4096 * 4096, 4096, 1 << 30);

@@ -88,10 +88,15 @@ struct SourceOptions {
   // "auto": io_uring + O_DIRECT when the kernel and file system allow it, else
   // pread + O_DIRECT, else buffered pread. "uring", "pread" (O_DIRECT) and
   // "buffered" (pread through the page cache) force one, an error if impossible.
+  // "vfio": a userspace NVMe driver reading the model's copy on a raw
+  // namespace (io/vfio_source.h); never picked by auto.
   std::string kind = "auto";
   uint32_t queue_depth = 32;
   uint64_t chunk_bytes = 1 << 20;  // rounded up to the alignment; at most 1 GiB
   bool log = true;                 // the one stderr line saying which source and why
+  // "vfio": the controller (PCI address) and the LBA the model was written at.
+  std::string nvme;
+  uint64_t nvme_lba = 0;
 };
 
 // Opens path and picks the source. `why`, when given, receives the log line.

@@ -56,8 +56,16 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
       ->capture_default_str();
   sub->add_option("--device-slots", o.device_slots, "Device slots for streamed layers")
       ->capture_default_str();
-  sub->add_option("--reader", o.source.kind, "auto, uring, pread (O_DIRECT) or buffered")
+  sub->add_option("--reader", o.source.kind,
+                  "auto, uring, pread (O_DIRECT), buffered, or vfio (a userspace NVMe driver: "
+                  "--nvme, --nvme-lba)")
       ->capture_default_str();
+  sub->add_option("--nvme", o.source.nvme,
+                  "--reader vfio: the NVMe controller's PCI address (bound to vfio-pci: "
+                  "layerstream nvme bind)");
+  sub->add_option("--nvme-lba", o.source.nvme_lba,
+                  "--reader vfio: the LBA the model was written at, in the namespace's blocks "
+                  "(dd bs=BLOCK seek=N)");
   sub->add_option("--read-qd", o.source.queue_depth, "Reads in flight")->capture_default_str();
   sub->add_option("--read-chunk", text.read_chunk, "Bytes per read request (e.g. 1MiB)")
       ->capture_default_str();
