@@ -1,6 +1,7 @@
 // ls_qemu_guest_vfio: the userspace NVMe driver (io/nvme/) over VFIO
 // (io/vfio/) against QEMU's emulated NVMe controller, inside the guest that
 // tests/qemu/run.sh boots:
+//   0. `nvme status` lists both controllers with their namespaces;
 //   1. `bind` refuses the controller whose namespace has a partition table
 //      (LS_NVME_PARTITIONED), then moves LS_NVME to vfio-pci;
 //   2. the controller comes up through VFIO; the model at LS_NVME_LBA passes
@@ -31,6 +32,7 @@
 #include "io/nvme/spec.h"
 #include "io/raw_gguf.h"
 #include "io/vfio/nvme_bind.h"
+#include "io/vfio/nvme_inventory.h"
 #include "io/vfio/pci_sysfs.h"
 #include "io/vfio/vfio.h"
 #include "model/model.h"
@@ -158,6 +160,21 @@ int main(int argc, char** argv) {
   const uint64_t lba = std::strtoull(env("LS_NVME_LBA").c_str(), nullptr, 10);
   const std::string partitioned = env("LS_NVME_PARTITIONED");
   const SysFs fs("/");
+
+  // 0. status: both controllers, on the nvme driver, with their namespaces.
+  {
+    const NvmeInventory inv = scan_nvme(fs);
+    const std::string text = format_inventory(inv);
+    std::printf("LS_GUEST nvme status:\n");
+    for (size_t at = 0; at < text.size();) {  // run.sh shows LS_GUEST lines only
+      const size_t nl = std::min(text.find('\n', at), text.size());
+      std::printf("LS_GUEST   %s\n", text.substr(at, nl - at).c_str());
+      at = nl + 1;
+    }
+    if (inv.controllers.size() != 2 || text.find(addr) == std::string::npos ||
+        text.find(partitioned) == std::string::npos)
+      fail("nvme status", "expected the two controllers " + addr + " and " + partitioned);
+  }
 
   // 1. bind: the partitioned disk is refused, ours is moved.
   DriverPlan refused = must(plan_bind(fs, partitioned), "plan bind (partitioned)");
