@@ -23,23 +23,49 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
 }
 
-void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y,
-                        bool shared_x) {
-  // A new input makes the held 8-bit copy stale, even when this weight takes
-  // another path (a q/k/v of mixed types must not reuse an older x).
-  if (!shared_x) xq_valid_ = false;
+void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
   if (!matmul_cpu_supports(w) || w.n_in > mm_scratch_.max_n_in()) {
     matmul_f32(pool_, w, x, n_tok, y, scratch_);
   } else if (act_ == CpuAct::F32) {
     matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
   } else {
-    // Quantized once per input: the caller says when x is the previous one's.
-    if (!xq_valid_ || xq_.n != w.n_in) {
-      xq_ = matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_);
-      xq_valid_ = true;
-    }
-    matmul_cpu_q8(pool_, w, xq_, n_tok, y);
+    matmul_cpu_q8(pool_, w, matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_), n_tok, y);
   }
+}
+
+bool CpuBackend::takes_q8(std::initializer_list<MatmulQ8Part> parts) const {
+  if (act_ != CpuAct::Q8) return false;
+  for (const MatmulQ8Part& p : parts)
+    if (!matmul_cpu_supports(p.w) || p.w.n_in > mm_scratch_.max_n_in() ||
+        p.w.n_in != parts.begin()->w.n_in)
+      return false;
+  return true;
+}
+
+void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<MatmulQ8Part> parts,
+                         const ActQ8View* xq) {
+  if (!takes_q8(parts)) {
+    for (const MatmulQ8Part& p : parts) matmul(p.w, x, n_tok, p.y);
+    return;
+  }
+  const ActQ8View v =
+      xq ? *xq : matmul_cpu_quantize(x, n_tok, parts.begin()->w.n_in, mm_scratch_);
+  matmul_cpu_q8_parts(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok);
+}
+
+void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
+  // Blocks of 32 values, a few ranges per thread: the activation function and
+  // the quantizer are cheap per value, but 28672 values a token on one
+  // thread would idle the other fifteen for tens of microseconds a layer.
+  const int64_t nb = n_tok * c_.n_ff / kActQ8Block;
+  const int64_t n_tasks = std::min<int64_t>(nb, 4 * pool_.size());
+  ActQ8Buffer& act = mm_scratch_.act();
+  pool_.run(n_tasks, [&](int64_t task, int) {
+    const int64_t b0 = nb * task / n_tasks, b1 = nb * (task + 1) / n_tasks;
+    const int64_t i0 = b0 * kActQ8Block, len = (b1 - b0) * kActQ8Block;
+    silu_mul_f32(gate_.data() + i0, up_.data() + i0, gate_.data() + i0, len);
+    if (quantize) quantize_act_q8_cpu_blocks(gate_.data(), b0, b1, act);
+  });
 }
 
 void CpuBackend::reserve(size_t n) {
@@ -97,15 +123,13 @@ Status CpuBackend::begin(const Batch& b) {
 
 Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   const int64_t n = static_cast<int64_t>(batch_.size());
-  const int64_t E = c_.n_embd, KV = c_.n_embd_kv(), F = c_.n_ff, HD = c_.head_dim;
+  const int64_t E = c_.n_embd, KV = c_.n_embd_kv(), HD = c_.head_dim;
   const int64_t group = c_.n_head / c_.n_head_kv;
 
   // Attention block.
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.attn_norm, xn_.data() + t * E, E, c_.rms_eps);
-  matmul(w.wq, xn_.data(), n, q_.data());
-  matmul(w.wk, xn_.data(), n, k_.data(), true);
-  matmul(w.wv, xn_.data(), n, v_.data(), true);
+  matmuls(xn_.data(), n, {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}});
   for (int64_t t = 0; t < n; ++t) {
     rope_f32(q_.data() + t * E, c_.n_head, HD, batch_.pos[t], rope_);
     rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
@@ -141,16 +165,18 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
       for (int64_t i = 0; i < HD; ++i) out[i] += a * v[i];
     }
   });
-  matmul(w.wo, att_.data(), n, o_.data());
+  matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
 
   // Feed-forward block.
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.ffn_norm, xn_.data() + t * E, E, c_.rms_eps);
-  matmul(w.w_gate, xn_.data(), n, gate_.data());
-  matmul(w.w_up, xn_.data(), n, up_.data(), true);
-  silu_mul_f32(gate_.data(), up_.data(), gate_.data(), n * F);
-  matmul(w.w_down, gate_.data(), n, o_.data());
+  matmuls(xn_.data(), n, {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}});
+  // The 8-bit input of w_down comes out of the same pass as swiglu.
+  const bool q8_down = takes_q8({{w.w_down, o_.data()}});
+  swiglu(n, q8_down);
+  const ActQ8View gate_q = mm_scratch_.act().view(c_.n_ff);
+  matmuls(gate_.data(), n, {{w.w_down, o_.data()}}, q8_down ? &gate_q : nullptr);
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
   return ok();
 }
@@ -163,7 +189,7 @@ Status CpuBackend::finish(float* logits) {
     rmsnorm_f32(h_.data() + t * E, g_.output_norm, xn_.data() + m * E, E, c_.rms_eps);
     ++m;
   }
-  if (m > 0) matmul(g_.output, xn_.data(), m, logits);
+  if (m > 0) matmuls(xn_.data(), m, {{g_.output, logits}});
   return ok();
 }
 

@@ -12,6 +12,7 @@
 // defines: CpuBackend
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -48,9 +49,17 @@ class CpuBackend final : public Backend {
   void reserve(size_t n_tok);
   Status check_batch(const Batch& b) const;
   // y = x · Wᵀ through kernels/cpu/ when it handles W, else the reference.
-  // shared_x: x is the same as the previous call's (q/k/v, gate/up), so its
-  // 8-bit form is reused.
-  void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, bool shared_x = false);
+  void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y);
+  // Whether all parts take the q8 kernels with one shared 8-bit input.
+  bool takes_q8(std::initializer_list<MatmulQ8Part> parts) const;
+  // The matmuls of one input x (q/k/v, gate/up, or one): with 8-bit
+  // activations x is quantized once (or given, xq) and the parts run as one
+  // pool job; otherwise each part takes matmul().
+  void matmuls(const float* x, int64_t n_tok, std::initializer_list<MatmulQ8Part> parts,
+               const ActQ8View* xq = nullptr);
+  // gate_ = silu(gate_) * up_ over the pool; with quantize, also gate_'s
+  // 8-bit form into mm_scratch_.act() (the input of w_down).
+  void swiglu(int64_t n_tok, bool quantize);
 
   LlamaConfig c_;
   GlobalView g_;
@@ -60,8 +69,6 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
   CpuAct act_;
-  ActQ8View xq_;  // the last quantized input (in mm_scratch_.act())
-  bool xq_valid_ = false;
   Batch batch_;
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.

@@ -3,7 +3,7 @@
 // IEEE reciprocal, x * id rounded to nearest even), so the quants and scales
 // are the reference's bits; the sums are exact in int32 before their one
 // multiply by d.
-// defines: ActQ8Buffer::reserve, quantize_act_q8_cpu
+// defines: ActQ8Buffer::reserve, quantize_act_q8_cpu, quantize_act_q8_cpu_blocks
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -91,12 +91,12 @@ LS_AVX2 void quantize_block_avx2(const float* x, int8_t* q, float* d, float* ds,
 
 }  // namespace
 
-void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out, CpuIsa isa) {
-  assert(n % kActQ8Block == 0 && out.capacity() >= n_tok * n);
-  const int64_t nb = n_tok * n / kActQ8Block;
+void quantize_act_q8_cpu_blocks(const float* x, int64_t b0, int64_t b1, ActQ8Buffer& out,
+                                CpuIsa isa) {
+  assert(b0 >= 0 && b0 <= b1 && out.capacity() >= b1 * kActQ8Block);
 #if defined(__x86_64__) || defined(__i386__)
   if (isa != CpuIsa::Portable) {
-    for (int64_t b = 0; b < nb; ++b)
+    for (int64_t b = b0; b < b1; ++b)
       quantize_block_avx2(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
                           out.ds16() + 2 * b);
     return;
@@ -104,9 +104,14 @@ void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& 
 #else
   (void)isa;
 #endif
-  for (int64_t b = 0; b < nb; ++b)
+  for (int64_t b = b0; b < b1; ++b)
     quantize_block_portable(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
                             out.ds16() + 2 * b);
+}
+
+void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out, CpuIsa isa) {
+  assert(n % kActQ8Block == 0);
+  quantize_act_q8_cpu_blocks(x, 0, n_tok * n / kActQ8Block, out, isa);
 }
 
 }  // namespace ls

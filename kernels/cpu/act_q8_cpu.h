@@ -15,7 +15,7 @@
 //   d    (n_tok, nb)     f32
 //   ds   (n_tok, nb)     f32
 //   ds16 (n_tok, 2 nb)   f32
-// defines: ActQ8View, ActQ8Buffer, quantize_act_q8_cpu()
+// defines: ActQ8View, ActQ8Buffer, quantize_act_q8_cpu(), quantize_act_q8_cpu_blocks()
 #pragma once
 
 #include <cstdint>
@@ -61,5 +61,10 @@ class ActQ8Buffer {
 // every variant gives the same bits as quantize_act_q8_ref.
 void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out,
                          CpuIsa isa = cpu_isa_active());
+// Blocks [b0, b1) of the same, counted over all tokens (block b is values
+// 32b .. 32b + 31 of x): every block is independent, so threads can quantize
+// disjoint ranges of one input (the CPU backend fuses it with swiglu).
+void quantize_act_q8_cpu_blocks(const float* x, int64_t b0, int64_t b1, ActQ8Buffer& out,
+                                CpuIsa isa = cpu_isa_active());
 
 }  // namespace ls

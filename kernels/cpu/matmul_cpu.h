@@ -32,13 +32,16 @@
 // dot_q8.h. The weights are read once per call, n_tok 1..8 per pass over a
 // row, larger batches in tiles of 8. f32 (above) stays the exact oracle.
 //
-// Work split: rows in contiguous chunks, a few per thread (the pool's atomic
-// counter balances late starters), each row computed by one thread in a
-// fixed order, so results do not depend on the thread count. Nothing is
-// allocated per call: the scratch is the caller's, sized once.
+// Work split (q8): rows in contiguous ranges claimed from an atomic cursor,
+// long at first and shorter as the job drains, so the threads end together;
+// weights that share x (q/k/v, gate/up) run as the parts of one job, one
+// wake-up and one ragged end instead of three (kernels/cpu/matmul_cpu_q8.cpp).
+// Each row is computed by one thread in a fixed order, so results do not
+// depend on the thread count. Nothing is allocated per call: the scratch is
+// the caller's, sized once.
 // defines: CpuMatmulScratch, matmul_cpu_supports(),
 //          matmul_cpu(), matmul_cpu_bound(), matmul_cpu_quantize(), matmul_cpu_q8(),
-//          CpuMatmulTuning
+//          matmul_cpu_q8_parts(), MatmulQ8Part, CpuMatmulTuning
 #pragma once
 
 #include <cstdint>
@@ -55,12 +58,10 @@ namespace ls {
 // Knobs of the q8 path's work split and prefetch (the defaults are what the
 // engine runs; bench_cpu_matmul sweeps them).
 struct CpuMatmulTuning {
-  // Contiguous row chunks per thread (see "Work split" above): more balance
-  // the end of a matmul better (a thread idles at most one chunk at the
-  // end), fewer keep the streams longer. 16 rather than 4: 3-28 % more
-  // GB/s on the GPU machine's 16 cores at the 70B shapes
-  // (bench/results/2026-11-30-h200-cpu-q8.md).
-  int tasks_per_thread = 16;
+  // A claim takes remaining rows / (threads * tasks_per_thread) (at least
+  // 8): 1 starts with a thread's whole share divided by one, larger values
+  // start with shorter ranges (see "Work split" above).
+  int tasks_per_thread = 2;
   // Which row ahead a thread prefetches while it computes one (0: none, 1:
   // the next, k: k rows ahead), spread over the current row's loop.
   int prefetch_rows = 1;
@@ -111,6 +112,16 @@ ActQ8View matmul_cpu_quantize(const float* x, int64_t n_tok, int64_t n_in,
 // matmul_cpu_supports(w).
 void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, int64_t n_tok,
                    float* y, CpuIsa isa = cpu_isa_active(), const CpuMatmulTuning& tune = {});
+
+// Weights that share one input x, computed in one job (y = x · Wᵀ each).
+constexpr int kMatmulQ8MaxParts = 4;
+struct MatmulQ8Part {
+  WeightView w;
+  float* y;  // (n_tok, w.n_out)
+};
+void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
+                         const ActQ8View& x, int64_t n_tok, CpuIsa isa = cpu_isa_active(),
+                         const CpuMatmulTuning& tune = {});
 
 // The bound above for one output, given sum_i |w_i x_i|.
 inline double matmul_cpu_bound(int64_t n_in, double abs_products) {

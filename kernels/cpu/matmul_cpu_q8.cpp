@@ -1,8 +1,21 @@
 // The q8 path of matmul_cpu (kernels/cpu/matmul_cpu.h): quantize once, then
-// rows in contiguous chunks over the pool, each row read once from memory
-// and dotted with up to 8 tokens per pass (kernels/cpu/dot_q8.h).
-// defines: matmul_cpu_quantize, matmul_cpu_q8
+// the rows of one or more weights (q/k/v, gate/up: the parts share x) in one
+// pool job. Each row is read once from memory and dotted with up to 8 tokens
+// per pass (kernels/cpu/dot_q8.h).
+//
+// Work split: the parts' rows are one sequence, claimed in ranges from an
+// atomic cursor. Ranges shrink as the job drains (guided: remaining /
+// (threads * tasks_per_thread), at least kMinRows), so the first claims are
+// long streams and the last are short: a thread that finishes early waits
+// for at most a short range, not a sixteenth of another thread's share. A
+// thread claims its next range while it computes the last rows of the
+// current one, so the row prefetch runs on across the boundary instead of
+// starting each range with a cold miss. Which thread computes a row does not
+// change its result (each row is one fixed-order dot), so results do not
+// depend on the thread count or on the split.
+// defines: matmul_cpu_quantize, matmul_cpu_q8, matmul_cpu_q8_parts
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 
 #include "kernels/cpu/dot_q8.h"
@@ -19,60 +32,121 @@ ActQ8View matmul_cpu_quantize(const float* x, int64_t n_tok, int64_t n_in,
 
 namespace {
 
-// Everything a task needs behind one pointer (std::function's small buffer:
-// pool.run allocates nothing).
+// Short enough that the last claims end together, long enough that a claim
+// (one atomic) is noise next to it: 8 rows of 8192 Q4_K values are 36 KiB.
+constexpr int64_t kMinRows = 8;
+
+// Everything the threads share behind one pointer (std::function's small
+// buffer: pool.run allocates nothing).
 struct JobQ8 {
-  const WeightView* w;
+  const MatmulQ8Part* parts;
+  int n_parts;
+  int64_t start[kMatmulQ8MaxParts + 1];  // first row of each part in the sequence
+  uint64_t row_bytes[kMatmulQ8MaxParts];
   const ActQ8View* x;
   int64_t n_tok;
-  float* y;
   DotQ8Fn dot;
-  uint64_t row_bytes;
-  int64_t rows_per_task;
   int64_t prefetch_rows;
+  int64_t divisor;  // threads * tasks_per_thread
+  std::atomic<int64_t> cursor{0};
+
+  int64_t total() const { return start[n_parts]; }
+  int part_of(int64_t g) const {
+    int p = 0;
+    while (g >= start[p + 1]) ++p;
+    return p;
+  }
+  const uint8_t* row(int p, int64_t g) const {
+    return static_cast<const uint8_t*>(parts[p].w.data) + (g - start[p]) * row_bytes[p];
+  }
+  // [r0, r1) of the sequence, or false when it is drained.
+  bool claim(int64_t& r0, int64_t& r1) {
+    int64_t cur = cursor.load(std::memory_order_relaxed), n;
+    do {
+      const int64_t left = total() - cur;
+      if (left <= 0) return false;
+      n = std::min(left, std::max(kMinRows, left / divisor));
+    } while (!cursor.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+    r0 = cur;
+    r1 = cur + n;
+    return true;
+  }
 };
 
-void run_rows_q8(const JobQ8& j, int64_t r0, int64_t r1) {
-  const WeightView& w = *j.w;
-  const uint8_t* src = static_cast<const uint8_t*>(w.data) + r0 * j.row_bytes;
-  for (int64_t r = r0; r < r1; ++r, src += j.row_bytes) {
-    // A row ahead in the chunk is fetched during this one's first tile (past
-    // the chunk's end nothing: the next chunk may be another thread's). The
-    // hardware prefetchers stop at 4 KiB pages; this does not.
-    const int64_t k = j.prefetch_rows;
-    const RowPrefetch next{src + k * j.row_bytes,
-                           k > 0 && r + k < r1 ? static_cast<int64_t>(j.row_bytes) : 0};
-    for (int64_t t0 = 0; t0 < j.n_tok; t0 += kDotMaxTokens) {
-      const int nt = static_cast<int>(std::min<int64_t>(kDotMaxTokens, j.n_tok - t0));
-      j.dot(w.type, src, *j.x, t0, nt, j.y + t0 * w.n_out + r, w.n_out,
-            t0 == 0 ? next : RowPrefetch{});
+void run_thread_q8(JobQ8& j) {
+  int64_t r0, r1, n0 = 0, n1 = 0;
+  if (!j.claim(r0, r1)) return;
+  for (;;) {
+    bool claimed_next = false, have_next = false;
+    for (int64_t g = r0; g < r1; ++g) {
+      // The row k ahead in this thread's sequence: in this range, or at the
+      // start of the next one (claimed now, while this one still runs).
+      RowPrefetch next{};
+      const int64_t ahead = g + j.prefetch_rows;
+      if (j.prefetch_rows > 0) {
+        int64_t a = -1;
+        if (ahead < r1) {
+          a = ahead;
+        } else {
+          if (!claimed_next) {
+            have_next = j.claim(n0, n1);
+            claimed_next = true;
+          }
+          if (have_next && n0 + (ahead - r1) < n1) a = n0 + (ahead - r1);
+        }
+        if (a >= 0) {
+          const int pa = j.part_of(a);
+          next = {j.row(pa, a), static_cast<int64_t>(j.row_bytes[pa])};
+        }
+      }
+      const int p = j.part_of(g);
+      const MatmulQ8Part& part = j.parts[p];
+      const uint8_t* src = j.row(p, g);
+      const int64_t r = g - j.start[p];
+      for (int64_t t0 = 0; t0 < j.n_tok; t0 += kDotMaxTokens) {
+        const int nt = static_cast<int>(std::min<int64_t>(kDotMaxTokens, j.n_tok - t0));
+        j.dot(part.w.type, src, *j.x, t0, nt, part.y + t0 * part.w.n_out + r, part.w.n_out,
+              t0 == 0 ? next : RowPrefetch{});
+      }
     }
+    if (!claimed_next) have_next = j.claim(n0, n1);
+    if (!have_next) return;
+    r0 = n0;
+    r1 = n1;
   }
 }
 
 }  // namespace
 
-void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, int64_t n_tok,
-                   float* y, CpuIsa isa, const CpuMatmulTuning& tune) {
-  assert(matmul_cpu_supports(w) && x.n == w.n_in && cpu_isa_supported(isa));
-  if (n_tok <= 0 || w.n_out <= 0) return;
-  JobQ8 j{};
-  j.w = &w;
+void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
+                         const ActQ8View& x, int64_t n_tok, CpuIsa isa,
+                         const CpuMatmulTuning& tune) {
+  assert(n_parts >= 1 && n_parts <= kMatmulQ8MaxParts && cpu_isa_supported(isa));
+  if (n_tok <= 0) return;
+  JobQ8 j;
+  j.parts = parts;
+  j.n_parts = n_parts;
+  j.start[0] = 0;
+  for (int p = 0; p < n_parts; ++p) {
+    const WeightView& w = parts[p].w;
+    assert(matmul_cpu_supports(w) && x.n == w.n_in);
+    j.row_bytes[p] = ggml_row_bytes(w.type, static_cast<uint64_t>(w.n_in));
+    j.start[p + 1] = j.start[p] + std::max<int64_t>(0, w.n_out);
+  }
+  if (j.total() == 0) return;
   j.x = &x;
   j.n_tok = n_tok;
-  j.y = y;
   j.dot = dot_q8_fn(isa);
-  j.row_bytes = ggml_row_bytes(w.type, static_cast<uint64_t>(w.n_in));
   j.prefetch_rows = tune.prefetch_rows;
-  const int64_t per_thread = std::max(1, tune.tasks_per_thread);
-  const int64_t n_tasks_target = static_cast<int64_t>(pool.size()) * per_thread;
-  j.rows_per_task = std::max<int64_t>(4, (w.n_out + n_tasks_target - 1) / n_tasks_target);
-  const int64_t n_tasks = (w.n_out + j.rows_per_task - 1) / j.rows_per_task;
-  const JobQ8* jp = &j;
-  pool.run(n_tasks, [jp](int64_t task, int) {
-    const int64_t r0 = task * jp->rows_per_task;
-    run_rows_q8(*jp, r0, std::min(jp->w->n_out, r0 + jp->rows_per_task));
-  });
+  j.divisor = static_cast<int64_t>(pool.size()) * std::max(1, tune.tasks_per_thread);
+  JobQ8* jp = &j;
+  pool.run(pool.size(), [jp](int64_t, int) { run_thread_q8(*jp); });
+}
+
+void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, int64_t n_tok,
+                   float* y, CpuIsa isa, const CpuMatmulTuning& tune) {
+  const MatmulQ8Part part{w, y};
+  matmul_cpu_q8_parts(pool, &part, 1, x, n_tok, isa, tune);
 }
 
 }  // namespace ls

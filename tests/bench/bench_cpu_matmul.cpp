@@ -25,7 +25,8 @@
 //       GGUF model is read; the file is written under --file-dir)
 //   --tasks 4,16          row chunks per thread and matmul
 //   --pf 0,1,2            rows ahead that a thread prefetches (0: none)
-//   --shapes 70b|8b       the model's matmul shapes
+//   --shapes 70b|8b|l2    the model's matmul shapes; l2: one 8192 x 48 matrix
+//       (with --weights-gib 0, the kernel's compute rate from L2)
 //
 // Usage: ls_bench_cpu_matmul [--threads 1,2] [--ntok 1,8] [--isa best|all|avx512,...]
 //          [--types q4_k,...] [--act q8,f32] [--mem anon] [--tasks 4] [--pf 1]
@@ -153,6 +154,19 @@ class WeightMem {
   std::string path_;
 };
 
+// The core's clock while it runs: 2^28 dependent 64-bit adds (one cycle each
+// on any x86 core of the last 15 years), timed. Per-chunk cycle counts of the
+// kernels follow from it.
+double core_ghz() {
+  uint64_t v = 1;
+  const uint64_t n = uint64_t{1} << 28;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < n; ++i) asm volatile("add $1, %0" : "+r"(v));
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (v == 0) std::printf(" ");  // keeps v alive
+  return n / sec / 1e9;
+}
+
 struct Shape {
   int64_t n_in, n_out;
   const char* role;
@@ -262,6 +276,7 @@ int main(int argc, char** argv) {
       std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
     }
   }
+  std::printf("core clock (a chain of dependent adds, one per cycle): %.2f GHz\n", core_ghz());
   std::printf("cpu: best matmul variant %s; q8 kernel %s\n\n", cpu_isa_name(cpu_isa_best()),
               dot_q8_name(cpu_isa_best()));
 
@@ -274,6 +289,10 @@ int main(int argc, char** argv) {
               {4096, 14336, "gate/up"},
               {14336, 4096, "down"},
               {4096, 1024, "wk/wv"}};
+  // Compute, not memory: a matrix a core's L2 holds, read again and again
+  // (with --weights-gib 0 the buffer is just this matrix), so GB/s here is
+  // what the kernel's instructions allow one thread.
+  if (shape_set == "l2") shapes = {{8192, 48, "l2-resident"}};
   std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %8s %10s %8s %8s %10s %6s\n", "type",
               "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "MB", "GB/s med",
               "min", "max", "host GB/s", "ratio");

@@ -205,3 +205,49 @@ TEST_CASE("cpu_matmul_q8: close to the f32 product (the rounding of x only)") {
     CHECK(num / den <= 1e-4);
   }
 }
+
+TEST_CASE("cpu_matmul_q8_parts: one job over several weights = each on its own, bit for bit") {
+  // q/k/v and gate/up run as the parts of one job, ranges claimed across the
+  // parts' boundaries; every row must still be the same fixed-order dot.
+  // Mixed types (Q4_K_M's q/k are Q4_K, v Q6_K), row counts that do not
+  // divide the claims, thread counts 1..4, split divisors 1..16, prefetch
+  // 0..3 rows ahead, n_tok 1, 3 and 9 (a tile and a remainder).
+  std::mt19937 rng(99);
+  const int64_t n_in = 512;
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  const int64_t n_outs[3] = {203, 9, 64};
+  std::vector<std::vector<uint8_t>> wb;
+  for (int p = 0; p < 3; ++p) wb.push_back(random_weight(types[p], n_in, n_outs[p], rng));
+  for (int64_t n_tok : {1, 3, 9}) {
+    const auto x = random_x(n_in * n_tok, rng);
+    ActQ8Buffer buf;
+    buf.reserve(n_tok, n_in);
+    quantize_act_q8_cpu(x.data(), n_tok, n_in, buf);
+    const ActQ8View xv = buf.view(n_in);
+    ThreadPool pool1(1);
+    std::vector<std::vector<float>> want(3);
+    for (int p = 0; p < 3; ++p) {
+      want[p].assign(n_outs[p] * n_tok, 0.0f);
+      matmul_cpu_q8(pool1, {types[p], wb[p].data(), n_in, n_outs[p]}, xv, n_tok,
+                    want[p].data());
+    }
+    for (int threads : {1, 2, 4})
+      for (int tasks : {1, 3, 16})
+        for (int pf : {0, 1, 3}) {
+          ThreadPool pool(threads);
+          std::vector<std::vector<float>> got(3);
+          MatmulQ8Part parts[3];
+          for (int p = 0; p < 3; ++p) {
+            got[p].assign(n_outs[p] * n_tok, std::numeric_limits<float>::quiet_NaN());
+            parts[p] = {{types[p], wb[p].data(), n_in, n_outs[p]}, got[p].data()};
+          }
+          matmul_cpu_q8_parts(pool, parts, 3, xv, n_tok, cpu_isa_active(), {tasks, pf});
+          CAPTURE(n_tok);
+          CAPTURE(threads);
+          CAPTURE(tasks);
+          CAPTURE(pf);
+          for (int p = 0; p < 3; ++p)
+            CHECK(std::memcmp(got[p].data(), want[p].data(), 4 * want[p].size()) == 0);
+        }
+  }
+}
