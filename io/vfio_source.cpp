@@ -159,6 +159,11 @@ Expected<std::unique_ptr<BlockSource>> open_vfio_source(const std::string& path,
   const std::string where = "namespace " + std::to_string(info.nsid) + " of " + o.nvme +
                             " at LBA " + std::to_string(o.nvme_lba);
   Status st = verify_raw_gguf(**file, device_bytes, read, where);
+  // On an error the controller goes down before the page is unmapped: after
+  // a timeout a read into it may still be in flight. (NvmeController::read
+  // disables the controller itself on a timeout; this keeps the order right
+  // for any other error too.)
+  if (!st.ok()) (void)c.shutdown();
   (*dev)->dma().free(*page);
   if (!st.ok()) return st.error();
   const uint64_t size = (*file)->file_size();

@@ -33,7 +33,13 @@ T load(const uint8_t* p) {
 
 Expected<std::unique_ptr<NvmeController>> NvmeController::open(NvmeRegs& regs, DmaMemory& dma,
                                                                const NvmeControllerOptions& opts) {
+  return open_with(regs, dma, opts, TestFaults{});
+}
+
+Expected<std::unique_ptr<NvmeController>> NvmeController::open_with(
+    NvmeRegs& regs, DmaMemory& dma, const NvmeControllerOptions& opts, const TestFaults& faults) {
   std::unique_ptr<NvmeController> c(new NvmeController(regs, dma, opts));
+  c->faults_ = faults;
   if (Status st = c->bring_up(); !st) {
     (void)c->shutdown();  // the bring-up error is the one to report
     return Error{st.error()};
@@ -76,6 +82,18 @@ Status NvmeController::disable() {
   return wait_ready(false, false, "disable");
 }
 
+Error NvmeController::fail_stop(const Error& why) {
+  failed_ = true;
+  // No admin command (a delete of the queues) can be trusted now: reset the
+  // controller straight away, so that when the caller sees the error no
+  // command of ours can still write into memory it may free or unmap.
+  if (Status st = disable(); !st) {
+    return make_error("%s; disabling the controller then failed too: %s", why.message.c_str(),
+                      st.error().message.c_str());
+  }
+  return Error{why.message + "; the controller was disabled"};
+}
+
 Status NvmeController::bring_up() {
   cap_ = regs_.read64(nvme::reg::kCap);
   if (cap_ == ~uint64_t{0}) return make_error("nvme: the controller is gone (CAP reads all ones)");
@@ -107,14 +125,28 @@ Status NvmeController::bring_up() {
   admin_ = std::move(*aq);
   touched_ = true;
   regs_.write32(nvme::reg::kAqa, nvme::aqa(admin_entries, admin_entries));
-  regs_.write64(nvme::reg::kAsq, admin_->sq_iova());
+  const uint64_t asq = admin_->sq_iova() | (faults_.misaligned_asq ? 0x800 : 0);
+  regs_.write64(nvme::reg::kAsq, asq);
   regs_.write64(nvme::reg::kAcq, admin_->cq_iova());
 
   const uint32_t cc = (0u << nvme::cc::kCssShift) | (0u << nvme::cc::kMpsShift) |
                       (0u << nvme::cc::kAmsShift) | (nvme::kSqEntryLog2 << nvme::cc::kIosqesShift) |
                       (nvme::kCqEntryLog2 << nvme::cc::kIocqesShift) | nvme::cc::kEn;
   regs_.write32(nvme::reg::kCc, cc);
-  LS_TRY(wait_ready(true, true, "enable"));
+  if (Status st = wait_ready(true, true, "enable"); !st) {
+    // A fatal status at enable is the controller refusing this configuration:
+    // say what it was given, so it can be checked against CAP and the spec.
+    if (regs_.read32(nvme::reg::kCsts) & nvme::csts::kCfs) {
+      return make_error(
+          "%s: the controller refused CC 0x%08x (MPS %u, IOSQES %u, IOCQES %u) with AQA "
+          "0x%08x, ASQ 0x%llx, ACQ 0x%llx",
+          st.error().message.c_str(), cc, (cc >> nvme::cc::kMpsShift) & 0xF,
+          (cc >> nvme::cc::kIosqesShift) & 0xF, (cc >> nvme::cc::kIocqesShift) & 0xF,
+          nvme::aqa(admin_entries, admin_entries), static_cast<unsigned long long>(asq),
+          static_cast<unsigned long long>(admin_->cq_iova()));
+    }
+    return st;
+  }
 
   LS_TRY(identify());
   return create_io_queues();
@@ -126,14 +158,10 @@ Expected<NvmeCompletion> NvmeController::admin(const NvmeCommand& cmd) {
   if (!cid) return Error{cid.error()};
   LS_TRY(admin_->submit(*cid, cmd));
   auto c = admin_->wait(opts_.command_timeout);
-  if (!c) {
-    failed_ = true;
-    return Error{c.error()};
-  }
+  if (!c) return fail_stop(c.error());
   if (c->cid != *cid) {
-    failed_ = true;
-    return make_error("nvme: %s (cid %u) answered by a completion for cid %u", cmd.name(), *cid,
-                      c->cid);
+    return fail_stop(make_error("nvme: %s (cid %u) answered by a completion for cid %u", cmd.name(),
+                                *cid, c->cid));
   }
   if (c->status != 0) {
     return make_error("nvme: %s failed: %s", cmd.name(), nvme::status_string(c->status).c_str());
@@ -223,6 +251,11 @@ Status NvmeController::create_io_queues() {
 }
 
 Status NvmeController::read(uint64_t lba, uint64_t blocks, uint64_t iova, uint32_t queue) {
+  return read_on(info_.nsid, lba, blocks, iova, queue, true);
+}
+
+Status NvmeController::read_on(uint32_t nsid, uint64_t lba, uint64_t blocks, uint64_t iova,
+                               uint32_t queue, bool check_range) {
   if (down_ || failed_) {
     return make_error("nvme: read at LBA %llu refused: the controller is %s",
                       static_cast<unsigned long long>(lba), down_ ? "shut down" : "failed");
@@ -231,7 +264,7 @@ Status NvmeController::read(uint64_t lba, uint64_t blocks, uint64_t iova, uint32
     return make_error("nvme: read at LBA %llu on I/O queue %u: only %zu queues",
                       static_cast<unsigned long long>(lba), queue + 1, io_queues_.size());
   }
-  if (lba >= info_.nsze || blocks > info_.nsze - lba) {
+  if (check_range && (lba >= info_.nsze || blocks > info_.nsze - lba)) {
     return make_error(
         "nvme: read of %llu blocks at LBA %llu is beyond the namespace (NSZE = %llu "
         "blocks)",
@@ -258,7 +291,7 @@ Status NvmeController::read(uint64_t lba, uint64_t blocks, uint64_t iova, uint32
         first_error = Error{prp.error()};
         break;
       }
-      auto cmd = NvmeCommand::read(info_.nsid, p.lba, p.blocks, prp->prp1, prp->prp2);
+      auto cmd = NvmeCommand::read(nsid, p.lba, p.blocks, prp->prp1, prp->prp2);
       if (!cmd) {
         q.cancel(*cid);
         first_error = Error{cmd.error()};
@@ -272,17 +305,15 @@ Status NvmeController::read(uint64_t lba, uint64_t blocks, uint64_t iova, uint32
     }
     if (q.outstanding() == 0) break;
     auto c = q.wait(opts_.command_timeout);
-    if (!c) {
-      // The controller may still write into the caller's buffer: only a
-      // reset (shutdown) stops it, so no further command goes out.
-      failed_ = true;
-      return Error{c.error()};
-    }
+    // The controller may still write into the caller's buffer: only a reset
+    // stops it, and it must come before the caller can free that buffer.
+    if (!c) return fail_stop(c.error());
     if (c->status != 0 && first_error.ok()) {
       const uint64_t slba = (uint64_t{c->entry.cdw11} << 32) | c->entry.cdw10;
-      first_error = make_error("nvme: read of %u blocks at LBA %llu failed: %s (I/O queue %u)",
-                               (c->entry.cdw12 & 0xFFFF) + 1, static_cast<unsigned long long>(slba),
-                               nvme::status_string(c->status).c_str(), q.qid());
+      first_error =
+          make_error("nvme: read of %u blocks at LBA %llu failed: %s (namespace %u, I/O queue %u)",
+                     (c->entry.cdw12 & 0xFFFF) + 1, static_cast<unsigned long long>(slba),
+                     nvme::status_string(c->status).c_str(), c->entry.nsid, q.qid());
     }
   }
   return first_error;

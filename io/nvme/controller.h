@@ -66,20 +66,48 @@ class NvmeController {
   // `queue`, split into commands of at most info().max_transfer bytes, all
   // in flight at once up to the queue's depth. A read beyond the namespace
   // is refused before anything is submitted. After a timeout or a fatal
-  // controller status the controller refuses further reads.
+  // controller status the controller is disabled before read() returns (a
+  // command still in flight could otherwise write into memory the caller
+  // frees or unmaps on the error), and it refuses further reads.
   Status read(uint64_t lba, uint64_t blocks, uint64_t iova, uint32_t queue = 0);
 
   // Deletes the I/O queues, notifies shutdown, disables the controller and
   // waits for CSTS.RDY = 0, then frees the queue memory. Idempotent.
   Status shutdown();
 
+  // True once a timeout, a fatal status or a broken completion has stopped
+  // the controller (it is disabled then, or as far as it would go).
+  bool failed() const { return failed_; }
+
   // For tests and diagnostics.
   NvmeQueuePair& io_queue(uint32_t i) { return *io_queues_[i]; }
   NvmeQueuePair& admin_queue() { return *admin_; }
 
  private:
+  // Faults that only tests provoke on purpose, through NvmeControllerFaults:
+  // declared here and defined in no library file (tests/qemu/guest_vfio_faults.cpp
+  // defines it for the QEMU fault test), as NvmeCommandForge is. None of them
+  // can build a command other than the factories' read-only ones.
+  friend struct NvmeControllerFaults;
+  struct TestFaults {
+    // ASQ written with bits 11:0 set: a controller must refuse to enable
+    // (CSTS.CFS). Those bits are reserved, so one that ignored them would
+    // still find the real admin queue there.
+    bool misaligned_asq = false;
+  };
+
   NvmeController(NvmeRegs& regs, DmaMemory& dma, const NvmeControllerOptions& opts)
       : regs_(regs), dma_(dma), opts_(opts) {}
+  static Expected<std::unique_ptr<NvmeController>> open_with(NvmeRegs& regs, DmaMemory& dma,
+                                                             const NvmeControllerOptions& opts,
+                                                             const TestFaults& faults);
+  // read() on namespace `nsid`; check_range = false skips the namespace
+  // bounds check (tests only: the controller's own answer to such a read).
+  Status read_on(uint32_t nsid, uint64_t lba, uint64_t blocks, uint64_t iova, uint32_t queue,
+                 bool check_range);
+  // A timeout, fatal status or broken completion: mark the controller failed
+  // and disable it now; returns `why`, with the disable's own error if any.
+  Error fail_stop(const Error& why);
   Status bring_up();
   Status disable();
   Status wait_ready(bool want_ready, bool fail_on_cfs, const char* step);
@@ -90,6 +118,7 @@ class NvmeController {
   NvmeRegs& regs_;
   DmaMemory& dma_;
   NvmeControllerOptions opts_;
+  TestFaults faults_;
   NvmeControllerInfo info_;
   uint64_t cap_ = 0;
   std::unique_ptr<NvmeQueuePair> admin_;

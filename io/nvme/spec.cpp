@@ -134,13 +134,19 @@ std::string status_string(uint16_t status) {
     default:
       break;
   }
-  char buf[128];
-  if (type_name == nullptr) {
-    std::snprintf(buf, sizeof buf, "status type %u: code 0x%02x", type, code);
-  } else if (name != nullptr) {
-    std::snprintf(buf, sizeof buf, "%s: %s (0x%02x)", type_name, name, code);
+  // The name first, then the numbers as the specification gives them (so a
+  // message can be looked up), and Do Not Retry: the controller's word that
+  // the same command would fail again.
+  const char* dnr = (status & kStatusDnr) ? ", do not retry" : "";
+  char buf[160];
+  if (name != nullptr) {
+    std::snprintf(buf, sizeof buf, "%s (SCT %u %s, SC 0x%02x%s)", name, type, type_name, code, dnr);
+  } else if (type_name != nullptr) {
+    std::snprintf(buf, sizeof buf, "status code 0x%02x (SCT %u %s, SC 0x%02x%s)", code, type,
+                  type_name, code, dnr);
   } else {
-    std::snprintf(buf, sizeof buf, "%s: status code 0x%02x", type_name, code);
+    std::snprintf(buf, sizeof buf, "status code 0x%02x (SCT %u reserved, SC 0x%02x%s)", code, type,
+                  code, dnr);
   }
   return buf;
 }

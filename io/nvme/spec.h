@@ -155,6 +155,7 @@ inline uint8_t status_type(uint16_t status) {
 inline uint16_t make_status(uint8_t sct, uint8_t sc) {
   return static_cast<uint16_t>((sct & 0x7) << 8 | sc);
 }
+constexpr uint16_t kStatusDnr = 1u << 14;  // Do Not Retry
 
 namespace sct {
 constexpr uint8_t kGeneric = 0;
@@ -182,7 +183,8 @@ constexpr uint8_t kInvalidQueueDeletion = 0x0C;
 constexpr uint8_t kUnrecoveredReadError = 0x81;
 }  // namespace sc
 
-// "generic: LBA out of range (0x80)", "media: unrecovered read error (0x81)".
+// "LBA out of range (SCT 0 generic, SC 0x80, do not retry)",
+// "unrecovered read error (SCT 2 media, SC 0x81)".
 std::string status_string(uint16_t status);
 
 // ---- Opcodes ----

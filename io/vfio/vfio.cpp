@@ -214,6 +214,11 @@ uint64_t VfioDma::iova_of(const void* host) const {
   return it->second.iova + (h - it->first);
 }
 
+size_t VfioDma::mappings() const {
+  std::lock_guard lock(mu_);
+  return maps_.size();
+}
+
 Expected<uint64_t> VfioDma::map_locked(void* host, size_t bytes, bool owned) {
   const auto h = reinterpret_cast<uintptr_t>(host);
   if (h % kPage) return make_error("DMA map of %p: the address is not 4 KiB aligned", host);

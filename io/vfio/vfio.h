@@ -57,6 +57,9 @@ class VfioDma final : public DmaMemory {
   Expected<uint64_t> map(void* host, size_t bytes) override;
   void unmap(void* host, size_t bytes) override;
   uint64_t iova_of(const void* host) const override;
+  // Mappings alive now (alloc() and map() ones): 0 once every user has
+  // released its memory, which the QEMU fault test checks after each error.
+  size_t mappings() const;
 
  private:
   struct Mapping {
@@ -83,7 +86,7 @@ class VfioDevice {
   VfioDevice& operator=(const VfioDevice&) = delete;
 
   NvmeRegs& regs() { return *regs_; }
-  DmaMemory& dma() { return *dma_; }
+  VfioDma& dma() { return *dma_; }
   const std::string& address() const { return address_; }
   int group() const { return group_; }
 

@@ -7,9 +7,14 @@
 #   0000:00:04.0  serial ls0  a raw disk with a synthetic GGUF at LBA $lba
 #   0000:00:05.0  serial ls1  a disk with an MBR partition table (the same
 #                             GGUF inside its first partition): bind must refuse it
+# With --slow-nvme, a third:
+#   0000:00:06.0  serial ls2  a copy of disk 0 behind QEMU's block throttling
+#                             (reads at 256 KiB/s after a burst): a read that
+#                             waits in QEMU, for the command-timeout test
 # The guest program gets the first address as its first argument, then the
 # arguments given after "--"; it also sees LS_NVME, LS_NVME_LBA, LS_NVME_PARTITIONED
-# and LS_MODEL (the GGUF file, in the initramfs) in its environment.
+# and LS_MODEL (the GGUF file, in the initramfs) in its environment, and
+# LS_NVME_SLOW (--slow-nvme) and LS_CLI (--cli: the layerstream binary) when asked.
 #
 # Fails on: no "LS_QEMU_RESULT 0" line (the guest program failed, the guest
 # panicked or hung past the timeout), any DMAR fault in the guest's kernel log,
@@ -18,11 +23,15 @@
 # only evidence of a bad mapping.
 #
 # Usage: tests/qemu/run.sh [--build DIR] [--guest PROGRAM] [--timeout S]
-#                          [--expect-dma-fault] [--keep] [-- GUEST_ARGS...]
+#                          [--expect-dma-fault] [--slow-nvme] [--cli] [--keep]
+#                          [-- GUEST_ARGS...]
 #   --build DIR          where layerstream and ls_qemu_guest are (default: build)
 #   --guest PROGRAM      statically linked guest program (default: DIR/ls_qemu_guest)
 #   --expect-dma-fault   invert the fault check: pass only if a DMAR fault is seen
 #                        (proves the detector works)
+#   --slow-nvme          add the throttled third controller (LS_NVME_SLOW)
+#   --cli                put DIR/layerstream in the guest with the shared libraries
+#                        it loads (LS_CLI=/guest/layerstream)
 #   --keep               keep the work directory (console log, QEMU stderr, images)
 # Environment: LS_QEMU_CACHE (default ~/.cache/layerstream-qemu): the kernel;
 #   LS_QEMU_NO_INSTALL=1: never apt-get install, skip instead.
@@ -35,6 +44,8 @@ build=$root/build
 guest=
 timeout_s=300
 expect_fault=0
+slow_nvme=0
+with_cli=0
 keep=0
 guest_args=()
 while [ $# -gt 0 ]; do
@@ -43,6 +54,8 @@ while [ $# -gt 0 ]; do
     --guest) guest=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --expect-dma-fault) expect_fault=1; shift ;;
+    --slow-nvme) slow_nvme=1; shift ;;
+    --cli) with_cli=1; shift ;;
     --keep) keep=1; shift ;;
     --) shift; guest_args=("$@"); break ;;
     *) echo "run.sh: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -111,6 +124,8 @@ le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 25
   le32 $((disk_mib * 2048 - lba))
 } | dd of="$work/disk1.img" bs=1 seek=446 conv=notrunc status=none
 printf '\x55\xaa' | dd of="$work/disk1.img" bs=1 seek=510 conv=notrunc status=none
+# Disk 2 (--slow-nvme): disk 0 again; QEMU throttles it below.
+[ "$slow_nvme" = 0 ] || cp "$work/disk0.img" "$work/disk2.img"
 
 # Initramfs: busybox, /init, the modules, the guest program and the model.
 ird=$work/initramfs
@@ -120,9 +135,25 @@ cp "$here/init.sh" "$ird/init"
 cp "$kdir"/modules/*.ko "$kdir/modules.load" "$ird/lib/modules/"
 cp "$guest" "$ird/guest/"
 cp "$work/model.gguf" "$ird/guest/model.gguf"
-echo "nvme0n1 nvme1n1" > "$ird/guest/wait"
+guest_env="LS_NVME=0000:00:04.0 LS_NVME_LBA=$lba LS_NVME_PARTITIONED=0000:00:05.0 LS_MODEL=/guest/model.gguf"
+if [ "$with_cli" = 1 ]; then
+  # The CLI as built (dynamically linked): the loader and every library ldd
+  # lists, at the same paths, so the guest runs the very binary under test.
+  cp "$build/layerstream" "$ird/guest/layerstream"
+  for lib in $(ldd "$build/layerstream" | grep -o '/[^ ]*'); do
+    mkdir -p "$ird$(dirname "$lib")"
+    cp -L "$lib" "$ird$lib"
+  done
+  guest_env+=" LS_CLI=/guest/layerstream"
+fi
+if [ "$slow_nvme" = 1 ]; then
+  echo "nvme0n1 nvme1n1 nvme2n1" > "$ird/guest/wait"
+  guest_env+=" LS_NVME_SLOW=0000:00:06.0"
+else
+  echo "nvme0n1 nvme1n1" > "$ird/guest/wait"
+fi
 {
-  echo "export LS_NVME=0000:00:04.0 LS_NVME_LBA=$lba LS_NVME_PARTITIONED=0000:00:05.0 LS_MODEL=/guest/model.gguf"
+  echo "export $guest_env"
   printf './%s "$LS_NVME"' "$(basename "$guest")"
   [ ${#guest_args[@]} -eq 0 ] || printf ' %q' "${guest_args[@]}"
   echo
@@ -142,6 +173,12 @@ qemu=(qemu-system-x86_64 -machine q35,kernel-irqchip=split -accel tcg -m 1G -smp
   -device nvme,serial=ls1,drive=d1,bus=pcie.0,addr=0x5
   -kernel "$kdir/vmlinux" -initrd "$work/initramfs.cpio"
   -append "console=ttyS0 intel_iommu=on quiet panic=-1")
+# Throttled: after a burst of a tenth of a second's worth, reads wait in QEMU
+# (a 512 KiB read then waits about 2 s), while the guest's own boot-time
+# reads of a few KiB hardly notice.
+[ "$slow_nvme" = 0 ] || qemu+=(
+  -drive "file=$work/disk2.img,if=none,id=d2,format=raw,throttling.bps-read=262144"
+  -device nvme,serial=ls2,drive=d2,bus=pcie.0,addr=0x6)
 t_boot=$(date +%s.%N)
 qemu_rc=0
 timeout "$timeout_s" "${qemu[@]}" > "$work/qemu.out" 2> "$work/qemu.err" || qemu_rc=$?

@@ -199,7 +199,8 @@ TEST_CASE("nvme controller: an error status names the LBA and the decoded status
   Status st = (*c)->read(512, 1024, buf->iova);
   REQUIRE_FALSE(st.ok());
   CHECK(contains(st.error().message, "read of 256 blocks at LBA 768 failed"));
-  CHECK(contains(st.error().message, "media: unrecovered read error (0x81)"));
+  CHECK(contains(st.error().message, "unrecovered read error (SCT 2 media, SC 0x81)"));
+  CHECK(contains(st.error().message, "(namespace 1, I/O queue 1)"));
   // Every other command of the read was reaped before the error came back.
   CHECK((*c)->io_queue(0).outstanding() == 0);
   CHECK(dev.reads_served() == 3);
@@ -222,7 +223,13 @@ TEST_CASE("nvme controller: a command that never completes times out naming it a
   CHECK(contains(st.error().message, "read of 4 blocks at LBA 40"));
   CHECK(contains(st.error().message, "I/O queue 2"));
   CHECK(contains(st.error().message, "timed out after 100 ms"));
-  // Nothing more goes to a controller that may still be writing.
+  // Disabled before read() returned: the hung command may still write into
+  // buf, which a caller frees on the error.
+  CHECK(contains(st.error().message, "the controller was disabled"));
+  CHECK((*c)->failed());
+  CHECK((dev.cc() & nvme::cc::kEn) == 0);
+  CHECK((dev.csts() & nvme::csts::kRdy) == 0);
+  // Nothing more goes to a controller that may have been writing.
   st = (*c)->read(0, 1, buf->iova);
   REQUIRE_FALSE(st.ok());
   CHECK(contains(st.error().message, "failed"));
@@ -244,6 +251,10 @@ TEST_CASE("nvme controller: controller fatal status stops a read and the control
   REQUIRE_FALSE(st.ok());
   CHECK(contains(st.error().message, "CSTS.CFS=1"));
   CHECK(dev.reads_served() == 2);
+  // Reset before read() returned, not only at shutdown.
+  CHECK(contains(st.error().message, "the controller was disabled"));
+  CHECK((dev.cc() & nvme::cc::kEn) == 0);
+  CHECK((dev.csts() & nvme::csts::kRdy) == 0);
   (void)(*c)->shutdown();
   check_disabled(dev);
   CHECK((dev.csts() & nvme::csts::kCfs) == 0);  // the reset cleared it
@@ -260,6 +271,7 @@ TEST_CASE("nvme controller: fatal status at enable, or never ready, fails open a
     auto c = NvmeController::open(dev, dma, quick());
     REQUIRE_FALSE(c);
     CHECK(contains(c.error().message, "enable: controller fatal status (CSTS.CFS=1)"));
+    CHECK(contains(c.error().message, "the controller refused CC 0x00460001 (MPS 0, IOSQES 6"));
     check_disabled(dev);
     CHECK(dma.regions() == 0);
   }

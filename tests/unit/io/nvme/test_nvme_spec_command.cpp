@@ -31,16 +31,20 @@ TEST_CASE("nvme spec: doorbells sit 4 << DSTRD bytes apart, SQ tail before CQ he
 
 TEST_CASE("nvme spec: a status decodes to its type and code in words") {
   CHECK(n::status_string(n::make_status(n::sct::kGeneric, 0x80)) ==
-        "generic: LBA out of range (0x80)");
+        "LBA out of range (SCT 0 generic, SC 0x80)");
   CHECK(n::status_string(n::make_status(n::sct::kGeneric, 0x02)) ==
-        "generic: invalid field in command (0x02)");
+        "invalid field in command (SCT 0 generic, SC 0x02)");
   CHECK(n::status_string(n::make_status(n::sct::kMedia, 0x81)) ==
-        "media: unrecovered read error (0x81)");
+        "unrecovered read error (SCT 2 media, SC 0x81)");
   CHECK(n::status_string(n::make_status(n::sct::kCommandSpecific, 0x01)) ==
-        "command specific: invalid queue identifier (0x01)");
-  CHECK(n::status_string(n::make_status(n::sct::kGeneric, 0x7F)) == "generic: status code 0x7f");
-  CHECK(n::status_string(n::make_status(5, 0x12)) == "status type 5: code 0x12");
-  // The status field of a CQE sits above the phase tag; DNR and More do not change the words.
+        "invalid queue identifier (SCT 1 command specific, SC 0x01)");
+  CHECK(n::status_string(n::make_status(n::sct::kGeneric, 0x7F)) ==
+        "status code 0x7f (SCT 0 generic, SC 0x7f)");
+  CHECK(n::status_string(n::make_status(5, 0x12)) == "status code 0x12 (SCT 5 reserved, SC 0x12)");
+  // Do Not Retry (bit 14) is said; More (bit 13) does not change the words.
+  CHECK(n::status_string(n::make_status(n::sct::kGeneric, 0x80) | n::kStatusDnr | 0x2000) ==
+        "LBA out of range (SCT 0 generic, SC 0x80, do not retry)");
+  // The status field of a CQE sits above the phase tag.
   const uint16_t sp =
       static_cast<uint16_t>((n::make_status(n::sct::kMedia, 0x81) | 0x4000) << 1 | 1);
   CHECK(n::cqe_phase(sp));
