@@ -7,12 +7,14 @@
 namespace ls {
 
 CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-                       KvType kv_type, int n_threads, CpuAct act)
+                       KvType kv_type, int n_threads, CpuAct act,
+                       const CpuMatmulTuning& tune)
     : c_(c),
       g_(g),
       kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type),
       pool_(n_threads),
-      act_(act) {
+      act_(act),
+      tune_(tune) {
   rope_.n_rot = static_cast<int32_t>(c.n_rot);
   rope_.freq_base = c.rope_freq_base;
   rope_.freq_scale = c.rope_freq_scale;
@@ -29,7 +31,8 @@ void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, floa
   } else if (act_ == CpuAct::F32) {
     matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
   } else {
-    matmul_cpu_q8(pool_, w, matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_), n_tok, y);
+    matmul_cpu_q8(pool_, w, matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_), n_tok, y,
+                  cpu_isa_active(), tune_);
   }
 }
 
@@ -50,7 +53,8 @@ void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<Ma
   }
   const ActQ8View v =
       xq ? *xq : matmul_cpu_quantize(x, n_tok, parts.begin()->w.n_in, mm_scratch_);
-  matmul_cpu_q8_parts(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok);
+  matmul_cpu_q8_parts(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok,
+                      cpu_isa_active(), tune_);
 }
 
 void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
@@ -64,7 +68,7 @@ void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
     const int64_t b0 = nb * task / n_tasks, b1 = nb * (task + 1) / n_tasks;
     const int64_t i0 = b0 * kActQ8Block, len = (b1 - b0) * kActQ8Block;
     silu_mul_f32(gate_.data() + i0, up_.data() + i0, gate_.data() + i0, len);
-    if (quantize) quantize_act_q8_cpu_blocks(gate_.data(), b0, b1, act);
+    if (quantize) quantize_act_q8_cpu_blocks(gate_.data(), c_.n_ff, b0, b1, act);
   });
 }
 

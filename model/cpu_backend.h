@@ -29,7 +29,8 @@ class CpuBackend final : public Backend {
   // n_ctx: cache length per sequence; n_seq: sequence slots.
   // act: the activations of the quantized matmuls (Q8 fast, F32 the oracle).
   CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-             KvType kv_type, int n_threads, CpuAct act = CpuAct::Q8);
+             KvType kv_type, int n_threads, CpuAct act = CpuAct::Q8,
+             const CpuMatmulTuning& tune = {});
   const char* name() const override { return "cpu"; }
   Status begin(const Batch& b) override;
   Status layer(uint32_t index, const LayerView& w) override;
@@ -69,6 +70,7 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
   CpuAct act_;
+  CpuMatmulTuning tune_;
   Batch batch_;
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.

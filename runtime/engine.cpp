@@ -144,7 +144,8 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& o
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
-  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads, opt.cpu_act);
+  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads, opt.cpu_act,
+                                      opt.cpu_tuning);
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_act.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
@@ -45,6 +46,7 @@ struct EngineOptions {
   std::string backend = "auto";  // cpu, cuda, auto
   int threads = 0;               // CPU threads (0: all cores)
   CpuAct cpu_act = CpuAct::Q8;   // --act: decode matmul activations, both backends (q8 fast, f32 the oracle)
+  CpuMatmulTuning cpu_tuning;    // --cpu-tuning: the CPU matmuls' work split and prefetch
   uint32_t n_ctx = 0;            // 0: the model's, at most 4096
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)

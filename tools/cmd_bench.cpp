@@ -2,7 +2,10 @@
 // markdown table — tok/s, GB/s streamed from storage, the ratio to the
 // storage ceiling that `probe` measures for the same file in the same run,
 // and the stage that bounds the pipeline. --io-only skips the kernels, so the
-// pipeline's own ceiling is measured.
+// pipeline's own ceiling is measured. Where the CPU computes layers (the CPU
+// backend, or a hybrid plan's CPU tier) the host memory read that its
+// threads reach (runtime/probe_host) is measured right before and after each
+// run too, and the bytes the CPU reads per token are set against it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +19,7 @@
 #include "runtime/probe_gpu.h"
 #endif
 #include "runtime/engine.h"
+#include "runtime/probe_host.h"
 #include "runtime/units.h"
 #include "tools/commands.h"
 #include "tools/engine_flags.h"
@@ -85,12 +89,30 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
   return make_error("--sweep: unknown setting '%s'", name.c_str());
 }
 
+// Bytes the CPU reads from host memory per decode step: on the CPU backend
+// every layer and the output head (token_embd gives one row, unless it is
+// the output head too); in a hybrid plan the CPU tier's layers.
+uint64_t host_bytes_per_step(const Engine& e) {
+  if (std::string(e.backend_name()) != "cpu") return e.plan().cpu_bytes_per_step;
+  const LayerMap& map = e.model().map;
+  uint64_t b = 0;
+  for (const LayerExtent& l : map.layers) b += l.tensor_bytes;
+  bool has_output = false;
+  uint64_t embd = 0;
+  for (const GgufTensor* t : map.globals.tensors) {
+    if (t->name == "output.weight") has_output = true;
+    if (t->name == "token_embd.weight") embd = t->bytes;
+  }
+  return b + map.globals.tensor_bytes - (has_output ? embd : 0);
+}
+
 struct Row {
   std::map<std::string, std::string> settings;
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
   double h2d_gbps = 0, pcie_ratio = 0;      // pinned H2D probe around the run; streamed / probe
   double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
   double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
+  double host_gbps = 0, host_probe_gbps = 0, host_ratio = 0;  // CPU-read bytes; host read probe
   std::string bound, error, source;
 };
 
@@ -139,6 +161,7 @@ int run_bench(BenchArgs& a) {
   // with burst credits do) is compared with itself.
   std::vector<double> all_probes;
   std::string probe_how, probe_error;
+  std::unique_ptr<HostReadBuffer> host_buf;  // made at the first host probe, kept
   auto probe_once = [&](const Engine& e, const SourceOptions& src, int passes_of_layers) {
     ProbeOptions po;
     po.kind = src.kind;
@@ -208,6 +231,26 @@ int run_bench(BenchArgs& a) {
       return 0.0;
     };
     if (pcie) h2d_before = h2d_once();
+    // The host read ceiling of the threads that compute on the CPU, right
+    // before and after the run (it drifts on a shared machine by ±10 %).
+    const uint64_t host_bytes = host_bytes_per_step(e);
+    const int host_threads = std::string(e.backend_name()) == "cpu"
+                                 ? (o.threads > 0 ? o.threads : default_thread_count())
+                                 : hybrid_cpu_threads(o);
+    auto host_once = [&]() -> double {
+      if (host_bytes == 0 || a.io_only) return 0.0;
+      ThreadPool pool(host_threads);
+      if (!host_buf) {
+        auto b = HostReadBuffer::make(pool, 2ull << 30);
+        if (!b) {
+          std::fprintf(stderr, "bench: host read probe: %s\n", b.error().message.c_str());
+          return 0.0;
+        }
+        host_buf = std::make_unique<HostReadBuffer>(std::move(*b));
+      }
+      return probe_host_read(pool, *host_buf, 3).median;
+    };
+    const double host_before = host_once();
     const int32_t V = static_cast<int32_t>(m.config().n_vocab);
     std::vector<std::chrono::steady_clock::time_point> t;
     const int32_t bos = m.tokenizer->bos() >= 0 ? m.tokenizer->bos() : 0;
@@ -243,6 +286,7 @@ int run_bench(BenchArgs& a) {
     Status fin = e.finish();
     if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
     if (pcie) h2d_after = h2d_once();
+    const double host_after = host_once();
     if (!rs.ok() || t.size() < 2) {
       row.error = rs.ok() ? "too few steps" : rs.error().message;
       rows.push_back(row);
@@ -259,6 +303,9 @@ int run_bench(BenchArgs& a) {
     row.ratio = row.probe_gbps > 0 ? row.storage_gbps / row.probe_gbps : 0;
     row.h2d_gbps = h2d_before > 0 && h2d_after > 0 ? (h2d_before + h2d_after) / 2 : 0;
     row.pcie_ratio = row.h2d_gbps > 0 ? row.streamed_gbps / row.h2d_gbps : 0;
+    row.host_gbps = host_bytes * steps / secs / 1e9;
+    row.host_probe_gbps = host_before > 0 && host_after > 0 ? (host_before + host_after) / 2 : 0;
+    row.host_ratio = row.host_probe_gbps > 0 ? row.host_gbps / row.host_probe_gbps : 0;
     {
       // Seconds per token each link needs at its measured rate; the slower bounds.
       double need = 0;
@@ -266,6 +313,7 @@ int run_bench(BenchArgs& a) {
         need = std::max(need, e.plan().streamed_bytes_per_step / (row.h2d_gbps * 1e9));
       if (row.probe_gbps > 0)
         need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
+      if (row.host_probe_gbps > 0) need = std::max(need, host_bytes / (row.host_probe_gbps * 1e9));
       row.bound_tok_s = need > 0 ? 1.0 / need : 0;
       row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
     }
@@ -305,8 +353,9 @@ int run_bench(BenchArgs& a) {
   }
   head +=
       " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
-      " ratio to H2D | link bound tok/s | ratio to link bound | stall-table bound |";
-  rule += "---|---|---|---|---|---|---|---|---|---|";
+      " ratio to H2D | host GB/s | host probe GB/s | ratio to host | link bound tok/s |"
+      " ratio to link bound | stall-table bound |";
+  rule += "---|---|---|---|---|---|---|---|---|---|---|---|---|";
   std::printf("%s\n%s\n", head.c_str(), rule.c_str());
   size_t best = 0;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -320,17 +369,20 @@ int run_bench(BenchArgs& a) {
       std::snprintf(p, sizeof p, " %.1f |", r.prefill_tok_s);
       line += p;
     }
-    char buf[768], ratio[32] = "-", pratio[32] = "-", bratio[32] = "-";
+    char buf[768], ratio[32] = "-", pratio[32] = "-", bratio[32] = "-", hratio[32] = "-";
+    if (r.host_ratio > 0) std::snprintf(hratio, sizeof hratio, "%.1f%%", 100.0 * r.host_ratio);
     if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.1f%%", 100.0 * r.ratio);
     if (r.pcie_ratio > 0) std::snprintf(pratio, sizeof pratio, "%.1f%%", 100.0 * r.pcie_ratio);
     if (r.bound_ratio > 0) std::snprintf(bratio, sizeof bratio, "%.1f%%", 100.0 * r.bound_ratio);
     if (!r.error.empty())
-      std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | |", r.error.c_str());
+      std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | | | | |", r.error.c_str());
     else
-      std::snprintf(
-          buf, sizeof buf, " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.3f | %s | %s |",
-          r.tok_s, i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps, r.probe_gbps,
-          ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.bound_tok_s, bratio, r.bound.c_str());
+      std::snprintf(buf, sizeof buf,
+                    " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.2f | %.2f | %s | %.3f | %s "
+                    "| %s |",
+                    r.tok_s, i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps,
+                    r.probe_gbps, ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.host_gbps,
+                    r.host_probe_gbps, hratio, r.bound_tok_s, bratio, r.bound.c_str());
     std::printf("%s%s\n", line.c_str(), buf);
   }
   if (!a.json.empty()) {
@@ -349,6 +401,9 @@ int run_bench(BenchArgs& a) {
                            {"ratio_to_storage_bound", r.ratio},
                            {"h2d_probe_gbps", r.h2d_gbps},
                            {"ratio_to_h2d", r.pcie_ratio},
+                           {"host_gbps", r.host_gbps},
+                           {"host_probe_gbps", r.host_probe_gbps},
+                           {"ratio_to_host", r.host_ratio},
                            {"link_bound_tok_s", r.bound_tok_s},
                            {"ratio_to_link_bound", r.bound_ratio},
                            {"prompt_tokens", a.prompt_tokens},

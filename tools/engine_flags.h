@@ -20,6 +20,7 @@ struct EngineFlagText {
   std::string read_chunk = "1MiB";
   std::string cpu_layers = "0";
   std::string cpu_act = "q8";
+  std::string cpu_tuning;
 };
 
 inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
@@ -30,6 +31,10 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Decode matmul activations, CPU and GPU: q8 (int8 dot products, fast) or f32 "
                   "(exact, the oracle)")
       ->capture_default_str();
+  sub->add_option("--cpu-tuning", text.cpu_tuning,
+                  "CPU matmul work split and prefetch, e.g. tasks=2,pf=1,hint=0: ranges start "
+                  "at a 1/(threads*tasks) share, pf rows prefetched ahead into cache level hint "
+                  "(0 L1, 1 L2, 2 L3, 3 non-temporal)");
   sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
       ->capture_default_str();
   sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
@@ -88,6 +93,9 @@ inline Status finish_engine_flags(EngineOptions& o, const EngineFlagText& text) 
     o.cpu_act = *a;
   else
     return make_error("--act must be q8 or f32 (got '%s')", text.cpu_act.c_str());
+  auto tune = parse_cpu_tuning(text.cpu_tuning);
+  if (!tune) return make_error("--cpu-tuning: %s", tune.error().message.c_str());
+  o.cpu_tuning = *tune;
   auto chunk = parse_bytes(text.read_chunk);
   if (!chunk) return make_error("--read-chunk: %s", chunk.error().message.c_str());
   if (*chunk == 0) return make_error("--read-chunk must be more than 0");

@@ -14,6 +14,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,6 +30,7 @@ void ActQ8Buffer::reserve(int64_t n_tok, int64_t n) {
   d_.assign(vals / kActQ8Block, 0.0f);
   ds_.assign(vals / kActQ8Block, 0.0f);
   ds16_.assign(vals / 16, 0.0f);
+  qk4_.assign(vals, 0);
 }
 
 namespace {
@@ -91,27 +93,34 @@ LS_AVX2 void quantize_block_avx2(const float* x, int8_t* q, float* d, float* ds,
 
 }  // namespace
 
-void quantize_act_q8_cpu_blocks(const float* x, int64_t b0, int64_t b1, ActQ8Buffer& out,
-                                CpuIsa isa) {
-  assert(b0 >= 0 && b0 <= b1 && out.capacity() >= b1 * kActQ8Block);
+void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1,
+                                ActQ8Buffer& out, CpuIsa isa) {
+  assert(n % kActQ8Block == 0 && b0 >= 0 && b0 <= b1 && out.capacity() >= b1 * kActQ8Block);
+  auto block = [&](int64_t b) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (isa != CpuIsa::Portable) {
-    for (int64_t b = b0; b < b1; ++b)
+    if (isa != CpuIsa::Portable) {
       quantize_block_avx2(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
                           out.ds16() + 2 * b);
-    return;
-  }
+      return;
+    }
 #else
-  (void)isa;
+    (void)isa;
 #endif
-  for (int64_t b = b0; b < b1; ++b)
     quantize_block_portable(x + 32 * b, out.q() + 32 * b, out.d() + b, out.ds() + b,
                             out.ds16() + 2 * b);
+  };
+  const int64_t nb = n / kActQ8Block, full = nb / 8 * 8;  // blocks of a token in whole chunks
+  for (int64_t b = b0; b < b1; ++b) {
+    block(b);
+    const int64_t j = b % nb;  // block within its token
+    if (j >= full) continue;
+    const int64_t to = b - j % 8 + kActQ8K4Order[j % 8];
+    std::memcpy(out.qk4() + 32 * to, out.q() + 32 * b, 32);
+  }
 }
 
 void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out, CpuIsa isa) {
-  assert(n % kActQ8Block == 0);
-  quantize_act_q8_cpu_blocks(x, 0, n_tok * n / kActQ8Block, out, isa);
+  quantize_act_q8_cpu_blocks(x, n, 0, n_tok * n / kActQ8Block, out, isa);
 }
 
 }  // namespace ls

@@ -15,6 +15,13 @@
 //   d    (n_tok, nb)     f32
 //   ds   (n_tok, nb)     f32
 //   ds16 (n_tok, 2 nb)   f32
+//   qk4  (n_tok, n)      int8: q again, each chunk of 256 values with its
+//                        32-blocks in the order 0 2 1 3 4 6 5 7 (kActQ8K4Order)
+// qk4 is q in the order in which Q4_K / Q5_K quants come out of their packed
+// bytes without a lane shuffle (low nibbles of 64 bytes: values 0-31 and
+// 64-95; high nibbles: 32-63 and 96-127), so the AVX-512 kernel loads both
+// operands straight (kernels/cpu/dot_q8_avx512.cpp). Chunks that a row of n
+// values does not fill (n % 256) are left out of qk4; no K-quant has them.
 // defines: ActQ8View, ActQ8Buffer, quantize_act_q8_cpu(), quantize_act_q8_cpu_blocks()
 #pragma once
 
@@ -26,14 +33,20 @@
 
 namespace ls {
 
+// Position of 32-block j (0..7) of a 256-value chunk in qk4 (its own
+// inverse: a block at position p holds block kActQ8K4Order[p]).
+constexpr int kActQ8K4Order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+
 struct ActQ8View {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* ds = nullptr;
   const float* ds16 = nullptr;
   int64_t n = 0;  // values per token (a multiple of 32)
+  const int8_t* qk4 = nullptr;
 
   const int8_t* q_at(int64_t t) const { return q + t * n; }
+  const int8_t* qk4_at(int64_t t) const { return qk4 + t * n; }
   const float* d_at(int64_t t) const { return d + t * (n / kActQ8Block); }
   const float* ds_at(int64_t t) const { return ds + t * (n / kActQ8Block); }
   const float* ds16_at(int64_t t) const { return ds16 + t * (n / 16); }
@@ -45,14 +58,17 @@ class ActQ8Buffer {
   void reserve(int64_t n_tok, int64_t n);
   int64_t capacity() const { return static_cast<int64_t>(q_.size()); }  // values
   // The view of n_tok tokens of n values (reserve(n_tok, n) first).
-  ActQ8View view(int64_t n) const { return {q_.data(), d_.data(), ds_.data(), ds16_.data(), n}; }
+  ActQ8View view(int64_t n) const {
+    return {q_.data(), d_.data(), ds_.data(), ds16_.data(), n, qk4_.data()};
+  }
   int8_t* q() { return q_.data(); }
   float* d() { return d_.data(); }
   float* ds() { return ds_.data(); }
   float* ds16() { return ds16_.data(); }
+  int8_t* qk4() { return qk4_.data(); }
 
  private:
-  std::vector<int8_t> q_;
+  std::vector<int8_t> q_, qk4_;
   std::vector<float> d_, ds_, ds16_;
 };
 
@@ -62,9 +78,10 @@ class ActQ8Buffer {
 void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& out,
                          CpuIsa isa = cpu_isa_active());
 // Blocks [b0, b1) of the same, counted over all tokens (block b is values
-// 32b .. 32b + 31 of x): every block is independent, so threads can quantize
-// disjoint ranges of one input (the CPU backend fuses it with swiglu).
-void quantize_act_q8_cpu_blocks(const float* x, int64_t b0, int64_t b1, ActQ8Buffer& out,
-                                CpuIsa isa = cpu_isa_active());
+// 32b .. 32b + 31 of x, n values per token): every block is independent, so
+// threads can quantize disjoint ranges of one input (the CPU backend fuses it
+// with swiglu).
+void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1,
+                                ActQ8Buffer& out, CpuIsa isa = cpu_isa_active());
 
 }  // namespace ls

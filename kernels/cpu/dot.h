@@ -33,6 +33,9 @@ inline constexpr int kDotMaxTokens = 8;
 struct RowPrefetch {
   const uint8_t* p = nullptr;
   int64_t bytes = 0;
+  // Cache level it is fetched into (CpuMatmulTuning::prefetch_hint; the
+  // AVX-512 q8 kernel honours it, the others fetch into L1).
+  int hint = 0;
   // Cursor step per 32 values, in 1/65536 bytes (fixed point: no division
   // in the loop).
   int64_t step16(int64_t n) const { return n > 0 ? (bytes << 16) / n * 32 : 0; }

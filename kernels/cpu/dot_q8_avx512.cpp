@@ -1,7 +1,8 @@
 // Int8-activation dot with AVX-512 VNNI (kernels/cpu/dot_q8.h): 64 weights
 // per zmm, 64 multiply-adds per vpdpbusd. Per chunk of 256 values (one
 // K-quant super-block, or 8 blocks of Q4_0 / Q8_0) the packed bytes become 4
-// zmm of unsigned quants in natural order (values 64k .. 64k+63 in zmm k),
+// zmm of unsigned quants (values 64k .. 64k+63 in zmm k; for Q4_K / Q5_K the
+// 32-blocks in kActQ8K4Order, matched by x's qk4 copy: no lane shuffle),
 // plus 8 (16 for Q6_K) f32 group scales s and min/offset factors m; then per
 // token:
 //   p_k  = vpdpbusd(0, w_k, x_k)          16 int32 lanes, 8 (4) per group
@@ -47,7 +48,7 @@ namespace {
 
 // One chunk of 256 values, decoded.
 struct Chunk {
-  __m512i w[4];  // unsigned quants, values 64k .. 64k+63 in w[k]
+  __m512i w[4];  // unsigned quants, 64 per zmm (see the top)
   __m256 s;      // per 32-block scale (types with 32-value groups)
   __m256 m;      // per 32-block min / offset factor (subtracted times ds)
 };
@@ -74,18 +75,18 @@ LS_VNNI512 inline __m256 halves8(const uint8_t* p, int stride) {
 }
 
 // Q4_K / Q5_K: 128 bytes of nibbles. qs[32c + l] holds value 64c + l (low)
-// and 64c + 32 + l (high): the low nibbles of zmm z0 are values 0-31 and
-// 64-95, the high ones 32-63 and 96-127; shuffle_i64x2 puts each zmm's
-// 128-bit lanes back in value order.
+// and 64c + 32 + l (high): the low nibbles of the first 64 bytes are values
+// 0-31 and 64-95 (32-blocks 0 and 2), the high ones 32-63 and 96-127 (1 and
+// 3). The kernel takes them in that order, and x in the same (ActQ8View::qk4,
+// kActQ8K4Order), so no lane shuffle is needed: zmm k holds blocks
+// kActQ8K4Order[2k] and [2k + 1].
 LS_VNNI512 inline void nibbles_k(const uint8_t* qs, __m512i* w) {
   const __m512i lo_mask = _mm512_set1_epi8(0x0F);
   LS_UNROLL
   for (int h = 0; h < 2; ++h) {
     const __m512i z = load64(qs + 64 * h);
-    const __m512i lo = _mm512_and_si512(z, lo_mask);
-    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo_mask);
-    w[2 * h] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-    w[2 * h + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+    w[2 * h] = _mm512_and_si512(z, lo_mask);
+    w[2 * h + 1] = _mm512_and_si512(_mm512_srli_epi16(z, 4), lo_mask);
   }
 }
 
@@ -102,9 +103,10 @@ LS_VNNI512 inline void decode<GgmlType::Q4_K>(const uint8_t* p, Chunk& c) {
   nibbles_k(b->qs, c.w);
 }
 
-// Q5_K: Q4_K plus 16 where the 5th bit is set: bit 2k of qh[l] for value
-// 64k + l, bit 2k + 1 for 64k + 32 + l, i.e. for zmm k, bytes 0-31 test bit
-// 2k and bytes 32-63 bit 2k + 1 of the same 32 qh bytes.
+// Q5_K: Q4_K plus 16 where the 5th bit is set: bit j of qh[l] for value
+// 32j + l. zmm k holds blocks a = kActQ8K4Order[2k] (bytes 0-31, l = byte)
+// and b = kActQ8K4Order[2k + 1] (bytes 32-63, l = byte - 32): bit a of the
+// 32 qh bytes, then bit b of the same bytes.
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q5_K>(const uint8_t* p, Chunk& c) {
   const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
@@ -118,8 +120,8 @@ LS_VNNI512 inline void decode<GgmlType::Q5_K>(const uint8_t* p, Chunk& c) {
   LS_UNROLL
   for (int k = 0; k < 4; ++k) {
     const __m512i bit = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_set1_epi8(static_cast<char>(1u << (2 * k)))),
-        _mm256_set1_epi8(static_cast<char>(2u << (2 * k))), 1);
+        _mm512_castsi256_si512(_mm256_set1_epi8(static_cast<char>(1u << kActQ8K4Order[2 * k]))),
+        _mm256_set1_epi8(static_cast<char>(1u << kActQ8K4Order[2 * k + 1])), 1);
     const __mmask64 set = _mm512_test_epi8_mask(qh, bit);
     c.w[k] = _mm512_mask_add_epi8(c.w[k], set, c.w[k], sixteen);
   }
@@ -164,21 +166,40 @@ LS_VNNI512 inline void decode<GgmlType::Q8_0>(const uint8_t* p, Chunk& c) {
 struct Prefetcher {
   const uint8_t* p;
   int64_t end, cur = 0, step16, at16 = 0;
+  int hint;
   Prefetcher(const RowPrefetch& pf, int64_t n)
-      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0) {}
+      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0), hint(pf.hint) {}
   LS_VNNI512 inline void advance() {
     if (!end) return;
     at16 += step16;
     const int64_t to = std::min<int64_t>(end, (at16 >> 16) + 64);
-    for (; cur < to; cur += 64) _mm_prefetch(reinterpret_cast<const char*>(p + cur), _MM_HINT_T0);
+    for (; cur < to; cur += 64) {
+      const char* a = reinterpret_cast<const char*>(p + cur);
+      switch (hint) {  // the same every call: predicted
+        case 1:
+          _mm_prefetch(a, _MM_HINT_T1);
+          break;
+        case 2:
+          _mm_prefetch(a, _MM_HINT_T2);
+          break;
+        case 3:
+          _mm_prefetch(a, _MM_HINT_NTA);
+          break;
+        default:
+          _mm_prefetch(a, _MM_HINT_T0);
+      }
+    }
   }
 };
 
-// Lane indices: zmm k of a chunk covers 32-blocks 2k (lanes 0-7) and 2k+1 (8-15).
-LS_VNNI512 inline __m512i idx32(int k) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * k)),
-                            _mm256_set1_epi32(2 * k + 1), 1);
+// Lane indices: zmm k of a chunk covers 32-blocks a (lanes 0-7) and b
+// (8-15): 2k and 2k + 1 in natural order, kActQ8K4Order's pair for the
+// K-quants with 32-value groups.
+LS_VNNI512 inline __m512i idx32(int a, int b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
 }
+template <GgmlType T>
+constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 
 // Types with one scale per 32 values (all but Q6_K).
 template <GgmlType T, int NT>
@@ -187,7 +208,11 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
   constexpr int kAcc = NT <= 2 ? 2 : 1;
   const int64_t n = x.n, nb = n / 32, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
-  const __m512i idx[4] = {idx32(0), idx32(1), idx32(2), idx32(3)};
+  __m512i idx[4];
+  LS_UNROLL
+  for (int k = 0; k < 4; ++k)
+    idx[k] = kK4Order<T> ? idx32(kActQ8K4Order[2 * k], kActQ8K4Order[2 * k + 1])
+                         : idx32(2 * k, 2 * k + 1);
   __m512 acc[NT][kAcc];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) LS_UNROLL
@@ -199,7 +224,7 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     decode<T>(row + c * chunk_bytes, ch);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const int8_t* xq = x.q_at(t0 + t) + 256 * c;
+      const int8_t* xq = (kK4Order<T> ? x.qk4_at(t0 + t) : x.q_at(t0 + t)) + 256 * c;
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
       const __m512 sd = _mm512_castps256_ps512(_mm256_mul_ps(ch.s, dx));
       LS_UNROLL

@@ -45,12 +45,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/cpu_act.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/ref/matmul.h"
+#include "runtime/status.h"
 #include "runtime/thread_pool.h"
 
 namespace ls {
@@ -65,7 +67,16 @@ struct CpuMatmulTuning {
   // Which row ahead a thread prefetches while it computes one (0: none, 1:
   // the next, k: k rows ahead), spread over the current row's loop.
   int prefetch_rows = 1;
+  // Where the prefetched row goes: 0 L1 (prefetcht0), 1 L2 (t1), 2 t2, 3
+  // non-temporal (nta). AVX-512 q8 kernel only.
+  int prefetch_hint = 0;
 };
+
+// The tuning with NAME=VALUE overrides from a string like
+// "tasks=2,pf=1,hint=0" (the LS_CPU_TUNING environment variable of the CPU
+// backend; bench_cpu_matmul sweeps the same knobs). An unknown name or a
+// value out of range is an error naming it.
+Expected<CpuMatmulTuning> parse_cpu_tuning(const std::string& s, CpuMatmulTuning base = {});
 
 // Per-thread unpacked-row buffers, sized for rows up to max_n_in values.
 class CpuMatmulScratch {

@@ -13,10 +13,11 @@
 // starting each range with a cold miss. Which thread computes a row does not
 // change its result (each row is one fixed-order dot), so results do not
 // depend on the thread count or on the split.
-// defines: matmul_cpu_quantize, matmul_cpu_q8, matmul_cpu_q8_parts
+// defines: matmul_cpu_quantize, matmul_cpu_q8, matmul_cpu_q8_parts, parse_cpu_tuning
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#include <cstdlib>
 
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/matmul_cpu.h"
@@ -47,6 +48,7 @@ struct JobQ8 {
   int64_t n_tok;
   DotQ8Fn dot;
   int64_t prefetch_rows;
+  int prefetch_hint;
   int64_t divisor;  // threads * tasks_per_thread
   std::atomic<int64_t> cursor{0};
 
@@ -96,7 +98,7 @@ void run_thread_q8(JobQ8& j) {
         }
         if (a >= 0) {
           const int pa = j.part_of(a);
-          next = {j.row(pa, a), static_cast<int64_t>(j.row_bytes[pa])};
+          next = {j.row(pa, a), static_cast<int64_t>(j.row_bytes[pa]), j.prefetch_hint};
         }
       }
       const int p = j.part_of(g);
@@ -138,9 +140,40 @@ void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_part
   j.n_tok = n_tok;
   j.dot = dot_q8_fn(isa);
   j.prefetch_rows = tune.prefetch_rows;
+  j.prefetch_hint = tune.prefetch_hint;
   j.divisor = static_cast<int64_t>(pool.size()) * std::max(1, tune.tasks_per_thread);
   JobQ8* jp = &j;
   pool.run(pool.size(), [jp](int64_t, int) { run_thread_q8(*jp); });
+}
+
+Expected<CpuMatmulTuning> parse_cpu_tuning(const std::string& s, CpuMatmulTuning t) {
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    char* stop = nullptr;
+    const long v = eq == std::string::npos ? -1 : std::strtol(item.c_str() + eq + 1, &stop, 10);
+    if (eq == std::string::npos || *stop != '\0' || stop == item.c_str() + eq + 1)
+      return make_error("cpu tuning '%s': want NAME=INTEGER (tasks, pf, hint)", item.c_str());
+    if (name == "tasks" && v >= 1 && v <= 1024) {
+      t.tasks_per_thread = static_cast<int>(v);
+    } else if (name == "pf" && v >= 0 && v <= 64) {
+      t.prefetch_rows = static_cast<int>(v);
+    } else if (name == "hint" && v >= 0 && v <= 3) {
+      t.prefetch_hint = static_cast<int>(v);
+    } else {
+      return make_error(
+          "cpu tuning '%s': unknown name or value out of range (tasks 1..1024, pf 0..64, hint "
+          "0..3)",
+          item.c_str());
+    }
+  }
+  return t;
 }
 
 void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, int64_t n_tok,

@@ -25,7 +25,8 @@
 //       GGUF model is read; the file is written under --file-dir)
 //   --tasks 4,16          row chunks per thread and matmul
 //   --pf 0,1,2            rows ahead that a thread prefetches (0: none)
-//   --shapes 70b|8b|l2    the model's matmul shapes; l2: one 8192 x 48 matrix
+//   --hint 0,1,2,3        cache level of the prefetch (t0, t1, t2, nta)
+//   --shapes 70b|8b|l2    the model's matmul shapes; l2: one 8192 x 256 matrix
 //       (with --weights-gib 0, the kernel's compute rate from L2)
 //
 // Usage: ls_bench_cpu_matmul [--threads 1,2] [--ntok 1,8] [--isa best|all|avx512,...]
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
-                   pfs = {CpuMatmulTuning{}.prefetch_rows};
+                   pfs = {CpuMatmulTuning{}.prefetch_rows}, hints = {CpuMatmulTuning{}.prefetch_hint};
   std::string shape_set = "70b", file_dir = "/tmp";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -221,6 +222,9 @@ int main(int argc, char** argv) {
     } else if (a == "--pf") {
       pfs.clear();
       for (auto& s : split(next())) pfs.push_back(std::atoi(s.c_str()));
+    } else if (a == "--hint") {
+      hints.clear();
+      for (auto& s : split(next())) hints.push_back(std::atoi(s.c_str()));
     } else if (a == "--shapes") {
       shape_set = next();
     } else if (a == "--file-dir") {
@@ -292,9 +296,10 @@ int main(int argc, char** argv) {
   // Compute, not memory: a matrix a core's L2 holds, read again and again
   // (with --weights-gib 0 the buffer is just this matrix), so GB/s here is
   // what the kernel's instructions allow one thread.
-  if (shape_set == "l2") shapes = {{8192, 48, "l2-resident"}};
-  std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %8s %10s %8s %8s %10s %6s\n", "type",
-              "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "MB", "GB/s med",
+  if (shape_set == "l2") shapes = {{8192, 256, "l2-resident"}};
+  std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %2s %8s %10s %8s %8s %10s %6s\n",
+              "type", "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "h", "MB",
+              "GB/s med",
               "min", "max", "host GB/s", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<float> x, y;
@@ -344,7 +349,8 @@ int main(int argc, char** argv) {
                   continue;
                 }
                 for (int tp : tasks)
-                  for (int pf : pfs) vs.push_back({dot_q8_name(i), false, i, act, {tp, pf}});
+                  for (int pf : pfs)
+                    for (int h : hints) vs.push_back({dot_q8_name(i), false, i, act, {tp, pf, h}});
               }
             if (with_ref && nt == 1) vs.push_back({"ref", true, CpuIsa::Portable, CpuAct::F32, {}});
             for (const Variant& v : vs) {
@@ -371,12 +377,13 @@ int main(int argc, char** argv) {
                             static_cast<long>(s.n_out));
               const bool q8 = v.act == CpuAct::Q8;
               std::printf(
-                  "%-5s %-11s %-7s %4ld %3d %-10s %-4s %-4s %3s %2s %8.1f %10.2f %8.2f %8.2f "
+                  "%-5s %-11s %-7s %4ld %3d %-10s %-4s %-4s %3s %2s %2s %8.1f %10.2f %8.2f %8.2f "
                   "%10.2f %6.2f\n",
                   ggml_type_name(*t), shape, s.role, static_cast<long>(nt), th, v.name.c_str(),
                   cpu_act_name(v.act), mem.c_str(),
                   q8 ? std::to_string(v.tune.tasks_per_thread).c_str() : "-",
-                  q8 ? std::to_string(v.tune.prefetch_rows).c_str() : "-", wbytes / 1e6, st.med,
+                  q8 ? std::to_string(v.tune.prefetch_rows).c_str() : "-",
+                  q8 ? std::to_string(v.tune.prefetch_hint).c_str() : "-", wbytes / 1e6, st.med,
                   st.min, st.max, host[th], st.med / host[th]);
               std::fflush(stdout);
               rows.push_back({{"type", ggml_type_name(*t)},
@@ -388,6 +395,7 @@ int main(int argc, char** argv) {
                               {"act", cpu_act_name(v.act)},
                               {"mem", mem},
                               {"tasks_per_thread", q8 ? v.tune.tasks_per_thread : 0},
+                              {"prefetch_hint", q8 ? v.tune.prefetch_hint : 0},
                               {"prefetch_rows", q8 ? v.tune.prefetch_rows : 0},
                               {"weight_bytes", wbytes},
                               {"gbps_median", st.med},

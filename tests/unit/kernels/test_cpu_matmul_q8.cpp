@@ -110,6 +110,11 @@ TEST_CASE(
             CHECK(v.ds16_at(t)[2 * b] == d[b] * float(s0));
             CHECK(v.ds16_at(t)[2 * b + 1] == d[b] * float(s1));
           }
+          // qk4: each whole chunk of 256 with its blocks in kActQ8K4Order.
+          for (int64_t c = 0; c < n / 256; ++c)
+            for (int p = 0; p < 8; ++p)
+              CHECK(std::memcmp(v.qk4_at(t) + 256 * c + 32 * p,
+                                q.data() + 256 * c + 32 * kActQ8K4Order[p], 32) == 0);
         }
       }
     }
