@@ -165,22 +165,53 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in) {
   return p;
 }
 
+HybridStep predict_hybrid_step(const LayerMap& map, const TierPlan& plan, const HybridRates& r) {
+  HybridStep h;
+  for (size_t l = 0; l < plan.layer_tier.size(); ++l) {
+    const double b = static_cast<double>(map.layers[l].range_bytes);
+    switch (plan.layer_tier[l]) {
+      case Tier::Cpu:
+        if (r.cpu_bytes_per_s > 0) h.cpu_s += b / r.cpu_bytes_per_s;
+        break;
+      case Tier::Ram:
+      case Tier::Storage:
+        if (r.copy_bytes_per_s > 0) h.copy_s += b / r.copy_bytes_per_s;
+        [[fallthrough]];
+      case Tier::Resident:
+        if (r.gpu_bytes_per_s > 0) h.gpu_s += b / r.gpu_bytes_per_s;
+        break;
+    }
+  }
+  h.gpu_s += r.gpu_step_s;
+  return h;
+}
+
 int32_t balance_cpu_layers(const LayerMap& map, const TierPlan& draft, const HybridRates& r) {
   if (r.cpu_bytes_per_s <= 0 || r.copy_bytes_per_s <= 0 || draft.n_storage > 0) return 0;
-  uint64_t streamed = 0;
+  uint64_t streamed = 0, resident = 0;
   int32_t n_rest = 0;
-  for (size_t l = 0; l < draft.layer_tier.size(); ++l)
+  for (size_t l = 0; l < draft.layer_tier.size(); ++l) {
     if (draft.layer_tier[l] != Tier::Resident) {
       streamed += map.layers[l].range_bytes;
       ++n_rest;
+    } else {
+      resident += map.layers[l].range_bytes;
     }
+  }
   if (n_rest == 0) return 0;
   const double per_layer = static_cast<double>(streamed) / n_rest;
+  const double gpu = r.gpu_bytes_per_s > 0 ? 1.0 / r.gpu_bytes_per_s : 0.0;
+  auto step = [&](int32_t n) {
+    HybridStep h;
+    h.copy_s = (n_rest - n) * per_layer / r.copy_bytes_per_s;
+    h.cpu_s = n * per_layer / r.cpu_bytes_per_s;
+    h.gpu_s = (resident + (n_rest - n) * per_layer) * gpu + r.gpu_step_s;
+    return h.step_s();
+  };
   int32_t best = 0;
-  double best_s = streamed / r.copy_bytes_per_s;
+  double best_s = step(0);
   for (int32_t n = 1; n <= n_rest; ++n) {
-    const double s =
-        std::max((n_rest - n) * per_layer / r.copy_bytes_per_s, n * per_layer / r.cpu_bytes_per_s);
+    const double s = step(n);
     if (s < best_s) {
       best_s = s;
       best = n;
@@ -249,11 +280,14 @@ std::string TierPlan::to_text() const {
        human_bytes(storage_bytes_per_step) + " read from storage, " +
        human_bytes(cpu_bytes_per_step) + " read by the CPU\n";
   if (predicted_copy_s > 0 || predicted_cpu_s > 0) {
-    char b[200];
-    const double step = std::max(predicted_copy_s, predicted_cpu_s);
+    char b[240];
+    const double chain = predicted_cpu_s + predicted_gpu_s;
+    const double step = std::max(predicted_copy_s, chain);
     std::snprintf(b, sizeof b,
-                  "  predicted per decode step: copy %.3f s, CPU %.3f s: bound %.2f tok/s\n",
-                  predicted_copy_s, predicted_cpu_s, step > 0 ? 1.0 / step : 0.0);
+                  "  predicted per decode step: copy %.3f s; compute chain %.3f s (CPU %.3f s, "
+                  "GPU %.3f s): bound %.2f tok/s\n",
+                  predicted_copy_s, chain, predicted_cpu_s, predicted_gpu_s,
+                  step > 0 ? 1.0 / step : 0.0);
     s += b;
   }
   s += "  layers: ";

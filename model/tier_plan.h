@@ -61,9 +61,12 @@ struct TierPlan {
   uint64_t cpu_bytes_per_step = 0;       // CPU-tier layers: read by the CPU every step
   bool token_embd_on_device = true;      // false: in host memory, rows gathered per step
   // Hybrid plans chosen from measured rates (--cpu-layers auto): the
-  // planner's own predicted seconds per decode step for the copy engine and
-  // for the CPU tier (0 when not predicted); the larger one bounds the step.
-  double predicted_copy_s = 0, predicted_cpu_s = 0;
+  // planner's own predicted seconds per decode step (0 when not predicted)
+  // for the copy engine, and for the chain of computation one token goes
+  // through: the GPU's layers and head (predicted_gpu_s) and the CPU tier's
+  // layers (predicted_cpu_s), one after the other. The larger of the copy
+  // and the chain bounds the step.
+  double predicted_copy_s = 0, predicted_cpu_s = 0, predicted_gpu_s = 0;
   std::string to_text() const;
 };
 
@@ -76,12 +79,28 @@ Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in);
 struct HybridRates {
   double cpu_bytes_per_s = 0;
   double copy_bytes_per_s = 0;
+  // The GPU's own part of a step at batch 1 (0: not measured, left out):
+  // bytes per second it computes a layer through, and the seconds of the
+  // rest of a step (output head, embedding, synchronisation).
+  double gpu_bytes_per_s = 0;
+  double gpu_step_s = 0;
 };
 
+// A decode step of a hybrid plan, predicted from the rates. At batch 1 a
+// token goes through the layers in order, so the GPU's layers and the CPU's
+// run one after the other (the chain); only the copies overlap them.
+struct HybridStep {
+  double copy_s = 0, cpu_s = 0, gpu_s = 0;
+  double chain_s() const { return cpu_s + gpu_s; }
+  double step_s() const { return copy_s > chain_s() ? copy_s : chain_s(); }
+};
+HybridStep predict_hybrid_step(const LayerMap& map, const TierPlan& plan, const HybridRates& r);
+
 // How many of a draft plan's RAM-tier layers the CPU should compute so that
-// the copy engine and the CPU finish a decode step together: the N that
-// minimises max(copied bytes / copy rate, CPU bytes / CPU rate), with the
-// CPU layers spread as plan_tiers spreads them. 0 when nothing is streamed.
+// the copy engine and the chain of computation finish a decode step
+// together: the N that minimises max(copy, chain) of HybridStep, with the
+// CPU layers spread as plan_tiers spreads them (every non-resident layer
+// taken at their mean size). 0 when nothing is streamed.
 int32_t balance_cpu_layers(const LayerMap& map, const TierPlan& draft, const HybridRates& r);
 
 // A plan with the tiers given per layer (tests, --tiers): the budgets are

@@ -114,13 +114,17 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   in.cpu_layers = balance_cpu_layers(m.map, *draft, *rates);
   auto p = plan_tiers(m.map, in);
   if (!p) return p.error();
-  p->predicted_copy_s = p->streamed_bytes_per_step / rates->copy_bytes_per_s;
-  p->predicted_cpu_s = p->cpu_bytes_per_step / rates->cpu_bytes_per_s;
+  const HybridStep h = predict_hybrid_step(m.map, *p, *rates);
+  p->predicted_copy_s = h.copy_s;
+  p->predicted_cpu_s = h.cpu_s;
+  p->predicted_gpu_s = h.gpu_s;
   if (opt.print_plan)
     std::fprintf(stderr,
                  "layerstream: --cpu-layers auto: the CPU computes a layer at %.1f GB/s and the "
-                 "copy engine moves %.1f GB/s, both at once: %d CPU layers\n",
-                 rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9, in.cpu_layers);
+                 "copy engine moves %.1f GB/s, both at once; the GPU computes a layer at %.0f "
+                 "GB/s, plus %.1f ms a step: %d CPU layers\n",
+                 rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9,
+                 rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers);
   return p;
 }
 

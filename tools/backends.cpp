@@ -83,7 +83,8 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   if (layer < 0) return make_error("--cpu-layers auto: the plan streams no RAM-tier layer");
   const int threads = hybrid_cpu_threads(opt);  // as the run's CPU tier
   // The activations the run will use: the CPU tier's rate depends on them.
-  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act);
+  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act,
+                 opt.cpu_tuning);
   Batch b;
   b.add(0, 0, 0, false);
   const LayerView v = m.layer(static_cast<uint32_t>(layer));
@@ -105,8 +106,46 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   if (!h2d) return h2d.error();
   std::sort(t.begin(), t.end());
   HybridRates r;
-  r.cpu_bytes_per_s = static_cast<double>(m.map.layers[layer].range_bytes) / t[t.size() / 2];
+  const double bytes = static_cast<double>(m.map.layers[layer].range_bytes);
+  r.cpu_bytes_per_s = bytes / t[t.size() / 2];
   r.copy_bytes_per_s = *h2d * 1e9;
+  // The GPU's part of the chain: the same layer resident on the device, a
+  // step of one layer and a step of five, each timed to its logits (finish
+  // synchronises). The difference is four layers; the rest of the one-layer
+  // step is the head, the embedding and the step's own overhead.
+  CudaBackendOptions co = cuda_options(opt);
+  co.n_ctx = 8;
+  co.max_batch = 1;
+  co.resident.assign(m.config().n_layer, 0);
+  co.resident[layer] = 1;
+  co.token_embd_on_device = false;
+  auto gpu = CudaBackend::create(m, co);
+  if (!gpu) return make_error("--cpu-layers auto: timing a GPU layer: %s", gpu.error().message.c_str());
+  const std::optional<LayerView> lv = (*gpu)->resident_layer(static_cast<uint32_t>(layer));
+  if (!lv) return make_error("--cpu-layers auto: layer %d is not on the device", layer);
+  std::vector<float> logits(m.config().n_vocab);
+  Batch bl;
+  bl.add(0, 0, 0, true);
+  auto gpu_step = [&](int layers) -> Expected<double> {
+    const auto t0 = std::chrono::steady_clock::now();
+    LS_TRY((*gpu)->begin(bl));
+    for (int i = 0; i < layers; ++i) LS_TRY((*gpu)->layer(static_cast<uint32_t>(layer), *lv));
+    LS_TRY((*gpu)->finish(logits.data()));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  std::vector<double> one, five;
+  for (int rep = 0; rep < 4; ++rep) {  // the first loads the kernels: untimed
+    auto a = gpu_step(1);
+    auto b5 = gpu_step(5);
+    if (!a) return a.error();
+    if (!b5) return b5.error();
+    if (rep > 0) one.push_back(*a), five.push_back(*b5);
+  }
+  std::sort(one.begin(), one.end());
+  std::sort(five.begin(), five.end());
+  const double per_layer = std::max(1e-6, (five[1] - one[1]) / 4);
+  r.gpu_bytes_per_s = bytes / per_layer;
+  r.gpu_step_s = std::max(0.0, one[1] - per_layer);
   return r;
 #else
   (void)m, (void)opt, (void)draft;

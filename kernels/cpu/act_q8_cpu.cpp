@@ -31,6 +31,7 @@ void ActQ8Buffer::reserve(int64_t n_tok, int64_t n) {
   ds_.assign(vals / kActQ8Block, 0.0f);
   ds16_.assign(vals / 16, 0.0f);
   qk4_.assign(vals, 0);
+  dds_.assign(vals / 16, 0.0f);
 }
 
 namespace {
@@ -114,8 +115,10 @@ void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b
     block(b);
     const int64_t j = b % nb;  // block within its token
     if (j >= full) continue;
-    const int64_t to = b - j % 8 + kActQ8K4Order[j % 8];
-    std::memcpy(out.qk4() + 32 * to, out.q() + 32 * b, 32);
+    const int64_t first = b - j % 8;  // the chunk's first block
+    std::memcpy(out.qk4() + 32 * (first + kActQ8K4Order[j % 8]), out.q() + 32 * b, 32);
+    out.dds()[2 * first + j % 8] = out.d()[b];
+    out.dds()[2 * first + 8 + j % 8] = out.ds()[b];
   }
 }
 

@@ -17,6 +17,8 @@
 //   ds16 (n_tok, 2 nb)   f32
 //   qk4  (n_tok, n)      int8: q again, each chunk of 256 values with its
 //                        32-blocks in the order 0 2 1 3 4 6 5 7 (kActQ8K4Order)
+//   dds  (n_tok, n / 16) f32: per chunk of 256, its 8 d then its 8 ds (one
+//                        load gives a K-quant super-block both factors)
 // qk4 is q in the order in which Q4_K / Q5_K quants come out of their packed
 // bytes without a lane shuffle (low nibbles of 64 bytes: values 0-31 and
 // 64-95; high nibbles: 32-63 and 96-127), so the AVX-512 kernel loads both
@@ -44,9 +46,11 @@ struct ActQ8View {
   const float* ds16 = nullptr;
   int64_t n = 0;  // values per token (a multiple of 32)
   const int8_t* qk4 = nullptr;
+  const float* dds = nullptr;
 
   const int8_t* q_at(int64_t t) const { return q + t * n; }
   const int8_t* qk4_at(int64_t t) const { return qk4 + t * n; }
+  const float* dds_at(int64_t t) const { return dds + t * (n / 16); }
   const float* d_at(int64_t t) const { return d + t * (n / kActQ8Block); }
   const float* ds_at(int64_t t) const { return ds + t * (n / kActQ8Block); }
   const float* ds16_at(int64_t t) const { return ds16 + t * (n / 16); }
@@ -59,17 +63,18 @@ class ActQ8Buffer {
   int64_t capacity() const { return static_cast<int64_t>(q_.size()); }  // values
   // The view of n_tok tokens of n values (reserve(n_tok, n) first).
   ActQ8View view(int64_t n) const {
-    return {q_.data(), d_.data(), ds_.data(), ds16_.data(), n, qk4_.data()};
+    return {q_.data(), d_.data(), ds_.data(), ds16_.data(), n, qk4_.data(), dds_.data()};
   }
   int8_t* q() { return q_.data(); }
   float* d() { return d_.data(); }
   float* ds() { return ds_.data(); }
   float* ds16() { return ds16_.data(); }
   int8_t* qk4() { return qk4_.data(); }
+  float* dds() { return dds_.data(); }
 
  private:
   std::vector<int8_t> q_, qk4_;
-  std::vector<float> d_, ds_, ds16_;
+  std::vector<float> d_, ds_, ds16_, dds_;
 };
 
 // x: (n_tok, n) f32, n a multiple of 32; out reserved for it. isa picks the

@@ -26,7 +26,6 @@
 #include <cassert>
 
 #include "kernels/cpu/dot_q8.h"
-#include "kernels/cpu/k4_scales.h"
 #include "kernels/quant_blocks.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -51,6 +50,7 @@ struct Chunk {
   __m512i w[4];  // unsigned quants, 64 per zmm (see the top)
   __m256 s;      // per 32-block scale (types with 32-value groups)
   __m256 m;      // per 32-block min / offset factor (subtracted times ds)
+  __m512 sm;     // Q4_K / Q5_K instead: s in lanes 0-7, m in lanes 8-15
 };
 
 LS_VNNI512 inline __m256 u8x8_to_ps(uint64_t bytes) {
@@ -93,14 +93,36 @@ LS_VNNI512 inline void nibbles_k(const uint8_t* qs, __m512i* w) {
 template <GgmlType T>
 LS_VNNI512 inline void decode(const uint8_t* p, Chunk& c);
 
+// Q4_K / Q5_K scales and mins as one zmm, [d * sc_0..7 | dmin * m_0..7],
+// from the block's first 16 bytes (d, dmin, the 12 packed bytes) without a
+// scalar step (kernels/cpu/k4_scales.h has the layout): with A, B, C the
+// packed words 0-3, 4-7, 8-11 (block bytes 4-7, 8-11, 12-15), the bytes
+// [A, C, B, C] and [0, A, 0, B] give
+//   sc 0-3 = A & 63                  sc 4-7 = C & 15        | (A >> 2) & 48
+//   mn 0-3 = B & 63                  mn 4-7 = (C >> 4) & 15 | (B >> 2) & 48
+LS_VNNI512 inline __m512 k4_scales(const uint8_t* block) {
+  const __m128i v = load16(block);
+  const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12,
+                                                      13, 14, 15));
+  const __m128i u = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8,
+                                                      9, 10, 11));
+  const __m128i m15 = _mm_set1_epi8(15);
+  const __m128i c_lo = _mm_and_si128(t, m15), c_hi = _mm_and_si128(_mm_srli_epi16(t, 4), m15);
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(u, 2), _mm_set1_epi8(48));
+  const __m128i hi = _mm_or_si128(_mm_mask_blend_epi8(0xF000, c_lo, c_hi), top);
+  const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(63));
+  const __m128i bytes = _mm_mask_blend_epi8(0xF0F0, lo, hi);
+  // [d, dmin, ., .] as f32, spread: lanes 0-7 d, 8-15 dmin.
+  const __m512 dd = _mm512_permutexvar_ps(
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+      _mm512_castps128_ps512(_mm_cvtph_ps(v)));
+  return _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
+}
+
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q4_K>(const uint8_t* p, Chunk& c) {
-  const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
-  uint64_t sc, mn;
-  k4_scale_min_bytes(b->scales, &sc, &mn);
-  c.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(sc));
-  c.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(mn));
-  nibbles_k(b->qs, c.w);
+  c.sm = k4_scales(p);
+  nibbles_k(reinterpret_cast<const BlockQ4_K*>(p)->qs, c.w);
 }
 
 // Q5_K: Q4_K plus 16 where the 5th bit is set: bit j of qh[l] for value
@@ -110,10 +132,7 @@ LS_VNNI512 inline void decode<GgmlType::Q4_K>(const uint8_t* p, Chunk& c) {
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q5_K>(const uint8_t* p, Chunk& c) {
   const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
-  uint64_t sc, mn;
-  k4_scale_min_bytes(b->scales, &sc, &mn);
-  c.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(sc));
-  c.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(mn));
+  c.sm = k4_scales(p);
   nibbles_k(b->qs, c.w);
   const __m512i qh = _mm512_broadcast_i64x4(load32(b->qh));
   const __m512i sixteen = _mm512_set1_epi8(16);
@@ -224,19 +243,35 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     decode<T>(row + c * chunk_bytes, ch);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const int8_t* xq = (kK4Order<T> ? x.qk4_at(t0 + t) : x.q_at(t0 + t)) + 256 * c;
-      const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
-      const __m512 sd = _mm512_castps256_ps512(_mm256_mul_ps(ch.s, dx));
-      LS_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        const __m512i p =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], _mm512_loadu_si512(xq + 64 * k));
-        const __m512 f = _mm512_permutexvar_ps(idx[k], sd);
-        acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
+      if constexpr (kK4Order<T>) {
+        // One load of [d_x | ds] and one product give every factor: lanes
+        // 0-7 s_j * d_x(j), spread over the dot's lanes by the permutes;
+        // lanes 8-15 m_j * ds_j, subtracted as they are.
+        const int8_t* xq = x.qk4_at(t0 + t) + 256 * c;
+        const __m512 prod = _mm512_mul_ps(ch.sm, _mm512_loadu_ps(x.dds_at(t0 + t) + 16 * c));
+        LS_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const __m512i p =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], _mm512_loadu_si512(xq + 64 * k));
+          const __m512 f = _mm512_permutexvar_ps(idx[k], prod);
+          acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
+        }
+        acc[t][0] = _mm512_mask_sub_ps(acc[t][0], 0xFF00, acc[t][0], prod);
+      } else {
+        const int8_t* xq = x.q_at(t0 + t) + 256 * c;
+        const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
+        const __m512 sd = _mm512_castps256_ps512(_mm256_mul_ps(ch.s, dx));
+        LS_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k],
+                                                _mm512_loadu_si512(xq + 64 * k));
+          const __m512 f = _mm512_permutexvar_ps(idx[k], sd);
+          acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
+        }
+        const __m256 ds = _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c);
+        acc[t][0] =
+            _mm512_fnmadd_ps(_mm512_zextps256_ps512(ch.m), _mm512_zextps256_ps512(ds), acc[t][0]);
       }
-      const __m256 ds = _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c);
-      acc[t][0] =
-          _mm512_fnmadd_ps(_mm512_zextps256_ps512(ch.m), _mm512_zextps256_ps512(ds), acc[t][0]);
     }
   }
   LS_UNROLL

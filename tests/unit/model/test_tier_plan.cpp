@@ -137,3 +137,36 @@ TEST_CASE("tier plan: balance_cpu_layers evens out the copy engine and the CPU")
   REQUIRE(storage.has_value());
   CHECK(balance_cpu_layers(model().map, *storage, {100 * b, b}) == 0);
 }
+
+TEST_CASE("tier plan: the GPU's part of the chain moves the balance towards the copy engine") {
+  // At batch 1 the CPU's layers and the GPU's run one after the other: the
+  // time the GPU computes (its layers, its head) is time the CPU path
+  // cannot use, while the copies overlap it.
+  const uint64_t vram = 3000 + 2 * max_layer() + layer_bytes(0);
+  auto draft = plan_tiers(model().map, inputs(vram, UINT64_MAX));
+  REQUIRE(draft.has_value());
+  REQUIRE(draft->n_ram == 3);
+  const double b = layer_bytes(1);
+  // CPU twice as fast as the copy: 2 CPU layers when the GPU costs nothing...
+  CHECK(balance_cpu_layers(model().map, *draft, {2 * b, b, 0, 0}) == 2);
+  // ...but with 1.5 s of GPU work a step, 2 CPU layers make a chain of
+  // 1 + 1.5 = 2.5 s; 1 CPU layer gives copy 2 s, chain 0.5 + 1.5 = 2 s.
+  CHECK(balance_cpu_layers(model().map, *draft, {2 * b, b, 0, 1.5}) == 1);
+  // The prediction of a plan adds the parts up.
+  PlanInputs in = inputs(vram, UINT64_MAX);
+  in.cpu_layers = 1;
+  auto p = plan_tiers(model().map, in);
+  REQUIRE(p.has_value());
+  const HybridStep h = predict_hybrid_step(model().map, *p, {2 * b, b, 4 * b, 0.25});
+  double copied = 0, cpu = 0, gpu = 0;
+  for (size_t l = 0; l < p->layer_tier.size(); ++l) {
+    const double lb = static_cast<double>(model().map.layers[l].range_bytes);
+    if (p->layer_tier[l] == Tier::Cpu) cpu += lb;
+    if (p->layer_tier[l] == Tier::Ram) copied += lb;
+    if (p->layer_tier[l] != Tier::Cpu) gpu += lb;
+  }
+  CHECK(h.copy_s == doctest::Approx(copied / b));
+  CHECK(h.cpu_s == doctest::Approx(cpu / (2 * b)));
+  CHECK(h.gpu_s == doctest::Approx(gpu / (4 * b) + 0.25));
+  CHECK(h.step_s() == doctest::Approx(std::max(h.copy_s, h.cpu_s + h.gpu_s)));
+}
