@@ -161,8 +161,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     return make_error(
         "--backend cuda: this engine was given no CUDA backend (a build without CUDA, or a "
         "caller that set no EngineOptions::make_backend); use cpu or auto");
-  if (opt.depth < 1 || opt.staging_buffers < 1 || opt.device_slots < 1)
-    return make_error("--depth, --staging-buffers and --device-slots must be at least 1");
+  if (opt.depth < 0 || opt.staging_buffers < 1 || opt.device_slots < 1)
+    return make_error(
+        "--depth must be 0 (auto) or more, --staging-buffers and --device-slots at least 1");
   if (opt.model.empty()) {
     auto p = default_model_path();
     if (!p) return p.error();
@@ -196,7 +197,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));
   PipelineOptions po;
   po.cpu_backend = e->cpu_backend_.get();
-  po.depth = opt.depth;
+  po.depth = opt.depth > 0 ? opt.depth : e->plan_.n_cpu > 0 ? kDepthHybrid : kDepthStreaming;
   po.source = opt.source;
   po.io_only = opt.io_only;
   po.n_ctx = opt.n_ctx;

@@ -41,6 +41,15 @@ using DeviceMemoryProbe =
 using BackendFactory = std::function<Expected<std::unique_ptr<Backend>>(
     const Model&, const EngineOptions&, const TierPlan&)>;
 
+// Planned-ahead depths that --depth 0 (the default) picks. A hybrid plan
+// needs more: its resident and CPU-tier layers hold planning credits too
+// (a CPU layer for milliseconds), and with 4 the copier saw only the next
+// one or two streamed layers and sat idle across each step's end; on the
+// H200 machine, 70b at 24 GiB: 5.22 tok/s at depth 4, 5.78 at 8, 5.75 at 16
+// (bench/results/2026-12-01-h200-cpu-tier.md).
+constexpr int32_t kDepthStreaming = 4;
+constexpr int32_t kDepthHybrid = 16;
+
 struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
   std::string backend = "auto";  // cpu, cuda, auto
@@ -52,7 +61,9 @@ struct EngineOptions {
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
-  int32_t depth = 4, staging_buffers = 3, device_slots = 3;
+  // depth: layers planned ahead of compute; 0 picks kDepthStreaming, or
+  // kDepthHybrid when the plan has CPU-tier layers.
+  int32_t depth = 0, staging_buffers = 3, device_slots = 3;
   uint32_t ubatch = 512;   // tokens per batch the device's activations are sized for
                            // (--ubatch-size; a longer prompt grows them past the plan)
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)

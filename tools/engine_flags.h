@@ -55,7 +55,9 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "prompt still runs as one batch, past the plan's reserve)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--depth", o.depth, "Layers planned ahead of compute")->capture_default_str();
+  sub->add_option("--depth", o.depth,
+                  "Layers planned ahead of compute (0: 4, or 16 when the CPU computes layers)")
+      ->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")
       ->capture_default_str();
