@@ -3,6 +3,15 @@
 
 namespace ls {
 
+// "a GPT partition table", "an ext2/3/4 file system": the article as the
+// signature's name is read aloud (io/vfio/disk_signature.cpp's names).
+static std::string with_article(const std::string& what) {
+  for (const char* an : {"ext", "exFAT", "XFS", "LVM", "NTFS", "MBR"})
+    if (what.rfind(an, 0) == 0) return "an " + what;
+  return "a " + what;
+}
+
+
 std::vector<std::string> bind_refusals(const NvmePciController& c) {
   std::vector<std::string> why;
   if (c.driver.empty()) {
@@ -29,7 +38,7 @@ std::vector<std::string> bind_refusals(const NvmePciController& c) {
       for (const auto& p : ns.partitions) list += (list.empty() ? "" : ", ") + p;
       why.push_back(ns.name + " has partitions (" + list + ")");
     }
-    if (!ns.signature.empty()) why.push_back(ns.name + " holds a " + ns.signature);
+    if (!ns.signature.empty()) why.push_back(ns.name + " holds " + with_article(ns.signature));
     if (!ns.unchecked.empty())
       why.push_back(ns.name +
                     " could not be checked for a partition table or file system: " + ns.unchecked);

@@ -3,7 +3,8 @@
 // tests/qemu/run.sh boots:
 //   0. `nvme status` lists both controllers with their namespaces;
 //   1. `bind` refuses the controller whose namespace has a partition table
-//      (LS_NVME_PARTITIONED), then moves LS_NVME to vfio-pci;
+//      (LS_NVME_PARTITIONED) and the one whose namespace holds a file system
+//      on the whole disk (LS_NVME_FS), then moves LS_NVME to vfio-pci;
 //   2. the controller comes up through VFIO; the model at LS_NVME_LBA passes
 //      the raw-GGUF check against LS_MODEL (io/raw_gguf.h);
 //   3. every layer extent of the model is read through the driver and
@@ -21,7 +22,8 @@
 //      controller whatever the driver left (guest_vfio_faults.cpp shows both).
 // Prints "LS_GUEST PASS" or "LS_GUEST FAIL: step: why" (exit 1).
 //
-//   ls_qemu_guest_vfio PCI_ADDRESS     (env: LS_NVME_LBA, LS_NVME_PARTITIONED, LS_MODEL)
+//   ls_qemu_guest_vfio PCI_ADDRESS     (env: LS_NVME_LBA, LS_NVME_PARTITIONED, LS_NVME_FS,
+//                                       LS_MODEL)
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
   const std::string addr = argv[1];
   const uint64_t lba = std::strtoull(env("LS_NVME_LBA").c_str(), nullptr, 10);
   const std::string partitioned = env("LS_NVME_PARTITIONED");
+  const std::string with_fs = env("LS_NVME_FS");
   const SysFs fs("/");
 
   // 0. status: both controllers, on the nvme driver, with their namespaces.
@@ -175,9 +178,10 @@ int main(int argc, char** argv) {
       std::printf("LS_GUEST   %s\n", text.substr(at, nl - at).c_str());
       at = nl + 1;
     }
-    if (inv.controllers.size() != 2 || text.find(addr) == std::string::npos ||
-        text.find(partitioned) == std::string::npos)
-      fail("nvme status", "expected the two controllers " + addr + " and " + partitioned);
+    if (inv.controllers.size() != 3 || text.find(addr) == std::string::npos ||
+        text.find(partitioned) == std::string::npos || text.find(with_fs) == std::string::npos)
+      fail("nvme status",
+           "expected the three controllers " + addr + ", " + partitioned + " and " + with_fs);
   }
 
   // 1. bind: the partitioned disk is refused, ours is moved.
@@ -186,6 +190,15 @@ int main(int argc, char** argv) {
     fail("bind refusal", partitioned + " has a partition table but was allowed");
   for (const std::string& why : refused.refusals)
     std::printf("LS_GUEST bind %s refused: %s\n", partitioned.c_str(), why.c_str());
+  // ...and so is a namespace that holds a file system on the whole disk.
+  DriverPlan refused_fs = must(plan_bind(fs, with_fs), "plan bind (file system)");
+  bool names_fs = false;
+  for (const std::string& why : refused_fs.refusals) {
+    std::printf("LS_GUEST bind %s refused: %s\n", with_fs.c_str(), why.c_str());
+    names_fs |= why.find("file system") != std::string::npos;
+  }
+  if (refused_fs.allowed() || !names_fs)
+    fail("bind refusal", with_fs + " holds an ext4 file system but was not refused for it");
   DriverPlan bind = must(plan_bind(fs, addr), "plan bind");
   if (!bind.allowed()) fail("bind", format_plan(bind, true));
   must(apply_plan(fs, bind), "bind");

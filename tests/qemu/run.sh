@@ -126,6 +126,11 @@ le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 25
 printf '\x55\xaa' | dd of="$work/disk1.img" bs=1 seek=510 conv=notrunc status=none
 # Disk 2 (--slow-nvme): disk 0 again; QEMU throttles it below.
 [ "$slow_nvme" = 0 ] || cp "$work/disk0.img" "$work/disk2.img"
+# Disk 3: the disk of a whole-disk file system (no partition table): disk 0
+# with an ext4 superblock's magic (0xEF53 at byte 1024 + 56), for the bind
+# refusal of a namespace that holds a file system.
+cp "$work/disk0.img" "$work/disk3.img"
+printf '\x53\xef' | dd of="$work/disk3.img" bs=1 seek=1080 conv=notrunc status=none
 
 # Initramfs: busybox, /init, the modules, the guest program and the model.
 ird=$work/initramfs
@@ -135,7 +140,7 @@ cp "$here/init.sh" "$ird/init"
 cp "$kdir"/modules/*.ko "$kdir/modules.load" "$ird/lib/modules/"
 cp "$guest" "$ird/guest/"
 cp "$work/model.gguf" "$ird/guest/model.gguf"
-guest_env="LS_NVME=0000:00:04.0 LS_NVME_LBA=$lba LS_NVME_PARTITIONED=0000:00:05.0 LS_MODEL=/guest/model.gguf"
+guest_env="LS_NVME=0000:00:04.0 LS_NVME_LBA=$lba LS_NVME_PARTITIONED=0000:00:05.0 LS_NVME_FS=0000:00:07.0 LS_MODEL=/guest/model.gguf"
 if [ "$with_cli" = 1 ]; then
   # The CLI as built (dynamically linked): the loader and every library ldd
   # lists, at the same paths, so the guest runs the very binary under test.
@@ -147,10 +152,10 @@ if [ "$with_cli" = 1 ]; then
   guest_env+=" LS_CLI=/guest/layerstream"
 fi
 if [ "$slow_nvme" = 1 ]; then
-  echo "nvme0n1 nvme1n1 nvme2n1" > "$ird/guest/wait"
+  echo "nvme0n1 nvme1n1 nvme2n1 nvme3n1" > "$ird/guest/wait"
   guest_env+=" LS_NVME_SLOW=0000:00:06.0"
 else
-  echo "nvme0n1 nvme1n1" > "$ird/guest/wait"
+  echo "nvme0n1 nvme1n1 nvme2n1" > "$ird/guest/wait"
 fi
 {
   echo "export $guest_env"
@@ -171,6 +176,8 @@ qemu=(qemu-system-x86_64 -machine q35,kernel-irqchip=split -accel tcg -m 1G -smp
   -device nvme,serial=ls0,drive=d0,bus=pcie.0,addr=0x4
   -drive "file=$work/disk1.img,if=none,id=d1,format=raw"
   -device nvme,serial=ls1,drive=d1,bus=pcie.0,addr=0x5
+  -drive "file=$work/disk3.img,if=none,id=d3,format=raw"
+  -device nvme,serial=ls3,drive=d3,bus=pcie.0,addr=0x7
   -kernel "$kdir/vmlinux" -initrd "$work/initramfs.cpio"
   -append "console=ttyS0 intel_iommu=on quiet panic=-1")
 # Throttled: after a burst of a tenth of a second's worth, reads wait in QEMU

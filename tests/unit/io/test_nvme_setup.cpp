@@ -241,7 +241,7 @@ TEST_CASE("nvme bind: refuses a partition table, a file system, a mount, swap, a
   };
   const std::vector<Case> cases = {
       {"GPT", gpt_image(), "", "", false, false, "nvme0n1 holds a GPT partition table"},
-      {"ext4", ext4_image(), "", "", false, false, "nvme0n1 holds a ext2/3/4 file system"},
+      {"ext4", ext4_image(), "", "", false, false, "nvme0n1 holds an ext2/3/4 file system"},
       {"partition", "", "", "", true, false, "nvme0n1 has partitions (nvme0n1p1)"},
       {"mount", "", "/dev/nvme0n1 /data ext4 rw 0 0\n", "", false, false,
        "nvme0n1 is mounted on /data"},
@@ -321,7 +321,7 @@ TEST_CASE("nvme bind: --dry-run prints what it would write where and writes noth
   auto [rc2, out2] = run_cli(std::string("nvme bind ") + kAddr + " --root " + m.str());
   CAPTURE(out2);
   CHECK(rc2 == 1);
-  CHECK(contains(out2, "nvme0n1 holds a ext2/3/4 file system"));
+  CHECK(contains(out2, "nvme0n1 holds an ext2/3/4 file system"));
   CHECK(contains(out2, "error: refusing to bind 0000:00:04.0 to vfio-pci"));
   CHECK(m.read("/sys/bus/pci/drivers_probe") == "");
 
