@@ -12,7 +12,7 @@ ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
       timer_(io_) {
   signals_.async_wait([this](const asio::error_code& ec, int sig) {
     if (ec) return;
-    interrupted_.store(true);
+    signal_.store(sig);
     rc_.cancel(sig == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)");
   });
   arm_timer();

@@ -22,7 +22,9 @@ class ControlPlane {
   ~ControlPlane();  // stops the thread, restores default signal handling
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
-  bool interrupted() const { return interrupted_.load(); }
+  bool interrupted() const { return signal_.load() != 0; }
+  // The signal that stopped the run (SIGINT or SIGTERM), 0 if none.
+  int signal() const { return signal_.load(); }
 
  private:
   void arm_timer();
@@ -34,7 +36,7 @@ class ControlPlane {
   asio::signal_set signals_;
   asio::steady_timer timer_;
   std::thread thread_;
-  std::atomic<bool> interrupted_{false};
+  std::atomic<int> signal_{0};
   uint64_t last_progress_ = 0;
   int still_s_ = 0;
   bool reported_ = false;

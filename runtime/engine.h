@@ -107,6 +107,7 @@ class Engine {
   const EngineOptions& options() const { return opt_; }
   const char* backend_name() const { return backend_->name(); }
   bool interrupted() const { return control_ && control_->interrupted(); }
+  int interrupt_signal() const { return control_ ? control_->signal() : 0; }
   double load_seconds() const { return load_s_; }
   // Stop the actors, write the trace (--trace) and print the stall table (--stats).
   Status finish();

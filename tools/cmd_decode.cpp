@@ -3,6 +3,7 @@
 // text streams to stdout as it is generated, the summary goes to stderr.
 // Ctrl-C stops cleanly and still prints it (and writes the trace).
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -201,12 +202,14 @@ int run_decode(DecodeArgs& a) {
     for (size_t i = 0; i < out_ids.size(); ++i) line += (i ? " " : "") + std::to_string(out_ids[i]);
     std::printf("\n%s\n", line.c_str());
   }
-  const bool interrupted = e.interrupted();
+  const int sig = e.interrupt_signal();
   Status fin = e.finish();
   print_summary(st, e);
-  if (interrupted) {
-    std::fprintf(stderr, "layerstream: interrupted\n");
-    return 130;
+  if (sig != 0) {
+    // The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+    std::fprintf(stderr, "layerstream: %s\n",
+                 sig == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)");
+    return 128 + sig;
   }
   if (!status.ok()) return fail(status.error().message);
   if (!fin.ok()) return fail(fin.error().message);

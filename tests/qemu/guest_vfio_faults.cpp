@@ -21,7 +21,8 @@
 //      command targets must see no write after that (poisoned, watched 2.5 s);
 //   4. Ctrl-C: the real CLI, `layerstream decode --reader vfio` (LS_CLI), is
 //      sent SIGINT, then in a second run SIGTERM, while it decodes; it must
-//      exit non-zero saying "interrupted".
+//      exit 128 + the signal saying "interrupted (Ctrl-C)" or "terminated
+//      (SIGTERM)".
 // Each case ends with CC.EN=0, CSTS.RDY=0 read from a fresh VFIO open, and
 // (in process) every DMA mapping released; run.sh fails the run on any DMAR
 // fault. A controller fatal status *during operation* is not provoked: QEMU
@@ -406,8 +407,11 @@ void interrupt_cli(const std::string& cli, const std::string& addr, uint64_t lba
     fail(step, "layerstream died of signal " + std::to_string(WTERMSIG(wstatus)) +
                    " instead of stopping cleanly");
   const int code = WEXITSTATUS(wstatus);
-  if (code == 0) fail(step, "layerstream exited 0 after the signal");
-  if (!contains(err, "interrupted")) fail(step, "no \"interrupted\" message on stderr");
+  if (code != 128 + sig)
+    fail(step, "layerstream exited " + std::to_string(code) + " after the signal, not " +
+                   std::to_string(128 + sig));
+  const char* said = sig == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)";
+  if (!contains(err, said)) fail(step, std::string("no \"") + said + "\" message on stderr");
   std::printf(
       "LS_GUEST %s: sent after %.1f s (%zu bytes of text out); layerstream exited %d "
       "%.2f s later\n",

@@ -256,3 +256,23 @@ TEST_CASE("cpu_matmul_q8_parts: one job over several weights = each on its own, 
         }
   }
 }
+
+TEST_CASE("parse_cpu_tuning: NAME=VALUE overrides, and a clear error for anything else") {
+  const CpuMatmulTuning d;
+  auto empty = parse_cpu_tuning("");
+  REQUIRE(empty.has_value());
+  CHECK(empty->tasks_per_thread == d.tasks_per_thread);
+  CHECK(empty->prefetch_rows == d.prefetch_rows);
+  CHECK(empty->prefetch_hint == d.prefetch_hint);
+  auto t = parse_cpu_tuning("tasks=8,hint=1,pf=0");
+  REQUIRE(t.has_value());
+  CHECK(t->tasks_per_thread == 8);
+  CHECK(t->prefetch_rows == 0);
+  CHECK(t->prefetch_hint == 1);
+  for (const char* bad : {"pf", "pf=", "pf=x", "hint=4", "tasks=0", "speed=1", "pf=1x"}) {
+    CAPTURE(std::string(bad));
+    auto r = parse_cpu_tuning(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find(std::string(bad)) != std::string::npos);
+  }
+}
