@@ -30,6 +30,7 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
   for (size_t l = 0; l < n; ++l) cpu_home_[l] = plan.layer_tier[l] == Tier::Cpu;
   gpu_kv_end_.assign(n, 0);
   cpu_kv_end_.assign(n, 0);
+  early_.reserve(static_cast<size_t>(depth.size()));
 }
 
 // The cache bookkeeping below assumes what the pipeline sends: sequence 0 at
@@ -77,18 +78,20 @@ void ComputeActor::ran_on_gpu(int32_t l) {
 }
 
 std::optional<LayerJob> ComputeActor::next_job(int64_t step, int32_t layer, int track) {
-  const auto key = std::make_pair(step, layer);
-  if (auto it = early_.find(key); it != early_.end()) {
-    LayerJob j = it->second;
-    early_.erase(it);
-    return j;
+  for (size_t i = 0; i < early_.size(); ++i) {
+    if (early_[i].step == step && early_[i].layer == layer) {
+      const LayerJob j = early_[i];
+      early_[i] = early_.back();
+      early_.pop_back();
+      return j;
+    }
   }
   TraceScope wait(tracer_, track, "wait layer", SpanKind::Starved, layer, step);
   for (;;) {
     std::optional<LayerJob> j = jobs_.pop(rc_);
     if (!j) return std::nullopt;
     if (j->step == step && j->layer == layer) return j;
-    early_[{j->step, j->layer}] = *j;
+    early_.push_back(*j);
   }
 }
 

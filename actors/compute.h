@@ -21,7 +21,6 @@
 // defines: ComputeActor
 #pragma once
 
-#include <map>
 #include <vector>
 
 #include "model/device_link.h"
@@ -60,7 +59,10 @@ class ComputeActor {
   RunControl& rc_;
   Tracer& tracer_;
   bool io_only_;
-  std::map<std::pair<int64_t, int32_t>, LayerJob> early_;  // arrived before their turn
+  // Jobs that arrived before their turn (resident and CPU-tier ones pass the
+  // streamed ones): at most the depth credits' count, so a vector reserved
+  // once and searched; nothing allocated per job.
+  std::vector<LayerJob> early_;
   std::vector<float> logits_;
   std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
   StepWidths& widths_;
