@@ -8,8 +8,8 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
                            CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                            Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler,
                            Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu,
-                           const TierPlan& plan, StepWidths& widths, RunControl& rc, Tracer& tracer,
-                           bool io_only)
+                           const TierPlan& plan, StepWidths& widths, HybridRoute* route,
+                           HybridBalancer* balancer, RunControl& rc, Tracer& tracer, bool io_only)
     : m_(m),
       be_(be),
       link_(link),
@@ -24,10 +24,15 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       rc_(rc),
       tracer_(tracer),
       io_only_(io_only),
-      widths_(widths) {
+      widths_(widths),
+      route_(route),
+      balancer_(route ? balancer : nullptr) {
   const size_t n = plan.layer_tier.size();
   cpu_home_.resize(n);
-  for (size_t l = 0; l < n; ++l) cpu_home_[l] = plan.layer_tier[l] == Tier::Cpu;
+  // With a balancer, every layer in host memory may change sides.
+  for (size_t l = 0; l < n; ++l)
+    cpu_home_[l] =
+        plan.layer_tier[l] == Tier::Cpu || (balancer_ && plan.layer_tier[l] == Tier::Ram);
   gpu_kv_end_.assign(n, 0);
   cpu_kv_end_.assign(n, 0);
   early_.reserve(static_cast<size_t>(depth.size()));
@@ -61,6 +66,7 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
   kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
   kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
   TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
+  meter_.kv_moved = true;
   CpuWork w{step, l, nullptr, nullptr};
   w.kv_out = &kv_rows_;
   if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
@@ -109,6 +115,7 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
       return make_error("layer %d: positions %u..%u are cached on neither backend", layer,
                         cpu_kv_end_[layer], p0_);
     TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
+    meter_.kv_moved = true;
     kv_rows_.layer = static_cast<uint32_t>(layer);
     kv_rows_.p0 = cpu_kv_end_[layer];
     kv_rows_.p1 = p0_;
@@ -153,15 +160,29 @@ void ComputeActor::run() {
         return;
       }
     }
+    meter_ = StepClock{};
+    meter_.start = std::chrono::steady_clock::now();
+    using clock = std::chrono::steady_clock;
+    auto secs = [](clock::time_point t0) {
+      return std::chrono::duration<double>(clock::now() - t0).count();
+    };
     for (int32_t l = 0; l < static_cast<int32_t>(c.n_layer); ++l) {
+      const auto t_wait = clock::now();
       std::optional<LayerJob> job = next_job(step, l, track);
       if (!job) return;
+      if (job->tier == Tier::Ram || job->tier == Tier::Storage) {
+        meter_.wait_copy_s += secs(t_wait);
+        ++meter_.n_copied;
+      }
       if (job->tier == Tier::Cpu) {
         if (!io_only_) {
+          const auto t_cpu = clock::now();
           if (Status st = cpu_layer(step, l, b, track); !st.ok()) {
             rc_.fail("compute", l, step, st.error().message);
             return;
           }
+          meter_.cpu_s += secs(t_cpu);
+          ++meter_.n_cpu;
         }
         depth_.release(0);
         rc_.pulse();
@@ -210,7 +231,45 @@ void ComputeActor::run() {
     out.logits = logits_.data();
     widths_.next_step.store(step + 1);  // before the client can see this step end
     if (!to_sampler_.push(out, rc_)) return;
+    if (balancer_ && !io_only_) rebalance(step, b, track);
   }
+}
+
+void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
+  const auto now = std::chrono::steady_clock::now();
+  // The copy engine's busy time: the GPU's own copy spans when the link
+  // times them (CUDA events), else the copier's (a host link copies inline).
+  uint64_t copy_ns = 0;
+  bool gpu_copy = false;
+  for (const TrackStats& t : tracer_.track_stats()) {
+    if (t.name == "gpu-copy") copy_ns = t.busy_ns, gpu_copy = true;
+    if (t.name == "copier" && !gpu_copy) copy_ns = t.busy_ns;
+  }
+  const bool first = !copy_seen_;
+  copy_seen_ = true;
+  BalanceSample s;
+  s.step = step;
+  // From the batch's arrival: a gap between requests (a chat's user typing)
+  // is not part of any step.
+  s.wall_s = std::chrono::duration<double>(now - meter_.start).count();
+  s.wait_copy_s = meter_.wait_copy_s;
+  s.cpu_s = meter_.cpu_s;
+  s.copy_s = static_cast<double>(copy_ns - std::min(copy_ns, copy_busy_ns_)) * 1e-9;
+  s.n_cpu = meter_.n_cpu;
+  s.n_copied = meter_.n_copied;
+  copy_busy_ns_ = copy_ns;
+  // Only a decode step of the plan as it stands measures the plan: a prompt
+  // or rows moved between the caches would mislead it.
+  if (first || b.size() != 1 || meter_.kv_moved) {
+    balancer_->skip();
+    return;
+  }
+  std::optional<BalanceMove> mv = balancer_->observe(s);
+  if (!mv) return;
+  TraceScope span(tracer_, track, "re-plan", SpanKind::Busy,
+                  mv->to_cpu.empty() ? mv->to_pcie.front() : mv->to_cpu.front(), step);
+  for (int32_t l : mv->to_cpu) route_->on_cpu[l].store(1, std::memory_order_relaxed);
+  for (int32_t l : mv->to_pcie) route_->on_cpu[l].store(0, std::memory_order_relaxed);
 }
 
 }  // namespace ls

@@ -18,12 +18,22 @@
 // side it brings over the rows only the other side has (Backend::read_kv /
 // write_kv; the CPU side's through the cpu-compute actor, which owns that
 // backend). One sequence at consecutive positions, as the pipeline runs.
+//
+// A hybrid plan re-planned online (a balancer): every layer in host memory
+// may run on either side, so each keeps that bookkeeping. After each clean
+// decode step (one token, no key/value rows moved) compute gives the
+// balancer what the step measured — its wall time, the time it waited for
+// copies, the CPU tier's time, the copy engine's busy time from the stall
+// counters — and applies the move it returns to the route the planner reads
+// (a "re-plan" span on this track marks it).
 // defines: ComputeActor
 #pragma once
 
+#include <chrono>
 #include <vector>
 
 #include "model/device_link.h"
+#include "model/hybrid_balance.h"
 #include "model/tier_plan.h"
 #include "model/model.h"
 #include "runtime/credit_pool.h"
@@ -38,8 +48,9 @@ class ComputeActor {
   ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
                CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
-               Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths, RunControl& rc,
-               Tracer& tracer, bool io_only);
+               Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths,
+               HybridRoute* route, HybridBalancer* balancer, RunControl& rc, Tracer& tracer,
+               bool io_only);
   void run();  // the actor's thread
 
  private:
@@ -71,6 +82,19 @@ class ComputeActor {
   std::vector<uint32_t> gpu_kv_end_, cpu_kv_end_;
   uint32_t p0_ = 0, p1_ = 0;  // the step's positions
   KvRows kv_rows_;            // rows in transit (grown for the widest step, then reused)
+
+  // Online re-planning (null when the plan is fixed).
+  HybridRoute* route_;
+  HybridBalancer* balancer_;
+  struct StepClock {                              // what the current step measured so far
+    std::chrono::steady_clock::time_point start;  // its batch arrived
+    double wait_copy_s = 0, cpu_s = 0;
+    int32_t n_cpu = 0, n_copied = 0;
+    bool kv_moved = false;
+  } meter_;
+  bool copy_seen_ = false;     // copy_busy_ns_ has been read once
+  uint64_t copy_busy_ns_ = 0;  // the copy track's busy counter at the last step's end
+  void rebalance(int64_t step, const Batch& b, int track);
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
   Status check_positions(const Batch& b);

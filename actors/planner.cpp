@@ -6,13 +6,14 @@
 namespace ls {
 
 Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-                 Mailbox<LayerJob>& to_compute, const StepWidths* widths, RunControl& rc,
-                 Tracer& tracer)
+                 Mailbox<LayerJob>& to_compute, const StepWidths* widths, const HybridRoute* route,
+                 RunControl& rc, Tracer& tracer)
     : plan_(plan),
       depth_(depth),
       to_reader_(to_reader),
       to_compute_(to_compute),
       widths_(widths),
+      route_(route),
       rc_(rc),
       tracer_(tracer) {}
 
@@ -30,6 +31,8 @@ void Planner::run() {
       job.step = step;
       job.layer = layer;
       job.tier = plan_.layer_tier[layer];
+      if (route_ && (job.tier == Tier::Cpu || job.tier == Tier::Ram))
+        job.tier = route_->on_cpu[layer].load(std::memory_order_relaxed) ? Tier::Cpu : Tier::Ram;
       if (job.tier == Tier::Cpu && widths_) {
         TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
         while (widths_->fed_step.load() < step) {

@@ -9,6 +9,8 @@
 // instead, when the plan has device slots to take them: prefill is one
 // batch per layer, which the GPU serves at the cost of a copy while the
 // CPU's cost grows with every token.
+// A hybrid plan re-planned online (HybridRoute) routes each host-memory
+// layer (the plan's CPU and RAM tiers) by the route as it is planned.
 // defines: Planner
 #pragma once
 
@@ -22,8 +24,10 @@ namespace ls {
 class Planner {
  public:
   // widths: null, or the steps' widths (then CPU-tier layers of a wide step are streamed).
+  // route: null, or which host-memory layers the CPU computes now.
   Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
-          Mailbox<LayerJob>& to_compute, const StepWidths* widths, RunControl& rc, Tracer& tracer);
+          Mailbox<LayerJob>& to_compute, const StepWidths* widths, const HybridRoute* route,
+          RunControl& rc, Tracer& tracer);
   void run();  // the actor's thread
 
  private:
@@ -32,6 +36,7 @@ class Planner {
   Mailbox<LayerJob>& to_reader_;
   Mailbox<LayerJob>& to_compute_;
   const StepWidths* widths_;
+  const HybridRoute* route_;
   RunControl& rc_;
   Tracer& tracer_;
 };

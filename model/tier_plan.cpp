@@ -290,6 +290,7 @@ std::string TierPlan::to_text() const {
                   step > 0 ? 1.0 / step : 0.0);
     s += b;
   }
+  if (!hybrid_reason.empty()) s += "  CPU tier: " + hybrid_reason + "\n";
   s += "  layers: ";
   for (size_t l = 0; l < layer_tier.size(); ++l)
     s += layer_tier[l] == Tier::Resident ? 'A'

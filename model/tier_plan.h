@@ -47,6 +47,19 @@ struct PlanInputs {
   int32_t cpu_layers = 0;
 };
 
+// The rates a hybrid plan is balanced with, measured with both paths busy at
+// once (they share the host's DRAM): bytes per second the CPU tier computes
+// through, and bytes per second the copy engine moves.
+struct HybridRates {
+  double cpu_bytes_per_s = 0;
+  double copy_bytes_per_s = 0;
+  // The GPU's own part of a step at batch 1 (0: not measured, left out):
+  // bytes per second it computes a layer through, and the seconds of the
+  // rest of a step (output head, embedding, synchronisation).
+  double gpu_bytes_per_s = 0;
+  double gpu_step_s = 0;
+};
+
 struct TierPlan {
   using Line = PlanLine;
   std::vector<Tier> layer_tier;  // by layer
@@ -67,24 +80,19 @@ struct TierPlan {
   // layers (predicted_cpu_s), one after the other. The larger of the copy
   // and the chain bounds the step.
   double predicted_copy_s = 0, predicted_cpu_s = 0, predicted_gpu_s = 0;
+  // Re-planned online (--cpu-layers auto): the layers in host memory (CPU and
+  // RAM tiers) change sides between decode steps as the measurements say
+  // (model/hybrid_balance.h); layer_tier is where they start. rates: those
+  // measured at load, the balancer's prior.
+  bool rebalance = false;
+  HybridRates rates;
+  // Why the plan has the CPU tier it has (printed with the plan).
+  std::string hybrid_reason;
   std::string to_text() const;
 };
 
 // Place the layers. An error says what does not fit in which budget.
 Expected<TierPlan> plan_tiers(const LayerMap& map, const PlanInputs& in);
-
-// The rates a hybrid plan is balanced with, measured with both paths busy at
-// once (they share the host's DRAM): bytes per second the CPU tier computes
-// through, and bytes per second the copy engine moves.
-struct HybridRates {
-  double cpu_bytes_per_s = 0;
-  double copy_bytes_per_s = 0;
-  // The GPU's own part of a step at batch 1 (0: not measured, left out):
-  // bytes per second it computes a layer through, and the seconds of the
-  // rest of a step (output head, embedding, synchronisation).
-  double gpu_bytes_per_s = 0;
-  double gpu_step_s = 0;
-};
 
 // A decode step of a hybrid plan, predicted from the rates. At batch 1 a
 // token goes through the layers in order, so the GPU's layers and the CPU's

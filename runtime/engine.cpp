@@ -104,27 +104,53 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   in.staging_buffers = opt.staging_buffers;
   in.read_alignment = align;
   in.cpu_layers = std::max(opt.cpu_layers, 0);
-  if (opt.cpu_layers >= 0 || !dev || !opt.calibrate_hybrid) return plan_tiers(m.map, in);
-  // --cpu-layers auto: a draft without CPU layers; if it streams from RAM,
-  // measure both rates and balance the two paths.
+  if (opt.cpu_layers >= 0 || !dev || !opt.calibrate_hybrid) {
+    auto p = plan_tiers(m.map, in);
+    if (p && dev && p->n_ram + p->n_cpu > 0)
+      p->hybrid_reason = opt.cpu_layers == 0
+                             ? "off (--cpu-layers 0)"
+                             : "--cpu-layers " + std::to_string(opt.cpu_layers) +
+                                   " fixed: not re-planned (auto re-plans between steps)";
+    return p;
+  }
+  // --cpu-layers auto (the default): a draft without CPU layers; if it
+  // streams from RAM, measure both rates, balance the two paths, and let the
+  // balancer move layers between them as the run goes (model/hybrid_balance.h).
   auto draft = plan_tiers(m.map, in);
-  if (!draft || draft->n_ram == 0 || draft->n_storage > 0) return draft;
+  if (!draft) return draft;
+  if (draft->n_ram == 0 && draft->n_storage == 0) {
+    draft->hybrid_reason = "off: every layer is resident on the device";
+    return draft;
+  }
+  if (draft->n_storage > 0) {
+    draft->hybrid_reason =
+        "off: " + std::to_string(draft->n_storage) +
+        " layers are read from storage every step, which bounds it; the CPU tier computes "
+        "layers held in RAM (a larger --ram-budget holds more)";
+    return draft;
+  }
   auto rates = opt.calibrate_hybrid(m, opt, *draft);
   if (!rates) return rates.error();
   in.cpu_layers = balance_cpu_layers(m.map, *draft, *rates);
   auto p = plan_tiers(m.map, in);
   if (!p) return p.error();
   const HybridStep h = predict_hybrid_step(m.map, *p, *rates);
+  const HybridStep h0 = predict_hybrid_step(m.map, *draft, *rates);
   p->predicted_copy_s = h.copy_s;
   p->predicted_cpu_s = h.cpu_s;
   p->predicted_gpu_s = h.gpu_s;
-  if (opt.print_plan)
-    std::fprintf(stderr,
-                 "layerstream: --cpu-layers auto: the CPU computes a layer at %.1f GB/s and the "
-                 "copy engine moves %.1f GB/s, both at once; the GPU computes a layer at %.0f "
-                 "GB/s, plus %.1f ms a step: %d CPU layers\n",
-                 rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9,
-                 rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers);
+  p->rebalance = true;
+  p->rates = *rates;
+  char why[400];
+  std::snprintf(why, sizeof why,
+                "auto: the CPU computes a layer at %.1f GB/s and the copy engine moves %.1f GB/s, "
+                "both at once; the GPU computes a layer at %.0f GB/s, plus %.1f ms a step: %d CPU "
+                "layers, predicted %.2f tok/s (%.2f over PCIe alone); re-planned between decode "
+                "steps from what they measure",
+                rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9,
+                rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers,
+                h.step_s() > 0 ? 1 / h.step_s() : 0.0, h0.step_s() > 0 ? 1 / h0.step_s() : 0.0);
+  p->hybrid_reason = why;
   return p;
 }
 
@@ -143,8 +169,7 @@ int hybrid_cpu_threads(const EngineOptions& opt) {
   return opt.threads > 0 ? opt.threads : std::max(1, default_thread_count() - 1);
 }
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt,
-                                          int threads) {
+std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt, int threads) {
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
@@ -193,11 +218,11 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
   e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
   // The CPU tier's own backend (hybrid plans): its KV cache holds the CPU layers' keys.
-  if (e->plan_.n_cpu > 0)
-    e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));
+  const bool hybrid = e->plan_.n_cpu > 0 || e->plan_.rebalance;
+  if (hybrid) e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));
   PipelineOptions po;
   po.cpu_backend = e->cpu_backend_.get();
-  po.depth = opt.depth > 0 ? opt.depth : e->plan_.n_cpu > 0 ? kDepthHybrid : kDepthStreaming;
+  po.depth = opt.depth > 0 ? opt.depth : hybrid ? kDepthHybrid : kDepthStreaming;
   po.source = opt.source;
   po.io_only = opt.io_only;
   po.n_ctx = opt.n_ctx;
@@ -215,7 +240,10 @@ Status Engine::finish() {
   if (pipeline_) pipeline_->stop();
   control_.reset();
   if (!tracer_) return ok();
-  return finish_trace(*tracer_, opt_.trace_path, opt_.stats);
+  Status st = finish_trace(*tracer_, opt_.trace_path, opt_.stats);
+  if (opt_.stats && pipeline_ && pipeline_->balancer())
+    std::fprintf(stderr, "%s", pipeline_->balancer()->summary().c_str());
+  return st;
 }
 
 Engine::~Engine() {

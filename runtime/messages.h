@@ -1,10 +1,11 @@
 // The messages of the actor graph (runtime/pipeline.cpp draws the graph).
 // Buffers move, never copy: a message carries buffer ids from fixed pools.
-// defines: LayerJob, StepInput, StepOutput, KvRows, CpuWork, StepWidths
+// defines: LayerJob, StepInput, StepOutput, KvRows, CpuWork, StepWidths, HybridRoute
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/backend.h"
@@ -67,6 +68,18 @@ struct StepWidths {
   std::atomic<int64_t> next_step{0};   // compute: the step after the one finishing
   std::atomic<int64_t> wide_step{-1};  // client: the step that carries a wide prompt
   std::atomic<int64_t> fed_step{-1};   // client, sampler: the last step whose batch is known
+};
+
+// Which of the layers in host memory the CPU computes now, by layer: a
+// hybrid plan re-planned online (model/hybrid_balance.h). Compute writes it
+// between steps; the planner reads it as it routes each job, so a change
+// takes effect from the next layer it plans (jobs already planned keep
+// their side; compute moves a layer's key/value rows when it changes side).
+struct HybridRoute {
+  explicit HybridRoute(size_t n_layer) : on_cpu(new std::atomic<uint8_t>[n_layer]) {
+    for (size_t l = 0; l < n_layer; ++l) on_cpu[l].store(0);
+  }
+  std::unique_ptr<std::atomic<uint8_t>[]> on_cpu;
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

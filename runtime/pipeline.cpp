@@ -10,6 +10,10 @@
 //   StepWidths (client → planner): a step whose prompt is wider than the CPU
 //   tier's batch sends the CPU-tier layers the streamed way (prefill through
 //   PCIe); compute moves their key/value rows between the backends.
+//   HybridRoute (compute → planner): a hybrid plan re-planned online — after
+//   each clean decode step compute gives the balancer (model/hybrid_balance.h)
+//   the step's measurements and applies its moves to the route, which the
+//   planner reads as it routes each host-memory layer to cpu-compute or PCIe.
 //
 //   The device link (the backend's, model/device_link.h) under copier and
 //   compute: on CUDA the copier's cudaMemcpyAsync records an event, compute's
@@ -61,16 +65,27 @@ struct Pipeline::Graph {
         to_sampler(2),
         to_cpu(1),
         from_cpu(1),
+        // Online re-planning of a hybrid plan: the balancer decides, compute
+        // applies its moves to the route, the planner routes by it.
+        route(plan.layer_tier.size()),
+        balancer(plan.rebalance
+                     ? std::make_unique<HybridBalancer>(m.map, plan, plan.rates, opt.balance)
+                     : nullptr),
         // Actors.
         planner(plan, depth, to_reader, to_compute,
-                opt.cpu_max_batch > 0 && plan.n_cpu > 0 && mem->n_slots() > 0 ? &widths : nullptr,
-                rc, tracer),
+                opt.cpu_max_batch > 0 && (plan.n_cpu > 0 || plan.rebalance) && mem->n_slots() > 0
+                    ? &widths
+                    : nullptr,
+                plan.rebalance ? &route : nullptr, rc, tracer),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
-                plan, widths, rc, tracer, opt.io_only),
+                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
-        sampler(to_sampler, steps, widths, rc, tracer) {}
+        sampler(to_sampler, steps, widths, rc, tracer) {
+    for (size_t l = 0; l < plan.layer_tier.size(); ++l)
+      route.on_cpu[l].store(plan.layer_tier[l] == Tier::Cpu);
+  }
 
   const TierPlan plan;
   std::unique_ptr<LayerMemory> mem;
@@ -81,6 +96,8 @@ struct Pipeline::Graph {
   Mailbox<StepOutput> to_sampler;
   Mailbox<CpuWork> to_cpu, from_cpu;
   StepWidths widths;
+  HybridRoute route;
+  std::unique_ptr<HybridBalancer> balancer;
   Planner planner;
   Reader reader;
   Copier copier;
@@ -94,7 +111,8 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
                                                     const PipelineOptions& opt, Tracer& tracer,
                                                     RunControl& rc) {
   if (opt.depth < 1) return make_error("--depth must be at least 1");
-  if (plan.n_cpu > 0 && !opt.cpu_backend)
+  const bool hybrid = plan.n_cpu > 0 || plan.rebalance;
+  if (hybrid && !opt.cpu_backend)
     return make_error("the plan computes %d layers on the CPU but the pipeline has no CPU backend",
                       plan.n_cpu);
   std::unique_ptr<BlockSource> src;
@@ -127,8 +145,12 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   p->threads_.emplace_back([&g] { g.copier.run(); });
   p->threads_.emplace_back([&g] { g.compute.run(); });
   p->threads_.emplace_back([&g] { g.sampler.run(); });
-  if (plan.n_cpu > 0) p->threads_.emplace_back([&g] { g.cpu_compute.run(); });
+  if (hybrid) p->threads_.emplace_back([&g] { g.cpu_compute.run(); });
   return p;
+}
+
+const HybridBalancer* Pipeline::balancer() const {
+  return g_ ? g_->balancer.get() : nullptr;
 }
 
 const char* Pipeline::source_name() const {

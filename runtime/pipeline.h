@@ -13,6 +13,7 @@
 #include "actors/sampler.h"
 #include "io/block_source.h"
 #include "model/device_link.h"
+#include "model/hybrid_balance.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
 #include "runtime/layer_memory.h"
@@ -26,12 +27,14 @@ struct PipelineOptions {
   SourceOptions source;            // the reader's block source (kind, queue depth, chunk size)
   bool io_only = false;            // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;              // the backend's context (positions per sequence)
-  Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (plans with n_cpu > 0)
+  Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (n_cpu > 0 or rebalance)
   // A prompt of more tokens than this sends the CPU-tier layers through PCIe
   // to the main backend for that step (a CPU layer's time grows with the
   // batch, a streamed one's hardly does); needs device slots in the plan.
   // 0: never (the CPU tier computes every step).
   int32_t cpu_max_batch = 8;
+  // The online re-planner's settings (plans with TierPlan::rebalance).
+  HybridBalancer::Options balance;
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
   std::function<std::unique_ptr<BlockSource>(std::unique_ptr<BlockSource>)> wrap_source;
 };
@@ -56,6 +59,9 @@ class Pipeline {
   void rewind() { n_past_ = 0; }
   uint32_t n_ctx() const { return n_ctx_; }
   const char* source_name() const;
+  // The online re-planner of a hybrid plan (TierPlan::rebalance), else null.
+  // Read it once the run has stopped (its moves are the compute actor's).
+  const HybridBalancer* balancer() const;
   // Stop the run (every actor exits within a poll interval) and join.
   void stop();
 

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "model/cpu_backend.h"
+#include "runtime/layer_memory.h"
 
 #ifdef LS_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -75,39 +78,76 @@ Expected<std::optional<DeviceMemory>> tool_device_memory(const Model& m, const E
 Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions& opt,
                                             const TierPlan& draft) {
 #ifdef LS_HAVE_CUDA
-  int32_t layer = -1;
-  for (size_t l = 0; l < draft.layer_tier.size(); ++l)
-    if (draft.layer_tier[l] == Tier::Ram &&
-        (layer < 0 || m.map.layers[l].range_bytes > m.map.layers[layer].range_bytes))
-      layer = static_cast<int32_t>(l);
+  // The largest and the smallest RAM-tier layer (Q4_K_M mixes give some
+  // layers Q6_K tensors, which the CPU computes at another rate per byte).
+  int32_t layer = -1, small = -1;
+  for (size_t l = 0; l < draft.layer_tier.size(); ++l) {
+    if (draft.layer_tier[l] != Tier::Ram) continue;
+    const uint64_t b = m.map.layers[l].range_bytes;
+    if (layer < 0 || b > m.map.layers[layer].range_bytes) layer = static_cast<int32_t>(l);
+    if (small < 0 || b < m.map.layers[small].range_bytes) small = static_cast<int32_t>(l);
+  }
   if (layer < 0) return make_error("--cpu-layers auto: the plan streams no RAM-tier layer");
   const int threads = hybrid_cpu_threads(opt);  // as the run's CPU tier
   // The activations the run will use: the CPU tier's rate depends on them.
-  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act,
-                 opt.cpu_tuning);
+  CpuBackend cpu(m.config(), m.globals(), 8, 1, KvType::F16, threads, opt.cpu_act, opt.cpu_tuning);
   Batch b;
   b.add(0, 0, 0, false);
-  const LayerView v = m.layer(static_cast<uint32_t>(layer));
+  // Each layer timed where the run keeps it: packed in page-aligned host
+  // memory (LayerMemory), not in the mapped file, whose page-cache pages
+  // the CPU reads more slowly (a calibration from the file picked too few
+  // CPU layers).
+  struct Held {
+    int32_t layer;
+    uint8_t* p;
+    LayerView v;
+  };
+  std::vector<Held> held;
+  for (int32_t l : {layer, small}) {
+    if (!held.empty() && held[0].layer == l) continue;
+    const LayerExtent& e = m.map.layers[static_cast<size_t>(l)];
+    const LayerLayout lay = layer_layout(e, 4096);
+    uint8_t* p =
+        static_cast<uint8_t*>(std::aligned_alloc(4096, (lay.packed_bytes + 4095) / 4096 * 4096));
+    if (!p) return make_error("--cpu-layers auto: cannot allocate a layer's copy");
+    for (size_t k = 0; k < e.ranges.size(); ++k)
+      std::memcpy(p + lay.packed[k], m.file->base() + e.ranges[k].offset, e.ranges[k].bytes);
+    held.push_back(
+        {l, p, packed_layer_view(m.info.weights.layers[static_cast<size_t>(l)], e, lay, p)});
+  }
+  struct FreeHeld {
+    std::vector<Held>& h;
+    ~FreeHeld() {
+      for (Held& x : h) std::free(x.p);
+    }
+  } free_held{held};
   std::atomic<bool> started{false}, stop{false};
   Expected<double> h2d = 0.0;
   std::thread copies([&] { h2d = probe_h2d_until(512ull << 20, started, stop); });
   while (!started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::vector<double> t;
+  double cpu_bytes = 0, cpu_secs = 0;
   Status st = ok();
-  for (int rep = 0; rep < 4 && st.ok(); ++rep) {  // the first faults the pages in: untimed
-    const auto t0 = std::chrono::steady_clock::now();
-    st = cpu.begin(b);
-    if (st.ok()) st = cpu.layer(static_cast<uint32_t>(layer), v);
-    if (rep > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  for (const Held& x : held) {
+    std::vector<double> t;
+    for (int rep = 0; rep < 7 && st.ok(); ++rep) {  // the first warms the caches and pool: untimed
+      const auto t0 = std::chrono::steady_clock::now();
+      st = cpu.begin(b);
+      if (st.ok()) st = cpu.layer(static_cast<uint32_t>(x.layer), x.v);
+      if (rep > 0)
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (!st.ok()) break;
+    std::sort(t.begin(), t.end());
+    cpu_bytes += static_cast<double>(m.map.layers[static_cast<size_t>(x.layer)].range_bytes);
+    cpu_secs += t[t.size() / 2];
   }
   stop.store(true);
   copies.join();
   if (!st.ok()) return st.error();
   if (!h2d) return h2d.error();
-  std::sort(t.begin(), t.end());
   HybridRates r;
   const double bytes = static_cast<double>(m.map.layers[layer].range_bytes);
-  r.cpu_bytes_per_s = bytes / t[t.size() / 2];
+  r.cpu_bytes_per_s = cpu_bytes / cpu_secs;
   r.copy_bytes_per_s = *h2d * 1e9;
   // The GPU's part of the chain: the same layer resident on the device, a
   // step of one layer and a step of five, each timed to its logits (finish
@@ -120,7 +160,8 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   co.resident[layer] = 1;
   co.token_embd_on_device = false;
   auto gpu = CudaBackend::create(m, co);
-  if (!gpu) return make_error("--cpu-layers auto: timing a GPU layer: %s", gpu.error().message.c_str());
+  if (!gpu)
+    return make_error("--cpu-layers auto: timing a GPU layer: %s", gpu.error().message.c_str());
   const std::optional<LayerView> lv = (*gpu)->resident_layer(static_cast<uint32_t>(layer));
   if (!lv) return make_error("--cpu-layers auto: layer %d is not on the device", layer);
   std::vector<float> logits(m.config().n_vocab);

@@ -47,12 +47,13 @@ Expected<std::pair<std::string, std::vector<std::string>>> parse_sweep(const std
   std::stringstream ss(s.substr(eq + 1));
   for (std::string v; std::getline(ss, v, ',');)
     if (!v.empty()) out.second.push_back(v);
-  static const char* known[] = {"depth", "staging", "slots", "qd", "chunk", "threads", "tiers"};
+  static const char* known[] = {"depth", "staging", "slots", "qd",
+                                "chunk", "threads", "tiers", "cpu"};
   bool ok_name = false;
   for (const char* k : known) ok_name |= out.first == k;
   if (!ok_name)
     return make_error(
-        "--sweep: unknown setting '%s' (depth, staging, slots, qd, chunk, threads, tiers)",
+        "--sweep: unknown setting '%s' (depth, staging, slots, qd, chunk, threads, tiers, cpu)",
         out.first.c_str());
   return out;
 }
@@ -72,6 +73,18 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
   if (name == "threads") return int_of(o.threads);
   if (name == "tiers") {
     o.tiers = v;
+    return ok();
+  }
+  if (name == "cpu") {  // --cpu-layers: auto, or a fixed count (0 too)
+    if (v == "auto") {
+      o.cpu_layers = -1;
+      return ok();
+    }
+    char* end = nullptr;
+    const long x = std::strtol(v.c_str(), &end, 10);
+    if (!end || *end || x < 0 || x > 100000)
+      return make_error("--sweep cpu: '%s' is not auto or a number of layers", v.c_str());
+    o.cpu_layers = static_cast<int32_t>(x);
     return ok();
   }
   if (name == "qd") {
@@ -114,6 +127,7 @@ struct Row {
   double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
   double host_gbps = 0, host_probe_gbps = 0, host_ratio = 0;  // CPU-read bytes; host read probe
   std::string bound, error, source;
+  std::string cpu_layers;  // the CPU tier's layers: "28", or "24->27" when re-planned online
 };
 
 int run_bench(BenchArgs& a) {
@@ -319,6 +333,9 @@ int run_bench(BenchArgs& a) {
     }
     row.bound = table.bound;
     row.source = e.pipeline().source_name();
+    row.cpu_layers = std::to_string(e.plan().n_cpu);
+    if (const HybridBalancer* hb = e.pipeline().balancer(); hb && hb->n_cpu() != e.plan().n_cpu)
+      row.cpu_layers += "->" + std::to_string(hb->n_cpu());
     rows.push_back(row);
     (void)fin;
   }
@@ -354,8 +371,8 @@ int run_bench(BenchArgs& a) {
   head +=
       " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
       " ratio to H2D | host GB/s | host probe GB/s | ratio to host | link bound tok/s |"
-      " ratio to link bound | stall-table bound |";
-  rule += "---|---|---|---|---|---|---|---|---|---|---|---|---|";
+      " ratio to link bound | stall-table bound | CPU layers |";
+  rule += "---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
   std::printf("%s\n%s\n", head.c_str(), rule.c_str());
   size_t best = 0;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -375,14 +392,15 @@ int run_bench(BenchArgs& a) {
     if (r.pcie_ratio > 0) std::snprintf(pratio, sizeof pratio, "%.1f%%", 100.0 * r.pcie_ratio);
     if (r.bound_ratio > 0) std::snprintf(bratio, sizeof bratio, "%.1f%%", 100.0 * r.bound_ratio);
     if (!r.error.empty())
-      std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | | | | |", r.error.c_str());
+      std::snprintf(buf, sizeof buf, " error: %s | | | | | | | | | | | | | |", r.error.c_str());
     else
       std::snprintf(buf, sizeof buf,
                     " %.3f%s | %.3f | %.3f | %s | %.3f | %.2f | %s | %.2f | %.2f | %s | %.3f | %s "
-                    "| %s |",
+                    "| %s | %s |",
                     r.tok_s, i == best && rows.size() > 1 ? " (best)" : "", r.storage_gbps,
                     r.probe_gbps, ratio, r.streamed_gbps, r.h2d_gbps, pratio, r.host_gbps,
-                    r.host_probe_gbps, hratio, r.bound_tok_s, bratio, r.bound.c_str());
+                    r.host_probe_gbps, hratio, r.bound_tok_s, bratio, r.bound.c_str(),
+                    r.cpu_layers.c_str());
     std::printf("%s%s\n", line.c_str(), buf);
   }
   if (!a.json.empty()) {
@@ -409,6 +427,7 @@ int run_bench(BenchArgs& a) {
                            {"prompt_tokens", a.prompt_tokens},
                            {"prefill_tok_s", r.prefill_tok_s},
                            {"bound", r.bound},
+                           {"cpu_layers", r.cpu_layers},
                            {"source", r.source},
                            {"error", r.error}});
     std::ofstream out(a.json);
@@ -431,7 +450,8 @@ Command add_bench(CLI::App& app) {
   add_engine_flags(sub, a->engine, a->text);
   sub->add_option(
       "--sweep", a->sweeps,
-      "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers (repeatable)");
+      "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers, cpu (--cpu-layers) "
+      "(repeatable)");
   sub->add_option("-n,--steps", a->steps, "Decode steps per setting (the first fills the pipeline)")
       ->capture_default_str();
   sub->add_option("--prompt-tokens", a->prompt_tokens,

@@ -35,6 +35,15 @@ struct DecodeArgs {
 struct Stats {
   size_t prompt_tokens = 0, generated = 0;
   double prompt_s = 0, gen_s = 0;
+  void add(const Stats& o) {
+    prompt_tokens += o.prompt_tokens;
+    generated += o.generated;
+    prompt_s += o.prompt_s;
+    gen_s += o.gen_s;
+  }
+  // Decode rate: the first token comes with the prompt's pass, so the rate
+  // counts the tokens after it over the time after it.
+  double decode_tok_s() const { return generated > 1 && gen_s > 0 ? (generated - 1) / gen_s : 0.0; }
 };
 
 int fail(const std::string& msg) {
@@ -91,9 +100,7 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
 }
 
 void print_summary(const Stats& s, const Engine& e) {
-  // Decode rate: the first token comes with the prompt's pass, so the rate
-  // counts the tokens after it over the time after it.
-  const double dec = s.generated > 1 && s.gen_s > 0 ? (s.generated - 1) / s.gen_s : 0.0;
+  const double dec = s.decode_tok_s();
   std::fprintf(stderr,
                "\nlayerstream: prompt %zu tokens, %.1f tok/s | generated %zu tokens, %.2f tok/s | "
                "load %.2f s | backend %s, reader %s\n",
@@ -166,6 +173,7 @@ int run_decode(DecodeArgs& a) {
     std::fprintf(stderr, "layerstream: chat (%s format); an empty line or Ctrl-D ends it\n",
                  fmt == ChatFormat::Llama3 ? "Llama 3" : "Llama 2");
     bool first = true;
+    int turn_no = 0;
     std::string line;
     std::vector<int32_t> carry;  // tokens to feed before the next turn's text
     const std::string* sys = a.system.empty() ? nullptr : &a.system;
@@ -183,8 +191,19 @@ int run_decode(DecodeArgs& a) {
       first = false;
       for (int32_t t : turn) sampler.accept(t);
       std::vector<int32_t> reply;
-      status = generate(e, sampler, toks, a.n_predict, dump, st, reply, &eog);
+      Stats ts;
+      status = generate(e, sampler, toks, a.n_predict, dump, ts, reply, &eog);
+      st.add(ts);
       if (!status.ok()) break;
+      // Each turn's rates: the context only grows in a chat, and so does
+      // what every token costs; the user sees it turn by turn.
+      ++turn_no;
+      std::fprintf(stderr,
+                   "\nlayerstream: turn %d: prompt %zu tokens, %.1f tok/s | generated %zu tokens, "
+                   "%.2f tok/s | context %u tokens\n",
+                   turn_no, ts.prompt_tokens,
+                   ts.prompt_s > 0 ? ts.prompt_tokens / ts.prompt_s : 0.0, ts.generated,
+                   ts.decode_tok_s(), e.pipeline().n_past());
       out_ids.insert(out_ids.end(), reply.begin(), reply.end());
       // The reply's last token was sampled but not fed. It goes in front of
       // the next turn, with the end-of-turn token when the reply was cut

@@ -18,7 +18,7 @@ namespace ls {
 struct EngineFlagText {
   std::string kv_type = "f16";
   std::string read_chunk = "1MiB";
-  std::string cpu_layers = "0";
+  std::string cpu_layers = "auto";
   std::string cpu_act = "q8";
   std::string cpu_tuning;
 };
@@ -48,7 +48,8 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "for all)");
   sub->add_option("--cpu-layers", text.cpu_layers,
                   "Non-resident layers the CPU computes from RAM, spread between the streamed "
-                  "ones; auto: balanced from the CPU and copy rates measured at load")
+                  "ones; auto: balanced from the CPU and copy rates measured at load, then "
+                  "re-planned between decode steps from what they measure; 0: off")
       ->capture_default_str();
   sub->add_option("--ubatch-size", o.ubatch,
                   "Tokens per batch that the plan reserves device activations for (a longer "

@@ -201,7 +201,9 @@ class CountingBackend final : public Backend {
 // sequence (a chat turn) and 4 tokens; then from position 0 again. Returns
 // the logits of every step.
 Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int depth, Backend& be,
-                                       Backend* cpu_tier, int cpu_max_batch) {
+                                       Backend* cpu_tier, int cpu_max_batch,
+                                       int generated = kGenerated, int explore_every = 0,
+                                       size_t* moves = nullptr) {
   const int V = static_cast<int>(m.config().n_vocab);
   Tracer tracer(false);
   RunControl rc;
@@ -211,6 +213,7 @@ Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int
   opt.source.log = false;
   opt.cpu_backend = cpu_tier;
   opt.cpu_max_batch = cpu_max_batch;
+  opt.balance.explore_every = explore_every;
   auto p = Pipeline::start(m, be, plan, opt, tracer, rc);
   if (!p) return p.error();
   std::vector<float> out;
@@ -220,7 +223,7 @@ Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int
                              [&](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
                                const float* last = l + static_cast<size_t>(rows - 1) * V;
                                out.insert(out.end(), last, last + V);
-                               if (++steps == kGenerated) return std::nullopt;
+                               if (++steps == generated) return std::nullopt;
                                return argmax(last, V);
                              });
   };
@@ -229,6 +232,7 @@ Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int
   (*p)->rewind();
   LS_TRY(turn(prompt()));
   (*p)->stop();
+  if (moves) *moves = (*p)->balancer() ? (*p)->balancer()->moves().size() : 0;
   return out;
 }
 
@@ -282,6 +286,39 @@ TEST_CASE(
     CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
     CHECK(tier_be.widest_import == 7);
     CHECK(tier_be.rows_written + main_be.rows_written == 0);
+  }
+}
+
+TEST_CASE(
+    "pipeline: a plan re-planned online moves layers between the CPU tier and PCIe between steps, "
+    "outputs bit-identical") {
+  auto mr = open_model(test::tiny_model_path("ls_test_pipeline", "q4_k_m"));
+  REQUIRE(mr.has_value());
+  const Model& m = **mr;
+  constexpr int kSteps = 12;
+  CpuBackend ref_be(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+  auto ref =
+      run_turns(m, plan_forced(m.map, mix("AAAA"), 2, 2, 4096), 2, ref_be, nullptr, 4, kSteps);
+  REQUIRE(ref.has_value());
+  for (const char* tiers : {"ABBB", "AHBH", "HBHB", "BBBB"}) {
+    for (int every : {1, 3}) {
+      CAPTURE(tiers);
+      CAPTURE(every);
+      CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      CountingBackend main_be(main_cpu), tier_be(tier_cpu);
+      TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+      plan.rebalance = true;
+      size_t moves = 0;
+      auto got = run_turns(m, plan, 4, main_be, &tier_be, 4, kSteps, every, &moves);
+      REQUIRE_MESSAGE(got.has_value(), (got ? "" : got.error().message));
+      REQUIRE(got->size() == ref->size());
+      CHECK(std::memcmp(got->data(), ref->data(), ref->size() * sizeof(float)) == 0);
+      // Layers did change sides, both ways, with their key/value rows.
+      CHECK(moves >= 4);
+      CHECK(tier_be.rows_written > 0);
+      CHECK(main_be.rows_written > 0);
+    }
   }
 }
 

@@ -1,0 +1,208 @@
+#include "model/hybrid_balance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace ls {
+
+HybridBalancer::HybridBalancer(const LayerMap& map, const TierPlan& plan, const HybridRates& prior,
+                               Options opt)
+    : map_(map), prior_(prior), opt_(opt) {
+  n_layer_ = static_cast<int32_t>(plan.layer_tier.size());
+  on_cpu_.assign(plan.layer_tier.size(), 0);
+  index_.assign(plan.layer_tier.size(), -1);
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    const Tier t = plan.layer_tier[static_cast<size_t>(l)];
+    if (t != Tier::Cpu && t != Tier::Ram) continue;
+    index_[static_cast<size_t>(l)] = static_cast<int32_t>(movable_.size());
+    movable_.push_back(l);
+    if (t == Tier::Cpu) {
+      on_cpu_[static_cast<size_t>(l)] = 1;
+      ++n_cpu_;
+    }
+  }
+  n_cpu_start_ = n_cpu_;
+}
+
+// Distances are counted in layers in host memory (a resident layer takes the
+// GPU a fraction of a millisecond: no slack for the copier), and the steps
+// repeat, so the last is followed by the first.
+// Distances from layer l to the nearest CPU layer on either side, nearest
+// first (n_layer when there is none), ignoring l itself.
+std::pair<int32_t, int32_t> HybridBalancer::gaps(int32_t l) const {
+  const int32_t n = static_cast<int32_t>(movable_.size());
+  const int32_t i = index_[static_cast<size_t>(l)];
+  int32_t left = n_layer_, right = n_layer_;
+  for (int32_t k = 1; k < n; ++k)
+    if (on_cpu(movable_[static_cast<size_t>((i + k) % n)])) {
+      right = k;
+      break;
+    }
+  for (int32_t k = 1; k < n; ++k)
+    if (on_cpu(movable_[static_cast<size_t>((i - k + n) % n)])) {
+      left = k;
+      break;
+    }
+  return {std::min(left, right), std::max(left, right)};
+}
+
+// The RAM layer farthest from the CPU layers: the largest distance to the
+// nearest one, then to the nearest on the other side (the lowest index on a
+// tie). Once every gap is one or two layers, the second distance sends the
+// next layer into a gap of two rather than next to a run.
+int32_t HybridBalancer::pick_to_cpu() const {
+  int32_t best = -1;
+  std::pair<int32_t, int32_t> best_g{-1, -1};
+  for (int32_t l : movable_) {
+    if (on_cpu(l)) continue;
+    const auto g = gaps(l);
+    if (g > best_g) best = l, best_g = g;
+  }
+  return best;
+}
+
+// The CPU layer closest to the others, by the same two distances (the
+// highest index on a tie: the reverse of pick_to_cpu's order).
+int32_t HybridBalancer::pick_to_pcie() const {
+  int32_t best = -1;
+  std::pair<int32_t, int32_t> best_g{n_layer_ + 1, n_layer_ + 1};
+  for (int32_t l : movable_) {
+    if (!on_cpu(l)) continue;
+    const auto g = gaps(l);
+    if (g <= best_g) best = l, best_g = g;
+  }
+  return best;
+}
+
+std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
+  if (movable_.empty()) return std::nullopt;
+  ++clean_steps_;
+  if (opt_.explore_every > 0) {
+    if (clean_steps_ % opt_.explore_every) return std::nullopt;
+    const int32_t n = static_cast<int32_t>(movable_.size());
+    const bool to_cpu = n_cpu_ == 0 || (n_cpu_ < n && last_dir_ <= 0);
+    BalanceMove mv;
+    mv.step = s.step;
+    const int32_t l = to_cpu ? pick_to_cpu() : pick_to_pcie();
+    on_cpu_[static_cast<size_t>(l)] = to_cpu;
+    n_cpu_ += to_cpu ? 1 : -1;
+    (to_cpu ? mv.to_cpu : mv.to_pcie).push_back(l);
+    mv.n_cpu_after = n_cpu_;
+    mv.reason = "explore (tests)";
+    last_dir_ = to_cpu ? 1 : -1;
+    moves_.push_back(mv);
+    return mv;
+  }
+  window_.push_back(s);
+  const int32_t keep = std::max(opt_.samples, opt_.samples_one);
+  if (static_cast<int32_t>(window_.size()) > keep) window_.erase(window_.begin());
+  const int32_t k = static_cast<int32_t>(window_.size());
+  if (k < opt_.samples) return std::nullopt;
+  // The mean of the window's steps, and the standard error of its time.
+  BalanceSample m;
+  for (const BalanceSample& w : window_) {
+    m.wall_s += w.wall_s / k;
+    m.wait_copy_s += w.wait_copy_s / k;
+    m.cpu_s += w.cpu_s / k;
+    m.copy_s += w.copy_s / k;
+  }
+  double var = 0;
+  for (const BalanceSample& w : window_) var += (w.wall_s - m.wall_s) * (w.wall_s - m.wall_s);
+  const double rel_se = m.wall_s > 0 ? std::sqrt(var / std::max(1, k - 1) / k) / m.wall_s : 0.0;
+  m.n_cpu = s.n_cpu;
+  m.n_copied = s.n_copied;
+
+  // Mean bytes of a movable layer: the priors are rates in bytes per second.
+  double bytes = 0;
+  for (int32_t l : movable_) bytes += static_cast<double>(map_.layers[l].range_bytes);
+  bytes /= static_cast<double>(movable_.size());
+
+  const double chain = std::max(0.0, m.wall_s - m.wait_copy_s);
+  // Copy-bound (compute waited for layers): the copy path's effective time
+  // is the step's, whatever the engine's busy time says (the reader or the
+  // copier's issue can be the slow part of it).
+  const bool copy_bound = m.wait_copy_s > 0.05 * m.wall_s;
+  const double copy = copy_bound ? std::max(m.copy_s, m.wall_s) : m.copy_s;
+  if (m.n_cpu > 0) cpu_per_layer_s_ = m.cpu_s / m.n_cpu;
+  if (m.n_copied > 0 && copy > 0) copy_per_layer_s_ = copy / m.n_copied;
+  const double t_cpu = cpu_per_layer_s_ > 0         ? cpu_per_layer_s_
+                       : prior_.cpu_bytes_per_s > 0 ? bytes / prior_.cpu_bytes_per_s
+                                                    : 0.0;
+  const double t_copy = copy_per_layer_s_ > 0         ? copy_per_layer_s_
+                        : prior_.copy_bytes_per_s > 0 ? bytes / prior_.copy_bytes_per_s
+                                                      : 0.0;
+  const double t_gpu = prior_.gpu_bytes_per_s > 0 ? bytes / prior_.gpu_bytes_per_s : 0.0;
+
+  auto predict = [&](int32_t d) {
+    return std::max(copy - d * t_copy, chain + d * (t_cpu - t_gpu));
+  };
+  const double now = predict(0);
+  const int32_t n_ram = static_cast<int32_t>(movable_.size()) - n_cpu_;
+  int32_t best = 0;
+  double best_s = now;
+  for (int32_t d = t_copy > 0 ? -n_cpu_ : 0; d <= (t_cpu > 0 ? n_ram : 0); ++d) {
+    const double p = predict(d);
+    if (p < best_s - 1e-12) best = d, best_s = p;
+  }
+  if (best == 0 || now <= 0) return std::nullopt;
+  if ((best == 1 || best == -1) && k < opt_.samples_one) return std::nullopt;
+  // Half of the way (at least one layer): the estimate is linear and noisy.
+  const int32_t d = best > 0 ? (best + 1) / 2 : -((-best + 1) / 2);
+  const int dir = d > 0 ? 1 : -1;
+  const bool reverse = last_dir_ != 0 && dir != last_dir_ && last_move_step_ >= 0 &&
+                       s.step - last_move_step_ < opt_.reverse_window;
+  const double need = std::max(opt_.min_gain, 2 * rel_se) * (reverse ? 2 : 1);
+  if (predict(d) > now * (1 - need)) return std::nullopt;
+
+  BalanceMove mv;
+  mv.step = s.step;
+  mv.predicted_before_s = now;
+  mv.predicted_after_s = predict(d);
+  for (int32_t i = 0; i < std::abs(d); ++i) {
+    if (d > 0) {
+      const int32_t l = pick_to_cpu();
+      if (l < 0) break;
+      on_cpu_[static_cast<size_t>(l)] = 1;
+      ++n_cpu_;
+      mv.to_cpu.push_back(l);
+    } else {
+      const int32_t l = pick_to_pcie();
+      if (l < 0) break;
+      on_cpu_[static_cast<size_t>(l)] = 0;
+      --n_cpu_;
+      mv.to_pcie.push_back(l);
+    }
+  }
+  mv.n_cpu_after = n_cpu_;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s bound: step %.1f ms = chain %.1f ms (CPU %.1f ms, %.2f ms a layer) + wait for "
+                "copies %.1f ms; copy engine %.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
+                copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, chain * 1e3, m.cpu_s * 1e3,
+                t_cpu * 1e3, m.wait_copy_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3,
+                mv.predicted_after_s * 1e3);
+  mv.reason = buf;
+  last_dir_ = dir;
+  last_move_step_ = s.step;
+  window_.clear();  // the next decision sees only steps of the new plan
+  moves_.push_back(mv);
+  return mv;
+}
+
+std::string HybridBalancer::summary() const {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "hybrid re-planning: %d CPU layers at load, %d now, %zu moves\n",
+                n_cpu_start_, n_cpu_, moves_.size());
+  std::string s = buf;
+  for (const BalanceMove& mv : moves_) {
+    std::snprintf(buf, sizeof buf, "  after step %lld: %zu layer%s to the %s (now %d): ",
+                  static_cast<long long>(mv.step), std::max(mv.to_cpu.size(), mv.to_pcie.size()),
+                  std::max(mv.to_cpu.size(), mv.to_pcie.size()) == 1 ? "" : "s",
+                  mv.to_cpu.empty() ? "GPU over PCIe" : "CPU", mv.n_cpu_after);
+    s += buf + mv.reason + "\n";
+  }
+  return s;
+}
+
+}  // namespace ls

@@ -1,0 +1,126 @@
+// Online re-planning of a hybrid plan: which of the layers that live in host
+// memory the CPU computes in place and which go to the GPU over PCIe, chosen
+// again between decode steps from what the last steps measured.
+//
+// Why online: the balance moves while a run goes on. Attention's cost grows
+// with the context on both sides, the CPU's clock and its neighbours change
+// the CPU tier's rate, and the calibration at load (one layer, a few reps) is
+// a starting point, not a measurement to trust for the whole run.
+//
+// The model, at batch 1: a token goes through the layers in order, so the
+// GPU's layers and the CPU's run one after the other (the chain), while the
+// copy engine brings the streamed layers in parallel. A step takes about
+// max(copy, chain). From one step the pipeline measures
+//   T      its wall time,
+//   W      the time compute waited for streamed layers (copy-bound time),
+//   cpu    the time the CPU tier's layers took in the chain,
+//   copy   the copy engine's busy time (gpu-copy, from CUDA events),
+// so chain = T - W. Moving d layers from PCIe to the CPU changes
+//   copy'  = copy  - d * copy_per_layer
+//   chain' = chain + d * (cpu_per_layer - gpu_per_layer)
+// and the balancer picks the d that minimises max(copy', chain'), taking
+// half of the way at a time (a noisy estimate must not swing the plan) and
+// only when the predicted gain passes a threshold: 3 %, or twice the
+// standard error of the steps' mean time, whichever is more, over two steps
+// for a move of several layers and four for one layer; a move back the other
+// way soon after a move needs twice the gain (hysteresis: no oscillation).
+//
+// Which layers move: the CPU layers stay spread between the streamed ones
+// (so the copier has a slot to fill while the CPU computes): a layer goes to
+// the CPU where it is farthest from the CPU layers already there, and one
+// comes back from where they are closest together.
+//
+// Pure logic, no threads: the compute actor feeds it one sample per step and
+// applies the moves it returns (actors/compute.cpp); tests drive it directly.
+// defines: BalanceSample, BalanceMove, HybridBalancer
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/layer_map.h"
+#include "model/tier_plan.h"
+
+namespace ls {
+
+// What one decode step measured (seconds).
+struct BalanceSample {
+  int64_t step = -1;
+  double wall_s = 0;       // T
+  double wait_copy_s = 0;  // W: compute starved for a streamed layer
+  double cpu_s = 0;        // the CPU tier's layers in the chain (to the CPU and back)
+  double copy_s = 0;       // the copy engine's busy time
+  int32_t n_cpu = 0;       // layers that ran on the CPU in this step
+  int32_t n_copied = 0;    // layers that were copied in this step
+};
+
+// One decision: these layers change sides.
+struct BalanceMove {
+  int64_t step = -1;  // the step whose measurements led to it
+  std::vector<int32_t> to_cpu, to_pcie;
+  int32_t n_cpu_after = 0;  // CPU layers once applied
+  double predicted_before_s = 0, predicted_after_s = 0;
+  std::string reason;  // one line: which side bounds the step, and the figures
+};
+
+class HybridBalancer {
+ public:
+  struct Options {
+    double min_gain = 0.03;       // a move must promise this much less time per step
+    int32_t samples = 2;          // clean steps averaged before a move of several layers
+    int32_t samples_one = 4;      // ... and before a move of one layer (a smaller gain)
+    int32_t reverse_window = 32;  // steps after a move in which reversing needs 2x the gain
+    // Tests: every Nth clean step moves one layer across, alternating
+    // directions, whatever the measurements say (the pipeline's tests check
+    // that outputs stay bit-identical while layers change sides); 0: never.
+    int32_t explore_every = 0;
+  };
+  // movable: the layers in host memory (the plan's CPU and RAM tiers), in
+  // layer order; on_cpu: which of them start on the CPU (the plan's CPU tier).
+  // prior: the rates measured at load (0 where unknown), used for a side
+  // that has no layer yet to measure.
+  HybridBalancer(const LayerMap& map, const TierPlan& plan, const HybridRates& prior, Options opt);
+  HybridBalancer(const LayerMap& map, const TierPlan& plan, const HybridRates& prior)
+      : HybridBalancer(map, plan, prior, Options{}) {}
+
+  // Layers in host memory, and whether each is on the CPU now (by layer index).
+  const std::vector<int32_t>& movable() const { return movable_; }
+  bool on_cpu(int32_t layer) const { return on_cpu_[static_cast<size_t>(layer)] != 0; }
+  int32_t n_cpu() const { return n_cpu_; }
+
+  // A clean decode step's measurements (no key/value rows moved, batch 1).
+  // Returns a move when one is due; it is applied already (on_cpu() says
+  // the new sides), the caller routes the next jobs accordingly.
+  std::optional<BalanceMove> observe(const BalanceSample& s);
+  // A step that is not a clean decode step: the samples so far are stale.
+  void skip() { window_.clear(); }
+
+  const std::vector<BalanceMove>& moves() const { return moves_; }
+  // "re-planned: 28 CPU layers at load, 26 now, 3 moves" and one line per move.
+  std::string summary() const;
+
+ private:
+  int32_t pick_to_cpu() const;
+  int32_t pick_to_pcie() const;
+  std::pair<int32_t, int32_t> gaps(int32_t layer) const;  // to the CPU layers, nearest first
+
+  const LayerMap& map_;
+  HybridRates prior_;
+  Options opt_;
+  std::vector<int32_t> movable_;
+  std::vector<uint8_t> on_cpu_;  // by layer
+  std::vector<int32_t> index_;   // by layer: its place among the movable layers (-1: none)
+  int32_t n_cpu_ = 0, n_cpu_start_ = 0;
+  int32_t n_layer_ = 0;
+  std::vector<BalanceSample> window_;
+  int64_t last_move_step_ = -1;
+  int64_t clean_steps_ = 0;
+  int last_dir_ = 0;
+  double cpu_per_layer_s_ = 0, copy_per_layer_s_ = 0;  // last measured (0: none yet)
+  std::vector<BalanceMove> moves_;
+};
+
+}  // namespace ls

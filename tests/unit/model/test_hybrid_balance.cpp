@@ -1,0 +1,186 @@
+// The online re-planner of hybrid plans, driven by a simulated pipeline: a
+// decode step takes max(copy, chain) with the rates below, plus noise.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "model/hybrid_balance.h"
+
+using namespace ls;
+
+namespace {
+
+constexpr uint64_t kLayerBytes = 500ull << 20;
+
+// 80 layers: `resident` on the device, the rest in host memory, `cpu` of them
+// on the CPU tier (spread as plan_tiers spreads them), the others in RAM.
+struct Setup {
+  LayerMap map;
+  TierPlan plan;
+  Setup(int resident, int cpu) {
+    map.layers.resize(80);
+    for (LayerExtent& e : map.layers) e.range_bytes = kLayerBytes;
+    plan.layer_tier.assign(80, Tier::Ram);
+    for (int l = 0; l < resident; ++l) plan.layer_tier[l] = Tier::Resident;
+    const int rest = 80 - resident;
+    for (int i = 0; i < cpu; ++i)
+      plan.layer_tier[resident + (2 * i + 1) * rest / (2 * cpu)] = Tier::Cpu;
+  }
+};
+
+// The machine: seconds a layer takes on each side.
+struct Machine {
+  double cpu = 6.5e-3, copy = 10e-3, gpu = 0.3e-3, step = 1e-3;
+  double noise = 0.0;
+  std::mt19937 rng{7};
+  double jitter() {
+    return noise > 0 ? std::uniform_real_distribution<double>(1 - noise, 1 + noise)(rng) : 1.0;
+  }
+  // One step of `n_cpu` CPU layers out of `movable` in host memory (80 in all).
+  BalanceSample run(int64_t step, int n_cpu, int movable) {
+    const int copied = movable - n_cpu;
+    const double t_cpu = cpu * jitter(), t_copy = copy * jitter();
+    const double chain = n_cpu * t_cpu + (80 - n_cpu) * gpu + step_s();
+    const double copy_s = copied * t_copy;
+    BalanceSample s;
+    s.step = step;
+    s.wall_s = std::max(chain, copy_s);
+    s.wait_copy_s = std::max(0.0, copy_s - chain);
+    s.cpu_s = n_cpu * t_cpu;
+    s.copy_s = copy_s;
+    s.n_cpu = n_cpu;
+    s.n_copied = copied;
+    return s;
+  }
+  double step_s() const { return step; }
+  double predicted(int n_cpu, int movable) const {
+    return std::max(n_cpu * cpu + (80 - n_cpu) * gpu + step, (movable - n_cpu) * copy);
+  }
+  int best(int movable) const {
+    int b = 0;
+    for (int n = 1; n <= movable; ++n)
+      if (predicted(n, movable) < predicted(b, movable)) b = n;
+    return b;
+  }
+};
+
+// Runs `steps` decode steps; returns the moves made.
+size_t drive(HybridBalancer& hb, Machine& m, int movable, int64_t from, int64_t steps) {
+  size_t moves = 0;
+  for (int64_t s = from; s < from + steps; ++s)
+    if (hb.observe(m.run(s, hb.n_cpu(), movable))) ++moves;
+  return moves;
+}
+
+}  // namespace
+
+TEST_CASE("hybrid balance: too few CPU layers at load: converges to the best count") {
+  Setup su(36, 15);
+  Machine m;
+  HybridBalancer hb(su.map, su.plan, HybridRates{});
+  CHECK(hb.n_cpu() == 15);
+  CHECK(hb.movable().size() == 44);
+  drive(hb, m, 44, 0, 40);
+  const int best = m.best(44);
+  INFO("best " << best << ", now " << hb.n_cpu());
+  CHECK(std::abs(hb.n_cpu() - best) <= 1);
+  CHECK(m.predicted(hb.n_cpu(), 44) <= 1.03 * m.predicted(best, 44));
+  // Half of the way at a time: 15 -> 26 in a few moves, not one per layer.
+  CHECK(hb.moves().size() <= 6);
+  CHECK(hb.summary().find("15 CPU layers at load") != std::string::npos);
+}
+
+TEST_CASE("hybrid balance: too many CPU layers: layers go back to PCIe") {
+  Setup su(36, 40);
+  Machine m;
+  HybridBalancer hb(su.map, su.plan, HybridRates{});
+  drive(hb, m, 44, 0, 40);
+  CHECK(std::abs(hb.n_cpu() - m.best(44)) <= 1);
+  REQUIRE(!hb.moves().empty());
+  CHECK(!hb.moves().front().to_pcie.empty());
+  CHECK(hb.moves().front().reason.find("compute-chain bound") != std::string::npos);
+}
+
+TEST_CASE("hybrid balance: no CPU layer yet: the prior rate says whether one pays") {
+  Setup su(36, 0);
+  Machine m;
+  HybridRates prior;
+  prior.cpu_bytes_per_s = kLayerBytes / m.cpu;
+  prior.copy_bytes_per_s = kLayerBytes / m.copy;
+  HybridBalancer hb(su.map, su.plan, prior);
+  drive(hb, m, 44, 0, 40);
+  CHECK(std::abs(hb.n_cpu() - m.best(44)) <= 1);
+  // Without a prior nothing is known of the CPU's rate: no layer moves.
+  HybridBalancer blind(su.map, su.plan, HybridRates{});
+  CHECK(drive(blind, m, 44, 0, 40) == 0);
+}
+
+TEST_CASE("hybrid balance: noise of +-5 % a step does not make it oscillate") {
+  Setup su(36, 20);
+  Machine m;
+  m.noise = 0.05;
+  HybridBalancer hb(su.map, su.plan, HybridRates{});
+  drive(hb, m, 44, 0, 60);
+  const size_t settled = hb.moves().size();
+  const size_t later = drive(hb, m, 44, 60, 400);
+  INFO("moves while settling " << settled << ", in 400 more steps " << later);
+  CHECK(later <= 4);
+  CHECK(std::abs(hb.n_cpu() - m.best(44)) <= 2);
+}
+
+TEST_CASE("hybrid balance: the CPU slows down (neighbours take its cores): layers move back") {
+  Setup su(36, 26);
+  Machine m;
+  HybridBalancer hb(su.map, su.plan, HybridRates{});
+  drive(hb, m, 44, 0, 30);
+  const int before = hb.n_cpu();
+  m.cpu *= 2;  // e.g. a long context's attention, or another process
+  drive(hb, m, 44, 30, 60);
+  CHECK(hb.n_cpu() < before);
+  CHECK(std::abs(hb.n_cpu() - m.best(44)) <= 1);
+}
+
+TEST_CASE("hybrid balance: CPU layers stay spread between the streamed ones") {
+  Setup su(36, 0);
+  Machine m;
+  m.cpu = 10e-3;  // the best count is then under half of the 44 layers
+  HybridRates prior;
+  prior.cpu_bytes_per_s = kLayerBytes / m.cpu;
+  prior.copy_bytes_per_s = kLayerBytes / m.copy;
+  HybridBalancer hb(su.map, su.plan, prior);
+  drive(hb, m, 44, 0, 40);
+  INFO("best " << m.best(44) << ", now " << hb.n_cpu());
+  REQUIRE(hb.n_cpu() >= 20);
+  REQUIRE(hb.n_cpu() <= 22);
+  // Nested picks cannot be perfectly even at every count, but the copier's
+  // slack stays spread: never three CPU layers in a row, and no stretch of
+  // streamed layers longer than twice the even share (23 RAM over 22 gaps).
+  int run_cpu = 0, run_ram = 0, worst_cpu = 0, worst_ram = 0;
+  for (int l = 36; l < 80; ++l) {
+    run_cpu = hb.on_cpu(l) ? run_cpu + 1 : 0;
+    run_ram = hb.on_cpu(l) ? 0 : run_ram + 1;
+    worst_cpu = std::max(worst_cpu, run_cpu);
+    worst_ram = std::max(worst_ram, run_ram);
+  }
+  CHECK(worst_cpu <= 2);
+  CHECK(worst_ram <= 3);
+  for (int l = 0; l < 36; ++l) CHECK_FALSE(hb.on_cpu(l));  // resident layers never move
+}
+
+TEST_CASE("hybrid balance: a step that is not clean is not averaged in") {
+  Setup su(36, 15);
+  Machine m;
+  HybridBalancer hb(su.map, su.plan, HybridRates{});
+  // A wild sample, then skip(): the next decision uses only later steps.
+  BalanceSample wild = m.run(0, 15, 44);
+  wild.wait_copy_s = 0;
+  wild.wall_s = 10;
+  CHECK_FALSE(hb.observe(wild));
+  hb.skip();
+  auto mv = hb.observe(m.run(1, 15, 44));
+  CHECK_FALSE(mv);  // one clean step is not enough
+  mv = hb.observe(m.run(2, 15, 44));
+  REQUIRE(mv);
+  CHECK(!mv->to_cpu.empty());  // copy-bound at 15: more to the CPU
+}
