@@ -7,8 +7,7 @@
 namespace ls {
 
 CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-                       KvType kv_type, int n_threads, CpuAct act,
-                       const CpuMatmulTuning& tune)
+                       KvType kv_type, int n_threads, CpuAct act, const CpuMatmulTuning& tune)
     : c_(c),
       g_(g),
       kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type),
@@ -20,9 +19,14 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   rope_.freq_scale = c.rope_freq_scale;
   rope_.freq_factors = g.rope_freqs;
   scratch_.resize(pool_.size());
-  for (auto& s : scratch_) s.resize(std::max<size_t>({c.n_embd, c.n_ff, n_ctx}));
+  for (auto& s : scratch_) s.resize(std::max<size_t>(c.n_embd, c.n_ff));
   // Rows are at most n_ff long (w_down) or n_embd (everything else).
   mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
+  // Attention: a one-token step at the full context (a larger split batch
+  // grows it once, on its first call).
+  const int64_t blocks = (static_cast<int64_t>(n_ctx) + kAttnBlock - 1) / kAttnBlock;
+  attn_scratch_.reserve(pool_.size(), static_cast<int>(c.n_head / c.n_head_kv),
+                        static_cast<int>(c.head_dim), c.n_head_kv, c.n_head_kv * blocks);
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
@@ -51,8 +55,7 @@ void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<Ma
     for (const MatmulQ8Part& p : parts) matmul(p.w, x, n_tok, p.y);
     return;
   }
-  const ActQ8View v =
-      xq ? *xq : matmul_cpu_quantize(x, n_tok, parts.begin()->w.n_in, mm_scratch_);
+  const ActQ8View v = xq ? *xq : matmul_cpu_quantize(x, n_tok, parts.begin()->w.n_in, mm_scratch_);
   matmul_cpu_q8_parts(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok,
                       cpu_isa_active(), tune_);
 }
@@ -128,7 +131,6 @@ Status CpuBackend::begin(const Batch& b) {
 Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   const int64_t n = static_cast<int64_t>(batch_.size());
   const int64_t E = c_.n_embd, KV = c_.n_embd_kv(), HD = c_.head_dim;
-  const int64_t group = c_.n_head / c_.n_head_kv;
 
   // Attention block.
   for (int64_t t = 0; t < n; ++t)
@@ -139,36 +141,27 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
     rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
     kv_.store(il, batch_.seq[t], batch_.pos[t], k_.data() + t * KV, v_.data() + t * KV);
   }
-  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
-  // One task per (token, head): scores over the sequence's positions 0..pos.
-  pool_.run(n * c_.n_head, [&](int64_t task, int thread) {
-    const int64_t t = task / c_.n_head, h = task % c_.n_head, kvh = h / group;
-    const int32_t seq = batch_.seq[t], pos = batch_.pos[t];
-    float* sc = scratch_[thread].data();
-    const float* q = q_.data() + t * E + h * HD;
-    // This head's key or value at position p: in place for an f32 cache,
-    // converted (the whole row, then this head's part) for an f16 one.
-    thread_local std::vector<float> row;
-    row.resize(KV);
-    auto head_of = [&](bool key, int32_t p) -> const float* {
-      if (kv_.type() == KvType::F32)
-        return (key ? kv_.k_f32(il, seq, p) : kv_.v_f32(il, seq, p)) + kvh * HD;
-      if (key)
-        kv_.load_k(il, seq, p, row.data());
-      else
-        kv_.load_v(il, seq, p, row.data());
-      return row.data() + kvh * HD;
-    };
-    for (int32_t p = 0; p <= pos; ++p) sc[p] = dot_f32(q, head_of(true, p), HD) * scale;
-    softmax_f32(sc, pos + 1);
-    float* out = att_.data() + t * E + h * HD;
-    for (int64_t i = 0; i < HD; ++i) out[i] = 0.0f;
-    for (int32_t p = 0; p <= pos; ++p) {
-      const float* v = head_of(false, p);
-      const float a = sc[p];
-      for (int64_t i = 0; i < HD; ++i) out[i] += a * v[i];
-    }
-  });
+  // Each key/value head read once per token for its whole GQA group, in
+  // place (f16 converted in registers), over all the pool's threads.
+  AttnArgs at;
+  at.n_head = static_cast<int>(c_.n_head);
+  at.n_head_kv = static_cast<int>(c_.n_head_kv);
+  at.head_dim = static_cast<int>(HD);
+  at.scale = 1.0f / std::sqrt(static_cast<float>(HD));
+  at.n_tok = n;
+  at.pos = batch_.pos.data();
+  at.seq = batch_.seq.data();
+  at.q = q_.data();
+  at.ldq = E;
+  at.out = att_.data();
+  at.ldo = E;
+  const bool f16 = kv_.type() == KvType::F16;
+  at.kv.type = f16 ? AttnKvType::F16 : AttnKvType::F32;
+  at.kv.k = f16 ? static_cast<const void*>(kv_.k_f16(il, 0, 0)) : kv_.k_f32(il, 0, 0);
+  at.kv.v = f16 ? static_cast<const void*>(kv_.v_f16(il, 0, 0)) : kv_.v_f32(il, 0, 0);
+  at.kv.ld_pos = KV;
+  at.kv.ld_seq = static_cast<int64_t>(kv_.n_ctx()) * KV;
+  attention_cpu(pool_, at, attn_scratch_);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
 

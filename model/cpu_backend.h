@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/ref/ops.h"
 #include "model/backend.h"
@@ -67,8 +68,9 @@ class CpuBackend final : public Backend {
   RopeParams rope_;
   KvCache kv_;
   ThreadPool pool_;
-  std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows, attention scores
+  std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows (matmul_f32)
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
+  AttentionCpuScratch attn_scratch_;         // scores and partial triples of attention_cpu
   CpuAct act_;
   CpuMatmulTuning tune_;
   Batch batch_;

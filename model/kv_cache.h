@@ -39,12 +39,20 @@ class KvCache {
   void read_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v) const;
   void write_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v);
-  // Direct pointers for the f32 cache (avoids a copy in the attention loop).
+  // Direct pointers, for the attention kernels that read the cache in place
+  // (f32 ones for an F32 cache, f16 ones for an F16 cache). Rows of a layer
+  // are (seq, pos) row-major: n_ctx * n_embd_kv elements between sequences.
   const float* k_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
     return kf_.data() + index(layer, seq, pos);
   }
   const float* v_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
     return vf_.data() + index(layer, seq, pos);
+  }
+  const uint16_t* k_f16(uint32_t layer, uint32_t seq, uint32_t pos) const {
+    return kh_.data() + index(layer, seq, pos);
+  }
+  const uint16_t* v_f16(uint32_t layer, uint32_t seq, uint32_t pos) const {
+    return vh_.data() + index(layer, seq, pos);
   }
 
  private:

@@ -1,0 +1,197 @@
+// attention_cpu (kernels/cpu/attention_cpu.h): the work split, the merge of
+// the blocks' partial triples and the ISA dispatch; a block's arithmetic is
+// in attention_cpu_{avx512,avx2,scalar}.cpp.
+//
+// Contraction off: merge and finish must be the same arithmetic wherever
+// they are called from (they are also kept out of line, one copy each).
+// defines: AttentionCpuScratch::reserve, attention_cpu_isa, attention_cpu
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include "kernels/cpu/attention_cpu.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "kernels/cpu/attention_cpu_block.h"
+
+namespace ls {
+
+void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t rows,
+                                  int64_t tasks) {
+  if (threads > threads_ || group > group_ || head_dim > head_dim_) {
+    threads_ = std::max(threads, threads_);
+    group_ = std::max(group, group_);
+    head_dim_ = std::max(head_dim, head_dim_);
+    // Scores, the running state and the block's partial; rounded to 16
+    // floats so threads do not share cache lines.
+    per_thread_ = (scores_floats() + 2 * triple_floats() + 15) / 16 * 16;
+    thread_.assign(static_cast<size_t>(threads_ * per_thread_), 0.0f);
+    split_floats_ = 0;  // the triple grew: resize below
+    split_.clear();
+  }
+  if (tasks * triple_floats() > split_floats_) {
+    split_floats_ = tasks * triple_floats();
+    split_.assign(static_cast<size_t>(split_floats_), 0.0f);
+  }
+  if (rows > rows_) {
+    rows_ = rows;
+    pending_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(rows_));
+  }
+  if (static_cast<int64_t>(task0_.size()) < rows + 1) task0_.resize(static_cast<size_t>(rows + 1));
+}
+
+CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim) {
+  if (isa == CpuIsa::Avx512 && head_dim % 16 == 0) return CpuIsa::Avx512;
+  if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx2) && head_dim % 8 == 0) return CpuIsa::Avx2;
+  return CpuIsa::Portable;
+}
+
+namespace {
+
+using BlockFn = void (*)(const AttnBlockArgs&);
+
+int n_blocks(int32_t pos) {
+  return pos / kAttnBlock + 1;
+}
+
+// Everything a task needs, behind one pointer (std::function's small buffer:
+// pool.run allocates nothing).
+struct Job {
+  const AttnArgs* a;
+  AttentionCpuScratch* s;
+  BlockFn block;
+  int group;
+  int64_t kv_bytes;  // of one element
+};
+
+// Block b of token t's key/value head h, into triple.
+void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* triple) {
+  const AttnArgs& a = *j.a;
+  const int64_t p0 = int64_t{b} * kAttnBlock;
+  const int64_t at = a.seq[t] * a.kv.ld_seq + p0 * a.kv.ld_pos + int64_t{h} * a.head_dim;
+  AttnBlockArgs ba;
+  ba.q = a.q + t * a.ldq + int64_t{h} * j.group * a.head_dim;
+  ba.k = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
+  ba.v = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  ba.type = a.kv.type;
+  ba.ld_pos = a.kv.ld_pos;
+  ba.n_pos = static_cast<int>(std::min<int64_t>(kAttnBlock, a.pos[t] + 1 - p0));
+  ba.group = j.group;
+  ba.head_dim = a.head_dim;
+  ba.scale = a.scale;
+  ba.scores = scores;
+  ba.triple = triple;
+  j.block(ba);
+}
+
+// state = merge(state, part) (attention_cpu.h), per query head of the group.
+[[gnu::noinline]] void merge(float* state, const float* part, int group, int hd) {
+  float *m = state, *l = state + group, *acc = state + 2 * group;
+  const float *pm = part, *pl = part + group, *pacc = part + 2 * group;
+  for (int g = 0; g < group; ++g) {
+    const float mx = std::max(m[g], pm[g]);
+    const float fa = std::exp(m[g] - mx), fb = std::exp(pm[g] - mx);
+    m[g] = mx;
+    l[g] = l[g] * fa + pl[g] * fb;
+    float* o = acc + int64_t{g} * hd;
+    const float* po = pacc + int64_t{g} * hd;
+    for (int i = 0; i < hd; ++i) o[i] = o[i] * fa + po[i] * fb;
+  }
+}
+
+// out = acc / l, per query head.
+[[gnu::noinline]] void finish(const float* state, int group, int hd, float* out) {
+  const float* l = state + group;
+  const float* acc = state + 2 * group;
+  for (int g = 0; g < group; ++g) {
+    const float inv = 1.0f / l[g];
+    for (int i = 0; i < hd; ++i) out[int64_t{g} * hd + i] = acc[int64_t{g} * hd + i] * inv;
+  }
+}
+
+float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
+  return a.out + t * a.ldo + int64_t{h} * group * a.head_dim;
+}
+
+// A whole row on one thread: each block folded into the state as it is made.
+void run_row(const Job& j, int64_t t, int h, int thread) {
+  float* scores = j.s->scores(thread);
+  float* state = j.s->state(thread);
+  float* part = j.s->part(thread);
+  const int nb = n_blocks(j.a->pos[t]);
+  for (int b = 0; b < nb; ++b) {
+    run_block(j, t, h, b, scores, b == 0 ? state : part);
+    if (b > 0) merge(state, part, j.group, j.a->head_dim);
+  }
+  finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
+}
+
+}  // namespace
+
+void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scratch, CpuIsa isa) {
+  assert(a.n_head % a.n_head_kv == 0 && a.head_dim % 2 == 0 && cpu_isa_supported(isa));
+  if (a.n_tok <= 0) return;
+  Job j{};
+  j.a = &a;
+  j.s = &scratch;
+  j.group = a.n_head / a.n_head_kv;
+  j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
+  switch (attention_cpu_isa(isa, a.head_dim)) {
+    case CpuIsa::Avx512:
+      j.block = attention_block_avx512;
+      break;
+    case CpuIsa::Avx2:
+      j.block = attention_block_avx2;
+      break;
+    default:
+      j.block = attention_block_portable;
+      break;
+  }
+  const int64_t rows = a.n_tok * a.n_head_kv;
+  int64_t tasks = 0;
+  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(a.pos[t])} * a.n_head_kv;
+  // Split rows into blocks only when rows alone leave threads idle (fewer
+  // than 4 per thread: rows differ in length) and some row has more than one
+  // block. The results are the same either way (the fold is the same).
+  const bool split = pool.size() > 1 && rows < 4 * int64_t{pool.size()} && tasks > rows;
+  scratch.reserve(pool.size(), j.group, a.head_dim, split ? rows : 0, split ? tasks : 0);
+  const Job* jp = &j;
+  if (!split) {
+    pool.run(rows, [jp](int64_t r, int thread) {
+      run_row(*jp, r / jp->a->n_head_kv, static_cast<int>(r % jp->a->n_head_kv), thread);
+    });
+    return;
+  }
+  // One task per block: task0[t] is token t's first, its head h's blocks
+  // follow at task0[t] + h·nb, and task i's partial is split_part(i). The
+  // last block of a row to finish folds the row's partials in block order.
+  int64_t* task0 = scratch.task0();
+  std::atomic<int>* pending = scratch.pending();
+  task0[0] = 0;
+  for (int64_t t = 0; t < a.n_tok; ++t) {
+    const int nb = n_blocks(a.pos[t]);
+    task0[t + 1] = task0[t] + int64_t{nb} * a.n_head_kv;
+    for (int h = 0; h < a.n_head_kv; ++h)
+      pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
+  }
+  pool.run(tasks, [jp, task0, pending](int64_t i, int thread) {
+    const Job& j = *jp;
+    const int64_t t = std::upper_bound(task0, task0 + j.a->n_tok + 1, i) - task0 - 1;
+    const int nb = n_blocks(j.a->pos[t]);
+    const int h = static_cast<int>((i - task0[t]) / nb), b = static_cast<int>((i - task0[t]) % nb);
+    run_block(j, t, h, b, j.s->scores(thread), j.s->split_part(i));
+    // acq_rel: the folding thread sees every other block's partial.
+    if (pending[t * j.a->n_head_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const int64_t first = task0[t] + int64_t{h} * nb;
+    float* state = j.s->split_part(first);
+    for (int c = 1; c < nb; ++c) merge(state, j.s->split_part(first + c), j.group, j.a->head_dim);
+    finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
+  });
+}
+
+}  // namespace ls

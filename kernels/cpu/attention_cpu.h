@@ -1,0 +1,108 @@
+// The CPU compute tier's attention: a batch of query tokens over a key/value
+// cache (the contract and the layout of kernels/ref/attention.h, whose
+// attention_ref_f32 stays the oracle), at the speed of reading the cache
+// from memory.
+//
+// Work unit: (token, key/value head, block of kAttnBlock positions). All the
+// query heads of the head's GQA group are computed together, so each key and
+// value of the head is read once per token, not once per query head; f16
+// rows are converted in registers as they are read (AVX-512 _mm512_cvtph_ps,
+// AVX2+F16C _mm256_cvtph_ps, portable fp16_to_fp32), nothing converted in
+// advance.
+//
+// Softmax: two passes inside a block, a log-sum-exp merge across blocks.
+// A block computes its scores s = q·k·scale into an L1-resident buffer
+// (group × kAttnBlock floats), takes their max m, turns them into e =
+// exp(s - m) in place (vectorised), sums l = Σe and accumulates acc = Σ e·v:
+// a partial triple (m, l, acc). Why not a per-position online softmax: it
+// rescales the group × head_dim accumulator whenever the max grows and
+// serialises the exps; here each exp is computed once, vectorised over
+// positions, and the value loop is plain FMAs. Why not two passes over the
+// whole context: the scores of a 16k context would leave L1, and a block is
+// also the unit of the thread split.
+//
+// Stable reduction: blocks start at multiples of kAttnBlock, whatever the
+// thread count or the batch, and a row's output is always the left fold
+//     state = p_0;  state = merge(state, p_b) for b = 1..n-1;  out = acc / l
+// with merge(a, b) = (m, a.l·e^(a.m-m) + b.l·e^(b.m-m), a.acc·e^(a.m-m) +
+// b.acc·e^(b.m-m)), m = max(a.m, b.m), in that order. Whether one thread
+// folds the blocks as it computes them or the blocks run on many threads
+// and the last one to finish folds the stored partials, the arithmetic is
+// the same: results do not depend on the thread count, nor on which other
+// tokens share the batch.
+//
+// Split: with many (token, head) rows (prefill) a task is a whole row; with
+// few (decode: one token × 8 heads) each block is a task, so one token uses
+// every thread at long contexts. A context of at most kAttnBlock positions
+// is one block: no split, no merge.
+//
+// Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
+// head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
+// take the portable one. All three share one templated body
+// (attention_cpu_block.h) over a vector type; exp is a polynomial in the
+// SIMD variants (a few ulp), std::exp in the portable one.
+// defines: kAttnBlock, AttentionCpuScratch, attention_cpu(), attention_cpu_isa()
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/ref/attention.h"
+#include "runtime/thread_pool.h"
+
+namespace ls {
+
+// Positions per block: 128 positions of a 128-dim f16 head are 32 KiB of
+// keys and 32 KiB of values, a few microseconds of one core's reading; small
+// enough that one decode token at 1k positions and 8 heads makes 64 tasks,
+// large enough that the merges (group × head_dim FMAs per block) cost under
+// 2 %.
+inline constexpr int kAttnBlock = 128;
+
+// Buffers of attention_cpu, grown on demand (so size it once for the largest
+// call and nothing is allocated per call): per thread a scores block and
+// two partial triples; for the split path, one partial per task and one
+// counter per row.
+class AttentionCpuScratch {
+ public:
+  // Room for `threads` pool threads, a group of `group` query heads of
+  // head_dim, and split calls of up to `rows` (token, head) rows and `tasks`
+  // blocks in all.
+  void reserve(int threads, int group, int head_dim, int64_t rows, int64_t tasks);
+
+  // (group, kAttnBlock) scores of a block.
+  float* scores(int thread) { return thread_.data() + thread * per_thread_; }
+  // A row's running triple and a block's partial triple: m (group), l
+  // (group), acc (group, head_dim).
+  float* state(int thread) { return scores(thread) + scores_floats(); }
+  float* part(int thread) { return state(thread) + triple_floats(); }
+  // Split path: task i's partial triple, each row's count of blocks still
+  // running, each token's first task.
+  float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
+  std::atomic<int>* pending() { return pending_.get(); }
+  int64_t* task0() { return task0_.data(); }
+
+ private:
+  int64_t triple_floats() const { return int64_t{group_} * (head_dim_ + 2); }
+  int64_t scores_floats() const { return int64_t{group_} * kAttnBlock; }
+  int threads_ = 0, group_ = 0, head_dim_ = 0;
+  int64_t per_thread_ = 0, split_floats_ = 0, rows_ = 0;
+  std::vector<float> thread_;                    // (threads, per_thread_)
+  std::vector<float> split_;                     // (tasks, triple)
+  std::unique_ptr<std::atomic<int>[]> pending_;  // (rows)
+  std::vector<int64_t> task0_;                   // (n_tok + 1)
+};
+
+// The variant attention_cpu runs for this head_dim when asked for isa.
+CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim);
+
+// out = attention (kernels/ref/attention.h). Requires n_head a multiple of
+// n_head_kv, head_dim even, 0 <= pos[t] < the cache's n_ctx, and
+// cpu_isa_supported(isa).
+void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scratch,
+                   CpuIsa isa = cpu_isa_active());
+
+}  // namespace ls

@@ -1,0 +1,177 @@
+// The body of one attention block (kernels/cpu/attention_cpu_block.h),
+// templated over a vector type V, for the ISA files to instantiate: each
+// includes it after defining LS_ATTN_TARGET (its target attribute) and V.
+// Everything here has internal linkage, so the three copies never mix.
+//
+// V provides: F (the register type), W (lanes), kAcc (accumulator registers
+// the value loop may use), zero, set1, load(const float*), load(const
+// uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, sub, max, add,
+// hsum, hmax, exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
+//
+// The scores loop reads one key row per position, converting W values at a
+// time, and FMAs them into NG accumulators (NG query heads of the group, up
+// to 8 at a time: 8 chains hide the FMA latency, and 8 q vectors per chunk
+// stay in L1). It also prefetches the key row kAhead positions on and the
+// value row of this position (to L2), so the value loop finds its block in
+// cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
+// registers, each position's value tile converted once and FMA'd with each
+// head's broadcast weight.
+// defines (internal): attn_block<V>
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/attention_cpu_block.h"
+
+#ifndef LS_ATTN_TARGET
+#error "define LS_ATTN_TARGET before including attention_cpu_body.h"
+#endif
+
+namespace ls {
+namespace {
+
+// Positions ahead that the scores loop prefetches keys for: ~300 ns of DRAM
+// latency over ~15-30 ns of work per 128-dim row.
+constexpr int kAhead = 8;
+
+template <class V, class T>
+LS_ATTN_TARGET inline void prefetch_row(const T* p, int64_t bytes, bool l2) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) {
+    if (l2)
+      V::prefetch_l2(c + i);
+    else
+      V::prefetch_l1(c + i);
+  }
+}
+
+// Scores of query heads g0..g0+NG-1 over the block; fetch: this is the first
+// pass over the keys (prefetch them, and the values).
+template <class V, class T, int NG>
+LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
+  using F = typename V::F;
+  const T* k = static_cast<const T*>(a.k);
+  const T* v = static_cast<const T*>(a.v);
+  const int hd = a.head_dim;
+  const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
+  const float* q = a.q + int64_t{g0} * hd;
+  float* s = a.scores + int64_t{g0} * kAttnBlock;
+  if (fetch)
+    for (int p = 0; p < kAhead && p < a.n_pos; ++p)
+      prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
+  for (int p = 0; p < a.n_pos; ++p) {
+    const T* kp = k + p * a.ld_pos;
+    if (fetch) {
+      if (p + kAhead < a.n_pos) prefetch_row<V>(kp + kAhead * a.ld_pos, row_bytes, false);
+      prefetch_row<V>(v + p * a.ld_pos, row_bytes, true);
+    }
+    F acc[NG];
+    for (int g = 0; g < NG; ++g) acc[g] = V::zero();
+    for (int c = 0; c < hd; c += V::W) {
+      const F x = V::load(kp + c);
+      for (int g = 0; g < NG; ++g) acc[g] = V::fma(V::load(q + g * hd + c), x, acc[g]);
+    }
+    for (int g = 0; g < NG; ++g) s[g * kAttnBlock + p] = V::hsum(acc[g]) * a.scale;
+  }
+}
+
+// m, l and e = exp(s - m) in place, per query head. Scores past n_pos (up to
+// the next multiple of W) are set to -inf, so whole vectors can be used:
+// they become e = 0 and add nothing.
+template <class V>
+LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
+  using F = typename V::F;
+  const int n = a.n_pos, n_pad = (n + V::W - 1) / V::W * V::W;
+  float* m = a.triple;
+  float* l = m + a.group;
+  for (int g = 0; g < a.group; ++g) {
+    float* s = a.scores + int64_t{g} * kAttnBlock;
+    for (int p = n; p < n_pad; ++p) s[p] = -INFINITY;
+    F mx = V::set1(-INFINITY);
+    for (int p = 0; p < n_pad; p += V::W) mx = V::max(mx, V::load(s + p));
+    const float mg = V::hmax(mx);
+    const F mv = V::set1(mg);
+    F sum = V::zero();
+    for (int p = 0; p < n_pad; p += V::W) {
+      const F e = V::exp(V::sub(V::load(s + p), mv));
+      V::store(s + p, e);
+      sum = V::add(sum, e);
+    }
+    m[g] = mg;
+    l[g] = V::hsum(sum);
+  }
+}
+
+// acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) == 0).
+template <class V, class T, int NG, int R>
+LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
+  using F = typename V::F;
+  const T* v = static_cast<const T*>(a.v);
+  const int hd = a.head_dim;
+  const float* e = a.scores + int64_t{g0} * kAttnBlock;
+  float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
+  for (int d0 = 0; d0 < hd; d0 += R * V::W) {
+    F o[NG][R];
+    for (int g = 0; g < NG; ++g)
+      for (int r = 0; r < R; ++r) o[g][r] = V::zero();
+    for (int p = 0; p < a.n_pos; ++p) {
+      const T* vp = v + p * a.ld_pos + d0;
+      F x[R];
+      for (int r = 0; r < R; ++r) x[r] = V::load(vp + r * V::W);
+      for (int g = 0; g < NG; ++g) {
+        const F w = V::set1(e[g * kAttnBlock + p]);
+        for (int r = 0; r < R; ++r) o[g][r] = V::fma(w, x[r], o[g][r]);
+      }
+    }
+    for (int g = 0; g < NG; ++g)
+      for (int r = 0; r < R; ++r) V::store(acc + g * hd + d0 + r * V::W, o[g][r]);
+  }
+}
+
+// The widest tile (R = 8, 4, 2, 1 vectors) that divides head_dim and keeps
+// NG × R accumulators within V::kAcc registers.
+template <class V, class T, int NG>
+LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0) {
+  const int chunks = a.head_dim / V::W;
+  if constexpr (NG * 8 <= V::kAcc)
+    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0);
+  if constexpr (NG * 4 <= V::kAcc)
+    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0);
+  if constexpr (NG * 2 <= V::kAcc)
+    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0);
+  return block_values<V, T, NG, 1>(a, g0);
+}
+
+template <class V, class T>
+LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
+  // The group in runs of 8, 4, 2, 1 query heads (a group of 3: 2 + 1).
+  for (int g0 = 0; g0 < a.group;) {
+    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    const bool fetch = g0 == 0;
+    if (ng == 8) block_scores<V, T, 8>(a, g0, fetch);
+    if (ng == 4) block_scores<V, T, 4>(a, g0, fetch);
+    if (ng == 2) block_scores<V, T, 2>(a, g0, fetch);
+    if (ng == 1) block_scores<V, T, 1>(a, g0, fetch);
+    g0 += ng;
+  }
+  block_softmax<V>(a);
+  for (int g0 = 0; g0 < a.group;) {
+    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    if (ng == 8) block_values_ng<V, T, 8>(a, g0);
+    if (ng == 4) block_values_ng<V, T, 4>(a, g0);
+    if (ng == 2) block_values_ng<V, T, 2>(a, g0);
+    if (ng == 1) block_values_ng<V, T, 1>(a, g0);
+    g0 += ng;
+  }
+}
+
+template <class V>
+LS_ATTN_TARGET void attn_block(const AttnBlockArgs& a) {
+  if (a.type == AttnKvType::F16) return block_typed<V, uint16_t>(a);
+  return block_typed<V, float>(a);
+}
+
+}  // namespace
+}  // namespace ls

@@ -1,0 +1,49 @@
+// Causal attention of a batch of query tokens over a key/value cache, and the
+// reference that computes it one (token, query head) at a time in f32: the
+// CPU backend's attention before kernels/cpu/attention_cpu.h, kept as the
+// oracle (it converts each key or value it uses to f32, then dot_f32 and
+// softmax_f32 of kernels/ref/ops.h).
+//
+// The cache is raw memory, so kernels/ needs nothing of model/: keys and
+// values of sequence s at position p start at k + s·ld_seq + p·ld_pos
+// (elements, f32 or f16 as uint16), each row n_head_kv heads of head_dim
+// values. Query token t (at position pos[t] of sequence seq[t]) sees
+// positions 0..pos[t] of its own sequence; its query head h (head_dim values
+// at q + t·ldq + h·head_dim) uses key/value head h / (n_head / n_head_kv)
+// (grouped-query attention), and its output goes to out + t·ldo +
+// h·head_dim.
+// defines: AttnKvType, AttnKv, AttnArgs, attention_ref_f32()
+#pragma once
+
+#include <cstdint>
+
+namespace ls {
+
+enum class AttnKvType { F32, F16 };
+
+// One layer's cache.
+struct AttnKv {
+  const void* k = nullptr;  // (n_seq, n_ctx, n_head_kv · head_dim) at (seq 0, pos 0)
+  const void* v = nullptr;  // same layout
+  AttnKvType type = AttnKvType::F16;
+  int64_t ld_pos = 0;  // elements between positions (n_head_kv · head_dim for a packed cache)
+  int64_t ld_seq = 0;  // elements between sequences (n_ctx · ld_pos)
+};
+
+struct AttnArgs {
+  int n_head = 0, n_head_kv = 0, head_dim = 0;
+  float scale = 0;  // 1/sqrt(head_dim) for Llama
+  int64_t n_tok = 0;
+  const int32_t* pos = nullptr;  // (n_tok)
+  const int32_t* seq = nullptr;  // (n_tok)
+  const float* q = nullptr;      // (n_tok, ldq): n_head heads of head_dim
+  int64_t ldq = 0;
+  float* out = nullptr;  // (n_tok, ldo): n_head heads of head_dim
+  int64_t ldo = 0;
+  AttnKv kv;
+};
+
+// Single-threaded; allocates its scores buffer (a reference, not a hot path).
+void attention_ref_f32(const AttnArgs& a);
+
+}  // namespace ls

@@ -1,0 +1,384 @@
+// Tests of the CPU tier's attention (kernels/cpu/attention_cpu.h) against a
+// float64 reference computed here from the same cache values (f16 ones
+// decoded exactly): every ISA variant this CPU runs (each forced in turn),
+// f16 and f32 caches, GQA groups 1, 4, 8 (and 3, 64), head_dim 64 and 128
+// (and 40, 6: the fallbacks), contexts 1, 7, 33, 129 (one past a block) up
+// to 1000 and 4096, single tokens, mixed batches (several sequences and
+// positions) and prefill-shaped batches (positions p0..p0+n-1 of one
+// sequence, each causal). Outputs are poisoned with NaN first and their row
+// padding must keep its sentinel; results must be the same bits for 1, 3
+// and 16 threads and whether a token runs alone or in a batch.
+//
+// Tolerance, per output value i of a (token, head), with u = 2^-24, S_i =
+// Σ_p w_p |v_p,i| (w the f64 softmax weights) and A = max_p scale·Σ_d
+// |q_d k_p,d|:
+//     |o_i - ref_i| <= (2·(head_dim + 2)·A + 2·L + 3·nb + 16) · u · S_i
+// A score is an f32 dot product of head_dim terms (any order: error <=
+// (head_dim + 2)·u·A with the scale); an error δ in the scores moves each
+// weight by a factor within e^(±2δ). L terms per f32 chain in the sums over
+// positions (kAttnBlock for the kernel: one block per chain; the whole
+// context for attention_ref_f32), nb block merges of a few roundings each,
+// and 16 ulp for the SIMD exp (a few ulp, attention_cpu_exp.h) and the
+// final division. First order in u, which is far below any term here. The
+// largest ratio error/bound seen is printed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/half.h"
+#include "kernels/ref/attention.h"
+#include "runtime/thread_pool.h"
+
+using namespace ls;
+
+namespace {
+
+constexpr float kSentinel = 12345.0f;  // row padding of out: must survive
+
+// Said once per run: the variants this CPU cannot run are skipped.
+const std::vector<CpuIsa>& supported_isas() {
+  static const std::vector<CpuIsa> v = [] {
+    std::vector<CpuIsa> r;
+    for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
+      if (cpu_isa_supported(i))
+        r.push_back(i);
+      else
+        MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
+    }
+    return r;
+  }();
+  return v;
+}
+
+// A cache of n_seq sequences × n_ctx positions, rows of n_kv heads plus
+// `pad` unused elements (so ld_pos is not the packed width), random normal
+// values (rounded to f16 for an f16 cache).
+struct Cache {
+  int n_seq, n_ctx, n_kv, hd, pad;
+  AttnKvType type;
+  std::vector<float> kf, vf;     // f32 cache, or the decoded f16 values
+  std::vector<uint16_t> kh, vh;  // f16 cache
+  int64_t ld_pos() const { return int64_t{n_kv} * hd + pad; }
+  AttnKv view() const {
+    AttnKv kv;
+    kv.type = type;
+    kv.k = type == AttnKvType::F16 ? static_cast<const void*>(kh.data()) : kf.data();
+    kv.v = type == AttnKvType::F16 ? static_cast<const void*>(vh.data()) : vf.data();
+    kv.ld_pos = ld_pos();
+    kv.ld_seq = int64_t{n_ctx} * ld_pos();
+    return kv;
+  }
+  // The value the kernels read at element i, as f64.
+  double k(int64_t i) const { return kf[i]; }
+  double v(int64_t i) const { return vf[i]; }
+};
+
+Cache make_cache(int n_seq, int n_ctx, int n_kv, int hd, AttnKvType type, std::mt19937& rng) {
+  Cache c{n_seq, n_ctx, n_kv, hd, 8, type, {}, {}, {}, {}};
+  const size_t n = static_cast<size_t>(n_seq) * n_ctx * c.ld_pos();
+  std::normal_distribution<float> nd;
+  c.kf.resize(n);
+  c.vf.resize(n);
+  for (size_t i = 0; i < n; ++i) c.kf[i] = nd(rng), c.vf[i] = nd(rng);
+  if (type == AttnKvType::F16) {
+    c.kh.resize(n);
+    c.vh.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      c.kh[i] = fp32_to_fp16(c.kf[i]), c.kf[i] = fp16_to_fp32(c.kh[i]);
+      c.vh[i] = fp32_to_fp16(c.vf[i]), c.vf[i] = fp16_to_fp32(c.vh[i]);
+    }
+  }
+  return c;
+}
+
+struct Tokens {
+  std::vector<int32_t> pos, seq;
+};
+
+// Queries of n tokens (rows of n_head heads plus 16 floats of padding), N(0, q_sd).
+std::vector<float> make_q(int64_t n, int n_head, int hd, float q_sd, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, q_sd);
+  std::vector<float> q(static_cast<size_t>(n) * (int64_t{n_head} * hd + 16));
+  for (auto& x : q) x = nd(rng);
+  return q;
+}
+
+AttnArgs args(const Cache& c, int n_head, const Tokens& tk, const std::vector<float>& q,
+              std::vector<float>& out) {
+  AttnArgs a;
+  a.n_head = n_head;
+  a.n_head_kv = c.n_kv;
+  a.head_dim = c.hd;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.hd));
+  a.n_tok = static_cast<int64_t>(tk.pos.size());
+  a.pos = tk.pos.data();
+  a.seq = tk.seq.data();
+  a.q = q.data();
+  a.ldq = int64_t{n_head} * c.hd + 16;
+  a.ldo = a.ldq;
+  out.assign(static_cast<size_t>(a.n_tok * a.ldo), kSentinel);
+  for (int64_t t = 0; t < a.n_tok; ++t)
+    std::fill_n(out.begin() + t * a.ldo, int64_t{n_head} * c.hd,
+                std::numeric_limits<float>::quiet_NaN());
+  a.out = out.data();
+  a.kv = c.view();
+  return a;
+}
+
+// The f64 reference and the bound of the header for each output value.
+struct Ref {
+  std::vector<double> out, bound;  // (n_tok, n_head, hd)
+};
+
+// chain: the longest f32 summation chain over positions (L of the header).
+Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32) {
+  const int group = a.n_head / a.n_head_kv, hd = a.head_dim;
+  const double u = 0x1p-24, scale = a.scale;
+  Ref r;
+  r.out.assign(static_cast<size_t>(a.n_tok) * a.n_head * hd, 0.0);
+  r.bound.assign(r.out.size(), 0.0);
+  for (int64_t t = 0; t < a.n_tok; ++t) {
+    const int32_t pos = a.pos[t];
+    const int64_t base = a.seq[t] * a.kv.ld_seq;
+    const int nb = pos / kAttnBlock + 1;
+    const double chain = ref_f32 ? pos + 1 : kAttnBlock;
+    std::vector<double> s(pos + 1), w(pos + 1);
+    for (int h = 0; h < a.n_head; ++h) {
+      const float* q = a.q + t * a.ldq + int64_t{h} * hd;
+      const int64_t off = int64_t{h / group} * hd;
+      double mx = -INFINITY, amax = 0;
+      for (int32_t p = 0; p <= pos; ++p) {
+        double d = 0, ad = 0;
+        for (int i = 0; i < hd; ++i) {
+          const double x = double(q[i]) * c.k(base + p * a.kv.ld_pos + off + i);
+          d += x, ad += std::fabs(x);
+        }
+        s[p] = d * scale;
+        mx = std::max(mx, s[p]);
+        amax = std::max(amax, ad * scale);
+      }
+      double l = 0;
+      for (int32_t p = 0; p <= pos; ++p) l += (w[p] = std::exp(s[p] - mx));
+      for (int32_t p = 0; p <= pos; ++p) w[p] /= l;
+      const double k = (2 * (hd + 2) * amax + 2 * chain + 3 * nb + 16) * u;
+      for (int i = 0; i < hd; ++i) {
+        double o = 0, sa = 0;
+        for (int32_t p = 0; p <= pos; ++p) {
+          const double v = c.v(base + p * a.kv.ld_pos + off + i);
+          o += w[p] * v, sa += w[p] * std::fabs(v);
+        }
+        const size_t at = (static_cast<size_t>(t) * a.n_head + h) * hd + i;
+        r.out[at] = o;
+        r.bound[at] = k * sa;
+      }
+    }
+  }
+  return r;
+}
+
+// Checks out against ref (and the padding); returns the largest error/bound.
+double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
+             const std::string& what) {
+  double worst = 0;
+  int64_t bad = 0;
+  const int64_t w = int64_t{a.n_head} * a.head_dim;
+  for (int64_t t = 0; t < a.n_tok; ++t) {
+    for (int64_t i = 0; i < w; ++i) {
+      const size_t at = static_cast<size_t>(t * w + i);
+      const double got = out[t * a.ldo + i], err = std::fabs(got - ref.out[at]);
+      if (!(err <= ref.bound[at])) {
+        if (bad++ < 3)
+          FAIL_CHECK(what << ": token " << t << " value " << i << ": " << got << " vs "
+                          << ref.out[at] << " (bound " << ref.bound[at] << ")");
+      } else if (ref.bound[at] > 0) {
+        worst = std::max(worst, err / ref.bound[at]);
+      }
+    }
+    for (int64_t i = w; i < a.ldo; ++i)
+      if (out[t * a.ldo + i] != kSentinel && bad++ < 3)
+        FAIL_CHECK(what << ": token " << t << " wrote its row padding at " << i);
+  }
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " values outside the bound");
+  return worst;
+}
+
+std::string name(CpuIsa isa, const Cache& c, int group, const char* shape) {
+  return std::string(cpu_isa_name(isa)) + (c.type == AttnKvType::F16 ? " f16" : " f32") +
+         " group " + std::to_string(group) + " head_dim " + std::to_string(c.hd) + " " + shape;
+}
+
+// Runs attention_cpu on each pool; all must give the same bits; returns the
+// first result.
+std::vector<float> run_pools(const Cache& c, int n_head, const Tokens& tk,
+                             const std::vector<float>& q, CpuIsa isa,
+                             std::vector<ThreadPool*> pools, const std::string& what) {
+  std::vector<float> first, out;
+  for (ThreadPool* pool : pools) {
+    AttentionCpuScratch scratch;
+    const AttnArgs a = args(c, n_head, tk, q, out);
+    attention_cpu(*pool, a, scratch, isa);
+    if (first.empty()) {
+      first = out;
+    } else {
+      CHECK_MESSAGE(std::memcmp(first.data(), out.data(), out.size() * 4) == 0,
+                    what << ": " << pool->size() << " threads differ from " << pools[0]->size());
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 reference") {
+  std::mt19937 rng(7);
+  ThreadPool p1(1), p3(3), p16(16);
+  double worst = 0;
+  for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
+    for (int hd : {64, 128})
+      for (int group : {1, 4, 8}) {
+        const int n_kv = 2, n_head = group * n_kv;
+        const Cache c = make_cache(1, 4096, n_kv, hd, type, rng);
+        for (int ctx : {1, 7, 33, 129, 1000, 4096}) {
+          const Tokens tk{{ctx - 1}, {0}};
+          const auto q = make_q(1, n_head, hd, 1.0f, rng);
+          std::vector<float> tmp;
+          const AttnArgs a = args(c, n_head, tk, q, tmp);
+          const Ref ref = reference(c, a, false);
+          for (CpuIsa isa : supported_isas()) {
+            const std::string what = name(isa, c, group, "ctx ") + std::to_string(ctx);
+            const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what);
+            worst = std::max(worst, check(a, out, ref, what));
+          }
+        }
+      }
+  MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64 reference") {
+  std::mt19937 rng(11);
+  ThreadPool p1(1), p3(3), p16(16);
+  double worst = 0;
+  Tokens mixed;  // several sequences and positions, block edges included
+  for (auto [s, p] : {std::pair{0, 0}, {2, 127}, {1, 128}, {0, 1500}, {2, 2047}, {1, 33}})
+    mixed.seq.push_back(s), mixed.pos.push_back(p);
+  Tokens short_prefill, long_prefill;  // positions p0..p0+n-1 of one sequence
+  for (int p = 0; p < 40; ++p) short_prefill.seq.push_back(1), short_prefill.pos.push_back(p);
+  for (int p = 1016; p < 1032; ++p) long_prefill.seq.push_back(2), long_prefill.pos.push_back(p);
+  const std::pair<const char*, const Tokens*> shapes[] = {{"mixed batch", &mixed},
+                                                          {"prefill 0..39", &short_prefill},
+                                                          {"prefill 1016..1031", &long_prefill}};
+  for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
+    for (int hd : {64, 128})
+      for (int group : {1, 4, 8}) {
+        const int n_kv = 2, n_head = group * n_kv;
+        const Cache c = make_cache(3, 2048, n_kv, hd, type, rng);
+        for (auto [shape, tk] : shapes) {
+          const auto q = make_q(static_cast<int64_t>(tk->pos.size()), n_head, hd, 1.0f, rng);
+          std::vector<float> tmp;
+          const AttnArgs a = args(c, n_head, *tk, q, tmp);
+          const Ref ref = reference(c, a, false);
+          for (CpuIsa isa : supported_isas()) {
+            const std::string what = name(isa, c, group, shape);
+            const auto out = run_pools(c, n_head, *tk, q, isa, {&p1, &p3, &p16}, what);
+            worst = std::max(worst, check(a, out, ref, what));
+          }
+        }
+      }
+  MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
+  std::mt19937 rng(13);
+  ThreadPool pool(4);
+  const int n_kv = 2, hd = 64, n_head = 8;
+  for (CpuIsa isa : supported_isas()) {
+    const Cache c = make_cache(2, 2048, n_kv, hd, AttnKvType::F16, rng);
+    Tokens batch;
+    for (int p = 1500; p < 1508; ++p) batch.seq.push_back(0), batch.pos.push_back(p);
+    batch.seq.push_back(1), batch.pos.push_back(2000);
+    const int64_t n = static_cast<int64_t>(batch.pos.size());
+    const auto q = make_q(n, n_head, hd, 1.0f, rng);
+    const auto all = run_pools(c, n_head, batch, q, isa, {&pool}, "batch");
+    const int64_t ld = int64_t{n_head} * hd + 16;
+    for (int64_t t = 0; t < n; ++t) {
+      const Tokens one{{batch.pos[t]}, {batch.seq[t]}};
+      const std::vector<float> q1(q.begin() + t * ld, q.begin() + (t + 1) * ld);
+      const auto alone = run_pools(c, n_head, one, q1, isa, {&pool}, "alone");
+      CHECK_MESSAGE(std::memcmp(alone.data(), all.data() + t * ld, ld * 4) == 0,
+                    cpu_isa_name(isa) << ": token " << t << " alone differs from the batch");
+    }
+  }
+}
+
+TEST_CASE("cpu_attention: the 70B shape (64 heads, 8 KV heads, head_dim 128) at 1k and 4k") {
+  std::mt19937 rng(17);
+  ThreadPool p1(1), p3(3), p16(16);
+  double worst = 0;
+  const Cache c = make_cache(1, 4096, 8, 128, AttnKvType::F16, rng);
+  for (int ctx : {1024, 4096}) {
+    const Tokens tk{{ctx - 1}, {0}};
+    const auto q = make_q(1, 64, 128, 1.0f, rng);
+    std::vector<float> tmp;
+    const AttnArgs a = args(c, 64, tk, q, tmp);
+    const Ref ref = reference(c, a, false);
+    for (CpuIsa isa : supported_isas()) {
+      const std::string what = name(isa, c, 8, "70b ctx ") + std::to_string(ctx);
+      worst = std::max(worst,
+                       check(a, run_pools(c, 64, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
+    }
+  }
+  MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: odd groups and head dims, peaked softmax, take the fallbacks correctly") {
+  // group 3 (runs of 2 + 1 heads), 64 (MQA: eight runs of 8); head_dim 40
+  // (avx512 -> avx2), 6 (portable, one lane); queries ×8 so most weights
+  // underflow the SIMD exp's range (exp(-87) -> 0).
+  std::mt19937 rng(19);
+  ThreadPool p1(1), p3(3), p16(16);
+  double worst = 0;
+  struct Shape {
+    int n_kv, group, hd;
+    float q_sd;
+  };
+  for (const Shape& s : {Shape{2, 3, 64, 1.0f}, Shape{1, 64, 64, 1.0f}, Shape{2, 4, 40, 1.0f},
+                         Shape{3, 2, 6, 1.0f}, Shape{2, 4, 128, 8.0f}})
+    for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32}) {
+      const Cache c = make_cache(2, 1100, s.n_kv, s.hd, type, rng);
+      const int n_head = s.n_kv * s.group;
+      Tokens tk{{0, 130, 1099, 500}, {0, 1, 1, 0}};
+      const auto q = make_q(4, n_head, s.hd, s.q_sd, rng);
+      std::vector<float> tmp;
+      const AttnArgs a = args(c, n_head, tk, q, tmp);
+      const Ref ref = reference(c, a, false);
+      for (CpuIsa isa : supported_isas()) {
+        const std::string what = name(isa, c, s.group, "odd shape");
+        worst = std::max(
+            worst, check(a, run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
+      }
+    }
+  MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: attention_ref_f32 (the oracle, the backend's old path) matches f64") {
+  std::mt19937 rng(23);
+  double worst = 0;
+  for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32}) {
+    const Cache c = make_cache(2, 2048, 2, 64, type, rng);
+    const Tokens tk{{0, 200, 2047}, {1, 0, 1}};
+    const auto q = make_q(3, 8, 64, 1.0f, rng);
+    std::vector<float> out;
+    const AttnArgs a = args(c, 8, tk, q, out);
+    attention_ref_f32(a);
+    worst = std::max(worst, check(a, out, reference(c, a, true), "attention_ref_f32"));
+  }
+  MESSAGE("largest error / bound: " << worst);
+}
