@@ -126,12 +126,17 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
                        kv_rows_.v.data()));
     w.kv_in = &kv_rows_;
   }
+  // The CPU's own time for the layer, for the balancer: from the hand-over
+  // to the reply. Not the export above, which waits for the GPU stream (its
+  // layers, and the copies they wait for).
+  const auto t_cpu = std::chrono::steady_clock::now();
   if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
   std::optional<CpuWork> back;
   {
     TraceScope wait(tracer_, track, "wait cpu", SpanKind::Starved, layer, step);
     back = from_cpu_.pop(rc_);
   }
+  meter_.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cpu).count();
   if (!back) return make_error("the run was stopped");
   cpu_kv_end_[layer] = p1_;
   gpu_kv_end_[layer] = std::min(gpu_kv_end_[layer], p0_);
@@ -162,26 +167,16 @@ void ComputeActor::run() {
     }
     meter_ = StepClock{};
     meter_.start = std::chrono::steady_clock::now();
-    using clock = std::chrono::steady_clock;
-    auto secs = [](clock::time_point t0) {
-      return std::chrono::duration<double>(clock::now() - t0).count();
-    };
     for (int32_t l = 0; l < static_cast<int32_t>(c.n_layer); ++l) {
-      const auto t_wait = clock::now();
       std::optional<LayerJob> job = next_job(step, l, track);
       if (!job) return;
-      if (job->tier == Tier::Ram || job->tier == Tier::Storage) {
-        meter_.wait_copy_s += secs(t_wait);
-        ++meter_.n_copied;
-      }
+      if (job->tier == Tier::Ram || job->tier == Tier::Storage) ++meter_.n_copied;
       if (job->tier == Tier::Cpu) {
         if (!io_only_) {
-          const auto t_cpu = clock::now();
           if (Status st = cpu_layer(step, l, b, track); !st.ok()) {
             rc_.fail("compute", l, step, st.error().message);
             return;
           }
-          meter_.cpu_s += secs(t_cpu);
           ++meter_.n_cpu;
         }
         depth_.release(0);
@@ -238,12 +233,15 @@ void ComputeActor::run() {
 void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
   const auto now = std::chrono::steady_clock::now();
   // The copy engine's busy time: the GPU's own copy spans when the link
-  // times them (CUDA events), else the copier's (a host link copies inline).
-  uint64_t copy_ns = 0;
+  // times them (CUDA events), else the copier's (a host link copies inline);
+  // and the GPU's compute time (CUDA events; 0 on a host link, whose layers
+  // run on this thread: they are in the step's time, as the chain).
+  uint64_t copy_ns = 0, gpu_ns = 0;
   bool gpu_copy = false;
   for (const TrackStats& t : tracer_.track_stats()) {
     if (t.name == "gpu-copy") copy_ns = t.busy_ns, gpu_copy = true;
     if (t.name == "copier" && !gpu_copy) copy_ns = t.busy_ns;
+    if (t.name == "gpu-compute") gpu_ns = t.busy_ns;
   }
   const bool first = !copy_seen_;
   copy_seen_ = true;
@@ -252,9 +250,10 @@ void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
   // From the batch's arrival: a gap between requests (a chat's user typing)
   // is not part of any step.
   s.wall_s = std::chrono::duration<double>(now - meter_.start).count();
-  s.wait_copy_s = meter_.wait_copy_s;
   s.cpu_s = meter_.cpu_s;
+  s.gpu_s = static_cast<double>(gpu_ns - std::min(gpu_ns, gpu_busy_ns_)) * 1e-9;
   s.copy_s = static_cast<double>(copy_ns - std::min(copy_ns, copy_busy_ns_)) * 1e-9;
+  gpu_busy_ns_ = gpu_ns;
   s.n_cpu = meter_.n_cpu;
   s.n_copied = meter_.n_copied;
   copy_busy_ns_ = copy_ns;

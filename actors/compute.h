@@ -22,10 +22,10 @@
 // A hybrid plan re-planned online (a balancer): every layer in host memory
 // may run on either side, so each keeps that bookkeeping. After each clean
 // decode step (one token, no key/value rows moved) compute gives the
-// balancer what the step measured — its wall time, the time it waited for
-// copies, the CPU tier's time, the copy engine's busy time from the stall
-// counters — and applies the move it returns to the route the planner reads
-// (a "re-plan" span on this track marks it).
+// balancer what the step measured — its wall time, the CPU tier's own time,
+// the GPU's compute and copy engine's busy times from the stall counters
+// (CUDA events) — and applies the move it returns to the route the planner
+// reads (a "re-plan" span on this track marks it).
 // defines: ComputeActor
 #pragma once
 
@@ -88,12 +88,13 @@ class ComputeActor {
   HybridBalancer* balancer_;
   struct StepClock {                              // what the current step measured so far
     std::chrono::steady_clock::time_point start;  // its batch arrived
-    double wait_copy_s = 0, cpu_s = 0;
+    double cpu_s = 0;  // the CPU tier's own time
     int32_t n_cpu = 0, n_copied = 0;
     bool kv_moved = false;
   } meter_;
   bool copy_seen_ = false;     // copy_busy_ns_ has been read once
   uint64_t copy_busy_ns_ = 0;  // the copy track's busy counter at the last step's end
+  uint64_t gpu_busy_ns_ = 0;   // the gpu-compute track's
   void rebalance(int64_t step, const Batch& b, int track);
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);

@@ -103,7 +103,7 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   BalanceSample m;
   for (const BalanceSample& w : window_) {
     m.wall_s += w.wall_s / k;
-    m.wait_copy_s += w.wait_copy_s / k;
+    m.gpu_s += w.gpu_s / k;
     m.cpu_s += w.cpu_s / k;
     m.copy_s += w.copy_s / k;
   }
@@ -118,12 +118,11 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   for (int32_t l : movable_) bytes += static_cast<double>(map_.layers[l].range_bytes);
   bytes /= static_cast<double>(movable_.size());
 
-  const double chain = std::max(0.0, m.wall_s - m.wait_copy_s);
-  // Copy-bound (compute waited for layers): the copy path's effective time
-  // is the step's, whatever the engine's busy time says (the reader or the
-  // copier's issue can be the slow part of it).
-  const bool copy_bound = m.wait_copy_s > 0.05 * m.wall_s;
+  // The busier side bounds the step and takes its overheads: its time is T.
+  const double chain_busy = m.cpu_s + m.gpu_s;
+  const bool copy_bound = m.copy_s > chain_busy;
   const double copy = copy_bound ? std::max(m.copy_s, m.wall_s) : m.copy_s;
+  const double chain = copy_bound ? chain_busy : std::max(chain_busy, m.wall_s);
   if (m.n_cpu > 0) cpu_per_layer_s_ = m.cpu_s / m.n_cpu;
   if (m.n_copied > 0 && copy > 0) copy_per_layer_s_ = copy / m.n_copied;
   const double t_cpu = cpu_per_layer_s_ > 0         ? cpu_per_layer_s_
@@ -132,7 +131,10 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   const double t_copy = copy_per_layer_s_ > 0         ? copy_per_layer_s_
                         : prior_.copy_bytes_per_s > 0 ? bytes / prior_.copy_bytes_per_s
                                                       : 0.0;
-  const double t_gpu = prior_.gpu_bytes_per_s > 0 ? bytes / prior_.gpu_bytes_per_s : 0.0;
+  const int32_t n_gpu = n_layer_ - m.n_cpu;
+  const double t_gpu = m.gpu_s > 0 && n_gpu > 0 ? m.gpu_s / n_gpu
+                       : prior_.gpu_bytes_per_s > 0 ? bytes / prior_.gpu_bytes_per_s
+                                                    : 0.0;
 
   auto predict = [&](int32_t d) {
     return std::max(copy - d * t_copy, chain + d * (t_cpu - t_gpu));
@@ -177,10 +179,10 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   mv.n_cpu_after = n_cpu_;
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s bound: step %.1f ms = chain %.1f ms (CPU %.1f ms, %.2f ms a layer) + wait for "
-                "copies %.1f ms; copy engine %.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
-                copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, chain * 1e3, m.cpu_s * 1e3,
-                t_cpu * 1e3, m.wait_copy_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3,
+                "%s bound: step %.1f ms; CPU %.1f ms (%.2f ms a layer), GPU %.1f ms; copy engine "
+                "%.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
+                copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, m.cpu_s * 1e3, t_cpu * 1e3,
+                m.gpu_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3,
                 mv.predicted_after_s * 1e3);
   mv.reason = buf;
   last_dir_ = dir;

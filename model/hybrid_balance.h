@@ -12,10 +12,12 @@
 // copy engine brings the streamed layers in parallel. A step takes about
 // max(copy, chain). From one step the pipeline measures
 //   T      its wall time,
-//   W      the time compute waited for streamed layers (copy-bound time),
-//   cpu    the time the CPU tier's layers took in the chain,
-//   copy   the copy engine's busy time (gpu-copy, from CUDA events),
-// so chain = T - W. Moving d layers from PCIe to the CPU changes
+//   cpu    the CPU tier's own time for its layers,
+//   gpu    the GPU's compute time (gpu-compute, from CUDA events),
+//   copy   the copy engine's busy time (gpu-copy, from CUDA events).
+// When the copy engine is the busier (copy > cpu + gpu) the step is
+// copy-bound and the copy path's time is T; else the chain's is. Moving d
+// layers from PCIe to the CPU changes
 //   copy'  = copy  - d * copy_per_layer
 //   chain' = chain + d * (cpu_per_layer - gpu_per_layer)
 // and the balancer picks the d that minimises max(copy', chain'), taking
@@ -49,10 +51,10 @@ namespace ls {
 // What one decode step measured (seconds).
 struct BalanceSample {
   int64_t step = -1;
-  double wall_s = 0;       // T
-  double wait_copy_s = 0;  // W: compute starved for a streamed layer
-  double cpu_s = 0;        // the CPU tier's layers in the chain (to the CPU and back)
-  double copy_s = 0;       // the copy engine's busy time
+  double wall_s = 0;  // T
+  double cpu_s = 0;   // the CPU tier's own time for its layers
+  double gpu_s = 0;   // the GPU's compute time (0: not timed, e.g. a host link)
+  double copy_s = 0;  // the copy engine's busy time
   int32_t n_cpu = 0;       // layers that ran on the CPU in this step
   int32_t n_copied = 0;    // layers that were copied in this step
 };

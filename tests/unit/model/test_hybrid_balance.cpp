@@ -45,9 +45,9 @@ struct Machine {
     const double copy_s = copied * t_copy;
     BalanceSample s;
     s.step = step;
-    s.wall_s = std::max(chain, copy_s);
-    s.wait_copy_s = std::max(0.0, copy_s - chain);
+    s.wall_s = std::max(chain, copy_s) * 1.01;  // and a little overhead
     s.cpu_s = n_cpu * t_cpu;
+    s.gpu_s = chain - s.cpu_s;
     s.copy_s = copy_s;
     s.n_cpu = n_cpu;
     s.n_copied = copied;
@@ -174,7 +174,7 @@ TEST_CASE("hybrid balance: a step that is not clean is not averaged in") {
   HybridBalancer hb(su.map, su.plan, HybridRates{});
   // A wild sample, then skip(): the next decision uses only later steps.
   BalanceSample wild = m.run(0, 15, 44);
-  wild.wait_copy_s = 0;
+  wild.cpu_s = 10;  // looks compute-chain bound
   wild.wall_s = 10;
   CHECK_FALSE(hb.observe(wild));
   hb.skip();
