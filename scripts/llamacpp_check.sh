@@ -68,16 +68,22 @@ for p in $PRESETS; do
     ok=1
     if [ -x "$SIMPLE" ]; then
       if "$SIMPLE" -m "$f" -n 8 -ngl "$NGL" "$PROMPT" > "$MODELS/simple.out" 2> "$MODELS/simple.err"; then
-        # Its stdout: BOS, the prompt and the greedy continuation; stderr: timings.
-        text=$(sed 's/^<|begin_of_text|>//' "$MODELS/simple.out" | tr -d '\n')
+        # Its stdout: BOS, the prompt and the 8 greedy tokens as text (control
+        # tokens by name); stderr: the timings.
+        text=$(cat "$MODELS/simple.out")
+        text=${text#"<|begin_of_text|>"}
+        text=${text#"$PROMPT"}
         speed=$(grep -m1 -oE "decoded [0-9]+ tokens in [0-9.]+ s, speed: [0-9.]+ t/s" "$MODELS/simple.err")
         line+="llama-simple ok ($speed)"
-        # The same 8 greedy tokens from layerstream: equal text means both
-        # read the model alike (rope scaling included). Random weights on
-        # two different backends may still part ways: reported, not failed.
-        ours=$("$LS" decode -m "$f" -p "$PROMPT" -n 8 --temp 0 --backend "$LS_BACKEND" 2>/dev/null | tr -d '\n')
-        if [ "$ours" = "$text" ]; then line+=", same text as layerstream"
-        else line+=", text differs from layerstream's: '$(printf %q "$text")' vs '$(printf %q "$ours")'"; fi
+        # layerstream's 8 greedy tokens against llama.cpp's (its text turned
+        # back into ids): equal means both read the model alike, rope scaling
+        # included. Random weights on two backends may still part ways, and
+        # text need not round-trip to the same ids: reported, not failed.
+        ours=$("$LS" decode -m "$f" -p "$PROMPT" -n 8 --temp 0 --ids --no-display-prompt \
+                 --backend "$LS_BACKEND" 2>/dev/null | tail -n1)
+        theirs=$("$LS" tokenize -m "$f" --special --no-bos "$text" 2>/dev/null)
+        if [ -n "$ours" ] && [ "$ours" = "$theirs" ]; then line+=", the same 8 tokens as layerstream"
+        else line+=", tokens differ: llama.cpp [$theirs], layerstream [$ours]"; fi
       else
         line+="llama-simple FAILED: $(why "$MODELS/simple.err")"
         ok=0
@@ -87,7 +93,7 @@ for p in $PRESETS; do
       if "$BENCH" -m "$f" -p 0 -n 4 -ngl "$NGL" -r 1 -o csv > "$MODELS/bench.out" 2> "$MODELS/bench.err"; then
         # csv: the last field is the tokens/s column's neighbour; print t/s.
         ts=$(tail -n1 "$MODELS/bench.out" | awk -F'"?,"?' '{print $(NF-1)}')
-        line+="; llama-bench ok (tg4: $ts t/s)"
+        line+="; llama-bench ok (tg4, one run: $ts t/s)"
       else
         line+="; llama-bench FAILED: $(why "$MODELS/bench.err")"
         ok=0
