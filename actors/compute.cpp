@@ -199,6 +199,7 @@ void ComputeActor::run() {
                                   ? be_.resident_layer(l).value_or(m_.layer(l))
                                   : packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                                       mem_.layout(l), mem_.slot(job->slot));
+          const HostWorkScope computing(rc_, be_.link() == nullptr);  // a host backend's layer
           st = be_.layer(static_cast<uint32_t>(l), v);
           if (st.ok() && cpu_home) ran_on_gpu(l);
         }

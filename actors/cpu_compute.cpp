@@ -30,6 +30,7 @@ void CpuComputeActor::run() {
     {
       TraceScope span(tracer_, track, "cpu layer", SpanKind::Busy, l, w->step,
                       m_.map.layers[l].range_bytes);
+      const HostWorkScope computing(rc_, true);  // movement for the watchdog
       rc_.chaos();
       const LayerView v = packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                             mem_.layout(l), mem_.ram_layer(l));

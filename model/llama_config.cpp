@@ -120,25 +120,40 @@ Expected<LlamaModelInfo> load_llama(const GgufFile& f) {
     if (!(*v > 1)) return make_error("%s: rope.freq_base %g is out of range", path.c_str(), *v);
     c.rope_freq_base = static_cast<float>(*v);
   }
-  if (const GgufValue* st = f.find("llama.rope.scaling.type")) {
+  // Rope scaling, read as llama.cpp reads it: the type defaults to "linear",
+  // and llama.rope.scaling.factor (or the older llama.rope.scale_linear)
+  // gives its factor; none or 0 means no scaling. Llama 3 scaling is no type:
+  // it is the rope_freqs.weight tensor (read with the weights below), as in
+  // the files llama.cpp's converter writes.
+  std::string scaling_type = "linear";
+  if (f.find("llama.rope.scaling.type")) {
     auto s = f.get_string("llama.rope.scaling.type");
     if (!s) return s.error();
-    if (*s == "linear") {
-      auto fac = f.get_float("llama.rope.scaling.factor");
+    scaling_type = *s;
+  }
+  // Files layerstream wrote before say "llama3" (llama.cpp refuses them); the
+  // tensor has the scaling, so the key is only checked against it.
+  const bool legacy_llama3 = scaling_type == "llama3";
+  if (scaling_type == "linear") {
+    const char* key = f.find("llama.rope.scaling.factor") ? "llama.rope.scaling.factor"
+                      : f.find("llama.rope.scale_linear") ? "llama.rope.scale_linear"
+                                                          : nullptr;
+    if (key) {
+      auto fac = f.get_float(key);
       if (!fac) return fac.error();
-      if (!(*fac >= 1)) return make_error("%s: rope.scaling.factor %g < 1", path.c_str(), *fac);
-      c.rope_scaling = RopeScalingKind::Linear;
-      c.rope_freq_scale = static_cast<float>(1.0 / *fac);
-    } else if (*s != "none" && *s != "llama3") {
-      return make_error("%s: rope scaling '%s' is not supported (none, linear, llama3)",
-                        path.c_str(), s->c_str());
+      if (*fac != 0 && *fac != 1) {
+        if (!(*fac > 1))
+          return make_error("%s: metadata '%s' = %g: a linear rope factor must be at least 1",
+                            path.c_str(), key, *fac);
+        c.rope_scaling = RopeScalingKind::Linear;
+        c.rope_freq_scale = static_cast<float>(1.0 / *fac);
+      }
     }
-    (void)st;
-  } else if (const GgufValue* lin = f.find("llama.rope.scale_linear")) {
-    if (lin->as_double() > 1) {
-      c.rope_scaling = RopeScalingKind::Linear;
-      c.rope_freq_scale = static_cast<float>(1.0 / lin->as_double());
-    }
+  } else if (scaling_type != "none" && !legacy_llama3) {
+    return make_error(
+        "%s: llama.rope.scaling.type '%s' is not supported (none, linear; Llama 3 scaling is the "
+        "rope_freqs.weight tensor)",
+        path.c_str(), scaling_type.c_str());
   }
   if (auto n = f.get_string("general.name")) c.name = *n;
 
@@ -180,6 +195,14 @@ Expected<LlamaModelInfo> load_llama(const GgufFile& f) {
     w.rope_freqs = *t;
     c.has_rope_freqs = true;
     c.rope_scaling = RopeScalingKind::Llama3;
+  } else if (legacy_llama3) {
+    // The divisors could be recomputed from the factor keys, but the backends
+    // read them from the mapped file, and no writer makes such a file: ours
+    // always wrote the tensor, llama.cpp's converter never writes the key.
+    return make_error(
+        "%s: llama.rope.scaling.type is 'llama3' but tensor 'rope_freqs.weight' (%u f32 "
+        "frequency divisors) is missing: Llama 3 scaling needs that tensor",
+        path.c_str(), c.n_rot / 2);
   }
   w.layers.resize(c.n_layer);
   for (uint32_t l = 0; l < c.n_layer; ++l) {

@@ -271,13 +271,17 @@ Status synth_write(const SynthOptions& opt, const std::string& path) {
   w.set_u32("llama.rope.dimension_count", s.n_embd / s.n_head);
   w.set_u32("llama.vocab_size", s.n_vocab);
   if (s.llama31_rope) {
-    // The parameters rope_freqs.weight is computed from, as HF's rope_scaling
-    // names them (layerstream reads only the tensor; `export` needs these).
-    w.set_str("llama.rope.scaling.type", "llama3");
-    w.set_f32("llama.rope.scaling.factor", s.rope_factor);
-    w.set_f32("llama.rope.scaling.low_freq_factor", s.rope_low);
-    w.set_f32("llama.rope.scaling.high_freq_factor", s.rope_high);
-    w.set_u32("llama.rope.scaling.original_context_length", s.rope_orig_ctx);
+    // Llama 3 scaling is the rope_freqs.weight tensor alone, as in the files
+    // llama.cpp's converter writes: no llama.rope.scaling.* key. llama.cpp
+    // aborts on the type "llama3", and without a type it takes
+    // llama.rope.scaling.factor as a *linear* factor on top of the tensor.
+    // The parameters the tensor is computed from (HF's rope_scaling) go under
+    // our own names, which other readers ignore: `export` needs them for
+    // HF's config.json when they are not Llama 3.1's defaults.
+    w.set_f32(kLlama3RopeFactorKey, s.rope_factor);
+    w.set_f32(kLlama3RopeLowKey, s.rope_low);
+    w.set_f32(kLlama3RopeHighKey, s.rope_high);
+    w.set_u32(kLlama3RopeOrigCtxKey, s.rope_orig_ctx);
   }
 
   const std::vector<SynthTensor> plan = synth_tensor_plan(s, opt.quant);

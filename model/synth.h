@@ -3,7 +3,8 @@
 // like an initialised network (residual projections shrunk with depth), so
 // activations stay finite through 80 layers. Deterministic for a seed,
 // whatever the thread count.
-// defines: SynthShape, SynthOptions, synth_preset(), synth_quant_plan(), synth_write()
+// defines: kLlama3Rope*Key, SynthShape, SynthOptions, synth_preset(), synth_quant_from_name(),
+//          synth_tensor_plan(), synth_write()
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,14 @@
 #include "runtime/status.h"
 
 namespace ls {
+
+// Llama 3 rope scaling parameters (HF's rope_scaling names), written beside
+// rope_freqs.weight, which alone carries the scaling for every reader.
+inline constexpr const char* kLlama3RopeFactorKey = "layerstream.rope.llama3.factor";
+inline constexpr const char* kLlama3RopeLowKey = "layerstream.rope.llama3.low_freq_factor";
+inline constexpr const char* kLlama3RopeHighKey = "layerstream.rope.llama3.high_freq_factor";
+inline constexpr const char* kLlama3RopeOrigCtxKey =
+    "layerstream.rope.llama3.original_context_length";
 
 struct SynthShape {
   std::string name = "custom";

@@ -1,8 +1,25 @@
 #include "runtime/control_plane.h"
 
+#include <time.h>
+
 #include <cstdio>
 
 namespace ls {
+namespace {
+
+// CPU time of the whole process, all threads, in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+// CPU time a second of host-layer computing must show to count as movement.
+// The actors' idle polling costs a few milliseconds a second; a layer
+// computing gets at least a tenth of a core even on a crowded machine.
+constexpr double kComputingCpuPerTick = 0.1;
+
+}  // namespace
 
 ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
     : rc_(rc),
@@ -15,6 +32,7 @@ ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
     signal_.store(sig);
     rc_.cancel(sig == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)");
   });
+  last_cpu_s_ = process_cpu_seconds();
   arm_timer();
   thread_ = std::thread([this] { io_.run(); });
 }
@@ -24,7 +42,10 @@ void ControlPlane::arm_timer() {
   timer_.async_wait([this](const asio::error_code& ec) {
     if (ec) return;
     const uint64_t p = rc_.progress();
-    if (!rc_.busy() || p != last_progress_) {
+    const double cpu_s = process_cpu_seconds();
+    const bool computing = rc_.host_working() && cpu_s - last_cpu_s_ >= kComputingCpuPerTick;
+    last_cpu_s_ = cpu_s;
+    if (!rc_.busy() || p != last_progress_ || computing) {
       last_progress_ = p;
       still_s_ = 0;
       reported_ = false;
@@ -32,9 +53,12 @@ void ControlPlane::arm_timer() {
       reported_ = true;
       const StallTable t = tracer_.stall_table();
       std::fprintf(stderr,
-                   "\nlayerstream: watchdog: nothing has moved for %d s. Stall table so far "
-                   "(the stuck stage is the one not busy while the others wait on it):\n%s",
-                   still_s_, t.to_text().c_str());
+                   "\nlayerstream: watchdog: nothing has moved for %d s%s (a report: the run "
+                   "goes on; --watchdog 0 turns it off). Stall table so far (the stuck stage is "
+                   "the one not busy while the others wait on it):\n%s",
+                   still_s_,
+                   rc_.host_working() ? ", and the layer on the host CPU uses no CPU time" : "",
+                   t.to_text().c_str());
     }
     if (!rc_.stopped()) arm_timer();
   });

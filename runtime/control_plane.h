@@ -1,8 +1,12 @@
 // The control plane, on Asio: SIGINT/SIGTERM cancel the run cleanly (the
-// actors drain, the trace is still written, the summary still printed), and
+// actors drain, the trace is still written, the summary still printed; the
+// request ends with "interrupted (Ctrl-C)" or "terminated (SIGTERM)"), and
 // a stall watchdog prints the stall table when nothing has moved for N
-// seconds while a request is running. Its own thread; everything it does to
-// the data plane goes through RunControl.
+// seconds while a request is running. The watchdog only reports: it never
+// stops a run. "Moved": a pulse (a layer done, a buffer filled), or a layer
+// computing on the host CPU while the process uses CPU time (a wide prefill
+// layer on a few cores takes minutes; a deadlocked one burns nothing). Its
+// own thread; everything it does to the data plane goes through RunControl.
 // defines: ControlPlane
 #pragma once
 
@@ -38,6 +42,7 @@ class ControlPlane {
   std::thread thread_;
   std::atomic<int> signal_{0};
   uint64_t last_progress_ = 0;
+  double last_cpu_s_ = 0;  // the process's CPU time at the last tick
   int still_s_ = 0;
   bool reported_ = false;
 };

@@ -1,9 +1,11 @@
 // The shared fate of one run of the actor graph: a stop flag every actor
 // polls between (timed) waits, the first error (naming the actor and the
-// layer), and a progress counter for the stall watchdog. An actor that fails
-// calls fail(); every other actor sees stopped() within one poll interval,
-// drains and exits, and the error reaches main.
-// defines: RunControl, kPollInterval
+// layer), and what the stall watchdog watches: a progress counter, and the
+// layers computing on the host CPU right now. An actor that fails calls
+// fail(); every other actor sees stopped() within one poll interval, drains
+// and exits, and the error reaches main. A run stopped from outside (Ctrl-C,
+// SIGTERM) carries the reason as its error, so the caller says why.
+// defines: RunControl, HostWorkScope, kPollInterval
 #pragma once
 
 #include <atomic>
@@ -39,10 +41,14 @@ class RunControl {
   }
   // Stop without an error (end of the run, Ctrl-C).
   void stop() { stopped_.store(true, std::memory_order_release); }
+  // Stop from outside the graph: `why` is also the run's error (unless an
+  // actor failed first), so a request in flight ends with it, not with a bare
+  // "stopped".
   void cancel(const std::string& why) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!cancel_reason_) cancel_reason_ = why;
+      if (!error_) error_ = Error{why};
     }
     stop();
   }
@@ -57,6 +63,13 @@ class RunControl {
   // Something moved (a layer was computed, a buffer filled): the watchdog's pulse.
   void pulse() { progress_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t progress() const { return progress_.load(std::memory_order_relaxed); }
+  // Layers computing on the host CPU now (HostWorkScope). One layer of a wide
+  // prefill on a few cores takes minutes with no pulse: the watchdog counts
+  // it as movement while the process burns CPU time. Device work is not
+  // counted: a kernel that never ends is the stall the watchdog is for.
+  void host_work_begin() { host_work_.fetch_add(1, std::memory_order_relaxed); }
+  void host_work_end() { host_work_.fetch_sub(1, std::memory_order_relaxed); }
+  bool host_working() const { return host_work_.load(std::memory_order_relaxed) > 0; }
   // A request is running (the watchdog only watches then, not while a chat
   // waits for the user).
   void set_busy(bool b) { busy_.store(b, std::memory_order_relaxed); }
@@ -80,11 +93,29 @@ class RunControl {
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> progress_{0};
   std::atomic<bool> busy_{false};
+  std::atomic<int32_t> host_work_{0};
   uint32_t chaos_max_us_ = 0;
   uint64_t chaos_seed_ = 0;
   mutable std::mutex mu_;
   std::optional<Error> error_;
   std::optional<std::string> cancel_reason_;
+};
+
+// A layer computing on the host CPU, for the watchdog (RunControl::host_working);
+// `on` false (a device backend) makes it nothing.
+class HostWorkScope {
+ public:
+  HostWorkScope(RunControl& rc, bool on) : rc_(on ? &rc : nullptr) {
+    if (rc_) rc_->host_work_begin();
+  }
+  ~HostWorkScope() {
+    if (rc_) rc_->host_work_end();
+  }
+  HostWorkScope(const HostWorkScope&) = delete;
+  HostWorkScope& operator=(const HostWorkScope&) = delete;
+
+ private:
+  RunControl* rc_;
 };
 
 }  // namespace ls

@@ -13,9 +13,11 @@
 // j in {0, 1}, i in [0, d/2). Export applies the inverse (hf_row_of below).
 //
 // rope_freqs.weight (Llama 3.1 scaling) has no HF tensor: HF recomputes it
-// from config.json's rope_scaling, which export fills from the
-// llama.rope.scaling.* keys (or Llama 3.1's defaults) and checks against the
-// tensor before writing anything.
+// from config.json's rope_scaling, which export fills from synth's
+// layerstream.rope.llama3.* keys, the llama.rope.scaling.* keys of files
+// layerstream wrote before those, or Llama 3.1's defaults (files from
+// llama.cpp's converter carry none), and checks against the tensor before
+// writing anything.
 // defines: add_export()
 #include <charconv>
 #include <cmath>
@@ -29,6 +31,7 @@
 #include "io/gguf.h"             // defines: GgufFile
 #include "kernels/ref/quant.h"   // defines: dequantize_row
 #include "model/llama_config.h"  // defines: load_llama, LlamaConfig
+#include "model/synth.h"         // defines: kLlama3Rope*Key
 #include "tools/commands.h"
 
 namespace ls {
@@ -84,9 +87,10 @@ double llama3_divisor(const Llama3Rope& p, double base, uint32_t n_rot, uint32_t
   return 1.0 / ((1 - smooth) / p.factor + smooth);
 }
 
-// Llama 3 rope parameters: from the llama.rope.scaling.* keys when present,
-// else Llama 3.1's (factor: the largest divisor); an error when they do not
-// reproduce rope_freqs.weight.
+// Llama 3 rope parameters: from synth's keys, or the llama.rope.scaling.*
+// keys with type "llama3" of older layerstream files, else Llama 3.1's
+// (factor: the largest divisor); an error when they do not reproduce
+// rope_freqs.weight.
 Expected<Llama3Rope> llama3_rope(const GgufFile& f, const LlamaConfig& c, const GgufTensor& rf) {
   std::vector<float> freqs(rf.elements());
   dequantize_row(rf.type, f.tensor_data(rf).data(), freqs.data(),
@@ -98,18 +102,25 @@ Expected<Llama3Rope> llama3_rope(const GgufFile& f, const LlamaConfig& c, const 
   auto num = [&](const char* key, double& out) {
     if (const GgufValue* v = f.find(key); v && v->is_number()) out = v->as_double();
   };
-  num("llama.rope.scaling.factor", p.factor);
-  num("llama.rope.scaling.low_freq_factor", p.low);
-  num("llama.rope.scaling.high_freq_factor", p.high);
   double orig = p.orig_ctx;
-  num("llama.rope.scaling.original_context_length", orig);
+  const GgufValue* type = f.find("llama.rope.scaling.type");
+  if (type && type->type == GgufType::STRING && type->s == "llama3") {
+    num("llama.rope.scaling.factor", p.factor);
+    num("llama.rope.scaling.low_freq_factor", p.low);
+    num("llama.rope.scaling.high_freq_factor", p.high);
+    num("llama.rope.scaling.original_context_length", orig);
+  }
+  num(kLlama3RopeFactorKey, p.factor);
+  num(kLlama3RopeLowKey, p.low);
+  num(kLlama3RopeHighKey, p.high);
+  num(kLlama3RopeOrigCtxKey, orig);
   p.orig_ctx = static_cast<uint32_t>(orig);
   for (uint32_t i = 0; i < freqs.size(); ++i) {
     const double want = llama3_divisor(p, c.rope_freq_base, c.n_rot, i);
     if (std::fabs(want - freqs[i]) > 1e-5 * std::fabs(want))
       return make_error(
           "%s: rope_freqs.weight[%u] = %.7g, but llama3 scaling (factor %g, low %g, high %g, "
-          "original context %u) gives %.7g: set llama.rope.scaling.* to the model's values",
+          "original context %u) gives %.7g: set layerstream.rope.llama3.* to the model's values",
           f.path().c_str(), i, freqs[i], p.factor, p.low, p.high, p.orig_ctx, want);
   }
   return p;

@@ -46,6 +46,17 @@ nlohmann::json value_json(const GgufValue& v, bool full) {
   }
 }
 
+const char* scaling_name(const LlamaConfig& c) {
+  switch (c.rope_scaling) {
+    case RopeScalingKind::Linear:
+      return "linear";
+    case RopeScalingKind::Llama3:
+      return "llama3";  // rope_freqs.weight
+    default:
+      return "none";
+  }
+}
+
 nlohmann::json extent_json(const LayerExtent& e) {
   nlohmann::json j;
   j["layer"] = e.layer;
@@ -84,11 +95,20 @@ int run_inspect(const std::string& path, bool json, bool full_arrays, EngineOpti
                               {"offset", t.offset}, {"bytes", t.bytes}});
     if (model) {
       const LlamaConfig& c = model->config;
-      j["model"] = {{"n_layer", c.n_layer}, {"n_embd", c.n_embd}, {"n_ff", c.n_ff},
-                    {"n_head", c.n_head}, {"n_head_kv", c.n_head_kv}, {"head_dim", c.head_dim},
-                    {"n_rot", c.n_rot}, {"n_vocab", c.n_vocab}, {"n_ctx_train", c.n_ctx_train},
-                    {"rms_eps", c.rms_eps}, {"rope_freq_base", c.rope_freq_base},
-                    {"rope_freqs", c.has_rope_freqs}, {"tied_output", c.tied_output}};
+      j["model"] = {{"n_layer", c.n_layer},
+                    {"n_embd", c.n_embd},
+                    {"n_ff", c.n_ff},
+                    {"n_head", c.n_head},
+                    {"n_head_kv", c.n_head_kv},
+                    {"head_dim", c.head_dim},
+                    {"n_rot", c.n_rot},
+                    {"n_vocab", c.n_vocab},
+                    {"n_ctx_train", c.n_ctx_train},
+                    {"rms_eps", c.rms_eps},
+                    {"rope_freq_base", c.rope_freq_base},
+                    {"rope_freqs", c.has_rope_freqs},
+                    {"rope_scaling", scaling_name(c)},
+                    {"tied_output", c.tied_output}};
     } else {
       j["model"] = nullptr;
       j["model_error"] = model.error().message;
@@ -116,11 +136,15 @@ int run_inspect(const std::string& path, bool json, bool full_arrays, EngineOpti
                 (unsigned long long)t.bytes);
   if (model) {
     const LlamaConfig& c = model->config;
-    std::printf("\nmodel: llama, %u layers, dim %u, ffn %u, heads %u (kv %u, head size %u), vocab %u,"
-                "\n       rope base %g%s, rms eps %g, context %u, output %s\n",
-                c.n_layer, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim, c.n_vocab,
-                c.rope_freq_base, c.has_rope_freqs ? " with rope_freqs (Llama 3.1 scaling)" : "",
-                c.rms_eps, c.n_ctx_train, c.tied_output ? "tied to token_embd" : "separate");
+    char linear[48] = "";
+    if (c.rope_scaling == RopeScalingKind::Linear)
+      std::snprintf(linear, sizeof linear, ", linear scaling x%g", 1.0 / c.rope_freq_scale);
+    std::printf(
+        "\nmodel: llama, %u layers, dim %u, ffn %u, heads %u (kv %u, head size %u), vocab %u,"
+        "\n       rope base %g%s%s, rms eps %g, context %u, output %s\n",
+        c.n_layer, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim, c.n_vocab, c.rope_freq_base,
+        c.has_rope_freqs ? " with rope_freqs (Llama 3.1 scaling)" : "", linear, c.rms_eps,
+        c.n_ctx_train, c.tied_output ? "tied to token_embd" : "separate");
   } else {
     std::printf("\nmodel: not a runnable Llama model: %s\n", model.error().message.c_str());
   }

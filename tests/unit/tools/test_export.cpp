@@ -241,7 +241,7 @@ TEST_CASE("export: bad input exits non-zero with a message naming the file") {
   REQUIRE(synth_write(opt, gguf).ok());
   // Patch the written original_context_length (256 -> 512) in place: same size.
   std::string bytes = slurp(gguf);
-  const std::string key = "llama.rope.scaling.original_context_length";
+  const std::string key = kLlama3RopeOrigCtxKey;
   const size_t k = bytes.find(key);
   REQUIRE(k != std::string::npos);
   const size_t v = k + key.size() + 4;  // the u32 type tag, then the value
