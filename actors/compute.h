@@ -88,7 +88,7 @@ class ComputeActor {
   HybridBalancer* balancer_;
   struct StepClock {                              // what the current step measured so far
     std::chrono::steady_clock::time_point start;  // its batch arrived
-    double cpu_s = 0;  // the CPU tier's own time
+    double cpu_s = 0;                             // the CPU tier's own time
     int32_t n_cpu = 0, n_copied = 0;
     bool kv_moved = false;
   } meter_;

@@ -132,7 +132,7 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                         : prior_.copy_bytes_per_s > 0 ? bytes / prior_.copy_bytes_per_s
                                                       : 0.0;
   const int32_t n_gpu = n_layer_ - m.n_cpu;
-  const double t_gpu = m.gpu_s > 0 && n_gpu > 0 ? m.gpu_s / n_gpu
+  const double t_gpu = m.gpu_s > 0 && n_gpu > 0     ? m.gpu_s / n_gpu
                        : prior_.gpu_bytes_per_s > 0 ? bytes / prior_.gpu_bytes_per_s
                                                     : 0.0;
 
@@ -149,13 +149,27 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   }
   if (best == 0 || now <= 0) return std::nullopt;
   if ((best == 1 || best == -1) && k < opt_.samples_one) return std::nullopt;
-  // Half of the way (at least one layer): the estimate is linear and noisy.
-  const int32_t d = best > 0 ? (best + 1) / 2 : -((-best + 1) / 2);
+  // Three quarters of the way (at least one layer): the estimate is linear
+  // and noisy, and the rest comes with the next decision, a few steps later.
+  const int32_t d = best - best / 4;
   const int dir = d > 0 ? 1 : -1;
   const bool reverse = last_dir_ != 0 && dir != last_dir_ && last_move_step_ >= 0 &&
                        s.step - last_move_step_ < opt_.reverse_window;
   const double need = std::max(opt_.min_gain, 2 * rel_se) * (reverse ? 2 : 1);
-  if (predict(d) > now * (1 - need)) return std::nullopt;
+  if (predict(d) > now * (1 - need)) {
+    pending_ = 0;
+    return std::nullopt;
+  }
+  // A move of one layer is worth little and noise proposes it most often:
+  // it must be proposed twice in a row (a window apart).
+  if (d == 1 || d == -1) {
+    if (pending_ != d) {
+      pending_ = d;
+      window_.clear();
+      return std::nullopt;
+    }
+  }
+  pending_ = 0;
 
   BalanceMove mv;
   mv.step = s.step;
@@ -182,8 +196,7 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                 "%s bound: step %.1f ms; CPU %.1f ms (%.2f ms a layer), GPU %.1f ms; copy engine "
                 "%.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
                 copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, m.cpu_s * 1e3, t_cpu * 1e3,
-                m.gpu_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3,
-                mv.predicted_after_s * 1e3);
+                m.gpu_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3, mv.predicted_after_s * 1e3);
   mv.reason = buf;
   last_dir_ = dir;
   last_move_step_ = s.step;

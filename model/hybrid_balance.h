@@ -21,11 +21,12 @@
 //   copy'  = copy  - d * copy_per_layer
 //   chain' = chain + d * (cpu_per_layer - gpu_per_layer)
 // and the balancer picks the d that minimises max(copy', chain'), taking
-// half of the way at a time (a noisy estimate must not swing the plan) and
+// three quarters of the way at a time (a noisy estimate must not swing the plan) and
 // only when the predicted gain passes a threshold: 3 %, or twice the
 // standard error of the steps' mean time, whichever is more, over two steps
-// for a move of several layers and four for one layer; a move back the other
-// way soon after a move needs twice the gain (hysteresis: no oscillation).
+// for a move of several layers and four for one layer, which must also be
+// proposed twice in a row; a move back the other way soon after a move needs
+// twice the gain (hysteresis: no oscillation).
 //
 // Which layers move: the CPU layers stay spread between the streamed ones
 // (so the copier has a slot to fill while the CPU computes): a layer goes to
@@ -51,12 +52,12 @@ namespace ls {
 // What one decode step measured (seconds).
 struct BalanceSample {
   int64_t step = -1;
-  double wall_s = 0;  // T
-  double cpu_s = 0;   // the CPU tier's own time for its layers
-  double gpu_s = 0;   // the GPU's compute time (0: not timed, e.g. a host link)
-  double copy_s = 0;  // the copy engine's busy time
-  int32_t n_cpu = 0;       // layers that ran on the CPU in this step
-  int32_t n_copied = 0;    // layers that were copied in this step
+  double wall_s = 0;     // T
+  double cpu_s = 0;      // the CPU tier's own time for its layers
+  double gpu_s = 0;      // the GPU's compute time (0: not timed, e.g. a host link)
+  double copy_s = 0;     // the copy engine's busy time
+  int32_t n_cpu = 0;     // layers that ran on the CPU in this step
+  int32_t n_copied = 0;  // layers that were copied in this step
 };
 
 // One decision: these layers change sides.
@@ -120,6 +121,7 @@ class HybridBalancer {
   std::vector<BalanceSample> window_;
   int64_t last_move_step_ = -1;
   int64_t clean_steps_ = 0;
+  int32_t pending_ = 0;  // a one-layer move proposed once, waiting for a second proposal
   int last_dir_ = 0;
   double cpu_per_layer_s_ = 0, copy_per_layer_s_ = 0;  // last measured (0: none yet)
   std::vector<BalanceMove> moves_;

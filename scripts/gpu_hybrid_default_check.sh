@@ -10,6 +10,9 @@
 #   text     decode -f $TEXT (a real text, ~1k tokens), $GEN tokens
 #   chat     decode --chat, the turns of $CHAT (one user message a line)
 #   cpu1b    CPU alone, 1b Q4_K_M: decode after 1 and 512 prompt tokens
+#   attn     CPU attention alone (ls_bench_cpu_attention), contexts 1k-16k
+#   llcheck  llama.cpp opens and runs synth's tiny and 1b presets (f32, q8_0,
+#            q4_k_m; scripts/llamacpp_check.sh); the 70b Q4_K_M is the file above
 # Expects our binaries in $BIN and llama.cpp's in $LLAMA; logs go to $OUT.
 set -uo pipefail
 BIN=${BIN:-.gpubin}
@@ -19,7 +22,7 @@ M=${MODELS:-/tmp/ls-models}
 L="$BIN/layerstream"
 PARTS=${PARTS:-probe llama prompts sweep text chat}
 PROMPTS=${PROMPTS:-1 256 1024 4096}
-SWEEP=${SWEEP:-auto,24,26,28,30}
+SWEEP=${SWEEP:-26,28,30}
 STEPS=${STEPS:-32}
 GEN=${GEN:-32}
 TEXT=${TEXT:-scripts/data/prompt-1k.txt}
@@ -30,7 +33,8 @@ t0=$(date +%s)
 el() { echo "   [$(($(date +%s) - t0)) s]"; }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 F="$M/70b-q4km.gguf"
-B="--vram-budget 24GiB --ram-budget 48GiB"
+# A context of 4608 for every run (a 4096-token prompt and its decode fit).
+B="--vram-budget 24GiB --ram-budget 48GiB -c 4608"
 [ -f "$F" ] || "$L" synth -q -o "$F" --preset 70b --quant q4_k_m
 el
 if has probe; then
@@ -39,7 +43,7 @@ if has probe; then
 fi
 if has llama; then
   echo "== llama.cpp: llama-batched-bench -ngl 46 (46 of 80 layers: what fits 24 GiB)"
-  "$LLAMA/llama-batched-bench" -m "$F" -ngl 46 -c 4608 -b 512 -ub 512 -npp 1,256,1024,4096 \
+  "$LLAMA/llama-batched-bench" -m "$F" -ngl 46 -c 4608 -npp 1,256,1024,4096 \
     -ntg 16 -npl 1 2>&1 | grep -E "^\|" ; el
 fi
 if has prompts; then
@@ -51,7 +55,7 @@ if has prompts; then
 fi
 if has sweep; then
   for p in 1 4096; do
-    echo "== sweep --cpu-layers $SWEEP after a $p-token prompt"
+    echo "== sweep of fixed --cpu-layers $SWEEP after a $p-token prompt"
     "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" --sweep cpu="$SWEEP" 2>&1 \
       | grep -E "^\| [0-9a-z]|error" ; el
   done
@@ -65,6 +69,15 @@ if has chat; then
   echo "== decode --chat, the turns of $CHAT"
   "$L" decode -m "$F" $B --chat -n "${CHAT_N:-100}" --stats < "$CHAT" 2>&1 >/dev/null \
     | grep -E "CPU tier|turn|re-planning|after step|error" ; el
+fi
+if has attn; then
+  echo "== CPU attention alone, 70b-shaped layer, f16 cache"
+  "$BIN/ls_bench_cpu_attention" 2>&1 | tail -9; el
+fi
+if has llcheck; then
+  echo "== llama.cpp opens synth's files"
+  LLAMA_BIN="$LLAMA" LS="$L" PRESETS="tiny 1b" MODELS=/tmp/ls-llamacpp scripts/llamacpp_check.sh 2>&1 \
+    | tail -8; el
 fi
 if has cpu1b; then
   F1="$M/1b-q4km.gguf"
