@@ -184,8 +184,10 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     for (int h = 0; h < a.n_head_kv; ++h)
       pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
   }
-  pool.run(tasks, [jp, task0, pending](int64_t i, int thread) {
+  pool.run(tasks, [jp](int64_t i, int thread) {
     const Job& j = *jp;
+    const int64_t* task0 = j.s->task0();
+    std::atomic<int>* pending = j.s->pending();
     const int64_t t = std::upper_bound(task0, task0 + j.a->n_tok + 1, i) - task0 - 1;
     const int nb = n_blocks(j.a->pos[t]);
     const int n_kv = j.a->n_head_kv;
