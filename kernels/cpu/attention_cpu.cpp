@@ -167,9 +167,14 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     });
     return;
   }
-  // One task per block: task0[t] is token t's first, its head h's blocks
-  // follow at task0[t] + h·nb, and task i's partial is split_part(i). The
-  // last block of a row to finish folds the row's partials in block order.
+  // One task per block, block-major: token t's tasks start at task0[t], and
+  // block b of its head h is task task0[t] + b·n_head_kv + h, whose partial
+  // is split_part(i). Block-major so that the tasks running at once read
+  // all the heads of the same positions: whole rows of the cache, a
+  // contiguous stretch of memory, rather than one head's 1/n_head_kv of
+  // rows spread over the whole context (whose neighbours the hardware
+  // prefetchers would fetch for nothing). The last block of a row to finish
+  // folds the row's partials in block order.
   int64_t* task0 = scratch.task0();
   std::atomic<int>* pending = scratch.pending();
   task0[0] = 0;
@@ -179,17 +184,22 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     for (int h = 0; h < a.n_head_kv; ++h)
       pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
   }
-  pool.run(tasks, [jp, task0, pending](int64_t i, int thread) {
+  pool.run(tasks, [jp](int64_t i, int thread) {
     const Job& j = *jp;
+    const int64_t* task0 = j.s->task0();
+    std::atomic<int>* pending = j.s->pending();
     const int64_t t = std::upper_bound(task0, task0 + j.a->n_tok + 1, i) - task0 - 1;
     const int nb = n_blocks(j.a->pos[t]);
-    const int h = static_cast<int>((i - task0[t]) / nb), b = static_cast<int>((i - task0[t]) % nb);
+    const int n_kv = j.a->n_head_kv;
+    const int b = static_cast<int>((i - task0[t]) / n_kv),
+              h = static_cast<int>((i - task0[t]) % n_kv);
     run_block(j, t, h, b, j.s->scores(thread), j.s->split_part(i));
     // acq_rel: the folding thread sees every other block's partial.
-    if (pending[t * j.a->n_head_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    const int64_t first = task0[t] + int64_t{h} * nb;
+    if (pending[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    const int64_t first = task0[t] + h;
     float* state = j.s->split_part(first);
-    for (int c = 1; c < nb; ++c) merge(state, j.s->split_part(first + c), j.group, j.a->head_dim);
+    for (int c = 1; c < nb; ++c)
+      merge(state, j.s->split_part(first + int64_t{c} * n_kv), j.group, j.a->head_dim);
     finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
   });
 }

@@ -33,13 +33,14 @@
 //
 // Split: with many (token, head) rows (prefill) a task is a whole row; with
 // few (decode: one token × 8 heads) each block is a task, so one token uses
-// every thread at long contexts. A context of at most kAttnBlock positions
-// is one block: no split, no merge.
+// every thread at long contexts, the tasks in block-major order (those
+// running at once read whole rows of the same positions, contiguous memory). A context of at most
+// kAttnBlock positions is one block: no split, no merge.
 //
 // Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
 // take the portable one. All three share one templated body
-// (attention_cpu_block.h) over a vector type; exp is a polynomial in the
+// (attention_cpu_body.h) over a vector type; exp is a polynomial in the
 // SIMD variants (a few ulp), std::exp in the portable one.
 // defines: kAttnBlock, AttentionCpuScratch, attention_cpu(), attention_cpu_isa()
 #pragma once
@@ -58,8 +59,9 @@ namespace ls {
 // Positions per block: 128 positions of a 128-dim f16 head are 32 KiB of
 // keys and 32 KiB of values, a few microseconds of one core's reading; small
 // enough that one decode token at 1k positions and 8 heads makes 64 tasks,
-// large enough that the merges (group × head_dim FMAs per block) cost under
-// 2 %.
+// large enough that a block's merge (3 · group · head_dim flops, against
+// 4 · kAttnBlock · group · head_dim in the block) costs a few per cent at
+// most.
 inline constexpr int kAttnBlock = 128;
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
