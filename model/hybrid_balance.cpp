@@ -23,6 +23,7 @@ HybridBalancer::HybridBalancer(const LayerMap& map, const TierPlan& plan, const 
     }
   }
   n_cpu_start_ = n_cpu_;
+  seen_.resize(movable_.size() + 1);
 }
 
 // Distances are counted in layers in host memory (a resident layer takes the
@@ -94,6 +95,13 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
     moves_.push_back(mv);
     return mv;
   }
+  // The step time of the count as it stands (a mean of at most 8 steps, so
+  // it follows a context that grows).
+  Seen& here = seen_[static_cast<size_t>(n_cpu_)];
+  if (here.last_step >= 0 && s.step - here.last_step > opt_.memory) here = Seen{};
+  here.n = std::min(here.n + 1, 8);
+  here.mean_s += (s.wall_s - here.mean_s) / here.n;
+  here.last_step = s.step;
   window_.push_back(s);
   const int32_t keep = std::max(opt_.samples, opt_.samples_one);
   if (static_cast<int32_t>(window_.size()) > keep) window_.erase(window_.begin());
@@ -157,6 +165,13 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                        s.step - last_move_step_ < opt_.reverse_window;
   const double need = std::max(opt_.min_gain, 2 * rel_se) * (reverse ? 2 : 1);
   if (predict(d) > now * (1 - need)) {
+    pending_ = 0;
+    return std::nullopt;
+  }
+  // A count measured lately, and no faster than this one: stay.
+  const Seen& there = seen_[static_cast<size_t>(n_cpu_ + d)];
+  if (there.n >= 2 && s.step - there.last_step <= opt_.memory &&
+      there.mean_s >= here.mean_s * (1 - opt_.min_gain / 2)) {
     pending_ = 0;
     return std::nullopt;
   }
