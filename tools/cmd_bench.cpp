@@ -273,9 +273,11 @@ int run_bench(BenchArgs& a) {
     for (int i = 1; i < a.prompt_tokens; ++i)
       prompt.push_back(static_cast<int32_t>((1000003ull * i + 12345) % static_cast<uint64_t>(V)));
     Status rs = ok();
-    if (a.prompt_tokens > 1) {
+    {
       // A first request of the same shape warms the process (lazy module
-      // loading, first-use allocations); the second one is timed.
+      // loading, first-use allocations); the second one is timed. A
+      // one-token prompt too, so that rows of different prompt lengths are
+      // measured alike.
       rs = e.pipeline().run_request(
           prompt, [](int64_t, const float*, int32_t) { return std::optional<int32_t>(); });
       e.pipeline().rewind();
@@ -455,7 +457,8 @@ Command add_bench(CLI::App& app) {
   sub->add_option("-n,--steps", a->steps, "Decode steps per setting (the first fills the pipeline)")
       ->capture_default_str();
   sub->add_option("--prompt-tokens", a->prompt_tokens,
-                  "Prompt length; > 1 also times its prefill (after one warm-up request)")
+                  "Prompt length (a warm-up request of the same shape runs first); > 1 also times "
+                  "its prefill")
       ->capture_default_str();
   sub->add_flag("--io-only", a->io_only, "Skip the kernels: measure the pipeline's own ceiling");
   sub->add_option("--json", a->json, "Also write the results as JSON to this file");
