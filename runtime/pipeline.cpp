@@ -113,8 +113,10 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   if (opt.depth < 1) return make_error("--depth must be at least 1");
   const bool hybrid = plan.n_cpu > 0 || plan.rebalance;
   if (hybrid && !opt.cpu_backend)
-    return make_error("the plan computes %d layers on the CPU but the pipeline has no CPU backend",
-                      plan.n_cpu);
+    return make_error(
+        "the plan computes layers on the CPU (%d at the start%s) but the pipeline has no CPU "
+        "backend",
+        plan.n_cpu, plan.rebalance ? ", re-planned online" : "");
   std::unique_ptr<BlockSource> src;
   uint32_t alignment = 4096;
   if (plan.n_storage > 0) {

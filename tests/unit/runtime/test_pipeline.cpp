@@ -327,6 +327,12 @@ TEST_CASE("pipeline: a CPU-tier plan without a CPU backend is an error, not a ha
   RunResult r = run_pipeline(plan, 2);
   REQUIRE_FALSE(r.status.ok());
   CHECK(r.status.error().message.find("CPU backend") != std::string::npos);
+  // A plan re-planned online may put layers on the CPU later: it needs one too.
+  TierPlan online = plan_forced(model().map, mix("ABBB"), 2, 2, 4096);
+  online.rebalance = true;
+  RunResult r2 = run_pipeline(online, 2);
+  REQUIRE_FALSE(r2.status.ok());
+  CHECK(r2.status.error().message.find("re-planned online") != std::string::npos);
 }
 
 TEST_CASE("pipeline: random delays in every actor over thousands of layer passes") {
