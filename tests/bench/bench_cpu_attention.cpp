@@ -34,6 +34,7 @@
 #include "kernels/half.h"
 #include "runtime/probe_host.h"
 #include "runtime/thread_pool.h"
+#include "tests/bench/bench_cpu_util.h"
 
 using namespace ls;
 
@@ -124,42 +125,15 @@ int main(int argc, char** argv) {
   if (threads.empty()) threads.push_back(default_thread_count());
   const int most = *std::max_element(threads.begin(), threads.end());
 
-  std::vector<CpuIsa> isas;
-  for (const auto& n : isa_names) {
-    if (n == "best") {
-      isas.push_back(cpu_isa_best());
-    } else if (n == "all") {
-      for (CpuIsa i : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Portable})
-        if (cpu_isa_supported(i)) isas.push_back(i);
-    } else {
-      auto i = cpu_isa_from_name(n);
-      if (!i || !cpu_isa_supported(*i)) {
-        std::fprintf(stderr, "--isa %s: not a variant this CPU runs\n", n.c_str());
-        return 2;
-      }
-      isas.push_back(*i);
-    }
-  }
+  const auto isas_or = bench_parse_isas(isa_names);
+  if (!isas_or) return 2;
+  const std::vector<CpuIsa> isas = *isas_or;
 
   // ---- The bound: host memory read bandwidth per thread count ----------------
   ThreadPool fill_pool(most);
-  std::vector<double> host(most + 1, 0.0);
-  {
-    auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
-    if (!buf) {
-      std::fprintf(stderr, "%s\n", buf.error().message.c_str());
-      return 1;
-    }
-    std::printf("bound: host memory read, %.2f GB buffer, median of 5 passes\n",
-                buf->bytes() / 1e9);
-    std::printf("%8s  %12s  %8s  %8s\n", "threads", "GB/s median", "min", "max");
-    for (int t : threads) {
-      ThreadPool pool(t);
-      const HostBandwidth r = probe_host_read(pool, *buf, 5);
-      host[t] = r.median;
-      std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
-    }
-  }
+  const auto host_or = bench_host_bounds(fill_pool, threads, most, host_gib);
+  if (!host_or) return 1;
+  const std::vector<double> host = *host_or;
 
   // ---- The caches: distinct layers, rotated ------------------------------------
   const int64_t max_ctx = *std::max_element(ctxs.begin(), ctxs.end());

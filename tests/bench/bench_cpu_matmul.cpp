@@ -61,6 +61,7 @@
 #include "kernels/ref/matmul.h"
 #include "runtime/probe_host.h"
 #include "runtime/thread_pool.h"
+#include "tests/bench/bench_cpu_util.h"
 
 using namespace ls;
 
@@ -186,7 +187,8 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
-                   pfs = {CpuMatmulTuning{}.prefetch_rows}, hints = {CpuMatmulTuning{}.prefetch_hint};
+                   pfs = {CpuMatmulTuning{}.prefetch_rows},
+                   hints = {CpuMatmulTuning{}.prefetch_hint};
   std::string shape_set = "70b", file_dir = "/tmp";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -244,42 +246,15 @@ int main(int argc, char** argv) {
     for (int t = 1; t <= all; ++t) threads.push_back(t);
   const int most = *std::max_element(threads.begin(), threads.end());
 
-  std::vector<CpuIsa> isas;
-  for (const auto& n : isa_names) {
-    if (n == "best") {
-      isas.push_back(cpu_isa_best());
-    } else if (n == "all") {
-      for (CpuIsa i : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Portable})
-        if (cpu_isa_supported(i)) isas.push_back(i);
-    } else {
-      auto i = cpu_isa_from_name(n);
-      if (!i || !cpu_isa_supported(*i)) {
-        std::fprintf(stderr, "--isa %s: not a variant this CPU runs\n", n.c_str());
-        return 2;
-      }
-      isas.push_back(*i);
-    }
-  }
+  const auto isas_or = bench_parse_isas(isa_names);
+  if (!isas_or) return 2;
+  const std::vector<CpuIsa> isas = *isas_or;
 
   // ---- The bound: host memory read bandwidth per thread count ----------------
   ThreadPool fill_pool(most);
-  std::vector<double> host(most + 1, 0.0);
-  {
-    auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
-    if (!buf) {
-      std::fprintf(stderr, "%s\n", buf.error().message.c_str());
-      return 1;
-    }
-    std::printf("bound: host memory read, %.2f GB buffer, median of 5 passes\n",
-                buf->bytes() / 1e9);
-    std::printf("%8s  %12s  %8s  %8s\n", "threads", "GB/s median", "min", "max");
-    for (int t : threads) {
-      ThreadPool pool(t);
-      const HostBandwidth r = probe_host_read(pool, *buf, 5);
-      host[t] = r.median;
-      std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
-    }
-  }
+  const auto host_or = bench_host_bounds(fill_pool, threads, most, host_gib);
+  if (!host_or) return 1;
+  const std::vector<double> host = *host_or;
   std::printf("core clock (a chain of dependent adds, one per cycle): %.2f GHz\n", core_ghz());
   std::printf("cpu: best matmul variant %s; q8 kernel %s\n\n", cpu_isa_name(cpu_isa_best()),
               dot_q8_name(cpu_isa_best()));
@@ -298,9 +273,8 @@ int main(int argc, char** argv) {
   // what the kernel's instructions allow one thread.
   if (shape_set == "l2") shapes = {{8192, 256, "l2-resident"}};
   std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %2s %8s %10s %8s %8s %10s %6s\n",
-              "type", "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "h", "MB",
-              "GB/s med",
-              "min", "max", "host GB/s", "ratio");
+              "type", "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "h",
+              "MB", "GB/s med", "min", "max", "host GB/s", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<float> x, y;
   for (const auto& tn : type_names) {

@@ -1,0 +1,62 @@
+// What the CPU kernel benchmarks share: the --isa list, and the bound every
+// row is a ratio to (the host memory read of the same thread count,
+// measured in the same run).
+// defines: bench_parse_isas(), bench_host_bounds()
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+#include "runtime/probe_host.h"
+#include "runtime/thread_pool.h"
+
+namespace ls {
+
+// "best", "all" (every variant this CPU runs) or variant names; nullopt
+// (after saying which) for one this CPU does not run.
+inline std::optional<std::vector<CpuIsa>> bench_parse_isas(const std::vector<std::string>& names) {
+  std::vector<CpuIsa> isas;
+  for (const auto& n : names) {
+    if (n == "best") {
+      isas.push_back(cpu_isa_best());
+    } else if (n == "all") {
+      for (CpuIsa i : {CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Portable})
+        if (cpu_isa_supported(i)) isas.push_back(i);
+    } else {
+      auto i = cpu_isa_from_name(n);
+      if (!i || !cpu_isa_supported(*i)) {
+        std::fprintf(stderr, "--isa %s: not a variant this CPU runs\n", n.c_str());
+        return std::nullopt;
+      }
+      isas.push_back(*i);
+    }
+  }
+  return isas;
+}
+
+// Host read GB/s by thread count (index = threads, 0 where not measured),
+// printed as a table; nullopt (after saying why) when the buffer cannot be made.
+inline std::optional<std::vector<double>> bench_host_bounds(ThreadPool& fill_pool,
+                                                            const std::vector<int>& threads,
+                                                            int most, double host_gib) {
+  std::vector<double> host(most + 1, 0.0);
+  auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
+  if (!buf) {
+    std::fprintf(stderr, "%s\n", buf.error().message.c_str());
+    return std::nullopt;
+  }
+  std::printf("bound: host memory read, %.2f GB buffer, median of 5 passes\n", buf->bytes() / 1e9);
+  std::printf("%8s  %12s  %8s  %8s\n", "threads", "GB/s median", "min", "max");
+  for (int t : threads) {
+    ThreadPool pool(t);
+    const HostBandwidth r = probe_host_read(pool, *buf, 5);
+    host[t] = r.median;
+    std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
+  }
+  return host;
+}
+
+}  // namespace ls
