@@ -73,7 +73,8 @@ struct Job {
 void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* triple) {
   const AttnArgs& a = *j.a;
   const int64_t p0 = int64_t{b} * kAttnBlock;
-  const int64_t at = a.seq[t] * a.kv.ld_seq + p0 * a.kv.ld_pos + int64_t{h} * a.head_dim;
+  const int64_t at =
+      a.seq[t] * a.kv.ld_seq + p0 * a.kv.ld_pos + int64_t{h} * a.kv.head_stride(a.head_dim);
   AttnBlockArgs ba;
   ba.q = a.q + t * a.ldq + int64_t{h} * j.group * a.head_dim;
   ba.k = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;

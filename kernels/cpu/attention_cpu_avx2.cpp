@@ -37,6 +37,24 @@ struct VecAvx2 {
     a = _mm_add_ss(a, _mm_movehdup_ps(a));
     return _mm_cvtss_f32(a);
   }
+  // out[i] = hsum(v[i]) · scale for the 8 vectors v[0..7]: unpacks pair up
+  // (then quad up) four vectors' partial sums within each 128-bit half, and
+  // one cross-half add leaves vector i's total in lane i.
+  LS_ATTN_TARGET static void hsums(const F* v, float scale, float* out) {
+    __m256 w[2];
+    for (int i = 0; i < 2; ++i) {
+      const F* x = v + 4 * i;
+      const __m256d u0 = _mm256_castps_pd(
+          _mm256_add_ps(_mm256_unpacklo_ps(x[0], x[1]), _mm256_unpackhi_ps(x[0], x[1])));
+      const __m256d u1 = _mm256_castps_pd(
+          _mm256_add_ps(_mm256_unpacklo_ps(x[2], x[3]), _mm256_unpackhi_ps(x[2], x[3])));
+      w[i] = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(u0, u1)),
+                           _mm256_castpd_ps(_mm256_unpackhi_pd(u0, u1)));
+    }
+    const __m256 r = _mm256_add_ps(_mm256_permute2f128_ps(w[0], w[1], 0x20),
+                                   _mm256_permute2f128_ps(w[0], w[1], 0x31));
+    _mm256_storeu_ps(out, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+  }
   LS_ATTN_TARGET static float hmax(F x) {
     __m128 a = _mm_max_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
     a = _mm_max_ps(a, _mm_movehl_ps(a, a));

@@ -43,6 +43,29 @@ struct VecAvx512 {
     a = _mm_add_ss(a, _mm_movehdup_ps(a));
     return _mm_cvtss_f32(a);
   }
+  // out[i] = hsum(v[i]) · scale for the 16 vectors v[0..15], by a transposed
+  // tree: within each 128-bit quarter, unpacks pair up (then quad up) four
+  // vectors' partial sums side by side; two rounds of quarter shuffles then
+  // add the quarters, leaving vector i's total in lane i.
+  LS_ATTN_TARGET static void hsums(const F* v, float scale, float* out) {
+    __m512 w[4];
+    for (int i = 0; i < 4; ++i) {
+      const F* x = v + 4 * i;
+      const __m512d u0 = _mm512_castps_pd(
+          _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1])));
+      const __m512d u1 = _mm512_castps_pd(
+          _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3])));
+      w[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(u0, u1)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(u0, u1)));
+    }
+    const __m512 z0 = _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88),
+                                    _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
+    const __m512 z1 = _mm512_add_ps(_mm512_shuffle_f32x4(w[2], w[3], 0x88),
+                                    _mm512_shuffle_f32x4(w[2], w[3], 0xDD));
+    const __m512 r =
+        _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, 0x88), _mm512_shuffle_f32x4(z0, z1, 0xDD));
+    _mm512_storeu_ps(out, _mm512_mul_ps(r, _mm512_set1_ps(scale)));
+  }
   LS_ATTN_TARGET static float hmax(F x) {
     const __m256 h =
         _mm256_max_ps(_mm512_castps512_ps256(x),

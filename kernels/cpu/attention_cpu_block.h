@@ -10,7 +10,8 @@
 //
 // Summation orders (fixed per variant, whatever the threads):
 //   scores: W lanes (W = 16 avx512, 8 avx2, 16 or 1 portable), lane j summing
-//           dims j, j+W, ... in order, then the lanes by a fixed tree;
+//           dims j, j+W, ... in order, then the lanes by a fixed tree (the
+//           variant's hsums, the same for every position);
 //   l:      W lanes over positions j, j+W, ..., then the tree;
 //   acc:    one chain per value, positions in order.
 // defines: AttnBlockArgs, attention_block_avx512(), attention_block_avx2(),

@@ -6,13 +6,14 @@
 // V provides: F (the register type), W (lanes), kAcc (accumulator registers
 // the value loop may use), zero, set1, load(const float*), load(const
 // uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, sub, max, add,
-// hsum, hmax, exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
+// hsum, hsums(W vectors, scale, out: out[i] = hsum(vector i) · scale), hmax,
+// exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
 //
-// The scores loop reads one key row per position, converting W values at a
-// time, and FMAs them into NG accumulators (NG query heads of the group, up
-// to 8 at a time: 8 chains hide the FMA latency, and 8 q vectors per chunk
-// stay in L1). It also prefetches the key row kAhead positions on and the
-// value row of this position (to L2), so the value loop finds its block in
+// The scores loop reads the key rows a tile of positions at a time,
+// converting W values at a time, and FMAs them into the accumulators of a
+// tile of NG query heads (up to 8 at a time) × P positions (block_scores
+// says why). It also prefetches the key row kAhead positions on and the
+// value row of each position (to L2), so the value loop finds its block in
 // cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
 // registers, each position's value tile converted once and FMA'd with each
 // head's broadcast weight.
@@ -49,31 +50,52 @@ LS_ATTN_TARGET inline void prefetch_row(const T* p, int64_t bytes, bool l2) {
 
 // Scores of query heads g0..g0+NG-1 over the block; fetch: this is the first
 // pass over the keys (prefetch them, and the values).
+//
+// Tiles of NG heads × P positions, NG·P = W where the group allows: per
+// W-dim chunk, P key vectors converted once and NG query vectors loaded
+// once feed NG·P accumulators, and V::hsums turns the W accumulators into
+// the tile's W scores at once (a transposed reduction: a fraction of the
+// shuffles of W separate horizontal sums, which were a third of this
+// loop's instructions). The last tile of a block repeats its last position
+// past n_pos and drops those scores, so every score is the same arithmetic
+// wherever its position falls.
 template <class V, class T, int NG>
 LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
   using F = typename V::F;
+  constexpr int P = V::W >= NG ? V::W / NG : 1;
   const T* k = static_cast<const T*>(a.k);
   const T* v = static_cast<const T*>(a.v);
-  const int hd = a.head_dim;
+  const int hd = a.head_dim, n = a.n_pos;
   const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
   const float* q = a.q + int64_t{g0} * hd;
   float* s = a.scores + int64_t{g0} * kAttnBlock;
   if (fetch)
-    for (int p = 0; p < kAhead && p < a.n_pos; ++p)
-      prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
-  for (int p = 0; p < a.n_pos; ++p) {
-    const T* kp = k + p * a.ld_pos;
-    if (fetch) {
-      if (p + kAhead < a.n_pos) prefetch_row<V>(kp + kAhead * a.ld_pos, row_bytes, false);
-      prefetch_row<V>(v + p * a.ld_pos, row_bytes, true);
-    }
-    F acc[NG];
-    for (int g = 0; g < NG; ++g) acc[g] = V::zero();
+    for (int p = 0; p < kAhead && p < n; ++p) prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
+  for (int p0 = 0; p0 < n; p0 += P) {
+    const T* kp[P];
+    for (int j = 0; j < P; ++j) kp[j] = k + (p0 + j < n ? p0 + j : n - 1) * a.ld_pos;
+    if (fetch)
+      for (int p = p0; p < p0 + P && p < n; ++p) {
+        if (p + kAhead < n) prefetch_row<V>(k + (p + kAhead) * a.ld_pos, row_bytes, false);
+        prefetch_row<V>(v + p * a.ld_pos, row_bytes, true);
+      }
+    F acc[NG * P];
+    for (int i = 0; i < NG * P; ++i) acc[i] = V::zero();
     for (int c = 0; c < hd; c += V::W) {
-      const F x = V::load(kp + c);
-      for (int g = 0; g < NG; ++g) acc[g] = V::fma(V::load(q + g * hd + c), x, acc[g]);
+      F x[P];
+      for (int j = 0; j < P; ++j) x[j] = V::load(kp[j] + c);
+      for (int g = 0; g < NG; ++g) {
+        const F qg = V::load(q + g * hd + c);
+        for (int j = 0; j < P; ++j) acc[g * P + j] = V::fma(qg, x[j], acc[g * P + j]);
+      }
     }
-    for (int g = 0; g < NG; ++g) s[g * kAttnBlock + p] = V::hsum(acc[g]) * a.scale;
+    float t[NG * P];
+    if constexpr (NG * P == V::W)
+      V::hsums(acc, a.scale, t);
+    else
+      for (int i = 0; i < NG * P; ++i) t[i] = V::hsum(acc[i]) * a.scale;
+    for (int g = 0; g < NG; ++g)
+      for (int j = 0; j < P && p0 + j < n; ++j) s[g * kAttnBlock + p0 + j] = t[g * P + j];
   }
 }
 

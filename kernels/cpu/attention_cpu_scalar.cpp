@@ -62,6 +62,9 @@ struct VecLanes {
       for (int i = 0; i < w; ++i) a.x[i] += a.x[i + w];
     return a.x[0];
   }
+  static void hsums(const F* v, float scale, float* out) {
+    for (int i = 0; i < N; ++i) out[i] = hsum(v[i]) * scale;
+  }
   static float hmax(F a) {
     for (int w = N / 2; w >= 1; w /= 2)
       for (int i = 0; i < w; ++i) a.x[i] = std::max(a.x[i], a.x[i + w]);

@@ -5,10 +5,10 @@
 // softmax_f32 of kernels/ref/ops.h).
 //
 // The cache is raw memory, so kernels/ needs nothing of model/: keys and
-// values of sequence s at position p start at k + s·ld_seq + p·ld_pos
-// (elements, f32 or f16 as uint16), each row n_head_kv heads of head_dim
-// values. Query token t (at position pos[t] of sequence seq[t]) sees
-// positions 0..pos[t] of its own sequence; its query head h (head_dim values
+// values of sequence s at position p, head h start at k + s·ld_seq +
+// p·ld_pos + h·ld_head (elements, f32 or f16 as uint16; ld_head = head_dim
+// by default: each row n_head_kv heads of head_dim values). Query token t (at position pos[t] of
+// sequence seq[t]) sees positions 0..pos[t] of its own sequence; its query head h (head_dim values
 // at q + t·ldq + h·head_dim) uses key/value head h / (n_head / n_head_kv)
 // (grouped-query attention), and its output goes to out + t·ldo +
 // h·head_dim.
@@ -26,8 +26,10 @@ struct AttnKv {
   const void* k = nullptr;  // (n_seq, n_ctx, n_head_kv · head_dim) at (seq 0, pos 0)
   const void* v = nullptr;  // same layout
   AttnKvType type = AttnKvType::F16;
-  int64_t ld_pos = 0;  // elements between positions (n_head_kv · head_dim for a packed cache)
-  int64_t ld_seq = 0;  // elements between sequences (n_ctx · ld_pos)
+  int64_t ld_pos = 0;   // elements between positions (n_head_kv · head_dim for a packed cache)
+  int64_t ld_seq = 0;   // elements between sequences (n_ctx · ld_pos)
+  int64_t ld_head = 0;  // elements between heads; 0: head_dim (heads side by side in a row)
+  int64_t head_stride(int head_dim) const { return ld_head ? ld_head : head_dim; }
 };
 
 struct AttnArgs {

@@ -13,8 +13,13 @@
 // caches of that context as fit, and successive calls rotate through them.
 // Acceptance (issue 14): a ratio >= 0.70 on a 16-core AVX-512 Xeon.
 //
+// --layout: heads (head-major: each head's positions contiguous, the
+// layout of model/kv_cache.h, the default) or rows (a position's row holds
+// its 8 heads, as the GPU's cache does), or both.
+//
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
-//          [--isa best|all|avx512,...] [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
+//          [--isa best|all|avx512,...] [--layout rows,heads] [--kv-gib 1] [--host-bytes-gib 2]
+//          [--json out.json]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -89,6 +94,7 @@ int main(int argc, char** argv) {
   std::vector<int> threads;
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
+  std::vector<std::string> layouts = {"heads"};
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
   std::string json_out;
@@ -106,6 +112,13 @@ int main(int argc, char** argv) {
     } else if (a == "--ctx") {
       ctxs.clear();
       for (auto& s : split(next())) ctxs.push_back(std::max<int64_t>(1, std::atoll(s.c_str())));
+    } else if (a == "--layout") {
+      layouts = split(next());
+      for (const auto& l : layouts)
+        if (l != "rows" && l != "heads") {
+          std::fprintf(stderr, "--layout: '%s' is neither rows nor heads\n", l.c_str());
+          return 2;
+        }
     } else if (a == "--isa") {
       isa_names = split(next());
     } else if (a == "--reps") {
@@ -149,63 +162,70 @@ int main(int argc, char** argv) {
 
   std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
-  std::printf("%6s %3s %-8s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr", "isa", "layers",
-              "KV MB", "us med", "min", "max", "GB/s med", "host", "ratio");
+  std::printf("%6s %3s %-8s %-6s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr", "isa", "layout",
+              "layers", "KV MB", "us med", "min", "max", "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int th : threads) {
     ThreadPool pool(th);
     for (CpuIsa isa : isas) {
-      for (int64_t ctx : ctxs) {
-        const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;
-        const uint64_t n_layers = elems / layer;
-        const uint64_t bytes = layer * 2;
-        AttentionCpuScratch scratch;
-        const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-        AttnArgs a;
-        a.n_head = kHead;
-        a.n_head_kv = kHeadKv;
-        a.head_dim = kHeadDim;
-        a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-        a.n_tok = 1;
-        a.pos = &pos;
-        a.seq = &seq;
-        a.q = q.data();
-        a.ldq = kHead * kHeadDim;
-        a.out = out.data();
-        a.ldo = a.ldq;
-        a.kv.type = AttnKvType::F16;
-        a.kv.ld_pos = kRow;
-        a.kv.ld_seq = ctx * kRow;
-        std::vector<double> us;
-        for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
-          const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
-          a.kv.k = k;
-          a.kv.v = k + layer / 2;
-          const auto t0 = std::chrono::steady_clock::now();
-          attention_cpu(pool, a, scratch, isa);
-          const double sec =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (r >= 0) us.push_back(sec * 1e6);
+      for (const std::string& layout : layouts)
+        for (int64_t ctx : ctxs) {
+          const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;
+          const uint64_t n_layers = elems / layer;
+          const uint64_t bytes = layer * 2;
+          AttentionCpuScratch scratch;
+          const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+          AttnArgs a;
+          a.n_head = kHead;
+          a.n_head_kv = kHeadKv;
+          a.head_dim = kHeadDim;
+          a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+          a.n_tok = 1;
+          a.pos = &pos;
+          a.seq = &seq;
+          a.q = q.data();
+          a.ldq = kHead * kHeadDim;
+          a.out = out.data();
+          a.ldo = a.ldq;
+          a.kv.type = AttnKvType::F16;
+          if (layout == "rows") {
+            a.kv.ld_pos = kRow;
+          } else {  // head-major: each head's positions contiguous
+            a.kv.ld_pos = kHeadDim;
+            a.kv.ld_head = ctx * kHeadDim;
+          }
+          a.kv.ld_seq = ctx * kRow;
+          std::vector<double> us;
+          for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+            const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
+            a.kv.k = k;
+            a.kv.v = k + layer / 2;
+            const auto t0 = std::chrono::steady_clock::now();
+            attention_cpu(pool, a, scratch, isa);
+            const double sec =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (r >= 0) us.push_back(sec * 1e6);
+          }
+          const Stats st = stats(us);
+          const double gbps = bytes / (st.med * 1e-6) / 1e9;
+          std::printf("%6ld %3d %-8s %-6s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                      static_cast<long>(ctx), th, cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
+                      layout.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
+                      st.min, st.max, gbps, host[th], gbps / host[th]);
+          std::fflush(stdout);
+          rows.push_back({{"ctx", ctx},
+                          {"threads", th},
+                          {"isa", cpu_isa_name(attention_cpu_isa(isa, kHeadDim))},
+                          {"layout", layout},
+                          {"kv_bytes", bytes},
+                          {"layers_rotated", n_layers},
+                          {"us_median", st.med},
+                          {"us_min", st.min},
+                          {"us_max", st.max},
+                          {"gbps_median", gbps},
+                          {"host_gbps", host[th]},
+                          {"ratio", gbps / host[th]}});
         }
-        const Stats st = stats(us);
-        const double gbps = bytes / (st.med * 1e-6) / 1e9;
-        std::printf("%6ld %3d %-8s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                    static_cast<long>(ctx), th, cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
-                    static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
-                    host[th], gbps / host[th]);
-        std::fflush(stdout);
-        rows.push_back({{"ctx", ctx},
-                        {"threads", th},
-                        {"isa", cpu_isa_name(attention_cpu_isa(isa, kHeadDim))},
-                        {"kv_bytes", bytes},
-                        {"layers_rotated", n_layers},
-                        {"us_median", st.med},
-                        {"us_min", st.min},
-                        {"us_max", st.max},
-                        {"gbps_median", gbps},
-                        {"host_gbps", host[th]},
-                        {"ratio", gbps / host[th]}});
-      }
     }
   }
   munmap(kv, elems * 2);

@@ -58,22 +58,29 @@ const std::vector<CpuIsa>& supported_isas() {
   return v;
 }
 
-// A cache of n_seq sequences × n_ctx positions, rows of n_kv heads plus
-// `pad` unused elements (so ld_pos is not the packed width), random normal
-// values (rounded to f16 for an f16 cache).
+// A cache of n_seq sequences × n_ctx positions × n_kv heads, random normal
+// values (rounded to f16 for an f16 cache), in one of two layouts, each with
+// unused padding so no stride is the packed width:
+//   rows (the default):  a position's row holds its n_kv heads, plus `pad`;
+//   head_major:          a head's positions are contiguous (ld_pos = hd), a
+//                        head's run of n_ctx positions plus `pad`.
 struct Cache {
   int n_seq, n_ctx, n_kv, hd, pad;
   AttnKvType type;
+  bool head_major = false;
   std::vector<float> kf, vf;     // f32 cache, or the decoded f16 values
   std::vector<uint16_t> kh, vh;  // f16 cache
-  int64_t ld_pos() const { return int64_t{n_kv} * hd + pad; }
+  int64_t ld_pos() const { return head_major ? hd : int64_t{n_kv} * hd + pad; }
+  int64_t ld_head() const { return head_major ? int64_t{n_ctx} * hd + pad : hd; }
+  int64_t ld_seq() const { return head_major ? n_kv * ld_head() : n_ctx * ld_pos(); }
   AttnKv view() const {
     AttnKv kv;
     kv.type = type;
     kv.k = type == AttnKvType::F16 ? static_cast<const void*>(kh.data()) : kf.data();
     kv.v = type == AttnKvType::F16 ? static_cast<const void*>(vh.data()) : vf.data();
     kv.ld_pos = ld_pos();
-    kv.ld_seq = int64_t{n_ctx} * ld_pos();
+    kv.ld_seq = ld_seq();
+    if (head_major) kv.ld_head = ld_head();
     return kv;
   }
   // The value the kernels read at element i, as f64.
@@ -81,9 +88,10 @@ struct Cache {
   double v(int64_t i) const { return vf[i]; }
 };
 
-Cache make_cache(int n_seq, int n_ctx, int n_kv, int hd, AttnKvType type, std::mt19937& rng) {
-  Cache c{n_seq, n_ctx, n_kv, hd, 8, type, {}, {}, {}, {}};
-  const size_t n = static_cast<size_t>(n_seq) * n_ctx * c.ld_pos();
+Cache make_cache(int n_seq, int n_ctx, int n_kv, int hd, AttnKvType type, std::mt19937& rng,
+                 bool head_major = false) {
+  Cache c{n_seq, n_ctx, n_kv, hd, 8, type, head_major, {}, {}, {}, {}};
+  const size_t n = static_cast<size_t>(n_seq * c.ld_seq());
   std::normal_distribution<float> nd;
   c.kf.resize(n);
   c.vf.resize(n);
@@ -153,7 +161,7 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32) {
     std::vector<double> s(pos + 1), w(pos + 1);
     for (int h = 0; h < a.n_head; ++h) {
       const float* q = a.q + t * a.ldq + int64_t{h} * hd;
-      const int64_t off = int64_t{h / group} * hd;
+      const int64_t off = int64_t{h / group} * a.kv.head_stride(hd);
       double mx = -INFINITY, amax = 0;
       for (int32_t p = 0; p <= pos; ++p) {
         double d = 0, ad = 0;
@@ -210,7 +218,7 @@ double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
   return worst;
 }
 
-std::string name(CpuIsa isa, const Cache& c, int group, const char* shape) {
+std::string name(CpuIsa isa, const Cache& c, int group, const std::string& shape) {
   return std::string(cpu_isa_name(isa)) + (c.type == AttnKvType::F16 ? " f16" : " f32") +
          " group " + std::to_string(group) + " head_dim " + std::to_string(c.hd) + " " + shape;
 }
@@ -275,23 +283,25 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
   const std::pair<const char*, const Tokens*> shapes[] = {{"mixed batch", &mixed},
                                                           {"prefill 0..39", &short_prefill},
                                                           {"prefill 1016..1031", &long_prefill}};
-  for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
-    for (int hd : {64, 128})
-      for (int group : {1, 4, 8}) {
-        const int n_kv = 2, n_head = group * n_kv;
-        const Cache c = make_cache(3, 2048, n_kv, hd, type, rng);
-        for (auto [shape, tk] : shapes) {
-          const auto q = make_q(static_cast<int64_t>(tk->pos.size()), n_head, hd, 1.0f, rng);
-          std::vector<float> tmp;
-          const AttnArgs a = args(c, n_head, *tk, q, tmp);
-          const Ref ref = reference(c, a, false);
-          for (CpuIsa isa : supported_isas()) {
-            const std::string what = name(isa, c, group, shape);
-            const auto out = run_pools(c, n_head, *tk, q, isa, {&p1, &p3, &p16}, what);
-            worst = std::max(worst, check(a, out, ref, what));
+  for (bool head_major : {false, true})
+    for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
+      for (int hd : {64, 128})
+        for (int group : {1, 4, 8}) {
+          const int n_kv = 2, n_head = group * n_kv;
+          const Cache c = make_cache(3, 2048, n_kv, hd, type, rng, head_major);
+          for (auto [shape_name, tk] : shapes) {
+            const std::string shape = std::string(shape_name) + (head_major ? " head-major" : "");
+            const auto q = make_q(static_cast<int64_t>(tk->pos.size()), n_head, hd, 1.0f, rng);
+            std::vector<float> tmp;
+            const AttnArgs a = args(c, n_head, *tk, q, tmp);
+            const Ref ref = reference(c, a, false);
+            for (CpuIsa isa : supported_isas()) {
+              const std::string what = name(isa, c, group, shape);
+              const auto out = run_pools(c, n_head, *tk, q, isa, {&p1, &p3, &p16}, what);
+              worst = std::max(worst, check(a, out, ref, what));
+            }
           }
         }
-      }
   MESSAGE("largest error / bound: " << worst);
 }
 
