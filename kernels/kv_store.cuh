@@ -2,7 +2,9 @@
 // go to the f16 cache at (seq[t], pos[t]), rounded to nearest even as the
 // CPU cache (model/kv_cache.h) rounds them.
 // Layout: k, v (n_tok, n_embd_kv) f32; cache of one layer (n_seq, n_ctx,
-// n_embd_kv) f16, the same order as KvCache so offsets agree.
+// n_embd_kv) f16: a position's heads side by side (the CPU's KvCache keeps
+// each head's positions together instead; rows move between the two through
+// Backend::read_kv/write_kv, whole rows of n_embd_kv values).
 // Grid: one block of 256 threads per token, threads over the row.
 // Versions: v1 (this).
 // defines: KvStoreParams, kv_store_f16_cuda

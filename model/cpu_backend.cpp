@@ -10,7 +10,7 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
                        KvType kv_type, int n_threads, CpuAct act, const CpuMatmulTuning& tune)
     : c_(c),
       g_(g),
-      kv_(c.n_layer, n_seq, n_ctx, c.n_embd_kv(), kv_type),
+      kv_(c.n_layer, n_seq, n_ctx, c.n_head_kv, c.head_dim, kv_type),
       pool_(n_threads),
       act_(act),
       tune_(tune) {
@@ -157,10 +157,11 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.ldo = E;
   const bool f16 = kv_.type() == KvType::F16;
   at.kv.type = f16 ? AttnKvType::F16 : AttnKvType::F32;
-  at.kv.k = f16 ? static_cast<const void*>(kv_.k_f16(il, 0, 0)) : kv_.k_f32(il, 0, 0);
-  at.kv.v = f16 ? static_cast<const void*>(kv_.v_f16(il, 0, 0)) : kv_.v_f32(il, 0, 0);
-  at.kv.ld_pos = KV;
-  at.kv.ld_seq = static_cast<int64_t>(kv_.n_ctx()) * KV;
+  at.kv.k = f16 ? static_cast<const void*>(kv_.k_f16(il)) : kv_.k_f32(il);
+  at.kv.v = f16 ? static_cast<const void*>(kv_.v_f16(il)) : kv_.v_f32(il);
+  at.kv.ld_pos = kv_.ld_pos();
+  at.kv.ld_head = kv_.ld_head();
+  at.kv.ld_seq = kv_.ld_seq();
   attention_cpu(pool_, at, attn_scratch_);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];

@@ -2,6 +2,16 @@
 // values of positions 0..n_ctx-1, stored as f32 or f16. Several sequences
 // live side by side, so one pass over a layer's weights can serve a batch of
 // (sequence, position) pairs.
+//
+// Layout: (layer, seq, head, pos, dim), head-major: each key/value head's
+// positions are contiguous. The CPU tier's attention reads one head over a
+// run of positions at a time (kernels/cpu/attention_cpu.h), and contiguous
+// runs stream at the host's read bandwidth where rows of all heads, read one
+// head at a time, left 7/8 of every 2 KiB row to be skipped (on the H200
+// machine's Xeon, 70B shape, one thread: 6.7-8.7 GB/s against 5.5-7.1 with
+// rows; bench/results/2026-12-01-h200-issue14.md). The row interfaces below
+// (store, load, read_rows, write_rows) take and give whole rows of n_embd_kv
+// values, whatever the layout.
 // defines: KvType, KvCache
 #pragma once
 
@@ -17,11 +27,14 @@ enum class KvType { F32, F16 };
 class KvCache {
  public:
   KvCache() = default;
-  KvCache(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv, KvType type);
+  KvCache(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_head_kv, uint32_t head_dim,
+          KvType type);
 
   uint32_t n_ctx() const { return n_ctx_; }
   uint32_t n_seq() const { return n_seq_; }
-  uint32_t n_embd_kv() const { return n_embd_kv_; }
+  uint32_t n_head_kv() const { return n_head_kv_; }
+  uint32_t head_dim() const { return head_dim_; }
+  uint32_t n_embd_kv() const { return n_head_kv_ * head_dim_; }
   KvType type() const { return type_; }
   uint64_t bytes() const;
   // Bytes a cache of this shape needs (for budgets and plans).
@@ -39,27 +52,23 @@ class KvCache {
   void read_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v) const;
   void write_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v);
-  // Direct pointers, for the attention kernels that read the cache in place
-  // (f32 ones for an F32 cache, f16 ones for an F16 cache). Rows of a layer
-  // are (seq, pos) row-major: n_ctx * n_embd_kv elements between sequences.
-  const float* k_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
-    return kf_.data() + index(layer, seq, pos);
-  }
-  const float* v_f32(uint32_t layer, uint32_t seq, uint32_t pos) const {
-    return vf_.data() + index(layer, seq, pos);
-  }
-  const uint16_t* k_f16(uint32_t layer, uint32_t seq, uint32_t pos) const {
-    return kh_.data() + index(layer, seq, pos);
-  }
-  const uint16_t* v_f16(uint32_t layer, uint32_t seq, uint32_t pos) const {
-    return vh_.data() + index(layer, seq, pos);
-  }
+  // Direct pointers to a layer's cache (sequence 0, head 0, position 0), for
+  // the attention kernels that read it in place (f32 ones for an F32 cache,
+  // f16 ones for an F16 cache), and the strides in elements.
+  const float* k_f32(uint32_t layer) const { return kf_.data() + index(layer, 0, 0, 0); }
+  const float* v_f32(uint32_t layer) const { return vf_.data() + index(layer, 0, 0, 0); }
+  const uint16_t* k_f16(uint32_t layer) const { return kh_.data() + index(layer, 0, 0, 0); }
+  const uint16_t* v_f16(uint32_t layer) const { return vh_.data() + index(layer, 0, 0, 0); }
+  int64_t ld_pos() const { return head_dim_; }
+  int64_t ld_head() const { return int64_t{n_ctx_} * head_dim_; }
+  int64_t ld_seq() const { return ld_head() * n_head_kv_; }
 
  private:
-  uint64_t index(uint32_t layer, uint32_t seq, uint32_t pos) const {
-    return ((static_cast<uint64_t>(layer) * n_seq_ + seq) * n_ctx_ + pos) * n_embd_kv_;
+  uint64_t index(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const {
+    return (((static_cast<uint64_t>(layer) * n_seq_ + seq) * n_head_kv_ + head) * n_ctx_ + pos) *
+           head_dim_;
   }
-  uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_embd_kv_ = 0;
+  uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_head_kv_ = 0, head_dim_ = 0;
   KvType type_ = KvType::F32;
   std::vector<float> kf_, vf_;
   std::vector<uint16_t> kh_, vh_;

@@ -116,7 +116,8 @@ TEST_CASE("cuda ops: rope with and without freq factors, partial rotation, far p
     rp.freq_scale = cs.scale;
     rp.freq_factors = cs.factors ? ff.data() : nullptr;
     std::vector<float> ref = x;
-    for (int64_t t = 0; t < n_tok; ++t) rope_f32(ref.data() + t * stride, cs.n_head, cs.head_dim, pos[t], rp);
+    for (int64_t t = 0; t < n_tok; ++t)
+      rope_f32(ref.data() + t * stride, cs.n_head, cs.head_dim, pos[t], rp);
     const double e = nmse(y, ref);
     MESSAGE("rope heads=" << cs.n_head << " hd=" << cs.head_dim << " n_rot=" << cs.n_rot
                           << " factors=" << cs.factors << " nmse=" << e
@@ -187,7 +188,8 @@ TEST_CASE("cuda ops: embedding rows of every quant type") {
     for (int64_t i = 0; i < n_tok; ++i)
       dequantize_row(t, table.data() + tok[i] * rb, ref.data() + i * n_embd, n_embd);
     const double d = max_abs_diff(y, ref);
-    MESSAGE("embed " << std::string(ggml_type_name(t)) << " max|diff|=" << d << " max|ref|=" << max_abs(ref));
+    MESSAGE("embed " << std::string(ggml_type_name(t)) << " max|diff|=" << d
+                     << " max|ref|=" << max_abs(ref));
     CHECK(d <= 1e-6 * max_abs(ref));
   }
 }
@@ -216,7 +218,7 @@ TEST_CASE("cuda ops: kv store to the f16 cache at (seq, pos)") {
   p.n_ctx = n_ctx;
   REQUIRE(kv_store_f16_cuda(p, nullptr).ok());
   auto kh = kc.download(), vh = vc.download();
-  KvCache ref(1, n_seq, n_ctx, kv, KvType::F16);
+  KvCache ref(1, n_seq, n_ctx, 4, kv / 4, KvType::F16);
   std::vector<float> rk(kv), rv(kv);
   int64_t mismatches = 0, untouched_changed = 0;
   for (int64_t t = 0; t < n_tok; ++t) {
@@ -319,7 +321,8 @@ TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (c
     p.n_ctx = cs.n_ctx;
     p.scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
     p.n_split = attention_splits(n_tok, cs.n_head, max_pos);
-    DevBuf<float> part(std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, p.n_split)));
+    DevBuf<float> part(
+        std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, p.n_split)));
     part.poison();
     p.partial = part.p;
     dout.poison();
