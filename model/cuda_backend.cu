@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/convert_f16.h"
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/cuda_util.cuh"
@@ -691,10 +692,8 @@ Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p
   LS_CUDA_TRY(cudaMemcpyAsync(s.kv_host.data() + n, s.v_cache + at, n * 2, cudaMemcpyDeviceToHost,
                               s.stream));
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-  for (uint64_t i = 0; i < n; ++i) {
-    k[i] = fp16_to_fp32(s.kv_host[i]);
-    v[i] = fp16_to_fp32(s.kv_host[n + i]);
-  }
+  fp16_to_fp32_n(s.kv_host.data(), k, static_cast<int64_t>(n));
+  fp16_to_fp32_n(s.kv_host.data() + n, v, static_cast<int64_t>(n));
   return ok();
 }
 
@@ -704,10 +703,8 @@ Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t 
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
   const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
   s.kv_host.resize(2 * n);
-  for (uint64_t i = 0; i < n; ++i) {
-    s.kv_host[i] = fp32_to_fp16(k[i]);
-    s.kv_host[n + i] = fp32_to_fp16(v[i]);
-  }
+  fp32_to_fp16_n(k, s.kv_host.data(), static_cast<int64_t>(n));
+  fp32_to_fp16_n(v, s.kv_host.data() + n, static_cast<int64_t>(n));
   LS_CUDA_TRY(
       cudaMemcpyAsync(s.k_cache + at, s.kv_host.data(), n * 2, cudaMemcpyHostToDevice, s.stream));
   LS_CUDA_TRY(cudaMemcpyAsync(s.v_cache + at, s.kv_host.data() + n, n * 2, cudaMemcpyHostToDevice,
