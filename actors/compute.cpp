@@ -67,6 +67,7 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
   kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
   TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
   meter_.kv_moved = true;
+  ++meter_.kv_layers;
   CpuWork w{step, l, nullptr, nullptr};
   w.kv_out = &kv_rows_;
   if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
@@ -116,6 +117,7 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
                         cpu_kv_end_[layer], p0_);
     TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
     meter_.kv_moved = true;
+    ++meter_.kv_layers;
     kv_rows_.layer = static_cast<uint32_t>(layer);
     kv_rows_.p0 = cpu_kv_end_[layer];
     kv_rows_.p1 = p0_;
@@ -260,7 +262,12 @@ void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
   copy_busy_ns_ = copy_ns;
   // Only a decode step of the plan as it stands measures the plan: a prompt
   // or rows moved between the caches would mislead it.
-  if (first || b.size() != 1 || meter_.kv_moved) {
+  s.n_pos = p0_;
+  if (!first && b.size() == 1 && meter_.kv_moved) {
+    balancer_->moved_rows(s, meter_.kv_layers);
+    return;
+  }
+  if (first || b.size() != 1) {
     balancer_->skip();
     return;
   }

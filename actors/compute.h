@@ -91,6 +91,7 @@ class ComputeActor {
     double cpu_s = 0;                             // the CPU tier's own time
     int32_t n_cpu = 0, n_copied = 0;
     bool kv_moved = false;
+    int32_t kv_layers = 0;  // layers whose rows moved between the caches
   } meter_;
   bool copy_seen_ = false;     // copy_busy_ns_ has been read once
   uint64_t copy_busy_ns_ = 0;  // the copy track's busy counter at the last step's end

@@ -76,6 +76,15 @@ int32_t HybridBalancer::pick_to_pcie() const {
   return best;
 }
 
+void HybridBalancer::moved_rows(const BalanceSample& s, int32_t layers) {
+  window_.clear();
+  if (layers <= 0 || s.n_pos <= 0 || predicted_s_ <= 0) return;
+  // Beyond the step time the move predicted: an estimate on the high side
+  // (predictions lean optimistic), which only makes moves rarer.
+  const double c = std::max(0.0, s.wall_s - predicted_s_) / (layers * static_cast<double>(s.n_pos));
+  move_cost_s_ = move_cost_s_ > 0 ? (move_cost_s_ + c) / 2 : c;
+}
+
 std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   if (movable_.empty()) return std::nullopt;
   ++clean_steps_;
@@ -168,6 +177,12 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
     pending_ = 0;
     return std::nullopt;
   }
+  // Moving rows must pay for itself within payback_steps.
+  const double cost = std::abs(d) * static_cast<double>(s.n_pos) * move_cost_s_;
+  if (opt_.payback_steps > 0 && (now - predict(d)) * opt_.payback_steps < cost) {
+    pending_ = 0;
+    return std::nullopt;
+  }
   // A count measured lately, and no faster than this one: stay.
   const Seen& there = seen_[static_cast<size_t>(n_cpu_ + d)];
   if (there.n >= 2 && s.step - there.last_step <= opt_.memory &&
@@ -206,13 +221,17 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
     }
   }
   mv.n_cpu_after = n_cpu_;
-  char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "%s bound: step %.1f ms; CPU %.1f ms (%.2f ms a layer), GPU %.1f ms; copy engine "
-                "%.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
-                copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, m.cpu_s * 1e3, t_cpu * 1e3,
-                m.gpu_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3, mv.predicted_after_s * 1e3);
+  char buf[400];
+  int len = std::snprintf(
+      buf, sizeof buf,
+      "%s bound: step %.1f ms; CPU %.1f ms (%.2f ms a layer), GPU %.1f ms; copy engine "
+      "%.1f ms (%.2f ms a layer); predicted %.1f -> %.1f ms",
+      copy_bound ? "copy" : "compute-chain", m.wall_s * 1e3, m.cpu_s * 1e3, t_cpu * 1e3,
+      m.gpu_s * 1e3, m.copy_s * 1e3, t_copy * 1e3, now * 1e3, mv.predicted_after_s * 1e3);
+  if (move_cost_s_ > 0 && len > 0 && len < static_cast<int>(sizeof buf))
+    std::snprintf(buf + len, sizeof buf - len, "; moving rows ~%.1f ms", cost * 1e3);
   mv.reason = buf;
+  predicted_s_ = mv.predicted_after_s;
   last_dir_ = dir;
   last_move_step_ = s.step;
   window_.clear();  // the next decision sees only steps of the new plan

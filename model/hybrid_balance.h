@@ -36,6 +36,14 @@
 // than the other): a move to a count already measured no faster than the
 // current one is not made.
 //
+// Moving costs: a layer that changes sides takes its cached key/value rows
+// along (read from one cache, written to the other) in the next step, which
+// grows with the context. The step that moved rows tells what that took
+// beyond the new plan's predicted step time, per layer and cached position;
+// a later move must pay that back within `payback_steps` steps of its
+// predicted gain (at a long context, a move for a gain of a few per cent
+// can cost more than it saves in a whole reply).
+//
 // Which layers move: the CPU layers stay spread between the streamed ones
 // (so the copier has a slot to fill while the CPU computes): a layer goes to
 // the CPU where it is farthest from the CPU layers already there, and one
@@ -66,6 +74,7 @@ struct BalanceSample {
   double copy_s = 0;     // the copy engine's busy time
   int32_t n_cpu = 0;     // layers that ran on the CPU in this step
   int32_t n_copied = 0;  // layers that were copied in this step
+  int64_t n_pos = 0;     // positions cached before the step (the context)
 };
 
 // One decision: these layers change sides.
@@ -89,6 +98,9 @@ class HybridBalancer {
     // that outputs stay bit-identical while layers change sides); 0: never.
     int32_t explore_every = 0;
     int64_t memory = 256;  // steps a count's measured step time is trusted for
+    // A move must gain back what moving rows is measured to cost within this
+    // many steps (0: moving is free).
+    int32_t payback_steps = 32;
   };
   // movable: the layers in host memory (the plan's CPU and RAM tiers), in
   // layer order; on_cpu: which of them start on the CPU (the plan's CPU tier).
@@ -109,6 +121,11 @@ class HybridBalancer {
   std::optional<BalanceMove> observe(const BalanceSample& s);
   // A step that is not a clean decode step: the samples so far are stale.
   void skip() { window_.clear(); }
+  // A decode step that also moved the rows of `layers` layers between the
+  // caches (the step after a move): what moving costs. Stale samples too.
+  void moved_rows(const BalanceSample& s, int32_t layers);
+  // Seconds moving one layer's rows costs per cached position (0: not measured).
+  double move_cost_per_position_s() const { return move_cost_s_; }
 
   const std::vector<BalanceMove>& moves() const { return moves_; }
   // "re-planned: 28 CPU layers at load, 26 now, 3 moves" and one line per move.
@@ -133,6 +150,8 @@ class HybridBalancer {
   int32_t pending_ = 0;  // a one-layer move proposed once, waiting for a second proposal
   int last_dir_ = 0;
   double cpu_per_layer_s_ = 0, copy_per_layer_s_ = 0;  // last measured (0: none yet)
+  double predicted_s_ = 0;                             // the step time the last move predicted
+  double move_cost_s_ = 0;  // per layer and cached position (0: not measured)
   std::vector<BalanceMove> moves_;
   struct Seen {  // clean steps measured at one CPU layer count
     double mean_s = 0;

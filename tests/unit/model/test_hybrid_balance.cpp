@@ -206,3 +206,55 @@ TEST_CASE("hybrid balance: an optimistic model does not swing the plan back and 
   INFO("moves in 40 steps " << settled << ", in the 200 after " << later);
   CHECK(later <= 2);
 }
+
+namespace {
+
+// As drive, at a context of n_pos positions (growing by one a step), where
+// the step after a move also moves the moved layers' cached rows, which
+// costs row_cost seconds per layer and position.
+size_t drive_rows(HybridBalancer& hb, Machine& m, int movable, int64_t steps, int64_t n_pos,
+                  double row_cost) {
+  size_t moves = 0;
+  int32_t moved = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    BalanceSample x = m.run(s, hb.n_cpu(), movable);
+    x.n_pos = n_pos + s;
+    if (moved > 0) {
+      x.wall_s += moved * static_cast<double>(x.n_pos) * row_cost;
+      hb.moved_rows(x, moved);
+      moved = 0;
+      continue;
+    }
+    if (auto mv = hb.observe(x)) {
+      ++moves;
+      moved = static_cast<int32_t>(mv->to_cpu.size() + mv->to_pcie.size());
+    }
+  }
+  return moves;
+}
+
+}  // namespace
+
+TEST_CASE("hybrid balance: a move must pay back what moving the rows costs") {
+  // 15 CPU layers at load, 26 the best: a first move of 9 layers (to 24),
+  // then one of 2 that gains ~14 ms a step.
+  const int64_t ctx = 4096;
+  SUBCASE("rows cheap to move (10 ms a layer at 4096 positions): it goes on to the best") {
+    Setup su(36, 15);
+    Machine m;
+    HybridBalancer hb(su.map, su.plan, HybridRates{});
+    drive_rows(hb, m, 44, 60, ctx, 0.01 / ctx);
+    CHECK(hb.moves().size() == 2);
+    CHECK(hb.n_cpu() == m.best(44));
+  }
+  SUBCASE("rows dear to move (0.5 s a layer): the first move teaches it, no second") {
+    Setup su(36, 15);
+    Machine m;
+    HybridBalancer hb(su.map, su.plan, HybridRates{});
+    drive_rows(hb, m, 44, 60, ctx, 0.5 / ctx);
+    CHECK(hb.moves().size() == 1);
+    CHECK(hb.n_cpu() == 24);
+    // What it learned: the cost per layer and position, within 5 %.
+    CHECK(hb.move_cost_per_position_s() == doctest::Approx(0.5 / ctx).epsilon(0.05));
+  }
+}
