@@ -56,13 +56,15 @@
 
 namespace ls {
 
-// Positions per block: 128 positions of a 128-dim f16 head are 32 KiB of
-// keys and 32 KiB of values, a few microseconds of one core's reading; small
-// enough that one decode token at 1k positions and 8 heads makes 64 tasks,
-// large enough that a block's merge (3 · group · head_dim flops, against
-// 4 · kAttnBlock · group · head_dim in the block) costs a few per cent at
-// most.
-inline constexpr int kAttnBlock = 128;
+// Positions per block: 256 positions of a 128-dim f16 head are 64 KiB of
+// keys and 64 KiB of values (L2-resident while the block runs), a few
+// microseconds of one core's reading; small enough that one decode token at
+// 1k positions and 8 heads makes 32 tasks, large enough that a block's merge
+// (3 · group · head_dim flops, against 4 · kAttnBlock · group · head_dim in
+// the block) and its task's overhead cost a few per cent at most. (128 read
+// 4-8 % slower at 4k-16k contexts on the H200 machine's Xeon, in the same
+// runs: bench/results/2026-12-01-h200-issue14.md.)
+inline constexpr int kAttnBlock = 256;
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
 // call and nothing is allocated per call): per thread a scores block and

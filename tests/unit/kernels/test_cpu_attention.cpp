@@ -254,7 +254,7 @@ TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 r
       for (int group : {1, 4, 8}) {
         const int n_kv = 2, n_head = group * n_kv;
         const Cache c = make_cache(1, 4096, n_kv, hd, type, rng);
-        for (int ctx : {1, 7, 33, 129, 1000, 4096}) {
+        for (int ctx : {1, 7, 33, 129, 257, 1000, 4096}) {
           const Tokens tk{{ctx - 1}, {0}};
           const auto q = make_q(1, n_head, hd, 1.0f, rng);
           std::vector<float> tmp;
@@ -275,7 +275,7 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
   ThreadPool p1(1), p3(3), p16(16);
   double worst = 0;
   Tokens mixed;  // several sequences and positions, block edges included
-  for (auto [s, p] : {std::pair{0, 0}, {2, 127}, {1, 128}, {0, 1500}, {2, 2047}, {1, 33}})
+  for (auto [s, p] : {std::pair{0, 0}, {2, 255}, {1, 256}, {2, 127}, {0, 1500}, {2, 2047}, {1, 33}})
     mixed.seq.push_back(s), mixed.pos.push_back(p);
   Tokens short_prefill, long_prefill;  // positions p0..p0+n-1 of one sequence
   for (int p = 0; p < 40; ++p) short_prefill.seq.push_back(1), short_prefill.pos.push_back(p);
