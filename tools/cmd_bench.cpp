@@ -119,6 +119,23 @@ uint64_t host_bytes_per_step(const Engine& e) {
   return b + map.globals.tensor_bytes - (has_output ? embd : 0);
 }
 
+// Bytes the copy engine has moved and the CPU tier has read so far, from the
+// tracer's busy spans: what a re-planned hybrid run streamed, whose split
+// between the two paths changes as it goes.
+struct MovedBytes {
+  uint64_t copy = 0, cpu = 0;
+};
+MovedBytes moved_bytes(Engine& e) {
+  MovedBytes m;
+  bool gpu_copy = false;
+  for (const TrackStats& t : e.tracer().track_stats()) {
+    if (t.name == "gpu-copy") m.copy = t.bytes, gpu_copy = true;
+    if (t.name == "copier" && !gpu_copy) m.copy = t.bytes;
+    if (t.name == "cpu-compute") m.cpu = t.bytes;
+  }
+  return m;
+}
+
 struct Row {
   std::map<std::string, std::string> settings;
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
@@ -283,10 +300,12 @@ int run_bench(BenchArgs& a) {
       e.pipeline().rewind();
     }
     const auto t_start = std::chrono::steady_clock::now();
+    MovedBytes moved0;
     if (rs.ok())
       rs = e.pipeline().run_request(
           prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
             t.push_back(std::chrono::steady_clock::now());
+            if (t.size() == 1) moved0 = moved_bytes(e);
             if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
             if (a.io_only) return bos;
             const float* r = l + static_cast<size_t>(rows_n - 1) * V;
@@ -299,6 +318,7 @@ int run_bench(BenchArgs& a) {
       row.prefill_tok_s =
           a.prompt_tokens / std::chrono::duration<double>(t.front() - t_start).count();
     const StallTable table = e.tracer().stall_table();
+    const MovedBytes moved1 = moved_bytes(e);
     Status fin = e.finish();
     if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
     if (pcie) h2d_after = h2d_once();
@@ -313,23 +333,30 @@ int run_bench(BenchArgs& a) {
     const double secs = std::chrono::duration<double>(t.back() - t.front()).count();
     const double steps = static_cast<double>(t.size() - 1);
     row.tok_s = steps / secs;
+    // Bytes a step streams and the CPU tier reads: the plan's, or, where the
+    // plan was re-planned as it ran, what the steps measured moved.
+    double streamed_step = static_cast<double>(e.plan().streamed_bytes_per_step);
+    double host_step = static_cast<double>(host_bytes);
+    if (e.pipeline().balancer() && moved1.copy >= moved0.copy && moved1.cpu >= moved0.cpu) {
+      streamed_step = static_cast<double>(moved1.copy - moved0.copy) / steps;
+      host_step = static_cast<double>(moved1.cpu - moved0.cpu) / steps;
+    }
     row.storage_gbps = e.plan().storage_bytes_per_step * steps / secs / 1e9;
-    row.streamed_gbps = e.plan().streamed_bytes_per_step * steps / secs / 1e9;
+    row.streamed_gbps = streamed_step * steps / secs / 1e9;
     row.probe_gbps = before > 0 && after > 0 ? (before + after) / 2 : 0;
     row.ratio = row.probe_gbps > 0 ? row.storage_gbps / row.probe_gbps : 0;
     row.h2d_gbps = h2d_before > 0 && h2d_after > 0 ? (h2d_before + h2d_after) / 2 : 0;
     row.pcie_ratio = row.h2d_gbps > 0 ? row.streamed_gbps / row.h2d_gbps : 0;
-    row.host_gbps = host_bytes * steps / secs / 1e9;
+    row.host_gbps = host_step * steps / secs / 1e9;
     row.host_probe_gbps = host_before > 0 && host_after > 0 ? (host_before + host_after) / 2 : 0;
     row.host_ratio = row.host_probe_gbps > 0 ? row.host_gbps / row.host_probe_gbps : 0;
     {
       // Seconds per token each link needs at its measured rate; the slower bounds.
       double need = 0;
-      if (row.h2d_gbps > 0)
-        need = std::max(need, e.plan().streamed_bytes_per_step / (row.h2d_gbps * 1e9));
+      if (row.h2d_gbps > 0) need = std::max(need, streamed_step / (row.h2d_gbps * 1e9));
       if (row.probe_gbps > 0)
         need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
-      if (row.host_probe_gbps > 0) need = std::max(need, host_bytes / (row.host_probe_gbps * 1e9));
+      if (row.host_probe_gbps > 0) need = std::max(need, host_step / (row.host_probe_gbps * 1e9));
       row.bound_tok_s = need > 0 ? 1.0 / need : 0;
       row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
     }
