@@ -60,6 +60,11 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
     if (!d) return d.error();
     dev = std::move(*d);
   }
+  if (!dev && opt.cpu_layers > 0)
+    return make_error(
+        "--cpu-layers %d: the CPU backend computes every layer on the CPU already (the CPU tier "
+        "splits the layers a GPU plan keeps in RAM; --backend cuda)",
+        opt.cpu_layers);
   if (dev) {
     // Budgets default to what the machine has: free device memory, and the
     // host's MemAvailable less a margin for the rest of the system.

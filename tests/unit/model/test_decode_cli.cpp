@@ -276,6 +276,11 @@ TEST_CASE("decode: a prompt longer than -c is refused, naming the context") {
               {"context", "-c 8"});
 }
 
+TEST_CASE("decode: --cpu-layers N on the CPU backend is refused, saying why") {
+  check_fails({"-m", tiny_model(), "--backend", "cpu", "--cpu-layers", "3", "-p", "hi", "-n", "1"},
+              {"--cpu-layers 3", "CPU backend"});
+}
+
 TEST_CASE("decode: -n -1 is refused") {
   check_fails({"-m", tiny_model(), "-p", "hi", "-n", "-1"}, {"-n"});
 }
