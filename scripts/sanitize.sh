@@ -33,7 +33,14 @@ case "$mode" in
     ;;
 esac
 jobs=${JOBS:-$(nproc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DLS_ENABLE_CUDA=OFF
+# ccache when the machine has it: unchanged files are cache hits on the next run.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+            -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DLS_ENABLE_CUDA=OFF "${launcher[@]}"
+# layerstream too: the unit tests run the CLI (LS_BINARY), under the sanitizer.
 cmake --build "$build" -j "$jobs" --target ls_unit_tests layerstream
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

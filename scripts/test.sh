@@ -11,7 +11,13 @@ build=${1:-build}
 jobs=$(nproc)
 # The floor plan (ARCHITECTURE.md): under a second, so before the build.
 python3 scripts/check_floors.py
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
+# ccache when the machine has it: unchanged files are cache hits on the next run.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+            -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" -j "$jobs" --output-on-failure
 if [ -x "$build/ls_gpu_tests" ]; then
