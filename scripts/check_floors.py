@@ -39,12 +39,6 @@ FLOORS = [
 ]
 FLOORS = [(name, files.split(), allowed.split()) for name, files, allowed in FLOORS]
 
-# Files that only some folders may include, whatever the floors allow.
-ONLY_FOR = {
-    # A forwarder to io/ggml_type.h kept while tests/bench/ is edited on main.
-    "kernels/ggml_type.h": ["tests/bench/*"],
-}
-
 SOURCE_SUFFIXES = (".h", ".hpp", ".cuh", ".c", ".cc", ".cpp", ".cu", ".inc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
@@ -141,9 +135,6 @@ def main():
                         if path is None:
                             continue
                         why = violation(src_floor, path)
-                        only = ONLY_FOR.get(path)
-                        if not why and only and not any(fnmatch.fnmatchcase(src, p) for p in only):
-                            why = "%s may be included only from %s" % (path, ", ".join(only))
                         if why:
                             problems.append('%s:%d: #include "%s": %s' % (src, lineno, m.group(1), why))
     for p in problems:

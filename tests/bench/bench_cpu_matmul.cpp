@@ -52,10 +52,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/ggml_type.h"
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_cpu.h"
-#include "kernels/ggml_type.h"
 #include "kernels/half.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/ref/matmul.h"

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels/dequant.cuh"
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/quantize_act.cuh"

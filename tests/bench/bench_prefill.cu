@@ -42,9 +42,9 @@
 #include <string>
 #include <vector>
 
+#include "io/ggml_type.h"
 #include "kernels/attention.cuh"
 #include "kernels/dequant.cuh"
-#include "kernels/ggml_type.h"
 #include "kernels/matmul.cuh"
 #include "kernels/ref/quant.h"
 

@@ -9,7 +9,7 @@ check="$root/scripts/check_floors.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for d in runtime io kernels model actors tools; do cp -r "$root/$d" "$tmp/"; done
-mkdir -p "$tmp/tests/bench"
+mkdir -p "$tmp/tests"
 failures=0
 
 expect_pass() {  # what
@@ -52,12 +52,10 @@ expect_fail actors/planted.cpp 5 actors/pipeline.h "engine is above actors"
 # CUDA errors and the thread pool of runtime/.
 expect_fail kernels/cpu/planted.h 4 runtime/trace.h "kernels may not use runtime/trace.h"
 expect_fail kernels/planted.cu 1 io/gguf.h "kernels may not use io/gguf.h"
-# The forwarder kept for tests/bench/ only.
-expect_fail model/planted.h 1 kernels/ggml_type.h "kernels/ggml_type.h may be included only from"
 # What is allowed stays allowed: tools use the engine, tests use anything, the
-# engine uses the actors, and tests/bench the forwarder.
+# engine uses the actors.
 for ok in tools/planted.cpp:actors/engine.h tests/planted.cpp:tools/commands.h \
-          tests/bench/planted.cpp:kernels/ggml_type.h actors/engine.cpp:actors/compute.h; do
+          actors/engine.cpp:actors/compute.h; do
   f=${ok%%:*}; echo "#include \"${ok#*:}\"" >>"$tmp/$f"
   expect_pass "$f including ${ok#*:}"
   if [ -f "$root/$f" ]; then cp "$root/$f" "$tmp/$f"; else rm -f "$tmp/$f"; fi
