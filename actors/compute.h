@@ -32,13 +32,13 @@
 #include <chrono>
 #include <vector>
 
+#include "actors/layer_memory.h"
+#include "actors/messages.h"
 #include "model/device_link.h"
 #include "model/hybrid_balance.h"
 #include "model/tier_plan.h"
 #include "model/model.h"
 #include "runtime/credit_pool.h"
-#include "runtime/layer_memory.h"
-#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -10,11 +10,11 @@
 
 #include <vector>
 
+#include "actors/layer_memory.h"
+#include "actors/messages.h"
 #include "model/device_link.h"
 #include "model/layer_map.h"
 #include "runtime/credit_pool.h"
-#include "runtime/layer_memory.h"
-#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -7,10 +7,10 @@
 // defines: CpuComputeActor
 #pragma once
 
+#include "actors/layer_memory.h"
+#include "actors/messages.h"
 #include "model/model.h"
-#include "runtime/layer_memory.h"
 #include "runtime/mailbox.h"
-#include "runtime/messages.h"
 #include "runtime/run_control.h"
 #include "runtime/trace.h"
 

@@ -14,9 +14,9 @@
 // defines: Planner
 #pragma once
 
+#include "actors/messages.h"
 #include "model/tier_plan.h"
 #include "runtime/credit_pool.h"
-#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -9,11 +9,11 @@
 // defines: Reader
 #pragma once
 
+#include "actors/layer_memory.h"
+#include "actors/messages.h"
 #include "io/block_source.h"
 #include "model/layer_map.h"
 #include "runtime/credit_pool.h"
-#include "runtime/layer_memory.h"
-#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -10,8 +10,8 @@
 #include <mutex>
 #include <optional>
 
+#include "actors/messages.h"
 #include "runtime/credit_pool.h"
-#include "runtime/messages.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -1,6 +1,6 @@
 // Argmax kernel: see argmax.cuh.
 #include "kernels/argmax.cuh"
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

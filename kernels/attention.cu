@@ -3,7 +3,7 @@
 
 #include "kernels/attention.cuh"
 #include "kernels/attention_prefill.cuh"
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "kernels/attention_prefill.cuh"
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -46,8 +46,8 @@
 
 #include <algorithm>
 
-#include "kernels/cuda_util.cuh"
 #include "kernels/quant_decode.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -3,9 +3,9 @@
 // kernels/quant_blocks.h, and the index arithmetic is explained here.
 #include <cuda_fp16.h>
 
-#include "kernels/cuda_util.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/quant_blocks.h"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "runtime/status.h"
 
 namespace ls {

@@ -73,8 +73,8 @@
 // defines: gemv_q_f32_launch
 #include "kernels/gemv_q.cuh"
 
-#include "kernels/cuda_util.cuh"
 #include "kernels/quant_decode.cuh"
+#include "runtime/cuda_util.cuh"
 
 #include <cstdlib>
 #include <type_traits>

@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "runtime/status.h"
 
 namespace ls {

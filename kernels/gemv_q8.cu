@@ -71,9 +71,9 @@
 #include <cuda_fp16.h>
 
 #include "kernels/act_q8.h"
-#include "kernels/cuda_util.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/quant_blocks.h"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 

@@ -1,6 +1,6 @@
 // KV-cache store kernel: see kv_store.cuh.
-#include "kernels/cuda_util.cuh"
 #include "kernels/kv_store.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -48,11 +48,11 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cuda_util.cuh"
 #include "kernels/dequant.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/quantize_act.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 

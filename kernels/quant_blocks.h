@@ -2,7 +2,7 @@
 // (ggml-common.h's block_q4_0 ... block_q8_K). Shared by host code and CUDA
 // kernels: plain structs of fixed-size arrays, fp16 fields as raw uint16_t
 // bits (decode with kernels/half.h on the host, __half on the device), and a
-// static_assert on each size against the byte counts of kernels/ggml_type.cpp.
+// static_assert on each size against the byte counts of io/ggml_type.cpp.
 //
 // Every format stores a row as consecutive blocks; a block covers QK values.
 // The "legacy" formats (Q4_0 ... Q8_0) have one scale per 32 values; the

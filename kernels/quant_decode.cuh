@@ -20,7 +20,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/quant_blocks.h"
 #include "runtime/status.h"
 

@@ -9,7 +9,7 @@
 #include "kernels/quantize_act.cuh"
 
 #include "kernels/act_q8.h"
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

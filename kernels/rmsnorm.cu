@@ -1,7 +1,7 @@
 // RMSNorm (+ fused residual add) kernel: see rmsnorm.cuh for the layout and mapping.
-#include "kernels/cuda_util.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/rmsnorm.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

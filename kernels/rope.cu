@@ -1,6 +1,6 @@
 // RoPE kernel: see rope.cuh for the convention, layout and mapping.
-#include "kernels/cuda_util.cuh"
 #include "kernels/rope.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -1,6 +1,6 @@
 // SwiGLU kernel: see swiglu.cuh.
-#include "kernels/cuda_util.cuh"
 #include "kernels/swiglu.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

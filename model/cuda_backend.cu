@@ -23,7 +23,6 @@
 #include "kernels/cpu/convert_f16.h"
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
-#include "kernels/cuda_util.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/kv_store.cuh"
@@ -33,6 +32,7 @@
 #include "kernels/swiglu.cuh"
 #include "model/cuda_link.cuh"
 #include "model/kv_cache.h"
+#include "runtime/cuda_util.cuh"
 #include "runtime/units.h"
 
 namespace ls {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 #include "runtime/trace.h"
 
 namespace ls {

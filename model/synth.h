@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "runtime/status.h"
 
 namespace ls {

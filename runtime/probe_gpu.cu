@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/cuda_util.cuh"
+#include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {

@@ -8,6 +8,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config git
   libasio-dev liburing-dev libconcurrentqueue-dev doctest-dev
   libcli11-dev nlohmann-json3-dev
+  python3                    # scripts/check_floors.py, the first step of scripts/test.sh
   clang libclang-rt-14-dev   # libFuzzer for the GGUF reader's fuzz target
 )
 missing=()

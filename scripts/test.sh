@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build layerstream and run every test: unit tests (CPU), GPU tests (they
+# Check the floor plan, build layerstream and run every test: unit tests (CPU), GPU tests (they
 # print SKIPPED without a CUDA device), the QEMU NVMe tests (tests/qemu/,
 # CTest label qemu; skipped when QEMU cannot be installed), the GGUF
 # reader's fuzzer for 60 s, and the unit tests again under AddressSanitizer + UBSan. (ThreadSanitizer:
@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 jobs=$(nproc)
+# The floor plan (ARCHITECTURE.md): under a second, so before the build.
+python3 scripts/check_floors.py
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" -j "$jobs" --output-on-failure

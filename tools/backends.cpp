@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
+#include "actors/layer_memory.h"
 #include "model/cpu_backend.h"
-#include "runtime/layer_memory.h"
 
 #ifdef LS_HAVE_CUDA
 #include <cuda_runtime.h>

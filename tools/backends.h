@@ -6,7 +6,7 @@
 // defines: make_tool_backend(), tool_device_memory(), tool_calibrate_hybrid()
 #pragma once
 
-#include "runtime/engine.h"
+#include "actors/engine.h"
 
 namespace ls {
 

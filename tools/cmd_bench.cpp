@@ -18,7 +18,7 @@
 #ifdef LS_HAVE_CUDA
 #include "runtime/probe_gpu.h"
 #endif
-#include "runtime/engine.h"
+#include "actors/engine.h"
 #include "runtime/probe_host.h"
 #include "runtime/units.h"
 #include "tools/commands.h"

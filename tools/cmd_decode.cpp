@@ -9,9 +9,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "actors/engine.h"
 #include "model/chat.h"
 #include "model/sampler.h"
-#include "runtime/engine.h"
 #include "tools/commands.h"
 #include "tools/engine_flags.h"
 

@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "actors/engine.h"
 #include "io/gguf.h"
 #include "model/layer_map.h"
 #include "model/llama_config.h"
 #include "model/model.h"
-#include "runtime/engine.h"
 #include "tools/commands.h"
 
 namespace ls {

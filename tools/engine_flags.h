@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/engine.h"
+#include "actors/engine.h"
 #include "tools/backends.h"
 #include "runtime/units.h"
 

@@ -37,10 +37,10 @@
 
 #include <cstdint>
 
+#include "io/ggml_type.h"
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/isa.h"
-#include "kernels/ggml_type.h"
 
 namespace ls {
 

@@ -20,7 +20,7 @@
 
 #include <cstdint>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 
 namespace ls {
 

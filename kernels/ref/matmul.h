@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "runtime/thread_pool.h"
 
 namespace ls {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 
 namespace ls {
 

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "io/ggml_type.h"
 #include "kernels/dequant.cuh"
-#include "kernels/ggml_type.h"
 #include "kernels/half.h"
 #include "kernels/matmul.cuh"
 #include "kernels/ref/quant.h"

@@ -40,10 +40,10 @@
 #include <string>
 #include <vector>
 
+#include "io/ggml_type.h"
 #include "kernels/act_q8.h"
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
-#include "kernels/ggml_type.h"
 #include "kernels/matmul.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/ref/act_q8.h"

@@ -15,11 +15,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "actors/pipeline.h"
 #include "model/cpu_backend.h"
 #include "model/cuda_backend.h"
 #include "model/model.h"
 #include "model/synth.h"
-#include "runtime/pipeline.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/test_models.h"
 

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/engine.h"
 #include "io/gguf.h"
 #include "io/nvme/controller.h"
 #include "io/nvme/spec.h"
@@ -42,7 +43,6 @@
 #include "io/vfio/pci_sysfs.h"
 #include "io/vfio/vfio.h"
 #include "model/model.h"
-#include "runtime/engine.h"
 
 using namespace ls;
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/half.h"
 #include "kernels/quant_blocks.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "io/ggml_type.h"
 #include "kernels/act_q8.h"
-#include "kernels/ggml_type.h"
 #include "kernels/ref/act_q8.h"
 #include "kernels/ref/matmul.h"
 #include "kernels/ref/quant.h"

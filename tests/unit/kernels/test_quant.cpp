@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/half.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/ref/quant.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 #include "kernels/ref/quant.h"
 #include "model/cpu_backend.h"
 #include "model/model.h"

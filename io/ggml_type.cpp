@@ -1,4 +1,4 @@
-#include "kernels/ggml_type.h"
+#include "io/ggml_type.h"
 
 #include <cctype>
 #include <string>

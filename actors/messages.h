@@ -1,4 +1,4 @@
-// The messages of the actor graph (runtime/pipeline.cpp draws the graph).
+// The messages of the actor graph (actors/pipeline.cpp draws the graph).
 // Buffers move, never copy: a message carries buffer ids from fixed pools.
 // defines: LayerJob, StepInput, StepOutput, KvRows, CpuWork, StepWidths, HybridRoute
 #pragma once

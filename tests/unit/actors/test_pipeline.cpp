@@ -11,12 +11,12 @@
 #include <cstring>
 #include <filesystem>
 
+#include "actors/pipeline.h"
 #include "io/faulty_source.h"
 #include "model/cpu_backend.h"
 #include "model/model.h"
 #include "model/session.h"
 #include "model/synth.h"
-#include "runtime/pipeline.h"
 #include "tests/unit/test_models.h"
 
 using namespace ls;

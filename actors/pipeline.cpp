@@ -33,7 +33,7 @@
 //   first layers while the current step finishes.
 // - An actor that fails calls RunControl::fail; all others see the stop
 //   within kPollInterval and exit; the client's run_request returns the error.
-#include "runtime/pipeline.h"
+#include "actors/pipeline.h"
 
 #include <chrono>
 

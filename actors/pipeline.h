@@ -1,5 +1,5 @@
 // The streaming pipeline: the actor graph that runs a model whose layers
-// live in three tiers. runtime/pipeline.cpp declares every actor, every edge
+// live in three tiers. actors/pipeline.cpp declares every actor, every edge
 // and every capacity in one place; read it first.
 // defines: PipelineOptions, Pipeline
 #pragma once
@@ -10,13 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "actors/layer_memory.h"
 #include "actors/sampler.h"
 #include "io/block_source.h"
 #include "model/device_link.h"
 #include "model/hybrid_balance.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
-#include "runtime/layer_memory.h"
 #include "runtime/run_control.h"
 #include "runtime/trace.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/layer_memory.h"
+#include "actors/layer_memory.h"
 
 #include <atomic>
 #include <cstdlib>

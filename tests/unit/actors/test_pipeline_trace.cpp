@@ -23,7 +23,7 @@
 #include "model/model.h"
 #include "model/synth.h"
 #include "tests/unit/test_models.h"
-#include "runtime/pipeline.h"
+#include "actors/pipeline.h"
 #include "runtime/trace.h"
 #include "runtime/trace_summary.h"
 

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "actors/pipeline.h"
 #include "kernels/cpu/cpu_act.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
 #include "runtime/control_plane.h"
-#include "runtime/pipeline.h"
 #include "runtime/trace.h"
 
 namespace ls {

@@ -1,4 +1,4 @@
-#include "runtime/engine.h"
+#include "actors/engine.h"
 
 #include <chrono>
 #include <cstdio>
