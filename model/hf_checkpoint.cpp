@@ -1,6 +1,8 @@
 #include "model/hf_checkpoint.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,18 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-Expected<json> read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("%s: cannot read", path.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    return make_error("%s: not valid JSON: %s", path.c_str(), e.what());
-  }
-}
 
 // A positive integer field; absent: def (0: required).
 Expected<uint32_t> positive(const json& j, const std::string& path, const char* key,
@@ -117,8 +107,20 @@ Status read_rope(const json& j, const std::string& path, HfLlamaConfig& c) {
 
 }  // namespace
 
+Expected<json> read_hf_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("%s: cannot read: %s", path.c_str(), std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::exception& e) {
+    return make_error("%s: not valid JSON: %s", path.c_str(), e.what());
+  }
+}
+
 Expected<HfLlamaConfig> read_hf_llama_config(const std::string& path) {
-  auto jr = read_json(path);
+  auto jr = read_hf_json(path);
   if (!jr) return jr.error();
   const json& j = *jr;
   if (!j.is_object()) return make_error("%s: expected a JSON object", path.c_str());
@@ -234,7 +236,7 @@ Expected<HfCheckpoint> open_hf_checkpoint(const std::string& dir) {
   std::map<std::string, std::vector<std::string>> promised;  // shard -> tensors
   const std::string index = (fs::path(dir) / "model.safetensors.index.json").string();
   if (fs::exists(index, ec)) {
-    auto jr = read_json(index);
+    auto jr = read_hf_json(index);
     if (!jr) return jr.error();
     auto wm = jr->find("weight_map");
     if (!jr->is_object() || wm == jr->end() || !wm->is_object() || wm->empty())

@@ -3,13 +3,14 @@
 // files model.safetensors.index.json names) with every tensor found by name.
 // Also the two facts `convert` and `export` share about HF's Llama layout:
 // the tensor names, and the Q/K row order (below).
-// defines: HfLlamaConfig, read_hf_llama_config(), HfCheckpoint, open_hf_checkpoint(),
-//          hf_llama_name(), hf_row_of()
+// defines: HfLlamaConfig, read_hf_json(), read_hf_llama_config(), HfCheckpoint,
+//          open_hf_checkpoint(), hf_llama_name(), hf_row_of()
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct HfLlamaConfig {
   bool tied = false;                      // tie_word_embeddings: lm_head is embed_tokens
   std::optional<int64_t> bos_id, eos_id;  // eos: the first when a list
 };
+
+// A JSON file of the checkpoint (config.json, tokenizer.json, ...); errors
+// name the path.
+Expected<nlohmann::json> read_hf_json(const std::string& path);
 
 // Parse and check config.json: a Llama (architectures LlamaForCausalLM,
 // model_type llama) without biases, with SiLU, whose shapes layerstream runs.

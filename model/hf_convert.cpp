@@ -72,6 +72,12 @@ std::string auto_quant(const HfCheckpoint& ck) {
 Status hf_convert(const HfConvertOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const fs::path dir(opt.dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return make_error(
+        "%s: not a directory (a Hugging Face checkpoint folder: config.json, "
+        "tokenizer.json, *.safetensors)",
+        opt.dir.c_str());
   const std::string cfg_path = (dir / "config.json").string();
   auto cfg = read_hf_llama_config(cfg_path);
   if (!cfg) return cfg.error();

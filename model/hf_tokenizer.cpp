@@ -1,9 +1,7 @@
 #include "model/hf_tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <unordered_map>
 
 #include "io/gguf.h"          // defines: GgufFile
@@ -18,18 +16,6 @@ using json = nlohmann::json;
 // Llama 3's pre-tokenizer split, as tokenizer.json spells it (model/tokenizer.cpp implements it).
 constexpr const char* kLlama3Split =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
-
-Expected<json> read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("%s: cannot read", path.c_str());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::exception& e) {
-    return make_error("%s: not valid JSON: %s", path.c_str(), e.what());
-  }
-}
 
 // The pre-tokenizers, a Sequence flattened.
 void flatten(const json& p, std::vector<const json*>& out) {
@@ -124,7 +110,7 @@ std::optional<bool> template_adds_bos(const json& post, const std::string& bos) 
 Status hf_tokenizer_to_gguf(const std::string& dir, const HfLlamaConfig& c, GgufWriter& w) {
   const std::string path = (fs::path(dir) / "tokenizer.json").string();
   const char* p = path.c_str();
-  auto jr = read_json(path);
+  auto jr = read_hf_json(path);
   if (!jr) return jr.error();
   const json& tok = *jr;
   if (!tok.is_object()) return make_error("%s: expected a JSON object", p);
@@ -211,7 +197,7 @@ Status hf_tokenizer_to_gguf(const std::string& dir, const HfLlamaConfig& c, Gguf
   const std::string tcfg_path = (fs::path(dir) / "tokenizer_config.json").string();
   std::error_code ec;
   if (fs::exists(tcfg_path, ec)) {
-    auto t = read_json(tcfg_path);
+    auto t = read_hf_json(tcfg_path);
     if (!t) return t.error();
     if (t->is_object()) tcfg = std::move(*t);
   }

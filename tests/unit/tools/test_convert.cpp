@@ -776,3 +776,11 @@ TEST_CASE("convert: a tokenizer that is not Llama 3's byte-level BPE is refused"
   std::ofstream(b.ck.dir + "/tokenizer.json") << tok.dump();
   b.expect_error("use_regex true", "tokenizer.json");
 }
+
+TEST_CASE("convert: a folder that is not there, or has no config.json, is refused") {
+  BadInput b;
+  fs::remove(b.ck.dir + "/config.json");
+  b.expect_error("config.json: cannot read: No such file or directory", "config.json");
+  fs::remove_all(b.ck.dir);
+  b.expect_error("not a directory", b.ck.dir);
+}
