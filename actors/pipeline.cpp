@@ -46,10 +46,12 @@
 namespace ls {
 
 struct Pipeline::Graph {
-  Graph(const Model& m, Backend& be, DeviceLink& link, const TierPlan& plan,
+  // The actors keep references to the plan: the graph's own copy (the
+  // caller's may be a temporary), which every initializer below names.
+  Graph(const Model& m, Backend& be, DeviceLink& link, const TierPlan& plan_in,
         const PipelineOptions& opt, std::unique_ptr<LayerMemory> memory,
         std::unique_ptr<BlockSource> source, Tracer& tracer, RunControl& rc)
-      : plan(plan),
+      : plan(plan_in),
         mem(std::move(memory)),
         src(std::move(source)),
         // Credits.
@@ -159,7 +161,7 @@ const char* Pipeline::source_name() const {
   return g_->src ? g_->src->name() : "none";
 }
 
-Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
+Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from) {
   if (prompt.empty()) return make_error("empty request");
   if (n_ctx_ && n_past_ + prompt.size() > n_ctx_)
     return make_error("%zu more tokens do not fit in the context: %u of %u positions are used",
@@ -185,7 +187,8 @@ Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb) {
                             std::move(done));
   StepInput in;
   for (size_t i = 0; i < prompt.size(); ++i)
-    in.batch.add(prompt[i], static_cast<int32_t>(n_past_ + i), 0, i + 1 == prompt.size());
+    in.batch.add(prompt[i], static_cast<int32_t>(n_past_ + i), 0,
+                 i + 1 == prompt.size() || i >= logits_from);
   if (!g_->steps.push(std::move(in), *rc_)) {
     if (auto e = rc_->error()) return *e;
     return make_error("the run was stopped");

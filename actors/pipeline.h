@@ -4,6 +4,7 @@
 // defines: PipelineOptions, Pipeline
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -51,8 +52,11 @@ class Pipeline {
   // Feed the prompt as one batch at positions n_past.., then keep feeding
   // back what the callback returns until it returns nullopt (or the context
   // is full). Returns when the request ends; an error if the run failed or
-  // was stopped.
-  Status run_request(std::span<const int32_t> prompt, StepCallback cb);
+  // was stopped. The prompt's step has logits for its last row, and for every
+  // row from `logits_from` on (perplexity scores a window's rows): its
+  // callback gets them in prompt order, the last row last.
+  Status run_request(std::span<const int32_t> prompt, StepCallback cb,
+                     size_t logits_from = SIZE_MAX);
   uint32_t n_past() const { return n_past_; }
   // Start the next request at position 0 again (between requests): the cache
   // positions are overwritten before they are read.

@@ -56,48 +56,6 @@ GgmlType fit_row(GgmlType t, uint64_t n) {
   return GgmlType::F16;
 }
 
-uint32_t llama_file_type(const SynthQuant& q) {
-  if (q.mixture == 4) return 15;
-  if (q.mixture == 5) return 17;
-  switch (q.base) {
-    case GgmlType::F32: return 0;
-    case GgmlType::F16: return 1;
-    case GgmlType::Q4_0: return 2;
-    case GgmlType::Q4_1: return 3;
-    case GgmlType::Q8_0: return 7;
-    case GgmlType::Q5_0: return 8;
-    case GgmlType::Q5_1: return 9;
-    case GgmlType::Q2_K: return 10;
-    case GgmlType::Q3_K: return 12;
-    case GgmlType::Q4_K: return 14;
-    case GgmlType::Q5_K: return 16;
-    case GgmlType::Q6_K: return 18;
-    case GgmlType::BF16: return 32;
-    default: return 0;
-  }
-}
-
-// Llama 3.1 rope scaling as per-dimension divisors of the rotation frequency.
-std::vector<float> llama31_rope_freqs(const SynthShape& s, uint32_t n_rot) {
-  std::vector<float> out(n_rot / 2);
-  const double low_wavelen = s.rope_orig_ctx / s.rope_low;
-  const double high_wavelen = s.rope_orig_ctx / s.rope_high;
-  for (uint32_t i = 0; i < n_rot / 2; ++i) {
-    const double freq = std::pow(static_cast<double>(s.rope_base), -2.0 * i / n_rot);
-    const double wavelen = 2 * M_PI / freq;
-    double factor;
-    if (wavelen < high_wavelen) factor = 1;
-    else if (wavelen > low_wavelen) factor = s.rope_factor;
-    else {
-      const double smooth =
-          (s.rope_orig_ctx / wavelen - s.rope_low) / (s.rope_high - s.rope_low);
-      factor = 1.0 / ((1 - smooth) / s.rope_factor + smooth);
-    }
-    out[i] = static_cast<float>(factor);
-  }
-  return out;
-}
-
 // A pool of quantized blocks of N(0, stddev) data. Quantizing 70 billion
 // random floats with the K-quant reference quantizers would take far longer
 // than the 2 minutes we allow for the 70b preset; instead each block of a
@@ -142,6 +100,47 @@ void fill_plain(const SynthTensor& t, uint64_t stream, uint64_t first, uint64_t 
 }
 
 }  // namespace
+
+uint32_t llama_file_type(const SynthQuant& q) {
+  if (q.mixture == 4) return 15;
+  if (q.mixture == 5) return 17;
+  switch (q.base) {
+    case GgmlType::F32: return 0;
+    case GgmlType::F16: return 1;
+    case GgmlType::Q4_0: return 2;
+    case GgmlType::Q4_1: return 3;
+    case GgmlType::Q8_0: return 7;
+    case GgmlType::Q5_0: return 8;
+    case GgmlType::Q5_1: return 9;
+    case GgmlType::Q2_K: return 10;
+    case GgmlType::Q3_K: return 12;
+    case GgmlType::Q4_K: return 14;
+    case GgmlType::Q5_K: return 16;
+    case GgmlType::Q6_K: return 18;
+    case GgmlType::BF16: return 32;
+    default: return 0;
+  }
+}
+
+std::vector<float> llama31_rope_freqs(const SynthShape& s, uint32_t n_rot) {
+  std::vector<float> out(n_rot / 2);
+  const double low_wavelen = s.rope_orig_ctx / s.rope_low;
+  const double high_wavelen = s.rope_orig_ctx / s.rope_high;
+  for (uint32_t i = 0; i < n_rot / 2; ++i) {
+    const double freq = std::pow(static_cast<double>(s.rope_base), -2.0 * i / n_rot);
+    const double wavelen = 2 * M_PI / freq;
+    double factor;
+    if (wavelen < high_wavelen) factor = 1;
+    else if (wavelen > low_wavelen) factor = s.rope_factor;
+    else {
+      const double smooth =
+          (s.rope_orig_ctx / wavelen - s.rope_low) / (s.rope_high - s.rope_low);
+      factor = 1.0 / ((1 - smooth) / s.rope_factor + smooth);
+    }
+    out[i] = static_cast<float>(factor);
+  }
+  return out;
+}
 
 std::optional<SynthShape> synth_preset(const std::string& name) {
   SynthShape s;

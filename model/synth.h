@@ -3,8 +3,9 @@
 // like an initialised network (residual projections shrunk with depth), so
 // activations stay finite through 80 layers. Deterministic for a seed,
 // whatever the thread count.
+// The tensor plan, the file type and the rope divisors are `convert`'s too.
 // defines: kLlama3Rope*Key, SynthShape, SynthOptions, synth_preset(), synth_quant_from_name(),
-//          synth_tensor_plan(), synth_write()
+//          synth_tensor_plan(), llama_file_type(), llama31_rope_freqs(), synth_write()
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,14 @@ struct SynthTensor {
 // (llama.cpp's rules for the mixtures, and its fallbacks for rows that are
 // not a multiple of the block size).
 std::vector<SynthTensor> synth_tensor_plan(const SynthShape& s, const SynthQuant& q);
+
+// general.file_type for the recipe (llama.cpp's LLAMA_FTYPE numbers).
+uint32_t llama_file_type(const SynthQuant& q);
+
+// Llama 3.1 rope scaling (s.rope_factor, rope_low, rope_high, rope_orig_ctx,
+// rope_base) as the per-dimension divisors of the rotation frequency that
+// rope_freqs.weight holds: n_rot / 2 floats.
+std::vector<float> llama31_rope_freqs(const SynthShape& s, uint32_t n_rot);
 
 struct SynthOptions {
   SynthShape shape;

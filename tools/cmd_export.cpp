@@ -6,11 +6,8 @@
 // Layout: HF's Linear weight is [out, in] row-major, which is GGUF's
 // (ne0 = in, ne1 = out) with ne0 contiguous: the same bytes, no transpose.
 //
-// GGUF's Q and K rows are permuted. llama.cpp's converter reorders the rows
-// of each head so that the two elements one rotation mixes are adjacent (rows
-// 2i and 2i+1: ggml's "normal" rope); HF's rotate_half mixes rows i and
-// i + d/2. Per head of d rows:   gguf row 2i + j  =  hf row j*d/2 + i,
-// j in {0, 1}, i in [0, d/2). Export applies the inverse (hf_row_of below).
+// GGUF's Q and K rows are permuted (model/hf_checkpoint.h says how); export
+// applies the inverse, hf_row_of, the row order `convert` reads.
 //
 // rope_freqs.weight (Llama 3.1 scaling) has no HF tensor: HF recomputes it
 // from config.json's rope_scaling, which export fills from synth's
@@ -30,6 +27,7 @@
 
 #include "io/gguf.h"             // defines: GgufFile
 #include "kernels/ref/quant.h"   // defines: dequantize_row
+#include "model/hf_checkpoint.h"  // defines: hf_llama_name, hf_row_of
 #include "model/llama_config.h"  // defines: load_llama, LlamaConfig
 #include "model/synth.h"         // defines: kLlama3Rope*Key
 #include "tools/commands.h"
@@ -43,33 +41,6 @@ struct ExportTensor {
   std::string hf_name;
   uint32_t permute_heads = 0;  // 0: rows as they are
 };
-
-// HF row of GGUF row g of a Q/K tensor whose heads have d rows each.
-inline uint64_t hf_row_of(uint64_t g, uint64_t d) {
-  const uint64_t h = g / d, r = g % d;
-  return h * d + (r % 2) * (d / 2) + r / 2;
-}
-
-std::string hf_name_of(const std::string& gguf) {
-  if (gguf == "token_embd.weight") return "model.embed_tokens.weight";
-  if (gguf == "output_norm.weight") return "model.norm.weight";
-  if (gguf == "output.weight") return "lm_head.weight";
-  if (gguf.rfind("blk.", 0) != 0) return "";
-  const size_t dot = gguf.find('.', 4);
-  if (dot == std::string::npos) return "";
-  const std::string layer = gguf.substr(4, dot - 4), rest = gguf.substr(dot + 1);
-  const std::string p = "model.layers." + layer + ".";
-  if (rest == "attn_norm.weight") return p + "input_layernorm.weight";
-  if (rest == "attn_q.weight") return p + "self_attn.q_proj.weight";
-  if (rest == "attn_k.weight") return p + "self_attn.k_proj.weight";
-  if (rest == "attn_v.weight") return p + "self_attn.v_proj.weight";
-  if (rest == "attn_output.weight") return p + "self_attn.o_proj.weight";
-  if (rest == "ffn_norm.weight") return p + "post_attention_layernorm.weight";
-  if (rest == "ffn_gate.weight") return p + "mlp.gate_proj.weight";
-  if (rest == "ffn_up.weight") return p + "mlp.up_proj.weight";
-  if (rest == "ffn_down.weight") return p + "mlp.down_proj.weight";
-  return "";
-}
 
 struct Llama3Rope {
   double factor = 8, low = 1, high = 4;
@@ -213,7 +184,7 @@ Status run_export(const std::string& model, const std::string& st_path,
   std::vector<ExportTensor> list;
   for (const GgufTensor& t : f.tensors()) {
     if (t.name == "rope_freqs.weight") continue;
-    const std::string hf = hf_name_of(t.name);
+    const std::string hf = hf_llama_name(t.name);
     if (hf.empty())
       return make_error("%s: tensor '%s' has no HF Llama name", model.c_str(), t.name.c_str());
     if (!ggml_traits(t.type).dequantizable)

@@ -22,5 +22,7 @@ Command add_probe(CLI::App& app);
 Command add_export(CLI::App& app);
 Command add_logits(CLI::App& app);
 Command add_nvme(CLI::App& app);
+Command add_convert(CLI::App& app);
+Command add_perplexity(CLI::App& app);
 
 }  // namespace ls

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   add(ls::add_trace);
   add(ls::add_probe);
   add(ls::add_export);
+  add(ls::add_convert);
+  add(ls::add_perplexity);
   add(ls::add_logits);
   add(ls::add_nvme);
   try {
