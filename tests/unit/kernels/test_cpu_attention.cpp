@@ -288,6 +288,9 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
       for (int hd : {64, 128})
         for (int group : {1, 4, 8}) {
           const int n_kv = 2, n_head = group * n_kv;
+          // Head-major (the CPU cache's layout) in the engine's own shape
+          // only: the layout changes addresses, not arithmetic (CI time).
+          if (head_major && (type != AttnKvType::F16 || hd != 128)) continue;
           const Cache c = make_cache(3, 2048, n_kv, hd, type, rng, head_major);
           for (auto [shape_name, tk] : shapes) {
             const std::string shape = std::string(shape_name) + (head_major ? " head-major" : "");
