@@ -521,40 +521,17 @@ uint64_t GgufTensor::rows() const {
 }
 
 GgufFile::~GgufFile() {
-  if (map_) {
-    map_guard_remove(map_);
-    munmap(map_, size_);
-  }
+  unmap_guarded(map_, size_);
 }
 
 Expected<std::shared_ptr<GgufFile>> GgufFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("%s: cannot open: %s", path.c_str(), std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    return make_error("%s: cannot stat: %s", path.c_str(), std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error("%s: not a regular file", path.c_str());
-  }
+  auto m = map_file_guarded(path);
+  if (!m) return m.error();
   std::shared_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
-  f->size_ = static_cast<uint64_t>(st.st_size);
-  if (f->size_ > 0) {
-    void* m = mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      int e = errno;
-      ::close(fd);
-      return make_error("%s: cannot map: %s", path.c_str(), std::strerror(e));
-    }
-    f->map_ = m;
-    f->base_ = static_cast<const uint8_t*>(m);
-    map_guard_add(m, f->size_, path.c_str());
-  }
-  ::close(fd);
+  f->size_ = m->size;
+  f->map_ = m->map;
+  f->base_ = static_cast<const uint8_t*>(m->map);
   LS_TRY(f->parse_all());
   return f;
 }

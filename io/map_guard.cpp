@@ -1,9 +1,13 @@
 #include "io/map_guard.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -33,8 +37,9 @@ void on_sigbus(int sig, siginfo_t* info, void*) {
     if (b && addr >= b && addr < b + s.bytes) {
       write_str("\nerror: ");
       write_str(s.path);
-      write_str(": the model file changed while it was being read (truncated or rewritten?); "
-                "stopping\n");
+      write_str(
+          ": the model file changed while it was being read (truncated or rewritten?); "
+          "stopping\n");
       _exit(1);
     }
   }
@@ -66,6 +71,41 @@ void map_guard_add(const void* base, size_t bytes, const char* path) {
 void map_guard_remove(const void* base) {
   for (Slot& s : g_slots)
     if (s.base.load() == base) s.base.store(nullptr, std::memory_order_release);
+}
+
+Expected<GuardedMap> map_file_guarded(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("%s: cannot open: %s", path.c_str(), std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return make_error("%s: cannot stat: %s", path.c_str(), std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error("%s: not a regular file", path.c_str());
+  }
+  GuardedMap g;
+  g.size = static_cast<uint64_t>(st.st_size);
+  if (g.size > 0) {
+    void* m = mmap(nullptr, g.size, PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      return make_error("%s: cannot map: %s", path.c_str(), std::strerror(e));
+    }
+    g.map = m;
+    map_guard_add(m, g.size, path.c_str());
+  }
+  ::close(fd);
+  return g;
+}
+
+void unmap_guarded(void* map, uint64_t size) {
+  if (!map) return;
+  map_guard_remove(map);
+  munmap(map, size);
 }
 
 }  // namespace ls
