@@ -24,7 +24,7 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
   // Attention: a one-token step at the full context (a larger split batch
   // grows it once, on its first call).
-  const int64_t blocks = (static_cast<int64_t>(n_ctx) + kAttnBlock - 1) / kAttnBlock;
+  const int64_t blocks = attention_cpu_max_blocks(n_ctx);
   attn_scratch_.reserve(pool_.size(), static_cast<int>(c.n_head / c.n_head_kv),
                         static_cast<int>(c.head_dim), c.n_head_kv, c.n_head_kv * blocks);
 }

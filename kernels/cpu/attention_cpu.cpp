@@ -45,6 +45,21 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
   if (static_cast<int64_t>(task0_.size()) < rows + 1) task0_.resize(static_cast<size_t>(rows + 1));
 }
 
+int attention_cpu_block_len(int64_t n_pos, int block) {
+  if (block > 0) return block;
+  return n_pos <= kAttnShortRow ? kAttnBlockShort : kAttnBlock;
+}
+
+int64_t attention_cpu_blocks(int64_t n_pos, int block) {
+  const int64_t b = attention_cpu_block_len(n_pos, block);
+  return (n_pos + b - 1) / b;
+}
+
+int64_t attention_cpu_max_blocks(int64_t n_ctx) {
+  return std::max(attention_cpu_blocks(std::min<int64_t>(n_ctx, kAttnShortRow)),
+                  attention_cpu_blocks(n_ctx));
+}
+
 CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim) {
   if (isa == CpuIsa::Avx512 && head_dim % 16 == 0) return CpuIsa::Avx512;
   if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx2) && head_dim % 8 == 0) return CpuIsa::Avx2;
@@ -55,8 +70,12 @@ namespace {
 
 using BlockFn = void (*)(const AttnBlockArgs&);
 
-int n_blocks(int32_t pos) {
-  return pos / kAttnBlock + 1;
+int block_len(int blk, int32_t pos) {
+  return attention_cpu_block_len(int64_t{pos} + 1, blk);
+}
+
+int n_blocks(int32_t pos, int blk) {
+  return pos / block_len(blk, pos) + 1;
 }
 
 // Everything a task needs, behind one pointer (std::function's small buffer:
@@ -66,13 +85,16 @@ struct Job {
   AttentionCpuScratch* s;
   BlockFn block;
   int group;
+  int blk;           // positions per block; 0: by the row's length (block_len)
+  int ahead;         // key rows prefetched ahead
   int64_t kv_bytes;  // of one element
 };
 
 // Block b of token t's key/value head h, into triple.
 void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* triple) {
   const AttnArgs& a = *j.a;
-  const int64_t p0 = int64_t{b} * kAttnBlock;
+  const int blk = block_len(j.blk, a.pos[t]);
+  const int64_t p0 = int64_t{b} * blk;
   const int64_t at =
       a.seq[t] * a.kv.ld_seq + p0 * a.kv.ld_pos + int64_t{h} * a.kv.head_stride(a.head_dim);
   AttnBlockArgs ba;
@@ -81,7 +103,8 @@ void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* trip
   ba.v = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
   ba.type = a.kv.type;
   ba.ld_pos = a.kv.ld_pos;
-  ba.n_pos = static_cast<int>(std::min<int64_t>(kAttnBlock, a.pos[t] + 1 - p0));
+  ba.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
+  ba.ahead = j.ahead;
   ba.group = j.group;
   ba.head_dim = a.head_dim;
   ba.scale = a.scale;
@@ -124,7 +147,7 @@ void run_row(const Job& j, int64_t t, int h, int thread) {
   float* scores = j.s->scores(thread);
   float* state = j.s->state(thread);
   float* part = j.s->part(thread);
-  const int nb = n_blocks(j.a->pos[t]);
+  const int nb = n_blocks(j.a->pos[t], j.blk);
   for (int b = 0; b < nb; ++b) {
     run_block(j, t, h, b, scores, b == 0 ? state : part);
     if (b > 0) merge(state, part, j.group, j.a->head_dim);
@@ -134,13 +157,17 @@ void run_row(const Job& j, int64_t t, int h, int thread) {
 
 }  // namespace
 
-void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scratch, CpuIsa isa) {
+void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scratch, CpuIsa isa,
+                   const AttnCpuTuning& tune) {
   assert(a.n_head % a.n_head_kv == 0 && a.head_dim % 2 == 0 && cpu_isa_supported(isa));
   if (a.n_tok <= 0) return;
   Job j{};
   j.a = &a;
   j.s = &scratch;
   j.group = a.n_head / a.n_head_kv;
+  j.blk = tune.block;
+  assert(j.blk % 16 == 0 && j.blk >= 0 && j.blk <= kAttnBlock);
+  j.ahead = tune.ahead > 0 ? tune.ahead : 8;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {
     case CpuIsa::Avx512:
@@ -155,7 +182,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   }
   const int64_t rows = a.n_tok * a.n_head_kv;
   int64_t tasks = 0;
-  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(a.pos[t])} * a.n_head_kv;
+  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(a.pos[t], j.blk)} * a.n_head_kv;
   // Split rows into blocks only when rows alone leave threads idle (fewer
   // than 4 per thread: rows differ in length) and some row has more than one
   // block. The results are the same either way (the fold is the same).
@@ -180,28 +207,34 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   std::atomic<int>* pending = scratch.pending();
   task0[0] = 0;
   for (int64_t t = 0; t < a.n_tok; ++t) {
-    const int nb = n_blocks(a.pos[t]);
+    const int nb = n_blocks(a.pos[t], j.blk);
     task0[t + 1] = task0[t] + int64_t{nb} * a.n_head_kv;
     for (int h = 0; h < a.n_head_kv; ++h)
       pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
   }
-  pool.run(tasks, [jp](int64_t i, int thread) {
+  // Block b of token t's head h: its partial, then the row's fold if it is
+  // the row's last block to finish.
+  auto one = [jp](int64_t t, int h, int b, int thread) {
     const Job& j = *jp;
     const int64_t* task0 = j.s->task0();
-    std::atomic<int>* pending = j.s->pending();
-    const int64_t t = std::upper_bound(task0, task0 + j.a->n_tok + 1, i) - task0 - 1;
-    const int nb = n_blocks(j.a->pos[t]);
+    const int nb = n_blocks(j.a->pos[t], j.blk);
     const int n_kv = j.a->n_head_kv;
-    const int b = static_cast<int>((i - task0[t]) / n_kv),
-              h = static_cast<int>((i - task0[t]) % n_kv);
+    const int64_t i = task0[t] + int64_t{b} * n_kv + h;
     run_block(j, t, h, b, j.s->scores(thread), j.s->split_part(i));
     // acq_rel: the folding thread sees every other block's partial.
-    if (pending[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (j.s->pending()[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const int64_t first = task0[t] + h;
     float* state = j.s->split_part(first);
     for (int c = 1; c < nb; ++c)
       merge(state, j.s->split_part(first + int64_t{c} * n_kv), j.group, j.a->head_dim);
     finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
+  };
+  pool.run(tasks, [jp, one](int64_t i, int thread) {
+    const int64_t* task0 = jp->s->task0();
+    const int64_t t = std::upper_bound(task0, task0 + jp->a->n_tok + 1, i) - task0 - 1;
+    const int n_kv = jp->a->n_head_kv;
+    one(t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv),
+        thread);
   });
 }
 

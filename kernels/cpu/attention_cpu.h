@@ -3,7 +3,7 @@
 // attention_ref_f32 stays the oracle), at the speed of reading the cache
 // from memory.
 //
-// Work unit: (token, key/value head, block of kAttnBlock positions). All the
+// Work unit: (token, key/value head, block of positions). All the
 // query heads of the head's GQA group are computed together, so each key and
 // value of the head is read once per token, not once per query head; f16
 // rows are converted in registers as they are read (AVX-512 _mm512_cvtph_ps,
@@ -21,7 +21,8 @@
 // whole context: the scores of a 16k context would leave L1, and a block is
 // also the unit of the thread split.
 //
-// Stable reduction: blocks start at multiples of kAttnBlock, whatever the
+// Stable reduction: blocks start at multiples of the block length (which
+// depends only on the row's own length: kAttnShortRow below), whatever the
 // thread count or the batch, and a row's output is always the left fold
 //     state = p_0;  state = merge(state, p_b) for b = 1..n-1;  out = acc / l
 // with merge(a, b) = (m, a.l·e^(a.m-m) + b.l·e^(b.m-m), a.acc·e^(a.m-m) +
@@ -35,14 +36,15 @@
 // few (decode: one token × 8 heads) each block is a task, so one token uses
 // every thread at long contexts, the tasks in block-major order (those
 // running at once read whole rows of the same positions, contiguous memory). A context of at most
-// kAttnBlock positions is one block: no split, no merge.
+// one block length is one block: no split, no merge.
 //
 // Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
 // take the portable one. All three share one templated body
 // (attention_cpu_body.h) over a vector type; exp is a polynomial in the
 // SIMD variants (a few ulp), std::exp in the portable one.
-// defines: kAttnBlock, AttentionCpuScratch, attention_cpu(), attention_cpu_isa()
+// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, AttnCpuTuning, AttentionCpuScratch,
+//          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(), attention_cpu(), attention_cpu_isa()
 #pragma once
 
 #include <atomic>
@@ -56,15 +58,34 @@
 
 namespace ls {
 
-// Positions per block: 256 positions of a 128-dim f16 head are 64 KiB of
-// keys and 64 KiB of values (L2-resident while the block runs), a few
-// microseconds of one core's reading; small enough that one decode token at
-// 1k positions and 8 heads makes 32 tasks, large enough that a block's merge
-// (3 · group · head_dim flops, against 4 · kAttnBlock · group · head_dim in
-// the block) and its task's overhead cost a few per cent at most. (128 read
-// 4-8 % slower at 4k-16k contexts on the H200 machine's Xeon, in the same
-// runs: bench/results/2026-12-01-h200-issue14.md.)
+// Positions per block, at most: 256 positions of a 128-dim f16 head are
+// 64 KiB of keys and 64 KiB of values (L2-resident while the block runs), a
+// few microseconds of one core's reading; small enough that one decode
+// token at 1k positions and 8 heads makes 32 tasks, large enough that a
+// block's merge (3 · group · head_dim flops, against 4 · kAttnBlock · group ·
+// head_dim in the block) and its task's overhead cost a few per cent at
+// most. (128 read 4-8 % slower at 4k-16k contexts on the H200 machine's
+// Xeon, in the same runs: bench/results/2026-12-01-h200-issue14.md.) The
+// scratch is sized for it; a call may use shorter blocks (AttnCpuTuning).
 inline constexpr int kAttnBlock = 256;
+
+// Rows of at most kAttnShortRow positions use blocks of kAttnBlockShort: a
+// decode token at 1k positions then makes 64 tasks rather than 32, which
+// balance better over 16 threads (the call is short, so its last tasks'
+// stragglers weigh); past 2k, 256 is as fast or faster. On the H200
+// machine's Xeon, 16 threads, three runs of one call: 1k 0.51-0.52 of the
+// host bandwidth with 256, 0.59-0.63 with 128; 2k equal; 4k-16k 256 ahead
+// by 2-8 % (bench/results/raw-2026-12-01-s6/call9-attention-block-order.txt).
+// The length is the row's own, so results still depend on nothing else.
+inline constexpr int kAttnBlockShort = 128;
+inline constexpr int kAttnShortRow = 2048;
+
+// Knobs of attention_cpu, for the bench to sweep. Results depend on block
+// (the reduction's shape), never on ahead (a prefetch distance).
+struct AttnCpuTuning {
+  int block = 0;  // positions per block, a multiple of 16 in 16..kAttnBlock; 0: by row length
+  int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (8)
+};
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
 // call and nothing is allocated per call): per thread a scores block and
@@ -100,6 +121,13 @@ class AttentionCpuScratch {
   std::vector<int64_t> task0_;                   // (n_tok + 1)
 };
 
+// Positions per block of a row of n_pos positions (1..n_ctx) under the
+// tuning's block (0: by the row's length), and the row's number of blocks.
+int attention_cpu_block_len(int64_t n_pos, int block = 0);
+int64_t attention_cpu_blocks(int64_t n_pos, int block = 0);
+// The most blocks any row of up to n_ctx positions has (for reserve()).
+int64_t attention_cpu_max_blocks(int64_t n_ctx);
+
 // The variant attention_cpu runs for this head_dim when asked for isa.
 CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim);
 
@@ -107,6 +135,6 @@ CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim);
 // n_head_kv, head_dim even, 0 <= pos[t] < the cache's n_ctx, and
 // cpu_isa_supported(isa).
 void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scratch,
-                   CpuIsa isa = cpu_isa_active());
+                   CpuIsa isa = cpu_isa_active(), const AttnCpuTuning& tune = {});
 
 }  // namespace ls

@@ -31,6 +31,7 @@ struct AttnBlockArgs {
   AttnKvType type = AttnKvType::F16;
   int64_t ld_pos = 0;  // elements between positions
   int n_pos = 0;       // 1..kAttnBlock
+  int ahead = 8;       // key rows the scores loop prefetches ahead
   int group = 0, head_dim = 0;
   float scale = 0;
   float* scores = nullptr;  // (group, kAttnBlock) scratch

@@ -12,7 +12,7 @@
 // The scores loop reads the key rows a tile of positions at a time,
 // converting W values at a time, and FMAs them into the accumulators of a
 // tile of NG query heads (up to 8 at a time) × P positions (block_scores
-// says why). It also prefetches the key row kAhead positions on and the
+// says why). It also prefetches the key row `ahead` positions on and the
 // value row of each position (to L2), so the value loop finds its block in
 // cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
 // registers, each position's value tile converted once and FMA'd with each
@@ -32,10 +32,6 @@
 
 namespace ls {
 namespace {
-
-// Positions ahead that the scores loop prefetches keys for: ~300 ns of DRAM
-// latency over ~15-30 ns of work per 128-dim row.
-constexpr int kAhead = 8;
 
 template <class V, class T>
 LS_ATTN_TARGET inline void prefetch_row(const T* p, int64_t bytes, bool l2) {
@@ -69,14 +65,15 @@ LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
   const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
   const float* q = a.q + int64_t{g0} * hd;
   float* s = a.scores + int64_t{g0} * kAttnBlock;
+  const int ahead = a.ahead;
   if (fetch)
-    for (int p = 0; p < kAhead && p < n; ++p) prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
+    for (int p = 0; p < ahead && p < n; ++p) prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
   for (int p0 = 0; p0 < n; p0 += P) {
     const T* kp[P];
     for (int j = 0; j < P; ++j) kp[j] = k + (p0 + j < n ? p0 + j : n - 1) * a.ld_pos;
     if (fetch)
       for (int p = p0; p < p0 + P && p < n; ++p) {
-        if (p + kAhead < n) prefetch_row<V>(k + (p + kAhead) * a.ld_pos, row_bytes, false);
+        if (p + ahead < n) prefetch_row<V>(k + (p + ahead) * a.ld_pos, row_bytes, false);
         prefetch_row<V>(v + p * a.ld_pos, row_bytes, true);
       }
     F acc[NG * P];

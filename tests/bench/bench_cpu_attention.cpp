@@ -17,9 +17,14 @@
 // layout of model/kv_cache.h, the default) or rows (a position's row holds
 // its 8 heads, as the GPU's cache does), or both.
 //
+// --block and --ahead sweep attention_cpu's knobs (AttnCpuTuning): positions
+// per block (16..256, multiples of 16; 0: the kernel's choice by context
+// length) and key rows
+// prefetched ahead (0: the default).
+//
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
-//          [--isa best|all|avx512,...] [--layout rows,heads] [--kv-gib 1] [--host-bytes-gib 2]
-//          [--json out.json]
+//          [--isa best|all|avx512,...] [--layout rows,heads] [--block 0,128,...]
+//          [--ahead 0,16,...] [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -95,6 +100,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"heads"};
+  std::vector<int> blocks = {0}, aheads = {0};
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
   std::string json_out;
@@ -119,6 +125,17 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "--layout: '%s' is neither rows nor heads\n", l.c_str());
           return 2;
         }
+    } else if (a == "--block" || a == "--ahead") {
+      std::vector<int>& v = a == "--block" ? blocks : aheads;
+      v.clear();
+      for (auto& x : split(next())) {
+        const int n = std::atoi(x.c_str());
+        if (n < 0 || (a == "--block" && (n % 16 != 0 || n > kAttnBlock))) {
+          std::fprintf(stderr, "%s: '%s' is not a valid value\n", a.c_str(), x.c_str());
+          return 2;
+        }
+        v.push_back(n);
+      }
     } else if (a == "--isa") {
       isa_names = split(next());
     } else if (a == "--reps") {
@@ -162,14 +179,17 @@ int main(int argc, char** argv) {
 
   std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
-  std::printf("%6s %3s %-8s %-6s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr", "isa", "layout",
-              "layers", "KV MB", "us med", "min", "max", "GB/s med", "host", "ratio");
+  std::printf("%6s %3s %-8s %-6s %4s %4s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr", "isa",
+              "layout", "blk", "ahd", "layers", "KV MB", "us med", "min", "max", "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int th : threads) {
     ThreadPool pool(th);
     for (CpuIsa isa : isas) {
       for (const std::string& layout : layouts)
-        for (int64_t ctx : ctxs) {
+        for (int64_t ctx : ctxs)
+          for (int blk : blocks)
+            for (int ahead : aheads) {
+          const AttnCpuTuning tune{blk, ahead};
           const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;
           const uint64_t n_layers = elems / layer;
           const uint64_t bytes = layer * 2;
@@ -201,22 +221,24 @@ int main(int argc, char** argv) {
             a.kv.k = k;
             a.kv.v = k + layer / 2;
             const auto t0 = std::chrono::steady_clock::now();
-            attention_cpu(pool, a, scratch, isa);
+            attention_cpu(pool, a, scratch, isa, tune);
             const double sec =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (r >= 0) us.push_back(sec * 1e6);
           }
           const Stats st = stats(us);
           const double gbps = bytes / (st.med * 1e-6) / 1e9;
-          std::printf("%6ld %3d %-8s %-6s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+          std::printf("%6ld %3d %-8s %-6s %4d %4d %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
                       static_cast<long>(ctx), th, cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
-                      layout.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
+                      layout.c_str(), blk, ahead, static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
                       st.min, st.max, gbps, host[th], gbps / host[th]);
           std::fflush(stdout);
           rows.push_back({{"ctx", ctx},
                           {"threads", th},
                           {"isa", cpu_isa_name(attention_cpu_isa(isa, kHeadDim))},
                           {"layout", layout},
+                          {"block", blk},
+                          {"ahead", ahead},
                           {"kv_bytes", bytes},
                           {"layers_rotated", n_layers},
                           {"us_median", st.med},

@@ -16,7 +16,7 @@
 // A score is an f32 dot product of head_dim terms (any order: error <=
 // (head_dim + 2)·u·A with the scale); an error δ in the scores moves each
 // weight by a factor within e^(±2δ). L terms per f32 chain in the sums over
-// positions (kAttnBlock for the kernel: one block per chain; the whole
+// positions (the block length for the kernel: one block per chain; the whole
 // context for attention_ref_f32), nb block merges of a few roundings each,
 // and 16 ulp for the SIMD exp (a few ulp, attention_cpu_exp.h) and the
 // final division. First order in u, which is far below any term here. The
@@ -147,7 +147,8 @@ struct Ref {
 };
 
 // chain: the longest f32 summation chain over positions (L of the header).
-Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32) {
+// blk: the kernel's positions per block (AttnCpuTuning::block; 0: its rule).
+Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0) {
   const int group = a.n_head / a.n_head_kv, hd = a.head_dim;
   const double u = 0x1p-24, scale = a.scale;
   Ref r;
@@ -156,8 +157,9 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32) {
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int32_t pos = a.pos[t];
     const int64_t base = a.seq[t] * a.kv.ld_seq;
-    const int nb = pos / kAttnBlock + 1;
-    const double chain = ref_f32 ? pos + 1 : kAttnBlock;
+    const int len = attention_cpu_block_len(int64_t{pos} + 1, blk);
+    const int nb = static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, blk));
+    const double chain = ref_f32 ? pos + 1 : len;
     std::vector<double> s(pos + 1), w(pos + 1);
     for (int h = 0; h < a.n_head; ++h) {
       const float* q = a.q + t * a.ldq + int64_t{h} * hd;
@@ -227,12 +229,13 @@ std::string name(CpuIsa isa, const Cache& c, int group, const std::string& shape
 // first result.
 std::vector<float> run_pools(const Cache& c, int n_head, const Tokens& tk,
                              const std::vector<float>& q, CpuIsa isa,
-                             std::vector<ThreadPool*> pools, const std::string& what) {
+                             std::vector<ThreadPool*> pools, const std::string& what,
+                             const AttnCpuTuning& tune = {}) {
   std::vector<float> first, out;
   for (ThreadPool* pool : pools) {
     AttentionCpuScratch scratch;
     const AttnArgs a = args(c, n_head, tk, q, out);
-    attention_cpu(*pool, a, scratch, isa);
+    attention_cpu(*pool, a, scratch, isa, tune);
     if (first.empty()) {
       first = out;
     } else {
@@ -305,6 +308,38 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
             }
           }
         }
+  MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the f64 reference") {
+  // AttnCpuTuning: the block changes the reduction (its own bound), the
+  // prefetch distance changes nothing; both stay independent of threads.
+  std::mt19937 rng(17);
+  ThreadPool p1(1), p16(16);
+  double worst = 0;
+  for (int group : {4, 8}) {
+    const int n_kv = 2, n_head = group * n_kv, hd = 128;
+    const Cache c = make_cache(1, 2048, n_kv, hd, AttnKvType::F16, rng, true);
+    for (int ctx : {1, 100, 1024, 2048}) {
+      const Tokens tk{{ctx - 1}, {0}};
+      const auto q = make_q(1, n_head, hd, 1.0f, rng);
+      std::vector<float> tmp;
+      const AttnArgs a = args(c, n_head, tk, q, tmp);
+      for (int blk : {16, 64, 128}) {
+        const Ref ref = reference(c, a, false, blk);
+        for (CpuIsa isa : supported_isas()) {
+          const std::string what = name(isa, c, group, "ctx ") + std::to_string(ctx) + " block " +
+                                   std::to_string(blk);
+          const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, {blk, 0});
+          worst = std::max(worst, check(a, out, ref, what));
+          const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
+          CHECK_MESSAGE(std::memcmp(far.data(), out.data(), out.size() * 4) == 0,
+                        what << ": prefetch distance 32 changed the result");
+
+        }
+      }
+    }
+  }
   MESSAGE("largest error / bound: " << worst);
 }
 
