@@ -218,6 +218,7 @@ void ComputeActor::run() {
     StepOutput out;
     out.step = step;
     out.n_rows = static_cast<int32_t>(b.n_logits());
+    out.n_vocab = static_cast<int32_t>(c.n_vocab);
     logits_.resize(static_cast<size_t>(out.n_rows) * c.n_vocab);
     if (!io_only_) {
       TraceScope span(tracer_, track, "head", SpanKind::Busy, -1, step);

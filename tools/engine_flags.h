@@ -35,8 +35,14 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "CPU matmul work split and prefetch, e.g. tasks=2,pf=1,hint=0: ranges start "
                   "at a 1/(threads*tasks) share, pf rows prefetched ahead into cache level hint "
                   "(0 L1, 1 L2, 2 L3, 3 non-temporal)");
-  sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+  sub->add_option("-c,--ctx-size", o.n_ctx,
+                  "Context size per sequence (0: the model's, at most 4096)")
       ->capture_default_str();
+  sub->add_option("--parallel", o.n_seq,
+                  "Sequences decoded at once, each with its own key/value cache of -c positions "
+                  "(continuous batching: more wait for a free one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
   sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sub->add_option("--vram-budget", o.vram_budget,
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");

@@ -9,9 +9,11 @@
 //
 // Summation order, fixed per variant (so results do not depend on threads):
 //   scalar : 16 lanes (i mod 16), each n/16 terms, then a pairwise tree.
-//   avx2   : n_tok <= 4: 2 × 8 lanes (the two halves of each group), each
-//            n/16 terms; n_tok >= 5: 8 lanes, each n/8 terms (8 tokens × 2
+//   avx2   : 2 × 8 lanes (the two halves of each group), each n/16 terms
+//            (more than 4 tokens: two passes over the row, as 8 tokens × 2
 //            accumulators would not fit in 16 registers).
+// None depends on n_tok: a token's result is the same bits alone or in a
+// batch (the batched-decode tests rely on it).
 //   avx512 : 2 × 16 lanes (even and odd groups: two independent FMA chains
 //            hide the 4-cycle latency at n_tok = 1), each n/32 terms.
 // defines: dot_g16_f32_scalar(), dot_g16_f32_avx2(), dot_g16_f32_avx512(), kDotMaxTokens

@@ -12,9 +12,10 @@
 // The weights are decoded once per chunk and used for every token, so a row
 // is read once whatever n_tok is. The next row is prefetched over this one.
 //
-// Summation order (fixed, so results do not depend on the thread count): per
-// token one 16-lane accumulator (two for n_tok <= 2: zmm 0, 2 and zmm 1, 3 of
-// a chunk, so that two FMA chains hide the latency), then _mm512_reduce_add_ps.
+// Summation order (fixed, so results depend neither on the thread count nor
+// on n_tok): per token two 16-lane accumulators (zmm 0, 2 and zmm 1, 3 of a
+// chunk, so that two FMA chains hide the latency), added, then
+// _mm512_reduce_add_ps.
 // defines: dot_q8_avx512vnni (kernels/cpu/dot_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -224,7 +225,10 @@ constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 template <GgmlType T, int NT>
 LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
-  constexpr int kAcc = NT <= 2 ? 2 : 1;
+  // Two chains for every token count: a token's sum must not depend on how
+  // many share the call (a batch gives each sequence its bits alone), and
+  // 8 tokens x 2 accumulators fit AVX-512's 32 registers.
+  constexpr int kAcc = 2;
   const int64_t n = x.n, nb = n / 32, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
   __m512i idx[4];
@@ -294,7 +298,10 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
 template <int NT>
 LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                          const RowPrefetch& pf) {
-  constexpr int kAcc = NT <= 2 ? 2 : 1;
+  // Two chains for every token count: a token's sum must not depend on how
+  // many share the call (a batch gives each sequence its bits alone), and
+  // 8 tokens x 2 accumulators fit AVX-512's 32 registers.
+  constexpr int kAcc = 2;
   const int64_t n = x.n, n_chunks = n / 256;
   const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(0x30);
   // Group g (16 values) -> its 32-block's d_x: lanes 2b, 2b+1 <- b.
