@@ -32,10 +32,12 @@ struct StepInput {
   bool stop = false;
 };
 
-// Key/value rows of one layer, positions [p0, p1) of sequence 0, as f32
-// values: a CPU-tier layer's cache moving between the GPU and CPU backends.
+// Key/value rows of one layer, positions [p0, p1) of sequence (slot) seq,
+// as f32 values: a CPU-tier layer's cache moving between the GPU and CPU
+// backends.
 struct KvRows {
   uint32_t layer = 0, p0 = 0, p1 = 0;
+  int32_t seq = 0;
   std::vector<float> k, v;  // (p1 - p0) x n_embd_kv each
 };
 
@@ -49,8 +51,10 @@ struct CpuWork {
   const Batch* batch = nullptr;
   float* hidden = nullptr;
   bool failed = false;
-  // Rows the GPU wrote that the CPU cache lacks: written before the layer runs.
+  // Rows the GPU wrote that the CPU cache lacks (n_kv_in sets, one per
+  // sequence): written before the layer runs.
   const KvRows* kv_in = nullptr;
+  int32_t n_kv_in = 0;
   // A request with no layer (batch null): fill these rows from the CPU cache.
   KvRows* kv_out = nullptr;
 };

@@ -85,7 +85,8 @@ struct Pipeline::Graph {
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
-                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only),
+                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only,
+                opt.n_seq),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
         sampler(to_sampler, steps, widths, rc, tracer, static_cast<int32_t>(opt.n_seq),
                 opt.chunk, opt.cpu_max_batch) {
@@ -123,13 +124,6 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
         "the plan computes layers on the CPU (%d at the start%s) but the pipeline has no CPU "
         "backend",
         plan.n_cpu, plan.rebalance ? ", re-planned online" : "");
-  // Compute's bookkeeping of a CPU-tier layer's cache on both backends
-  // (actors/compute.h) follows one sequence.
-  if (hybrid && opt.n_seq > 1)
-    return make_error(
-        "%u sequences at once with CPU-tier layers: not supported yet (a hybrid plan runs one "
-        "sequence); use --parallel 1, or --cpu-layers 0",
-        opt.n_seq);
   std::unique_ptr<BlockSource> src;
   uint32_t alignment = 4096;
   if (plan.n_storage > 0) {

@@ -3,7 +3,8 @@
 // sequence run alone — with more sequences than slots (the rest wait and
 // join as others leave), different prompt lengths and lengths of output,
 // a prompt fed in chunks beside decoding sequences, a cancelled sequence,
-// and streamed tiers. The CPU backend with f32 activations (the oracle) and
+// streamed tiers, and CPU-tier layers whose key/value rows move between the
+// backends per sequence. The CPU backend with f32 activations (the oracle) and
 // with 8-bit ones: both compute each row independently of its batch.
 #include <doctest/doctest.h>
 
@@ -67,6 +68,9 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
   const Model& m = model();
   const int V = static_cast<int>(m.config().n_vocab);
   CpuBackend be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
+  // The CPU tier's own backend (tiers with H): its cache holds those layers'
+  // rows, which follow a layer sent through the slots in a wide step.
+  CpuBackend tier_be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
   Tracer tracer(false);
   RunControl rc;
   PipelineOptions opt;
@@ -76,7 +80,12 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
   opt.chunk = chunk;
   opt.source.log = false;
   std::vector<Tier> t;
-  for (char c : tiers) t.push_back(c == 'A' ? Tier::Resident : c == 'B' ? Tier::Ram : Tier::Storage);
+  for (char c : tiers)
+    t.push_back(c == 'A'   ? Tier::Resident
+                : c == 'B' ? Tier::Ram
+                : c == 'H' ? Tier::Cpu
+                           : Tier::Storage);
+  if (tiers.find('H') != std::string::npos) opt.cpu_backend = &tier_be;
   auto p = Pipeline::start(m, be, plan_forced(m.map, t, 2, 2, 4096), opt, tracer, rc);
   REQUIRE(p.has_value());
   Pipeline& pl = **p;
@@ -136,8 +145,11 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
     // Cancelling from the callback ends the sequence at the next step in
     // both runs, so each sees the same rows.
     const auto alone = run(sp, 1, "AAAA", act, 512);
-    for (auto [n_seq, tiers, chunk] : {std::tuple{3u, "AAAA", 512}, std::tuple{3u, "ABCA", 4},
-                                       std::tuple{8u, "AAAA", 2}}) {
+    // Hybrid plans (H): steps wider than the CPU tier's batch (8) send its
+    // layers through the slots, each sequence's rows following them.
+    for (auto [n_seq, tiers, chunk] :
+         {std::tuple{3u, "AAAA", 512}, std::tuple{3u, "ABCA", 4}, std::tuple{8u, "AAAA", 2},
+          std::tuple{4u, "AHBH", 3}, std::tuple{3u, "HCHA", 512}}) {
       const auto batch = run(sp, n_seq, tiers, act, chunk);
       for (size_t i = 0; i < sp.size(); ++i) {
         INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk " << chunk
