@@ -351,3 +351,18 @@ TEST_CASE("decode: --parallel with --chat, an empty prompt file, or 0 is refused
   check_fails({"-m", tiny_model(), "--parallel", "2", "-f", empty}, {"empty-prompts.txt", "no prompt"});
   check_fails({"-m", tiny_model(), "--parallel", "0", "-p", "hi"}, {"--parallel"}, false);
 }
+
+TEST_CASE("bench: --batch reports a row per width, in all and per sequence, beside its bound") {
+  const std::string out = temp_dir().file("bench-batch.txt");
+  const std::string cmd = "exec " + shell_quote(LS_BINARY) + " bench -m " +
+                          shell_quote(tiny_model()) + " --backend cpu -t 2 -n 4 --batch 1,3 >" +
+                          shell_quote(out) + " 2>/dev/null";
+  const int status = std::system(cmd.c_str());
+  const std::string text = read_file(out);
+  INFO(text);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(text.find("| batch | tok/s per sequence | tok/s |") != std::string::npos);
+  for (const char* w : {"\n| 1 | ", "\n| 3 | "}) CHECK(text.find(w) != std::string::npos);
+  CHECK(text.find("error") == std::string::npos);
+}
