@@ -37,7 +37,7 @@ TEST_CASE("default model: looked for beside the binary, then in ../share/layerst
   CHECK(c[1] == "/opt/ls/share/layerstream/layerstream-default.gguf");
 }
 
-TEST_CASE("default model: beside the binary first, then the install's share; none is an error") {
+TEST_CASE("default model: beside the binary first, then the install's share, else an error") {
   const fs::path prefix =
       fs::temp_directory_path() / ("ls_default_model_" + std::to_string(::getpid()));
   fs::remove_all(prefix);
