@@ -24,7 +24,9 @@ struct EngineFlagText {
 };
 
 inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
-  sub->add_option("-m,--model", o.model, "GGUF model (default: a tiny synthetic model)");
+  sub->add_option("-m,--model", o.model,
+                  "GGUF model (default: the trained KJV target beside the binary, "
+                  "layerstream-default.gguf)");
   sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
   sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
   sub->add_option("--act", text.cpu_act,
