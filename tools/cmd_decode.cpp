@@ -47,11 +47,6 @@ struct Stats {
   double decode_tok_s() const { return generated > 1 && gen_s > 0 ? (generated - 1) / gen_s : 0.0; }
 };
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "error: %s\n", msg.c_str());
-  return 1;
-}
-
 // One request through the pipeline: the prompt as one batch, then up to n
 // sampled tokens, streamed as text. The callback runs on the sampler actor.
 Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, int n,

@@ -1,10 +1,12 @@
 // The flags every command that runs the engine shares (decode, bench): the
 // model, backend and threads, the budgets and tiers, the pipeline's tuning,
 // the reader, tracing.
-// defines: add_engine_flags()
+// defines: add_engine_flags(), finish_engine_flags(), fail()
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -90,6 +92,12 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
   sub->add_option("--watchdog", o.watchdog_s,
                   "Seconds without progress before the stall report (0: off)")
       ->capture_default_str();
+}
+
+// "error: MSG" on stderr; returns 1, the exit code of a command that failed.
+inline int fail(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
 }
 
 // Apply the string flags that need checking.
