@@ -33,7 +33,7 @@ __global__ void attention_split_kernel(AttentionParams p) {
   const int32_t begin = s * p.chunk;
   // The last split takes every position left (with one split: all of 0..pos).
   const int32_t end = s == p.n_split - 1 ? pos + 1 : min(begin + p.chunk, pos + 1);
-  const int64_t base = static_cast<int64_t>(p.seq[t]) * p.n_ctx * n_embd_kv + kvh * HD;
+  const int32_t sq = p.seq[t];
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
 #pragma unroll
@@ -43,7 +43,8 @@ __global__ void attention_split_kernel(AttentionParams p) {
   }
   float m = -FLT_MAX, l = 0.0f;
   for (int32_t ps = begin + warp; ps < end; ps += kWarps) {
-    const T* k = static_cast<const T*>(p.k_cache) + base + static_cast<int64_t>(ps) * n_embd_kv;
+    const int64_t at = kv_page_row(p.pages, p.n_ctx, sq, ps) * n_embd_kv + kvh * HD;
+    const T* k = static_cast<const T*>(p.k_cache) + at;
     float d = 0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; ++j)
@@ -55,7 +56,7 @@ __global__ void attention_split_kernel(AttentionParams p) {
     const float corr = expf(m - m_new);  // 0 on the first position (m = -FLT_MAX)
     const float w = expf(sc - m_new);
     l = l * corr + w;
-    const T* v = static_cast<const T*>(p.v_cache) + base + static_cast<int64_t>(ps) * n_embd_kv;
+    const T* v = static_cast<const T*>(p.v_cache) + at;
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; ++j)
       if (j < nl) acc[j] = acc[j] * corr + w * load_f32(v + lane + 32 * j);

@@ -5,8 +5,10 @@
 // (kv_store runs first, so a prompt's tokens see each other causally, and
 // several sequences can share a batch). GQA: head h reads KV head
 // h / (n_head / n_head_kv).
-// Layout: q, out (n_tok, n_head * head_dim) f32; caches of one layer
-// (n_seq, n_ctx, n_embd_kv) f16 or f32, head g at offset g * head_dim of a row.
+// Layout: q, out (n_tok, n_head * head_dim) f32; caches of one layer, paged
+// (kernels/kv_pages.h): rows of n_embd_kv f16 or f32, head g at offset g *
+// head_dim of a row, the row of (seq, pos) found through the block table
+// (with no table, the contiguous (n_seq, n_ctx, n_embd_kv)).
 // Pass 1, attention_split_kernel<T>: grid (n_split, n_head, n_tok),
 //   128 threads = 4 warps. Block s covers positions [s*chunk, (s+1)*chunk)
 //   ∩ [0, pos], the last split everything from s*chunk to pos (so one split
@@ -19,9 +21,11 @@
 //   n_tok), head_dim threads; merges the splits' (m, l, acc) by rescaling to
 //   the largest m. Splitting long contexts keeps a decode step (one token,
 //   few heads) spread over all SMs.
-// Versions: v1 scalar FMA, one warp per position, f16 cache; v2 (this file):
-// the same for an f16 or f32 cache. Serves decode (and any batch under
-// kAttentionPrefillMinTok entries, and every batch over an f32 cache).
+// Versions: v1 scalar FMA, one warp per position, f16 cache; v2: the same
+// for an f16 or f32 cache; v3 (this file): each position's row through the
+// block table (the same arithmetic in the same order: only addresses moved).
+// Serves decode (and any batch under kAttentionPrefillMinTok entries, and
+// every batch over an f32 cache).
 // Batches of at least kAttentionPrefillMinTok entries over an f16 cache with
 // head_dim 64 or 128 go to the tensor-core flash kernel of
 // kernels/attention_prefill.cuh (f16 Q and P, so ~1e-3 relative instead of
@@ -34,14 +38,16 @@
 
 #include <cstdint>
 
+#include "kernels/kv_pages.h"
 #include "runtime/status.h"
 
 namespace ls {
 
 struct AttentionParams {
   const float* q = nullptr;         // (n_tok, n_head * head_dim)
-  const void* k_cache = nullptr;  // this layer's (n_seq, n_ctx, n_embd_kv), f16 or f32
+  const void* k_cache = nullptr;    // this layer's pool (rows, n_embd_kv), f16 or f32
   const void* v_cache = nullptr;
+  KvPages pages;                  // the block table (device memory); null: (n_seq, n_ctx) rows
   bool kv_f32 = false;            // the caches hold float, else __half
   const int32_t* pos = nullptr;  // (n_tok) device
   const int32_t* seq = nullptr;  // (n_tok) device
@@ -49,7 +55,7 @@ struct AttentionParams {
   float* partial = nullptr;      // scratch: attention_partial_floats(...) floats (n_split > 1)
   int64_t n_tok = 0;
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
-  int32_t n_ctx = 0;
+  int32_t n_ctx = 0;         // the contiguous layout's positions per sequence (no table)
   float scale = 1.0f;        // 1/sqrt(head_dim)
   int32_t chunk = 256;       // positions per split
   int32_t n_split = 1;       // from attention_splits()

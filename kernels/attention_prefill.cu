@@ -158,9 +158,11 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1)
       wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, off));
-    const int64_t base =
-        static_cast<int64_t>(s) * p.n_ctx * n_embd_kv + static_cast<int64_t>(kvh) * HD;
+    const int64_t head = static_cast<int64_t>(kvh) * HD;
 
+    // A tile's 64 positions span 64 / kKvBlockLen blocks of the paged cache:
+    // each row's address through the table (the 16-byte pieces of one row
+    // read the same entry, from L1).
     auto load_tile = [&](int blk, int buf) {
       const int j0 = blk * kBc;
       __half* kd = k_sh + buf * Sm::kTile;
@@ -169,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
         const int r = i / (HD / 8), c = (i % (HD / 8)) * 8;
         const int32_t j = j0 + r;
         const bool in = j < kv_end;
-        const int64_t off = in ? base + static_cast<int64_t>(j) * n_embd_kv + c : 0;
+        const int64_t off = in ? kv_page_row(p.pages, p.n_ctx, s, j) * n_embd_kv + head + c : 0;
         cp_async_16(smem_u32(kd + r * kLd + c), static_cast<const __half*>(p.k_cache) + off,
                     in ? 16 : 0);
         cp_async_16(smem_u32(vd + r * kLd + c), static_cast<const __half*>(p.v_cache) + off,

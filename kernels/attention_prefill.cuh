@@ -7,8 +7,11 @@
 // of at least kAttentionPrefillMinTok entries when
 // attention_prefill_supported() holds; decode batches keep the scalar kernel.
 //
-// Layout: q, out (n_tok, n_head * head_dim) f32; caches (n_seq, n_ctx,
-// n_embd_kv) f16. head_dim 64 or 128. q must be 16-byte aligned.
+// Layout: q, out (n_tok, n_head * head_dim) f32; caches f16 rows of
+// n_embd_kv, paged as attention_cuda's (kernels/kv_pages.h: a key tile of
+// 64 positions spans 4 blocks of 16, each row's address through the block
+// table; no table: (n_seq, n_ctx, n_embd_kv)). head_dim 64 or 128. q must
+// be 16-byte aligned.
 //
 // Grid (ceil(n_tok / 64), n_head), 128 threads = 4 warps; tile index
 // reversed so the tiles with the most keys (the end of a prompt) start first.
@@ -32,7 +35,8 @@
 //
 // Precision: Q and P are f16 (scores and sums f32), so the result differs
 // from the f32 reference by ~1e-3 relative; the test allows NMSE 1e-5.
-// Versions: v1 (this), one head per block (GQA heads re-read K/V, from L2).
+// Versions: v1, one head per block (GQA heads re-read K/V, from L2); v2
+// (this): key/value rows through the block table.
 // defines: kAttentionPrefillMinTok, attention_prefill_supported, attention_prefill_f16kv_cuda
 #pragma once
 

@@ -11,7 +11,7 @@ __device__ __forceinline__ void put(float* d, float x) { *d = x; }
 template <typename T>
 __global__ void kv_store_kernel(KvStoreParams p) {
   const int64_t t = blockIdx.x;
-  const int64_t at = (static_cast<int64_t>(p.seq[t]) * p.n_ctx + p.pos[t]) * p.n_embd_kv;
+  const int64_t at = kv_page_row(p.pages, p.n_ctx, p.seq[t], p.pos[t]) * p.n_embd_kv;
   T* k = static_cast<T*>(p.k_cache) + at;
   T* v = static_cast<T*>(p.v_cache) + at;
   for (int32_t i = threadIdx.x; i < p.n_embd_kv; i += blockDim.x) {

@@ -2,12 +2,15 @@
 // go to the cache at (seq[t], pos[t]): an f16 cache rounds them to nearest
 // even as the CPU cache (model/kv_cache.h) does; an f32 cache (--kv-type
 // f32, the exact oracle) keeps them as they are.
-// Layout: k, v (n_tok, n_embd_kv) f32; cache of one layer (n_seq, n_ctx,
-// n_embd_kv) f16 or f32: a position's heads side by side (the CPU's KvCache keeps
-// each head's positions together instead; rows move between the two through
-// Backend::read_kv/write_kv, whole rows of n_embd_kv values).
+// Layout: k, v (n_tok, n_embd_kv) f32; cache of one layer, paged
+// (kernels/kv_pages.h): a pool of rows (n_blocks · kKvBlockLen, n_embd_kv)
+// f16 or f32, the row of (seq, pos) found through the block table; with no
+// table, the contiguous (n_seq, n_ctx, n_embd_kv). A position's heads side
+// by side (the CPU's KvCache keeps each head's positions of a block together
+// instead; rows move between the two through Backend::read_kv/write_kv,
+// whole rows of n_embd_kv values).
 // Grid: one block of 256 threads per token, threads over the row.
-// Versions: v1 (f16 only), v2 (this: f16 or f32).
+// Versions: v1 (f16 only), v2 (f16 or f32), v3 (this: through the block table).
 // defines: KvStoreParams, kv_store_cuda
 #pragma once
 
@@ -16,6 +19,7 @@
 
 #include <cstdint>
 
+#include "kernels/kv_pages.h"
 #include "runtime/status.h"
 
 namespace ls {
@@ -25,12 +29,13 @@ struct KvStoreParams {
   const float* v = nullptr;       // (n_tok, n_embd_kv)
   const int32_t* pos = nullptr;   // (n_tok) device
   const int32_t* seq = nullptr;   // (n_tok) device
-  void* k_cache = nullptr;        // this layer's (n_seq, n_ctx, n_embd_kv), f16 or f32
+  void* k_cache = nullptr;        // this layer's pool (rows, n_embd_kv), f16 or f32
   void* v_cache = nullptr;
+  KvPages pages;                  // the block table (device memory); null: (n_seq, n_ctx) rows
   bool f32 = false;               // the caches hold float, else __half
   int64_t n_tok = 0;
   int32_t n_embd_kv = 0;
-  int32_t n_ctx = 0;
+  int32_t n_ctx = 0;  // the contiguous layout's positions per sequence (no table)
 };
 
 Status kv_store_cuda(const KvStoreParams& p, cudaStream_t stream);

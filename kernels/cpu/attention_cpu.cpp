@@ -95,15 +95,22 @@ void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* trip
   const AttnArgs& a = *j.a;
   const int blk = block_len(j.blk, a.pos[t]);
   const int64_t p0 = int64_t{b} * blk;
-  const int64_t at =
-      a.seq[t] * a.kv.ld_seq + p0 * a.kv.ld_pos + int64_t{h} * a.kv.head_stride(a.head_dim);
   AttnBlockArgs ba;
   ba.q = a.q + t * a.ldq + int64_t{h} * j.group * a.head_dim;
-  ba.k = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
-  ba.v = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  ba.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
+  // The block's runs of positions: one for a contiguous cache; a paged
+  // cache's blocks (which tile the block: its length is a multiple of theirs)
+  // each found through the table.
+  const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
+  const int run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
+  ba.run_shift = a.kv.pages.table ? a.kv.pages.shift : 30;
+  for (int r = 0; r * run_len < ba.n_pos; ++r) {
+    const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * run_len)) + head;
+    ba.k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
+    ba.v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  }
   ba.type = a.kv.type;
   ba.ld_pos = a.kv.ld_pos;
-  ba.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
   ba.ahead = j.ahead;
   ba.group = j.group;
   ba.head_dim = a.head_dim;
@@ -167,6 +174,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   j.group = a.n_head / a.n_head_kv;
   j.blk = tune.block;
   assert(j.blk % 16 == 0 && j.blk >= 0 && j.blk <= kAttnBlock);
+  // A paged cache's blocks tile every attention block (16 divides them all).
+  assert(!a.kv.pages.table ||
+         ((1 << a.kv.pages.shift) >= kAttnMinRun && (1 << a.kv.pages.shift) <= 16));
   j.ahead = tune.ahead > 0 ? tune.ahead : 8;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {

@@ -32,6 +32,11 @@
 // the same: results do not depend on the thread count, nor on which other
 // tokens share the batch.
 //
+// A paged cache (kernels/kv_pages.h) is read through its block table: a
+// block's positions are runs of the cache's blocks (16 positions, which
+// divide every block length here), each run's address from the table; the
+// arithmetic, and so the result, is the same as over a contiguous cache.
+//
 // Split: with many (token, head) rows (prefill) a task is a whole row; with
 // few (decode: one token × 8 heads) each block is a task, so one token uses
 // every thread at long contexts, the tasks in block-major order (those
@@ -44,7 +49,8 @@
 // (attention_cpu_body.h) over a vector type; exp is a polynomial in the
 // SIMD variants (a few ulp), std::exp in the portable one.
 // defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, AttnCpuTuning, AttentionCpuScratch,
-//          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(), attention_cpu(), attention_cpu_isa()
+//          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
+//          attention_cpu(), attention_cpu_isa()
 #pragma once
 
 #include <atomic>

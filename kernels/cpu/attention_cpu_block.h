@@ -14,22 +14,36 @@
 //           variant's hsums, the same for every position);
 //   l:      W lanes over positions j, j+W, ..., then the tree;
 //   acc:    one chain per value, positions in order.
-// defines: AttnBlockArgs, attention_block_avx512(), attention_block_avx2(),
-//          attention_block_portable()
+// defines: kAttnMinRun, kAttnMaxRuns, AttnBlockArgs, kv_row(), attention_block_avx512(),
+//          attention_block_avx2(), attention_block_portable()
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cpu/attention_cpu.h"
 #include "kernels/ref/attention.h"
 
 namespace ls {
 
+// Runs per block at most: a paged cache's blocks of at least kAttnMinRun
+// positions (kernels/kv_pages.h) within a block of up to kAttnBlock.
+inline constexpr int kAttnMinRun = 4;
+inline constexpr int kAttnMaxRuns = kAttnBlock / kAttnMinRun;
+
 struct AttnBlockArgs {
   const float* q = nullptr;  // (group, head_dim): the group's query heads
-  const void* k = nullptr;   // key of the block's first position, at this head
-  const void* v = nullptr;   // value, likewise
+  // Where the block's positions lie, at this head: runs of 2^run_shift
+  // consecutive positions (a paged cache's blocks; one run of the whole
+  // block for a contiguous cache), run r's first key at k_run[r] and value
+  // at v_run[r]. Position p's key is at k_run[p >> run_shift] + (p mod
+  // 2^run_shift)·ld_pos (kv_row below): only the addresses depend on the
+  // runs, never the arithmetic.
+  // (Left uninitialised: run_block fills the runs a block has, every call.)
+  const void* k_run[kAttnMaxRuns];
+  const void* v_run[kAttnMaxRuns];
+  int run_shift = 30;
   AttnKvType type = AttnKvType::F16;
-  int64_t ld_pos = 0;  // elements between positions
+  int64_t ld_pos = 0;  // elements between positions of a run
   int n_pos = 0;       // 1..kAttnBlock
   int ahead = 8;       // key rows the scores loop prefetches ahead
   int group = 0, head_dim = 0;
@@ -39,6 +53,13 @@ struct AttnBlockArgs {
   // contiguous in that order.
   float* triple = nullptr;
 };
+
+// Position p's key (runs = k_run) or value (v_run) row.
+template <class T>
+inline const T* kv_row(const AttnBlockArgs& a, const void* const* runs, int p) {
+  return static_cast<const T*>(runs[p >> a.run_shift]) +
+         int64_t{p & ((1 << a.run_shift) - 1)} * a.ld_pos;
+}
 
 // head_dim % 16 == 0.
 void attention_block_avx512(const AttnBlockArgs& a);

@@ -59,22 +59,21 @@ template <class V, class T, int NG>
 LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
   using F = typename V::F;
   constexpr int P = V::W >= NG ? V::W / NG : 1;
-  const T* k = static_cast<const T*>(a.k);
-  const T* v = static_cast<const T*>(a.v);
   const int hd = a.head_dim, n = a.n_pos;
   const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
   const float* q = a.q + int64_t{g0} * hd;
   float* s = a.scores + int64_t{g0} * kAttnBlock;
   const int ahead = a.ahead;
   if (fetch)
-    for (int p = 0; p < ahead && p < n; ++p) prefetch_row<V>(k + p * a.ld_pos, row_bytes, false);
+    for (int p = 0; p < ahead && p < n; ++p)
+      prefetch_row<V>(kv_row<T>(a, a.k_run, p), row_bytes, false);
   for (int p0 = 0; p0 < n; p0 += P) {
     const T* kp[P];
-    for (int j = 0; j < P; ++j) kp[j] = k + (p0 + j < n ? p0 + j : n - 1) * a.ld_pos;
+    for (int j = 0; j < P; ++j) kp[j] = kv_row<T>(a, a.k_run, p0 + j < n ? p0 + j : n - 1);
     if (fetch)
       for (int p = p0; p < p0 + P && p < n; ++p) {
-        if (p + ahead < n) prefetch_row<V>(k + (p + ahead) * a.ld_pos, row_bytes, false);
-        prefetch_row<V>(v + p * a.ld_pos, row_bytes, true);
+        if (p + ahead < n) prefetch_row<V>(kv_row<T>(a, a.k_run, p + ahead), row_bytes, false);
+        prefetch_row<V>(kv_row<T>(a, a.v_run, p), row_bytes, true);
       }
     F acc[NG * P];
     for (int i = 0; i < NG * P; ++i) acc[i] = V::zero();
@@ -127,7 +126,6 @@ LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
 template <class V, class T, int NG, int R>
 LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
   using F = typename V::F;
-  const T* v = static_cast<const T*>(a.v);
   const int hd = a.head_dim;
   const float* e = a.scores + int64_t{g0} * kAttnBlock;
   float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
@@ -136,7 +134,7 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
     for (int g = 0; g < NG; ++g)
       for (int r = 0; r < R; ++r) o[g][r] = V::zero();
     for (int p = 0; p < a.n_pos; ++p) {
-      const T* vp = v + p * a.ld_pos + d0;
+      const T* vp = kv_row<T>(a, a.v_run, p) + d0;
       F x[R];
       for (int r = 0; r < R; ++r) x[r] = V::load(vp + r * V::W);
       for (int g = 0; g < NG; ++g) {

@@ -17,8 +17,7 @@ namespace {
 // Head `head` of the key or value row at (seq, pos), as f32 (into row for f16).
 const float* kv_head(const AttnKv& kv, const void* base, int32_t seq, int32_t pos, int head,
                      int head_dim, float* row) {
-  const int64_t at =
-      seq * kv.ld_seq + pos * kv.ld_pos + static_cast<int64_t>(head) * kv.head_stride(head_dim);
+  const int64_t at = kv.at(seq, pos) + static_cast<int64_t>(head) * kv.head_stride(head_dim);
   if (kv.type == AttnKvType::F32) return static_cast<const float*>(base) + at;
   const uint16_t* h = static_cast<const uint16_t*>(base) + at;
   for (int i = 0; i < head_dim; ++i) row[i] = fp16_to_fp32(h[i]);

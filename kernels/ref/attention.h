@@ -7,7 +7,10 @@
 // The cache is raw memory, so kernels/ needs nothing of model/: keys and
 // values of sequence s at position p, head h start at k + s·ld_seq +
 // p·ld_pos + h·ld_head (elements, f32 or f16 as uint16; ld_head = head_dim
-// by default: each row n_head_kv heads of head_dim values). Query token t (at position pos[t] of
+// by default: each row n_head_kv heads of head_dim values). A paged cache
+// (kernels/kv_pages.h: pages.table set) holds them at k + b·ld_block +
+// (p mod block length)·ld_pos + h·ld_head instead, b = the pool block that
+// slot s's table gives for position p. Query token t (at position pos[t] of
 // sequence seq[t]) sees positions 0..pos[t] of its own sequence; its query head h (head_dim values
 // at q + t·ldq + h·head_dim) uses key/value head h / (n_head / n_head_kv)
 // (grouped-query attention), and its output goes to out + t·ldo +
@@ -16,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/kv_pages.h"
 
 namespace ls {
 
@@ -29,7 +34,17 @@ struct AttnKv {
   int64_t ld_pos = 0;   // elements between positions (n_head_kv · head_dim for a packed cache)
   int64_t ld_seq = 0;   // elements between sequences (n_ctx · ld_pos)
   int64_t ld_head = 0;  // elements between heads; 0: head_dim (heads side by side in a row)
+  // Paged (pages.table set): the block table, and the elements between pool
+  // blocks; ld_seq is then unused.
+  KvPages pages;
+  int64_t ld_block = 0;
   int64_t head_stride(int head_dim) const { return ld_head ? ld_head : head_dim; }
+  // Elements from k (or v) to position pos of sequence seq, head 0.
+  int64_t at(int32_t seq, int32_t pos) const {
+    if (!pages.table) return seq * ld_seq + pos * ld_pos;
+    const int32_t b = pages.table[int64_t{seq} * pages.max_blocks + (pos >> pages.shift)];
+    return b * ld_block + (pos & ((1 << pages.shift) - 1)) * ld_pos;
+  }
 };
 
 struct AttnArgs {
