@@ -34,12 +34,13 @@ void CpuComputeActor::run() {
       rc_.chaos();
       const LayerView v = packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                             mem_.layout(l), mem_.ram_layer(l));
-      Status st = ok();
+      // The batch first: it brings the step's key/value block table, which
+      // the rows below are written through.
+      Status st = cpu_.import_hidden(*w->batch, w->hidden);
       for (int32_t i = 0; i < w->n_kv_in && st.ok(); ++i) {  // rows the GPU wrote in a wide step
         const KvRows& r = w->kv_in[i];
         st = cpu_.write_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data());
       }
-      if (st.ok()) st = cpu_.import_hidden(*w->batch, w->hidden);
       if (st.ok()) st = cpu_.layer(static_cast<uint32_t>(l), v);
       if (st.ok()) st = cpu_.export_hidden(w->hidden);
       if (!st.ok()) {

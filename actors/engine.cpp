@@ -5,6 +5,7 @@
 
 #include "model/cpu_backend.h"
 #include "model/default_model.h"
+#include "model/kv_blocks.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -87,8 +88,12 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   } else {
     // The CPU backend: "device memory" is host memory too, and the budgets
     // default to unlimited: every layer resident, read in place.
+    const uint32_t blocks = kv_pool_blocks(m, opt);
     in.device_reserves = {
-        {"KV cache", KvCache::bytes_for(c.n_layer, 1, n_ctx, c.n_embd_kv(), opt.kv_type)},
+        {"KV cache (" + std::to_string(blocks) + " blocks of " + std::to_string(kKvBlockLen) +
+             " positions; " + std::to_string(std::max<uint32_t>(1, opt.n_seq)) +
+             " sequences of up to " + std::to_string(n_ctx) + ")",
+         KvCache::bytes_for(c.n_layer, blocks, c.n_embd_kv(), opt.kv_type)},
         // Activations and logits for a 512-token batch: the residual, norms,
         // q/k/v, attention output, the two feed-forward halves, a row of logits each.
         {"activations and logits", 4ull * (8ull * c.n_embd + 2ull * c.n_ff + c.n_vocab) * 512},
@@ -170,6 +175,12 @@ uint64_t mem_available_bytes() {
   return static_cast<uint64_t>(kb) * 1024;
 }
 
+uint32_t kv_pool_blocks(const Model& m, const EngineOptions& opt) {
+  if (opt.kv_blocks) return opt.kv_blocks;
+  const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(m.config().n_ctx_train, 4096);
+  return kv_default_blocks(std::max<uint32_t>(1, opt.n_seq), n_ctx);
+}
+
 int hybrid_cpu_threads(const EngineOptions& opt) {
   return opt.threads > 0 ? opt.threads : std::max(1, default_thread_count() - 1);
 }
@@ -179,8 +190,8 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& o
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
   return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, std::max<uint32_t>(1, opt.n_seq),
-                                      opt.kv_type, threads, opt.cpu_act,
-                                      opt.cpu_tuning);
+                                      opt.kv_type, threads, opt.cpu_act, opt.cpu_tuning,
+                                      kv_pool_blocks(m, opt));
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
@@ -208,6 +219,14 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   if (opt.n_ctx > c.n_ctx_train)
     std::fprintf(stderr, "layerstream: warning: -c %u is beyond the model's training context %u\n",
                  opt.n_ctx, c.n_ctx_train);
+  // A block table row holds one slot's n_ctx positions: more blocks than all
+  // the slots' rows could never be used.
+  const uint32_t most = kv_default_blocks(std::max<uint32_t>(1, opt.n_seq), opt.n_ctx);
+  if (opt.kv_blocks > most)
+    return make_error(
+        "--kv-blocks %u: --parallel %u sequences of up to -c %u positions use at most %u blocks "
+        "of %d",
+        opt.kv_blocks, std::max<uint32_t>(1, opt.n_seq), opt.n_ctx, most, kKvBlockLen);
 
   auto plan = plan_for(*e->model_, opt);
   if (!plan) return plan.error();
@@ -233,6 +252,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   po.io_only = opt.io_only;
   po.n_ctx = opt.n_ctx;
   po.n_seq = std::max<uint32_t>(1, opt.n_seq);
+  po.kv_blocks = kv_pool_blocks(*e->model_, opt);
   po.chunk = static_cast<int32_t>(std::max<uint32_t>(1, opt.ubatch));
   auto pl = Pipeline::start(*e->model_, *e->backend_, e->plan_, po, *e->tracer_, e->rc_);
   if (!pl) return pl.error();

@@ -58,6 +58,9 @@ struct EngineOptions {
   CpuMatmulTuning cpu_tuning;    // --cpu-tuning: the CPU matmuls' work split and prefetch
   uint32_t n_ctx = 0;            // positions per sequence; 0: the model's, at most 4096
   uint32_t n_seq = 1;            // sequences at once (--parallel): key/value slots of n_ctx each
+  // Blocks of the paged key/value cache (--kv-blocks, model/kv_blocks.h);
+  // 0: n_seq × n_ctx positions' worth (kv_pool_blocks()).
+  uint32_t kv_blocks = 0;
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
@@ -85,6 +88,9 @@ struct EngineOptions {
 // Host memory the kernel says is available without swapping (/proc/meminfo
 // MemAvailable); 0 when unknown.
 uint64_t mem_available_bytes();
+
+// The key/value pool's blocks for these options (n_ctx 0: the model's, at most 4096).
+uint32_t kv_pool_blocks(const Model& m, const EngineOptions& opt);
 
 // The CPU backend for these options (the default factory); threads 0: -t or all cores.
 std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& opt,

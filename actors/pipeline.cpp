@@ -88,8 +88,8 @@ struct Pipeline::Graph {
                 plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only,
                 opt.n_seq),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
-        sampler(to_sampler, steps, widths, rc, tracer, static_cast<int32_t>(opt.n_seq),
-                opt.chunk, opt.cpu_max_batch) {
+        sampler(to_sampler, steps, widths, rc, tracer, static_cast<int32_t>(opt.n_seq), opt.chunk,
+                opt.cpu_max_batch, opt.n_ctx, opt.kv_blocks, opt.kv_seed) {
     for (size_t l = 0; l < plan.layer_tier.size(); ++l)
       route.on_cpu[l].store(plan.layer_tier[l] == Tier::Cpu);
   }
@@ -133,6 +133,20 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
     if (opt.wrap_source) src = opt.wrap_source(std::move(src));
     alignment = std::max<uint32_t>(src->alignment(), 1);
   }
+  // One pool of key/value blocks: the sampler's table addresses every
+  // backend's cache with the same block ids.
+  PipelineOptions o = opt;
+  o.n_seq = std::max<uint32_t>(1, opt.n_seq);
+  if (o.n_ctx > 0) {
+    if (o.kv_blocks == 0) o.kv_blocks = be.kv_pool_blocks();
+    if (o.kv_blocks == 0) o.kv_blocks = kv_default_blocks(o.n_seq, o.n_ctx);
+    const Backend* backends[] = {&be, hybrid ? opt.cpu_backend : nullptr};
+    for (const Backend* b : backends)
+      if (b && b->kv_pool_blocks() != 0 && b->kv_pool_blocks() != o.kv_blocks)
+        return make_error(
+            "the %s backend's key/value pool has %u blocks; the pipeline's has %u (--kv-blocks)",
+            b->name(), b->kv_pool_blocks(), o.kv_blocks);
+  }
   std::unique_ptr<Pipeline> p(new Pipeline());
   DeviceLink* link = be.link();
   if (!link) {
@@ -143,11 +157,12 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   auto mem = LayerMemory::create(m.map, plan, m.file->base(), alignment, link->memory_ops());
   if (!mem) return mem.error();
   p->rc_ = &rc;
-  p->n_ctx_ = opt.n_ctx;
-  p->n_seq_ = std::max<uint32_t>(1, opt.n_seq);
+  p->n_ctx_ = o.n_ctx;
+  p->n_seq_ = o.n_seq;
+  p->kv_blocks_ = o.kv_blocks;
   p->link_ = link;
   p->g_ =
-      std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer, rc);
+      std::make_unique<Graph>(m, be, *link, plan, o, std::move(*mem), std::move(src), tracer, rc);
   Graph& g = *p->g_;
   p->threads_.emplace_back([&g] { g.planner.run(); });
   p->threads_.emplace_back([&g] { g.reader.run(); });
@@ -173,6 +188,16 @@ Expected<uint64_t> Pipeline::submit(SeqRequest r, std::promise<SeqEnd> done) {
   if (n_ctx_ && r.pos0 + r.prompt.size() > n_ctx_)
     return make_error("%zu more tokens do not fit in the context: %u of %u positions are used",
                       r.prompt.size(), r.pos0, n_ctx_);
+  // Blocks for the prompt and the first token's position (actors/sampler.h):
+  // more than the whole pool would wait for ever.
+  if (n_ctx_) {
+    const uint64_t want = std::min<uint64_t>(r.pos0 + r.prompt.size() + 1, n_ctx_);
+    if (kv_blocks_for(want) > kv_blocks_)
+      return make_error(
+          "%zu tokens at position %u need %u key/value blocks of %d positions; the pool has %u "
+          "(--kv-blocks)",
+          r.prompt.size(), r.pos0, kv_blocks_for(want), kKvBlockLen, kv_blocks_);
+  }
   if (rc_->stopped()) {
     if (auto e = rc_->error()) return *e;
     return make_error("the run was stopped");
@@ -183,6 +208,10 @@ Expected<uint64_t> Pipeline::submit(SeqRequest r, std::promise<SeqEnd> done) {
 
 void Pipeline::cancel(uint64_t id) {
   g_->sampler.cancel(id);
+}
+
+KvUsage Pipeline::kv_usage() const {
+  return g_->sampler.kv_usage();
 }
 
 Expected<SeqEnd> Pipeline::wait(std::future<SeqEnd>& done) {
@@ -207,12 +236,14 @@ Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, s
   r.slot = 0;
   r.pos0 = n_past_;
   r.logits_from = logits_from;
+  r.keep_cache = true;  // the next request continues it (a chat), or rewinds
   std::promise<SeqEnd> done;
   std::future<SeqEnd> fut = done.get_future();
   auto id = submit(std::move(r), std::move(done));
   if (!id) return id.error();
   auto end = wait(fut);
   if (!end) return end.error();
+  if (!end->error.empty()) return make_error("%s", end->error.c_str());
   n_past_ = end->pos;
   return ok();
 }

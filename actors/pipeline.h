@@ -29,6 +29,12 @@ struct PipelineOptions {
   bool io_only = false;            // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;              // the backend's context (positions per sequence)
   uint32_t n_seq = 1;              // the backends' key/value slots: sequences at once
+  // The paged key/value cache's pool (model/kv_blocks.h): 0 takes the
+  // backend's (Backend::kv_pool_blocks), else n_ctx positions for every
+  // slot; the backends' pools must have as many. kv_seed, not 0: the free
+  // blocks in a shuffled order (tests).
+  uint32_t kv_blocks = 0;
+  uint64_t kv_seed = 0;
   int32_t chunk = 512;             // prompt tokens a step takes beside decoding sequences
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (n_cpu > 0 or rebalance)
   // A prompt of more tokens than this sends the CPU-tier layers through PCIe
@@ -53,7 +59,9 @@ class Pipeline {
 
   // Start a sequence beside the running ones (continuous batching,
   // actors/sampler.h): `done` gets how it ended. Errors: an empty prompt, a
-  // slot the pipeline lacks, a prompt past the context, a stopped run.
+  // slot the pipeline lacks, a prompt past the context, a prompt more blocks
+  // long than the key/value pool holds, a stopped run. A prompt that fits
+  // the pool but not its free blocks waits.
   Expected<uint64_t> submit(SeqRequest r, std::promise<SeqEnd> done);
   // End a sequence at the next step (SeqEnd::cancelled); its slot is freed.
   void cancel(uint64_t id);
@@ -64,9 +72,11 @@ class Pipeline {
   // previous request: a chat), waited for: the prompt as one batch (when no
   // other sequence runs), then what the callback returns fed back until it
   // returns nullopt (or the context is full). An error if the run failed or
-  // was stopped. The prompt's step has logits for its last row, and for
-  // every row from `logits_from` on (perplexity scores a window's rows): its
-  // callback gets them in prompt order, the last row last.
+  // was stopped, or the sequence ended early (SeqEnd::error: the key/value
+  // pool ran dry). Slot 0 keeps the request's cache for the next one. The
+  // prompt's step has logits for its last row, and for every row from
+  // `logits_from` on (perplexity scores a window's rows): its callback gets
+  // them in prompt order, the last row last.
   Status run_request(std::span<const int32_t> prompt, StepCallback cb,
                      size_t logits_from = SIZE_MAX);
   uint32_t n_past() const { return n_past_; }
@@ -75,6 +85,9 @@ class Pipeline {
   void rewind() { n_past_ = 0; }
   uint32_t n_ctx() const { return n_ctx_; }
   uint32_t n_seq() const { return n_seq_; }
+  uint32_t kv_blocks() const { return kv_blocks_; }
+  // The key/value pool's blocks in use now.
+  KvUsage kv_usage() const;
   const char* source_name() const;
   // The online re-planner of a hybrid plan (TierPlan::rebalance), else null.
   // Read it once the run has stopped (its moves are the compute actor's).
@@ -90,7 +103,7 @@ class Pipeline {
   std::unique_ptr<Graph> g_;
   std::vector<std::thread> threads_;
   RunControl* rc_ = nullptr;
-  uint32_t n_past_ = 0, n_ctx_ = 0, n_seq_ = 1;
+  uint32_t n_past_ = 0, n_ctx_ = 0, n_seq_ = 1, kv_blocks_ = 0;
 };
 
 }  // namespace ls

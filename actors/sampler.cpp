@@ -1,12 +1,14 @@
 #include "actors/sampler.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace ls {
 
 SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute,
                            StepWidths& widths, RunControl& rc, Tracer& tracer, int32_t n_slots,
-                           int32_t chunk, int32_t wide)
+                           int32_t chunk, int32_t wide, uint32_t n_ctx, uint32_t kv_blocks,
+                           uint64_t kv_seed)
     : in_(in),
       to_compute_(to_compute),
       widths_(widths),
@@ -14,7 +16,11 @@ SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compu
       tracer_(tracer),
       n_slots_(std::max(1, n_slots)),
       chunk_(std::max(1, chunk)),
-      wide_(wide) {}
+      wide_(wide),
+      paged_(n_ctx > 0),
+      kv_(paged_ ? KvBlockTable(static_cast<uint32_t>(n_slots_), n_ctx, kv_blocks, kv_seed)
+                 : KvBlockTable()),
+      kept_(static_cast<size_t>(n_slots_), 0) {}
 
 uint64_t SamplerActor::submit(SeqRequest r, std::promise<SeqEnd> done) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -37,16 +43,99 @@ int32_t SamplerActor::active() const {
   return static_cast<int32_t>(queue_.size() + running_.size());
 }
 
+KvUsage SamplerActor::kv_usage() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {kv_.n_used(), kv_.n_blocks()};
+}
+
+std::string SamplerActor::kv_full(uint32_t pos) const {
+  char msg[240];
+  std::snprintf(msg, sizeof msg,
+                "kv cache full: %u blocks of %u in use (%u positions each); no block for "
+                "position %u (a larger --kv-blocks, or fewer sequences at once)",
+                kv_.n_used(), kv_.n_blocks(), kKvBlockLen, pos);
+  return msg;
+}
+
 bool SamplerActor::slot_free(int32_t s) const {
   for (const Seq& r : running_)
     if (r.req.slot == s) return false;
   return true;
 }
 
-void SamplerActor::finish(size_t i, bool cancelled) {
+void SamplerActor::finish(size_t i, bool cancelled, std::string error) {
   Seq& s = running_[i];
-  s.done.set_value(SeqEnd{s.pos, cancelled});
+  if (paged_) {
+    // Its blocks go back (no kernel reads them now: the step that used them
+    // has ended), but those of its positions when the slot keeps them.
+    const uint32_t slot = static_cast<uint32_t>(s.req.slot);
+    kept_[slot] = s.req.keep_cache ? s.pos : 0;
+    kv_.trim(slot, kept_[slot]);
+  }
+  s.done.set_value(SeqEnd{s.pos, cancelled, std::move(error)});
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+// Queued sequences take free slots in the order they came; the first that
+// cannot (its slot is busy, none is free, or the pool lacks its blocks)
+// holds the rest back.
+void SamplerActor::admit() {
+  while (!queue_.empty()) {
+    Seq& q = queue_.front();
+    auto refuse = [&](std::string why) {
+      q.done.set_value(SeqEnd{q.req.pos0, false, std::move(why)});
+      queue_.pop_front();
+    };
+    if (q.cancelled) {
+      q.done.set_value(SeqEnd{q.req.pos0, true, {}});
+      queue_.pop_front();
+      continue;
+    }
+    int32_t slot = -1;
+    if (q.req.slot >= 0) {
+      if (q.req.slot < n_slots_ && slot_free(q.req.slot)) slot = q.req.slot;
+    } else {
+      // A slot that keeps no chat's cache first (paged: a kept cache is
+      // given up only when no other slot is free).
+      for (int32_t s = 0; s < n_slots_ && slot < 0; ++s)
+        if (slot_free(s) && kept_[static_cast<size_t>(s)] == 0) slot = s;
+      for (int32_t s = 0; s < n_slots_ && slot < 0; ++s)
+        if (slot_free(s)) slot = s;
+    }
+    if (slot < 0) break;
+    if (paged_) {
+      const uint32_t us = static_cast<uint32_t>(slot), pos0 = q.req.pos0;
+      if (pos0 > kept_[us]) {
+        char msg[200];
+        std::snprintf(msg, sizeof msg,
+                      "slot %d keeps the keys and values of %u positions; the request continues "
+                      "at position %u",
+                      slot, kept_[us], pos0);
+        refuse(msg);
+        continue;
+      }
+      // The slot keeps positions [0, pos0) for this request; the prompt and
+      // the first token's position need blocks now.
+      kept_[us] = pos0;
+      kv_.trim(us, pos0);
+      const uint32_t want = static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{pos0} + q.req.prompt.size() + 1, q.req.max_pos));
+      if (!kv_.reserve(us, want)) {
+        if (!running_.empty()) break;  // blocks come back as they end
+        char msg[300];
+        std::snprintf(msg, sizeof msg,
+                      "kv cache full: the prompt needs %u more blocks of %u positions, %u of "
+                      "%u are free and no sequence runs to free more (the rest are kept caches)",
+                      kv_.lacking(us, want), kKvBlockLen, kv_.n_free(), kv_.n_blocks());
+        refuse(msg);
+        continue;
+      }
+    }
+    q.req.slot = slot;
+    q.pos = q.req.pos0;
+    running_.push_back(std::move(q));
+    queue_.pop_front();
+  }
 }
 
 // Decoding sequences first (one entry each), then prompts in the order their
@@ -65,28 +154,20 @@ void SamplerActor::form_batch(Batch& b) {
   }
   for (size_t i = running_.size(); i-- > 0;)
     if (running_[i].cancelled) finish(i, true);
-  // Queued sequences take free slots in the order they came; the first that
-  // cannot (its slot is busy, or none is free) holds the rest back.
-  while (!queue_.empty()) {
-    Seq& q = queue_.front();
-    if (q.cancelled) {
-      q.done.set_value(SeqEnd{q.req.pos0, true});
-      queue_.pop_front();
-      continue;
+  // A decoding sequence whose next position enters a new block takes one
+  // now, before any queued one joins (running sequences first); when the
+  // pool has none, that sequence ends (in the order they joined, so the
+  // blocks of one that ends can serve those after it).
+  if (paged_)
+    for (size_t i = 0; i < running_.size();) {
+      Seq& s = running_[i];
+      if (s.token >= 0 && !kv_.reserve(static_cast<uint32_t>(s.req.slot), s.pos + 1)) {
+        finish(i, false, kv_full(s.pos));
+        continue;
+      }
+      ++i;
     }
-    int32_t slot = -1;
-    if (q.req.slot >= 0) {
-      if (q.req.slot < n_slots_ && slot_free(q.req.slot)) slot = q.req.slot;
-    } else {
-      for (int32_t s = 0; s < n_slots_ && slot < 0; ++s)
-        if (slot_free(s)) slot = s;
-    }
-    if (slot < 0) break;
-    q.req.slot = slot;
-    q.pos = q.req.pos0;
-    running_.push_back(std::move(q));
-    queue_.pop_front();
-  }
+  admit();
   order_.clear();
   for (size_t i = 0; i < running_.size(); ++i) {
     Seq& s = running_[i];
@@ -115,6 +196,7 @@ void SamplerActor::form_batch(Batch& b) {
     budget -= n;
     order_.push_back(i);
   }
+  if (paged_ && b.size() > 0) b.kv_table = kv_.table();
 }
 
 void SamplerActor::run() {

@@ -9,7 +9,21 @@
 // When a sequence ends (its callback says so, its context is full, or it
 // was cancelled) its slot is free for the next one and its client is told
 // the final position.
-// defines: StepCallback, SeqRequest, SeqEnd, SamplerActor
+//
+// The key/value cache is paged (model/kv_blocks.h): the sampler owns the
+// block table and sends it with every step. A sequence is admitted when the
+// pool has blocks for its prompt's positions and its first token's (the
+// positions pos0 .. pos0 + prompt); until then it waits in the queue, and
+// those behind it too (first come, first served). Decoding, it takes a block
+// each time its next position enters a new one; when none is free, that
+// sequence ends, its SeqEnd saying "kv cache full" (the others go on), and
+// its blocks go back. A sequence's blocks go back when it ends, however it
+// ends, unless it asked to keep them (keep_cache: run_request's chat turns,
+// which continue the slot's cache at pos0). A request the pool could never
+// hold is refused at submit (Pipeline::submit); one that waits while
+// nothing runs, so that nothing will free blocks, ends at once with the
+// message rather than wait for ever.
+// defines: StepCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
 #pragma once
 
 #include <condition_variable>
@@ -19,9 +33,11 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "actors/messages.h"
+#include "model/kv_blocks.h"
 #include "runtime/credit_pool.h"
 #include "runtime/trace.h"
 
@@ -44,22 +60,39 @@ struct SeqRequest {
   // Prompt entries from this index on get logits rows too (perplexity); the
   // last prompt entry always does.
   size_t logits_from = SIZE_MAX;
+  // At its end the slot keeps the sequence's key/value blocks, for a next
+  // request in the same slot that continues at pos0 = its end (a chat); a
+  // request at a pos0 the slot has not kept ends with an error.
+  bool keep_cache = false;
 };
 
-// How a sequence ended: the position after its last cached token, and
-// whether it was cancelled.
+// How a sequence ended: the position after its last cached token, whether
+// it was cancelled, and why the engine ended it when its callback and its
+// context did not (empty otherwise), e.g. "kv cache full: 64 blocks of 64
+// in use; ...".
 struct SeqEnd {
   uint32_t pos = 0;
   bool cancelled = false;
+  std::string error;
+};
+
+// The paged key/value cache's pool: blocks held by sequences (and kept
+// caches), of all.
+struct KvUsage {
+  uint32_t used = 0, total = 0;
 };
 
 class SamplerActor {
  public:
   // n_slots: key/value slots (the backends' sequences); chunk: prompt tokens
   // a step takes beside decoding sequences; wide: a step of more entries than
-  // this is marked wide (StepWidths; 0: never).
+  // this is marked wide (StepWidths; 0: never). n_ctx: positions a slot may
+  // reach (0: no paging: no table is sent, the backends keep theirs);
+  // kv_blocks: the pool (0: n_ctx positions for every slot); kv_seed: not 0,
+  // the free blocks in a shuffled order (tests).
   SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, StepWidths& widths,
-               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk, int32_t wide);
+               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk, int32_t wide,
+               uint32_t n_ctx = 0, uint32_t kv_blocks = 0, uint64_t kv_seed = 0);
   void run();  // the actor's thread
 
   // Queue a sequence; it joins at the next step that has a free slot for it
@@ -71,6 +104,8 @@ class SamplerActor {
   void cancel(uint64_t id);
   // Sequences queued or running.
   int32_t active() const;
+  // The key/value pool's blocks in use (any thread).
+  KvUsage kv_usage() const;
 
  private:
   struct Seq {
@@ -85,8 +120,12 @@ class SamplerActor {
   };
   // The step's batch from the running sequences and the queue (under mu_).
   void form_batch(Batch& b);
-  void finish(size_t i, bool cancelled);
+  // Queued sequences join while slots and blocks allow (under mu_).
+  void admit();
+  // Ends running_[i]: its promise, its blocks (kept with keep_cache).
+  void finish(size_t i, bool cancelled, std::string error = {});
   bool slot_free(int32_t s) const;
+  std::string kv_full(uint32_t pos) const;
 
   Mailbox<StepOutput>& in_;
   Mailbox<StepInput>& to_compute_;
@@ -100,6 +139,11 @@ class SamplerActor {
   std::vector<Seq> running_;    // in slots, in the order they joined (mu_)
   std::vector<size_t> order_;   // running_ indices in the order of the step in flight's entries
   uint64_t next_id_ = 1;
+  // The paged cache (mu_): the block table, and per slot the positions it
+  // keeps from a keep_cache sequence that ended (0: none).
+  const bool paged_;
+  KvBlockTable kv_;
+  std::vector<uint32_t> kept_;
   // Cancelled ids, taken at the next step (their own lock: a callback runs
   // under mu_ and may cancel).
   std::mutex cancel_mu_;

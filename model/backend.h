@@ -22,6 +22,11 @@ struct Batch {
   std::vector<int32_t> pos;
   std::vector<int32_t> seq;
   std::vector<uint8_t> logits;  // 1: compute logits for this entry
+  // The paged key/value cache's block table (kernels/kv_pages.h), (slots,
+  // ceil(n_ctx / kKvBlockLen)), from the sampler's model/kv_blocks.h, for
+  // this step and after; empty: the backend keeps the table it has (at the
+  // start, each slot n_ctx positions of its own when the pool has them).
+  std::vector<int32_t> kv_table;
   size_t size() const { return token.size(); }
   size_t n_logits() const {
     size_t n = 0;
@@ -39,6 +44,7 @@ struct Batch {
     pos.clear();
     seq.clear();
     logits.clear();
+    kv_table.clear();
   }
 };
 
@@ -74,6 +80,9 @@ class Backend {
   virtual Status finish(float* logits) = 0;
   // Forget the cached keys/values of a sequence from position `from` on.
   virtual void clear_seq(int32_t seq, int32_t from) = 0;
+  // Blocks of the paged key/value cache's pool (model/kv_blocks.h); 0: a
+  // backend that does not say (the pipeline then takes its own options').
+  virtual uint32_t kv_pool_blocks() const { return 0; }
   // The view of a resident layer as this backend holds it, when it keeps its
   // own copy (the CUDA backend: device pointers); nullopt: the mapped file's
   // view (Model::layer) is the one to pass to layer().
@@ -88,10 +97,11 @@ class Backend {
     return make_error("%s: no hidden-state import", name());
   }
   // A layer's cached keys and values for positions [p0, p1) of sequence
-  // `seq`, as f32 (n_embd_kv per position; exact for f16 and f32 caches), out of this backend and
-  // into it: hybrid plans compute a CPU-tier layer on the GPU for a wide step (prefill through
-  // PCIe) and on the CPU for the next, so the rows one side wrote move to the other before it reads
-  // them (actors/compute.cpp).
+  // `seq` (through the block table of the last batch), as f32 (n_embd_kv per
+  // position; exact for f16 and f32 caches), out of this backend and into it:
+  // hybrid plans compute a CPU-tier layer on the GPU for a wide step (prefill
+  // through PCIe) and on the CPU for the next, so the rows one side wrote move
+  // to the other before it reads them (actors/compute.cpp).
   virtual Status read_kv(uint32_t, int32_t, uint32_t, uint32_t, float*, float*) {
     return make_error("%s: no key/value row export", name());
   }

@@ -7,10 +7,11 @@
 namespace ls {
 
 CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
-                       KvType kv_type, int n_threads, CpuAct act, const CpuMatmulTuning& tune)
+                       KvType kv_type, int n_threads, CpuAct act, const CpuMatmulTuning& tune,
+                       uint32_t kv_blocks)
     : c_(c),
       g_(g),
-      kv_(c.n_layer, n_seq, n_ctx, c.n_head_kv, c.head_dim, kv_type),
+      kv_(c.n_layer, n_seq, n_ctx, c.n_head_kv, c.head_dim, kv_type, kv_blocks),
       pool_(n_threads),
       act_(act),
       tune_(tune) {
@@ -91,6 +92,15 @@ void CpuBackend::reserve(size_t n) {
   mm_scratch_.act().reserve(static_cast<int64_t>(n), std::max<int64_t>(c_.n_embd, c_.n_ff));
 }
 
+// The batch's entries; its block table is kv_'s (check_batch took it), not
+// copied again (the CPU tier gets the batch once per layer).
+void CpuBackend::take_entries(const Batch& b) {
+  batch_.token = b.token;
+  batch_.pos = b.pos;
+  batch_.seq = b.seq;
+  batch_.logits = b.logits;
+}
+
 Status CpuBackend::export_hidden(float* h) {
   std::copy(h_.begin(), h_.begin() + static_cast<ptrdiff_t>(batch_.size() * c_.n_embd), h);
   return ok();
@@ -98,13 +108,26 @@ Status CpuBackend::export_hidden(float* h) {
 
 Status CpuBackend::import_hidden(const Batch& b, const float* h) {
   LS_TRY(check_batch(b));
-  batch_ = b;
+  take_entries(b);
   reserve(b.size());
   std::copy(h, h + b.size() * c_.n_embd, h_.begin());
   return ok();
 }
 
-Status CpuBackend::check_batch(const Batch& b) const {
+namespace {
+// Blocks slot s holds (for messages).
+uint32_t held_blocks(const KvCache& kv, uint32_t s) {
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < kv.max_blocks(); ++b)
+    n += kv.table()[static_cast<size_t>(s) * kv.max_blocks() + b] >= 0;
+  return n;
+}
+}  // namespace
+
+Status CpuBackend::check_batch(const Batch& b) {
+  // The CPU tier's backend gets the same batch for each of its layers: the
+  // table is taken once (compared first: a few KiB).
+  if (!b.kv_table.empty() && b.kv_table != kv_.table()) LS_TRY(kv_.set_table(b.kv_table));
   for (size_t t = 0; t < b.size(); ++t) {
     if (b.token[t] < 0 || static_cast<uint32_t>(b.token[t]) >= c_.n_vocab)
       return make_error("token id %d is outside the vocabulary (%u)", b.token[t], c_.n_vocab);
@@ -112,13 +135,19 @@ Status CpuBackend::check_batch(const Batch& b) const {
       return make_error("position %d is outside the context (%u)", b.pos[t], kv_.n_ctx());
     if (b.seq[t] < 0 || static_cast<uint32_t>(b.seq[t]) >= kv_.n_seq())
       return make_error("sequence %d is outside the %u sequence slots", b.seq[t], kv_.n_seq());
+    const uint32_t s = static_cast<uint32_t>(b.seq[t]), p = static_cast<uint32_t>(b.pos[t]);
+    if (!kv_.holds(s, p, p + 1))
+      return make_error(
+          "position %u of sequence %u has no key/value block (the table gives it %u of the "
+          "pool's %u blocks)",
+          p, s, held_blocks(kv_, s), kv_.n_blocks());
   }
   return ok();
 }
 
 Status CpuBackend::begin(const Batch& b) {
   LS_TRY(check_batch(b));
-  batch_ = b;
+  take_entries(b);
   reserve(b.size());
   const uint64_t row_bytes = ggml_row_bytes(g_.token_embd.type, c_.n_embd);
   for (size_t t = 0; t < b.size(); ++t) {
@@ -161,7 +190,8 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.kv.v = f16 ? static_cast<const void*>(kv_.v_f16(il)) : kv_.v_f32(il);
   at.kv.ld_pos = kv_.ld_pos();
   at.kv.ld_head = kv_.ld_head();
-  at.kv.ld_seq = kv_.ld_seq();
+  at.kv.ld_block = kv_.ld_block();
+  at.kv.pages = kv_.pages();
   attention_cpu(pool_, at, attn_scratch_);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
@@ -198,6 +228,9 @@ static Status check_kv_rows(const KvCache& kv, uint32_t layer, int32_t seq, uint
       p1 > kv.n_ctx())
     return make_error("cpu: key/value rows %u..%u of layer %u, sequence %d are outside the cache",
                       p0, p1, layer, seq);
+  if (!kv.holds(static_cast<uint32_t>(seq), p0, p1))
+    return make_error("cpu: key/value rows %u..%u of sequence %d are not all in blocks", p0, p1,
+                      seq);
   return ok();
 }
 

@@ -27,16 +27,18 @@ namespace ls {
 
 class CpuBackend final : public Backend {
  public:
-  // n_ctx: cache length per sequence; n_seq: sequence slots.
+  // n_ctx: cache length per sequence; n_seq: sequence slots; kv_blocks:
+  // the paged cache's pool (0: n_ctx positions for every slot).
   // act: the activations of the quantized matmuls (Q8 fast, F32 the oracle).
   CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
              KvType kv_type, int n_threads, CpuAct act = CpuAct::Q8,
-             const CpuMatmulTuning& tune = {});
+             const CpuMatmulTuning& tune = {}, uint32_t kv_blocks = 0);
   const char* name() const override { return "cpu"; }
   Status begin(const Batch& b) override;
   Status layer(uint32_t index, const LayerView& w) override;
   Status finish(float* logits) override;
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
+  uint32_t kv_pool_blocks() const override { return kv_.n_blocks(); }
   Status export_hidden(float* h) override;
   Status import_hidden(const Batch& b, const float* h) override;
   Status read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
@@ -49,7 +51,10 @@ class CpuBackend final : public Backend {
 
  private:
   void reserve(size_t n_tok);
-  Status check_batch(const Batch& b) const;
+  // Takes the batch's block table (when it has one) and checks its entries:
+  // tokens in the vocabulary, positions in the context and in blocks.
+  Status check_batch(const Batch& b);
+  void take_entries(const Batch& b);
   // y = x · Wᵀ through kernels/cpu/ when it handles W, else the reference.
   void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y);
   // Whether all parts take the q8 kernels with one shared 8-bit input.

@@ -1,7 +1,8 @@
 // The CUDA backend (see cuda_backend.h). A layer, on one stream:
 //   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused)
 //   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill)
-//   rope(q), rope(k); cache[seq, pos] = k, v   (f16; f32 with --kv-type f32)
+//   rope(q), rope(k); cache[seq, pos] = k, v   (f16; f32 with --kv-type f32; paged: the
+//                                               row of (seq, pos) through the block table)
 //   att = attention(q, cache)                   decode and prefill, split over long contexts
 //   o = att · Wo
 //   h += o; xn = rmsnorm(h) · ffn_norm          fused
@@ -20,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/convert_f16.h"
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/embed.cuh"
@@ -30,7 +30,9 @@
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope.cuh"
 #include "kernels/swiglu.cuh"
+#include "model/cuda_kv_pool.cuh"
 #include "model/cuda_link.cuh"
+#include "model/kv_blocks.h"
 #include "model/kv_cache.h"
 #include "runtime/cuda_util.cuh"
 #include "runtime/units.h"
@@ -102,9 +104,12 @@ std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions&
   const LlamaWeights& w = m.info.weights;
   const uint32_t n = clamp_batch(o);
   std::vector<CudaReserve> r;
+  const uint32_t blocks = o.kv_blocks ? o.kv_blocks : kv_default_blocks(o.n_seq, o.n_ctx);
   r.push_back({std::string("KV cache (") + (o.kv_type == KvType::F32 ? "f32" : "f16") + ", " +
-                   std::to_string(o.n_seq) + " x " + std::to_string(o.n_ctx) + " positions)",
-               KvCache::bytes_for(c.n_layer, o.n_seq, o.n_ctx, c.n_embd_kv(), o.kv_type)});
+                   std::to_string(blocks) + " blocks of " + std::to_string(kKvBlockLen) +
+                   " positions; " + std::to_string(o.n_seq) + " sequences of up to " +
+                   std::to_string(o.n_ctx) + ")",
+               CudaKvPool::bytes_for(c.n_layer, blocks, c.n_embd_kv(), o.kv_type)});
   r.push_back({"activations and logits for " + std::to_string(n) + " tokens",
                activation_bytes(c, o.n_ctx, n)});
   r.push_back({"f16 dequantization scratch of the batched matmul",
@@ -140,18 +145,10 @@ struct CudaBackend::Impl {
   uint8_t* embd_dev = nullptr;   // device, (cap, row_bytes)
   int32_t* iota = nullptr;       // device, 0..cap-1
   std::unique_ptr<CudaLink> link;
-  // (n_layer, n_seq, n_ctx, n_embd_kv) of __half, or of float (kv_f32).
-  uint8_t* k_cache = nullptr;
-  uint8_t* v_cache = nullptr;
+  // The paged key/value cache and its block table (f16, or f32: kv_f32).
+  CudaKvPool kv;
   bool kv_f32 = false;
   uint64_t kv_bytes = 0;
-  std::vector<uint16_t> kv_host;  // read_kv / write_kv: f16 rows in transit (k, then v)
-  uint64_t kv_elem_bytes() const { return kv_f32 ? 4 : 2; }
-  // The byte offset of (layer, seq, pos) in k_cache / v_cache.
-  uint64_t kv_row(uint32_t layer, int32_t seq, uint32_t pos) const {
-    return ((uint64_t{layer} * opt.n_seq + static_cast<uint64_t>(seq)) * opt.n_ctx + pos) *
-           c.n_embd_kv() * kv_elem_bytes();
-  }
   Status check_kv_rows(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1) const {
     if (layer >= c.n_layer || seq < 0 || static_cast<uint32_t>(seq) >= opt.n_seq || p0 > p1 ||
         p1 > opt.n_ctx)
@@ -201,8 +198,6 @@ struct CudaBackend::Impl {
     link.reset();  // its watchers drain first
     mm.reset();
     if (arena) cudaFree(arena);
-    if (k_cache) cudaFree(k_cache);
-    if (v_cache) cudaFree(v_cache);
     if (act) cudaFree(act);
     if (pinned) cudaFreeHost(pinned);
     if (embd_host) cudaFreeHost(embd_host);
@@ -374,7 +369,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
              add(lw.ffn_norm),  add(lw.w_gate), add(lw.w_up), add(lw.w_down)};
   }
   s.kv_f32 = o.kv_type == KvType::F32;
-  s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), o.kv_type);
+  if (s.opt.kv_blocks == 0) s.opt.kv_blocks = kv_default_blocks(s.opt.n_seq, s.opt.n_ctx);
+  s.kv_bytes = CudaKvPool::bytes_for(c.n_layer, s.opt.kv_blocks, c.n_embd_kv(), o.kv_type);
   // Check the whole need against what is free before allocating any of it.
   {
     size_t free_b = 0, total_b = 0;
@@ -426,15 +422,11 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     s.layers[l] = v;
     s.is_resident[l] = 1;
   }
-  // The KV cache, zeroed (positions are written before they are read).
-  for (uint8_t** p : {&s.k_cache, &s.v_cache}) {
-    if (cudaMalloc(p, s.kv_bytes / 2) != cudaSuccess) {
-      (void)cudaGetLastError();
-      *p = nullptr;
-      return s.error_oom("the KV cache", s.kv_bytes);
-    }
-    LS_CUDA_TRY(cudaMemsetAsync(*p, 0, s.kv_bytes / 2, s.stream));
-  }
+  // The KV cache, zeroed (positions are written before they are read), and its block table.
+  if (Status st = s.kv.create(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), o.kv_type,
+                              s.opt.kv_blocks, s.stream);
+      !st.ok())
+    return s.kv.allocated() ? st.error() : s.error_oom("the KV cache", s.kv_bytes);
   LS_TRY(s.reserve(s.opt.max_batch));
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();
@@ -452,6 +444,10 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
 }
 
 CudaBackend::~CudaBackend() = default;
+
+uint32_t CudaBackend::kv_pool_blocks() const {
+  return impl_->kv.n_blocks();
+}
 
 uint64_t CudaBackend::device_bytes() const {
   return impl_->arena_bytes + impl_->kv_bytes + impl_->act_bytes;
@@ -481,6 +477,16 @@ Status CudaBackend::begin(const Batch& b) {
   }
   LS_TRY(s.reserve(b.size()));
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));  // the pinned staging is free again
+  // The step's block table (uploaded when it changed), then every entry's row in a block.
+  if (!b.kv_table.empty()) LS_TRY(s.kv.set_table(b.kv_table, s.stream));
+  for (size_t t = 0; t < b.size(); ++t) {
+    const uint32_t sq = static_cast<uint32_t>(b.seq[t]), p = static_cast<uint32_t>(b.pos[t]);
+    if (!s.kv.holds(sq, p, p + 1))
+      return make_error(
+          "position %u of sequence %u has no key/value block (the table gives it %u of the "
+          "pool's %u blocks)",
+          p, sq, s.kv.held(sq), s.kv.n_blocks());
+  }
   s.batch = b;
   const size_t n = b.size();
   int32_t* hp = s.pinned;
@@ -560,14 +566,14 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   rp.row_stride = KV;
   LS_TRY(rope_f32_cuda(rp, s.stream));
 
-  const uint64_t layer_off = s.kv_row(il, 0, 0);
   KvStoreParams kp;
   kp.k = s.k;
   kp.v = s.v;
   kp.pos = s.pos;
   kp.seq = s.seq;
-  kp.k_cache = s.k_cache + layer_off;
-  kp.v_cache = s.v_cache + layer_off;
+  kp.k_cache = s.kv.k_layer(il);
+  kp.v_cache = s.kv.v_layer(il);
+  kp.pages = s.kv.pages();
   kp.n_tok = n;
   kp.n_embd_kv = static_cast<int32_t>(KV);
   kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
@@ -578,6 +584,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.q = s.q;
   ap.k_cache = kp.k_cache;
   ap.v_cache = kp.v_cache;
+  ap.pages = kp.pages;
   ap.kv_f32 = s.kv_f32;
   ap.pos = s.pos;
   ap.seq = s.seq;
@@ -683,53 +690,21 @@ Status CudaBackend::export_hidden(float* h) {
 }
 
 // Key/value rows between this cache and host memory (hybrid plans: see
-// Backend::read_kv): an f32 cache copies them as they are; an f16 one goes
-// through host f16 scratch converted on the host (f16 to f32 and back is
-// exact). On the compute stream, so they order with the
-// layers that write and read them, and waited for: the other backend reads
-// the rows next. Once per wide step and CPU-tier layer, not per token.
+// Backend::read_kv), through the block table (model/cuda_kv_pool.cuh). On
+// the compute stream, so they order with the layers that write and read
+// them, and waited for: the other backend reads the rows next.
 Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
                             float* v) {
   Impl& s = *impl_;
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
-  const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
-  if (s.kv_f32) {
-    LS_CUDA_TRY(cudaMemcpyAsync(k, s.k_cache + at, n * 4, cudaMemcpyDeviceToHost, s.stream));
-    LS_CUDA_TRY(cudaMemcpyAsync(v, s.v_cache + at, n * 4, cudaMemcpyDeviceToHost, s.stream));
-    LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-    return ok();
-  }
-  s.kv_host.resize(2 * n);
-  LS_CUDA_TRY(
-      cudaMemcpyAsync(s.kv_host.data(), s.k_cache + at, n * 2, cudaMemcpyDeviceToHost, s.stream));
-  LS_CUDA_TRY(cudaMemcpyAsync(s.kv_host.data() + n, s.v_cache + at, n * 2, cudaMemcpyDeviceToHost,
-                              s.stream));
-  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-  fp16_to_fp32_n(s.kv_host.data(), k, static_cast<int64_t>(n));
-  fp16_to_fp32_n(s.kv_host.data() + n, v, static_cast<int64_t>(n));
-  return ok();
+  return s.kv.read_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
 }
 
 Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                              const float* v) {
   Impl& s = *impl_;
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
-  const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
-  if (s.kv_f32) {
-    LS_CUDA_TRY(cudaMemcpyAsync(s.k_cache + at, k, n * 4, cudaMemcpyHostToDevice, s.stream));
-    LS_CUDA_TRY(cudaMemcpyAsync(s.v_cache + at, v, n * 4, cudaMemcpyHostToDevice, s.stream));
-    LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-    return ok();
-  }
-  s.kv_host.resize(2 * n);
-  fp32_to_fp16_n(k, s.kv_host.data(), static_cast<int64_t>(n));
-  fp32_to_fp16_n(v, s.kv_host.data() + n, static_cast<int64_t>(n));
-  LS_CUDA_TRY(
-      cudaMemcpyAsync(s.k_cache + at, s.kv_host.data(), n * 2, cudaMemcpyHostToDevice, s.stream));
-  LS_CUDA_TRY(cudaMemcpyAsync(s.v_cache + at, s.kv_host.data() + n, n * 2, cudaMemcpyHostToDevice,
-                              s.stream));
-  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-  return ok();
+  return s.kv.write_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
 }
 
 Status CudaBackend::import_hidden(const Batch& b, const float* h) {

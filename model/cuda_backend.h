@@ -1,9 +1,9 @@
 // The CUDA backend: the Llama forward on one GPU. The resident layers (all,
 // or those the tier plan keeps on the device), the global tensors (output,
 // output_norm, rope_freqs, and token_embd unless the plan leaves it in host
-// memory) and an f16 KV cache are uploaded to device memory once, at
-// create(); layer(index, view) takes a view whose pointers are DEVICE
-// pointers: resident_layer(l) hands out those of the uploaded layers, and a
+// memory) and a paged f16 KV cache (model/cuda_kv_pool.cuh) are put in
+// device memory once, at create(); layer(index, view) takes a view whose
+// pointers are DEVICE pointers: resident_layer(l) hands out those of the uploaded layers, and a
 // streamed layer's view points into the device slot its copy landed in (the
 // CudaLink, link(), moves it there). With token_embd in host memory, begin()
 // dequantizes the batch's rows on the CPU and copies them over: a few KB per
@@ -41,6 +41,9 @@ struct CudaBackendOptions {
   // F32: the cache keeps keys and values unrounded (--kv-type f32, the
   // oracle; twice the bytes, and attention never takes the f16 tensor cores).
   KvType kv_type = KvType::F16;
+  // Blocks of the paged cache's pool (model/kv_blocks.h, --kv-blocks); 0:
+  // n_seq × ceil(n_ctx / kKvBlockLen), the memory of n_ctx positions a slot.
+  uint32_t kv_blocks = 0;
 };
 
 // Device memory the backend takes besides the layers, each line named, for
@@ -70,6 +73,7 @@ class CudaBackend final : public Backend {
   Status layer(uint32_t index, const LayerView& w) override;
   Status finish(float* logits) override;
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
+  uint32_t kv_pool_blocks() const override;
   std::optional<LayerView> resident_layer(uint32_t index) const override;
   DeviceLink* link() override;
   Status export_hidden(float* h) override;

@@ -1,17 +1,26 @@
-// The key/value cache: for every layer and every sequence slot, the keys and
-// values of positions 0..n_ctx-1, stored as f32 or f16. Several sequences
-// live side by side, so one pass over a layer's weights can serve a batch of
-// (sequence, position) pairs.
+// The key/value cache in host memory, paged (kernels/kv_pages.h): a pool of
+// n_blocks blocks of kKvBlockLen positions, each block holding those
+// positions' keys and values for every layer, and the block table that says
+// which blocks each sequence slot holds, in position order. Several
+// sequences live side by side, so one pass over a layer's weights can serve
+// a batch of (sequence, position) pairs; a sequence takes blocks as it grows
+// (model/kv_blocks.h decides which; set_table() brings the decision here).
 //
-// Layout: (layer, seq, head, pos, dim), head-major: each key/value head's
-// positions are contiguous. The CPU tier's attention reads one head over a
-// run of positions at a time (kernels/cpu/attention_cpu.h), and contiguous
-// runs stream at the host's read bandwidth where rows of all heads, read one
-// head at a time, left 7/8 of every 2 KiB row to be skipped (on the H200
+// Layout: (layer, block, head, pos in block, dim), head-major within a
+// block: each key/value head's 16 positions are contiguous (4 KiB at head_dim
+// 128 in f16). The CPU tier's attention reads one head over a run of
+// positions at a time (kernels/cpu/attention_cpu.h), and contiguous runs
+// stream at the host's read bandwidth where rows of all heads, read one head
+// at a time, left 7/8 of every 2 KiB row to be skipped (on the H200
 // machine's Xeon, 70B shape, one thread: 6.7-8.7 GB/s against 5.5-7.1 with
 // rows; bench/results/2026-12-01-h200-issue14.md). The row interfaces below
 // (store, load, read_rows, write_rows) take and give whole rows of n_embd_kv
 // values, whatever the layout.
+//
+// Until a table is set, a pool of at least n_seq × n_ctx positions (the
+// default) gives slot s the blocks s·max_blocks.. in order: callers that
+// never page (a Session, the tests of the backend) see a cache of n_ctx
+// positions per slot, as before the paging; a smaller pool starts empty.
 // defines: KvType, KvCache
 #pragma once
 
@@ -19,6 +28,8 @@
 #include <vector>
 
 #include "kernels/half.h"
+#include "kernels/kv_pages.h"
+#include "runtime/status.h"
 
 namespace ls {
 
@@ -27,20 +38,30 @@ enum class KvType { F32, F16 };
 class KvCache {
  public:
   KvCache() = default;
+  // n_blocks 0: n_seq × ceil(n_ctx / kKvBlockLen) (model/kv_blocks.h's default).
   KvCache(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_head_kv, uint32_t head_dim,
-          KvType type);
+          KvType type, uint32_t n_blocks = 0);
 
   uint32_t n_ctx() const { return n_ctx_; }
   uint32_t n_seq() const { return n_seq_; }
   uint32_t n_head_kv() const { return n_head_kv_; }
   uint32_t head_dim() const { return head_dim_; }
   uint32_t n_embd_kv() const { return n_head_kv_ * head_dim_; }
+  uint32_t n_blocks() const { return n_blocks_; }
+  uint32_t max_blocks() const { return max_blocks_; }  // a slot's table row: n_ctx positions
   KvType type() const { return type_; }
   uint64_t bytes() const;
-  // Bytes a cache of this shape needs (for budgets and plans).
-  static uint64_t bytes_for(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv,
-                            KvType type);
+  // Bytes a pool of n_blocks blocks needs (for budgets and plans).
+  static uint64_t bytes_for(uint32_t n_layer, uint32_t n_blocks, uint32_t n_embd_kv, KvType type);
 
+  // The block table, (n_seq, max_blocks): -1, or a block below n_blocks.
+  // An error names the first bad entry (and nothing changes).
+  Status set_table(const std::vector<int32_t>& table);
+  const std::vector<int32_t>& table() const { return table_; }
+  // Whether slot seq holds a block for every position of [p0, p1).
+  bool holds(uint32_t seq, uint32_t p0, uint32_t p1) const;
+
+  // Rows of positions the slot holds blocks for (holds(); asserted).
   void store(uint32_t layer, uint32_t seq, uint32_t pos, const float* k, const float* v);
   // Row (n_embd_kv values) of a position, converted to f32 into out.
   void load_k(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const;
@@ -52,24 +73,33 @@ class KvCache {
   void read_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v) const;
   void write_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v);
-  // Direct pointers to a layer's cache (sequence 0, head 0, position 0), for
-  // the attention kernels that read it in place (f32 ones for an F32 cache,
-  // f16 ones for an F16 cache), and the strides in elements.
+  // Direct pointers to a layer's pool (block 0, head 0, position 0), for the
+  // attention kernels that read it in place (f32 ones for an F32 cache, f16
+  // ones for an F16 cache) through pages(); the strides in elements.
   const float* k_f32(uint32_t layer) const { return kf_.data() + index(layer, 0, 0, 0); }
   const float* v_f32(uint32_t layer) const { return vf_.data() + index(layer, 0, 0, 0); }
   const uint16_t* k_f16(uint32_t layer) const { return kh_.data() + index(layer, 0, 0, 0); }
   const uint16_t* v_f16(uint32_t layer) const { return vh_.data() + index(layer, 0, 0, 0); }
+  KvPages pages() const {
+    return {table_.data(), static_cast<int32_t>(max_blocks_), kKvBlockShift};
+  }
   int64_t ld_pos() const { return head_dim_; }
-  int64_t ld_head() const { return int64_t{n_ctx_} * head_dim_; }
-  int64_t ld_seq() const { return ld_head() * n_head_kv_; }
+  int64_t ld_head() const { return int64_t{kKvBlockLen} * head_dim_; }
+  int64_t ld_block() const { return ld_head() * n_head_kv_; }
 
  private:
-  uint64_t index(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const {
-    return (((static_cast<uint64_t>(layer) * n_seq_ + seq) * n_head_kv_ + head) * n_ctx_ + pos) *
+  // Element of (layer, pool block, head, position within the block).
+  uint64_t index(uint32_t layer, uint32_t block, uint32_t head, uint32_t in_block) const {
+    return (((static_cast<uint64_t>(layer) * n_blocks_ + block) * n_head_kv_ + head) * kKvBlockLen +
+            in_block) *
            head_dim_;
   }
+  // Element of (layer, slot, head, position) through the table.
+  uint64_t at(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const;
   uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_head_kv_ = 0, head_dim_ = 0;
+  uint32_t n_blocks_ = 0, max_blocks_ = 0;
   KvType type_ = KvType::F32;
+  std::vector<int32_t> table_;  // (n_seq, max_blocks)
   std::vector<float> kf_, vf_;
   std::vector<uint16_t> kh_, vh_;
 };

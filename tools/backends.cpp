@@ -42,6 +42,7 @@ CudaBackendOptions cuda_options(const EngineOptions& opt) {
   co.max_batch = opt.ubatch;
   co.act_q8 = opt.cpu_act == CpuAct::Q8;
   co.kv_type = opt.kv_type;
+  co.kv_blocks = opt.kv_blocks;  // 0: n_seq x n_ctx positions' worth
   return co;
 }
 #endif
@@ -155,6 +156,7 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   // step is the head, the embedding and the step's own overhead.
   CudaBackendOptions co = cuda_options(opt);
   co.n_ctx = 8;
+  co.kv_blocks = 0;  // one block a slot: --kv-blocks sizes the run's pool, not this one's
   co.max_batch = 1;
   co.resident.assign(m.config().n_layer, 0);
   co.resident[layer] = 1;

@@ -347,6 +347,8 @@ int run_bench(BenchArgs& a) {
       for (auto& f : futs) {
         auto end = e.pipeline().wait(f);
         if (!end) return end.error();
+        // A sequence the key/value pool could not hold: the window would be short of it.
+        if (!end->error.empty()) return make_error("bench --batch: %s", end->error.c_str());
       }
       return ok();
     };

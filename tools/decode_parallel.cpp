@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <string>
 
 #include "model/tokenizer.h"
 
@@ -91,9 +92,13 @@ Status run_decode_parallel(Engine& e, const ParallelDecodeArgs& a) {
       for (size_t k = 0; k < r.out.size(); ++k) line += (k ? " " : "") + std::to_string(r.out[k]);
       std::printf("[seq %zu ids] %s\n", i + 1, line.c_str());
     }
-    std::fprintf(stderr, "layerstream: seq %zu: prompt %zu tokens | generated %zu tokens, %.2f tok/s%s\n",
-                 i + 1, r.prompt.size(), r.out.size(), rate,
-                 r.eog ? "" : end->pos >= n_ctx ? " (context full)" : "");
+    // How it ended when not by itself: the context, or the key/value pool (its message).
+    const std::string why = !end->error.empty()         ? " (" + end->error + ")"
+                            : r.eog || end->pos < n_ctx ? std::string()
+                                                        : std::string(" (context full)");
+    std::fprintf(stderr,
+                 "layerstream: seq %zu: prompt %zu tokens | generated %zu tokens, %.2f tok/s%s\n",
+                 i + 1, r.prompt.size(), r.out.size(), rate, why.c_str());
     std::fflush(stdout);
     generated += r.out.size();
     prompt_tokens += r.prompt.size();

@@ -43,11 +43,16 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Context size per sequence (0: the model's, at most 4096)")
       ->capture_default_str();
   sub->add_option("--parallel", o.n_seq,
-                  "Sequences decoded at once, each with its own key/value cache of -c positions "
-                  "(continuous batching: more wait for a free one)")
+                  "Sequences decoded at once, each up to -c positions in the shared key/value "
+                  "pool (--kv-blocks; continuous batching: more wait for a free one)")
       ->capture_default_str()
       ->check(CLI::Range(1u, 256u));
   sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  sub->add_option("--kv-blocks", o.kv_blocks,
+                  "Blocks of 16 positions in the paged KV cache, shared by all sequences (0: "
+                  "--parallel x -c positions' worth). A sequence joins when its prompt fits; "
+                  "one that finds no free block as it grows ends with 'kv cache full'")
+      ->capture_default_str();
   sub->add_option("--vram-budget", o.vram_budget,
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
   sub->add_option("--ram-budget", o.ram_budget,

@@ -352,6 +352,43 @@ TEST_CASE("decode: --parallel with --chat, an empty prompt file, or 0 is refused
   check_fails({"-m", tiny_model(), "--parallel", "0", "-p", "hi"}, {"--parallel"}, false);
 }
 
+TEST_CASE("decode: --kv-blocks: a pool of 2 blocks runs 5 sequences as they run alone") {
+  // Prompts of a few tokens and 6 more: each stays in one block of 16
+  // positions, so 2 run at once and the rest wait for a block.
+  const std::vector<std::string> lines = {"A", "Hi", "cat", "dog", "sun"};
+  const std::string path = temp_dir().file("kv-blocks-prompts.txt");
+  {
+    std::ofstream f(path);
+    for (const auto& l : lines) f << l << "\n";
+  }
+  const RunResult r = run_decode({"-m", tiny_model(), "-f", path, "--parallel", "4", "--kv-blocks",
+                                  "2", "-n", "6", "--temp", "0", "--ids"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  // The plan prints the pool: its blocks and its bytes.
+  CHECK(r.err.find("KV cache (2 blocks of 16 positions; 4 sequences of up to") !=
+        std::string::npos);
+  CHECK(r.err.find("kv cache full") == std::string::npos);
+  const auto got = parse_parallel_ids(r.out);
+  REQUIRE(got.size() == lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const RunResult one = run_decode({"-m", tiny_model(), "-p", lines[i], "--no-display-prompt",
+                                      "-n", "6", "--temp", "0", "--ids"});
+    REQUIRE(one.exit_code == 0);
+    CHECK_MESSAGE(got.at(static_cast<int>(i) + 1) == parse_ids(one.out), "sequence " << i + 1);
+  }
+}
+
+TEST_CASE(
+    "decode: --kv-blocks past what the sequences can use, or a prompt past the pool, is refused") {
+  check_fails({"-m", tiny_model(), "-c", "64", "--parallel", "2", "--kv-blocks", "9", "-p", "hi"},
+              {"--kv-blocks 9", "at most 8 blocks"});
+  std::string prompt;
+  for (int i = 0; i < 20; ++i) prompt += "word ";
+  check_fails({"-m", tiny_model(), "-c", "256", "--kv-blocks", "1", "-p", prompt, "-n", "4"},
+              {"key/value blocks", "the pool has 1"});
+}
+
 TEST_CASE("bench: --batch reports a row per width, in all and per sequence, beside its bound") {
   const std::string out = temp_dir().file("bench-batch.txt");
   const std::string cmd = "exec " + shell_quote(LS_BINARY) + " bench -m " +

@@ -1,0 +1,148 @@
+// CudaKvPool: see cuda_kv_pool.cuh.
+#include "model/cuda_kv_pool.cuh"
+
+#include <algorithm>
+
+#include "kernels/cpu/convert_f16.h"
+#include "model/kv_blocks.h"
+#include "runtime/cuda_util.cuh"
+
+namespace ls {
+
+CudaKvPool::~CudaKvPool() {
+  if (k_) cudaFree(k_);
+  if (v_) cudaFree(v_);
+  if (table_dev_) cudaFree(table_dev_);
+}
+
+Status CudaKvPool::create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv,
+                          KvType type, uint32_t n_blocks, cudaStream_t stream) {
+  n_layer_ = n_layer;
+  n_seq_ = n_seq;
+  n_ctx_ = n_ctx;
+  n_embd_kv_ = n_embd_kv;
+  type_ = type;
+  n_blocks_ = n_blocks ? n_blocks : kv_default_blocks(n_seq, n_ctx);
+  max_blocks_ = kv_blocks_for(n_ctx);
+  const uint64_t half = bytes() / 2;
+  for (uint8_t** p : {&k_, &v_}) {
+    if (cudaMalloc(p, half) != cudaSuccess) {
+      (void)cudaGetLastError();
+      *p = nullptr;
+      return make_error("out of device memory for the KV cache (%u blocks)", n_blocks_);
+    }
+    // Zeroed, as the unpaged cache was (a position is written before it is read).
+    LS_CUDA_TRY(cudaMemsetAsync(*p, 0, half, stream));
+  }
+  table_.assign(static_cast<size_t>(n_seq) * max_blocks_, -1);
+  if (n_blocks_ >= uint64_t{n_seq} * max_blocks_)
+    for (size_t i = 0; i < table_.size(); ++i) table_[i] = static_cast<int32_t>(i);
+  LS_CUDA_TRY(cudaMalloc(&table_dev_, std::max<size_t>(1, table_.size()) * sizeof(int32_t)));
+  LS_CUDA_TRY(cudaMemcpyAsync(table_dev_, table_.data(), table_.size() * sizeof(int32_t),
+                              cudaMemcpyHostToDevice, stream));
+  return ok();
+}
+
+Status CudaKvPool::set_table(const std::vector<int32_t>& table, cudaStream_t stream) {
+  if (table == table_) return ok();
+  if (table.size() != table_.size())
+    return make_error(
+        "cuda backend: key/value block table of %zu entries; the cache's is %u slots x %u blocks",
+        table.size(), n_seq_, max_blocks_);
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i] < -1 || table[i] >= static_cast<int64_t>(n_blocks_))
+      return make_error(
+          "cuda backend: key/value block table: slot %zu, block %zu is %d; the pool has %u blocks",
+          i / max_blocks_, i % max_blocks_, table[i], n_blocks_);
+  table_ = table;
+  // From pageable memory: the copy is staged before this returns, and the
+  // mirror is not touched again before the next step (begin() waits for the
+  // stream first).
+  LS_CUDA_TRY(cudaMemcpyAsync(table_dev_, table_.data(), table_.size() * sizeof(int32_t),
+                              cudaMemcpyHostToDevice, stream));
+  return ok();
+}
+
+bool CudaKvPool::holds(uint32_t seq, uint32_t p0, uint32_t p1) const {
+  if (seq >= n_seq_ || p1 > n_ctx_) return false;
+  for (uint32_t b = p0 / kKvBlockLen; b * kKvBlockLen < p1; ++b)
+    if (table_[static_cast<size_t>(seq) * max_blocks_ + b] < 0) return false;
+  return true;
+}
+
+uint32_t CudaKvPool::held(uint32_t seq) const {
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < max_blocks_; ++b)
+    n += table_[static_cast<size_t>(seq) * max_blocks_ + b] >= 0;
+  return n;
+}
+
+uint64_t CudaKvPool::row(uint32_t seq, uint32_t pos) const {
+  const int32_t block = table_[static_cast<size_t>(seq) * max_blocks_ + pos / kKvBlockLen];
+  return static_cast<uint64_t>(block) * kKvBlockLen + pos % kKvBlockLen;
+}
+
+template <class F>
+Status CudaKvPool::runs(uint32_t seq, uint32_t p0, uint32_t p1, F f) const {
+  if (!holds(seq, p0, p1))
+    return make_error("cuda backend: key/value rows %u..%u of sequence %u are not all in blocks",
+                      p0, p1, seq);
+  uint32_t p = p0;
+  while (p < p1) {
+    const uint64_t r0 = row(seq, p);
+    uint32_t n = 1;
+    while (p + n < p1 && row(seq, p + n) == r0 + n) ++n;
+    LS_TRY(f(p, r0, n));
+    p += n;
+  }
+  return ok();
+}
+
+// f16 pools go through host f16 staging, converted on the host (f16 to f32
+// and back is exact). Once per wide step and CPU-tier layer, not per token.
+Status CudaKvPool::read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v,
+                             cudaStream_t stream) {
+  const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
+  if (!f32()) staging_.resize(2 * n);
+  const uint8_t* kl = static_cast<const uint8_t*>(k_layer(l));
+  const uint8_t* vl = static_cast<const uint8_t*>(v_layer(l));
+  LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
+    const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
+    void* dk = f32() ? static_cast<void*>(k + at) : staging_.data() + at;
+    void* dv = f32() ? static_cast<void*>(v + at) : staging_.data() + n + at;
+    LS_CUDA_TRY(cudaMemcpyAsync(dk, kl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(dv, vl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
+    return ok();
+  }));
+  LS_CUDA_TRY(cudaStreamSynchronize(stream));
+  if (!f32()) {
+    fp16_to_fp32_n(staging_.data(), k, static_cast<int64_t>(n));
+    fp16_to_fp32_n(staging_.data() + n, v, static_cast<int64_t>(n));
+  }
+  return ok();
+}
+
+Status CudaKvPool::write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                              const float* v, cudaStream_t stream) {
+  const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
+  if (!f32()) {
+    staging_.resize(2 * n);
+    fp32_to_fp16_n(k, staging_.data(), static_cast<int64_t>(n));
+    fp32_to_fp16_n(v, staging_.data() + n, static_cast<int64_t>(n));
+  }
+  uint8_t* kl = static_cast<uint8_t*>(k_layer(l));
+  uint8_t* vl = static_cast<uint8_t*>(v_layer(l));
+  LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
+    const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
+    const void* sk = f32() ? static_cast<const void*>(k + at) : staging_.data() + at;
+    const void* sv = f32() ? static_cast<const void*>(v + at) : staging_.data() + n + at;
+    LS_CUDA_TRY(cudaMemcpyAsync(kl + r * row_bytes(), sk, bytes, cudaMemcpyHostToDevice, stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(vl + r * row_bytes(), sv, bytes, cudaMemcpyHostToDevice, stream));
+    return ok();
+  }));
+  // The caller's rows (and the staging) may change once this returns.
+  LS_CUDA_TRY(cudaStreamSynchronize(stream));
+  return ok();
+}
+
+}  // namespace ls

@@ -1,0 +1,92 @@
+// The CUDA backend's paged key/value cache (kernels/kv_pages.h): a pool of
+// n_blocks blocks of kKvBlockLen positions for every layer in device memory,
+// k and v each (n_layer, n_blocks · kKvBlockLen, n_embd_kv) of __half (or of
+// float: --kv-type f32), and the block table (n_seq, max_blocks) int32 on the
+// device, at a fixed address (the decode layers' CUDA graphs read it there:
+// a new table needs no new capture), with its host mirror. The sampler's
+// table (model/kv_blocks.h) arrives with each step's batch; set_table
+// uploads it on the compute stream when it changed, ordered before the
+// step's kernels. read_rows / write_rows move a sequence's rows between the
+// pool and host f32 (hybrid plans, Backend::read_kv / write_kv).
+// defines: CudaKvPool
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kv_pages.h"
+#include "model/kv_cache.h"
+#include "runtime/status.h"
+
+namespace ls {
+
+class CudaKvPool {
+ public:
+  CudaKvPool() = default;
+  CudaKvPool(const CudaKvPool&) = delete;
+  CudaKvPool& operator=(const CudaKvPool&) = delete;
+  ~CudaKvPool();
+
+  // Device bytes of a pool (its table is a few KiB besides: not counted).
+  static uint64_t bytes_for(uint32_t n_layer, uint32_t n_blocks, uint32_t n_embd_kv, KvType type) {
+    return KvCache::bytes_for(n_layer, n_blocks, n_embd_kv, type);
+  }
+  // Allocates the pool, zeroed, and the table: slot s the blocks
+  // s·max_blocks.. when the pool holds n_ctx positions for every slot, else
+  // none. n_blocks 0: that default pool. When it fails, allocated() says
+  // whether the pool's memory was the cause (the caller's message then says
+  // what else the device holds).
+  Status create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv, KvType type,
+                uint32_t n_blocks, cudaStream_t stream);
+  bool allocated() const { return k_ && v_; }
+
+  uint32_t n_blocks() const { return n_blocks_; }
+  uint32_t n_seq() const { return n_seq_; }
+  uint32_t n_ctx() const { return n_ctx_; }
+  bool f32() const { return type_ == KvType::F32; }
+  uint64_t bytes() const { return bytes_for(n_layer_, n_blocks_, n_embd_kv_, type_); }
+
+  // A batch's table, (n_seq, max_blocks): checked (-1 or a pool block), and
+  // uploaded on `stream` when it differs from the one held.
+  Status set_table(const std::vector<int32_t>& table, cudaStream_t stream);
+  // Whether slot seq holds a block for every position of [p0, p1); the
+  // blocks it holds (for messages).
+  bool holds(uint32_t seq, uint32_t p0, uint32_t p1) const;
+  uint32_t held(uint32_t seq) const;
+
+  // Layer l's pool (row 0) and the table, for kv_store and attention.
+  void* k_layer(uint32_t l) const { return k_ + layer_bytes() * l; }
+  void* v_layer(uint32_t l) const { return v_ + layer_bytes() * l; }
+  KvPages pages() const { return {table_dev_, static_cast<int32_t>(max_blocks_), kKvBlockShift}; }
+
+  // Rows [p0, p1) of slot seq, layer l, to and from host f32 (n_embd_kv a
+  // row; exact both ways for either type), on `stream`, waited for. The
+  // rows must be in blocks (holds()).
+  Status read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v,
+                   cudaStream_t stream);
+  Status write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
+                    const float* v, cudaStream_t stream);
+
+ private:
+  uint64_t elem() const { return f32() ? 4 : 2; }
+  uint64_t row_bytes() const { return uint64_t{n_embd_kv_} * elem(); }
+  uint64_t layer_bytes() const { return uint64_t{n_blocks_} * kKvBlockLen * row_bytes(); }
+  // The pool row of (seq, pos), from the host mirror.
+  uint64_t row(uint32_t seq, uint32_t pos) const;
+  // Calls f(p, pool row, n) for each run of positions [p, p + n) of [p0, p1)
+  // that lie in consecutive pool rows (a block, or blocks taken in order).
+  template <class F>
+  Status runs(uint32_t seq, uint32_t p0, uint32_t p1, F f) const;
+
+  uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_embd_kv_ = 0, n_blocks_ = 0, max_blocks_ = 0;
+  KvType type_ = KvType::F16;
+  uint8_t* k_ = nullptr;
+  uint8_t* v_ = nullptr;
+  int32_t* table_dev_ = nullptr;
+  std::vector<int32_t> table_;     // the host mirror
+  std::vector<uint16_t> staging_;  // f16 rows in transit (k, then v)
+};
+
+}  // namespace ls
