@@ -37,17 +37,18 @@ LS_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(a);
 }
 
-// Up to 4 tokens the two halves of a group go to two accumulators (two FMA
-// chains per token hide the FMA latency); from 5 tokens on the tokens' own
-// chains do, and 2 × 8 accumulators would not fit in 16 registers.
+// Two accumulators per token, the two halves of each group (two FMA chains
+// per token hide the FMA latency), at every token count: a token's bits must
+// not depend on how many tokens share its pass (issue 17: a sequence in a
+// batch equals the sequence alone). 2 × 8 accumulators would not fit in 16
+// registers, so 5..8 tokens run as two passes (dot_any).
 template <int NT, bool kMin>
 LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, float* y, int64_t ldy,
                     const RowPrefetch& pf) {
-  constexpr int kAcc = NT <= 4 ? 2 : 1;
   const int64_t step16 = pf.step16(n);
   int64_t pf16 = 0;
-  __m256 acc[kAcc][NT];
-  for (int a = 0; a < kAcc; ++a)
+  __m256 acc[2][NT];
+  for (int a = 0; a < 2; ++a)
     for (int t = 0; t < NT; ++t) acc[a][t] = _mm256_setzero_ps();
   __m256 m = _mm256_setzero_ps();
   for (int64_t i = 0, g = 0; i < n; i += 16, ++g) {
@@ -60,17 +61,19 @@ LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, flo
     const __m256 w0 = weights8<kMin>(w, i, s, m), w1 = weights8<kMin>(w, i + 8, s, m);
     for (int t = 0; t < NT; ++t) {
       acc[0][t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * ldx + i), acc[0][t]);
-      acc[kAcc - 1][t] =
-          _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), acc[kAcc - 1][t]);
+      acc[1][t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), acc[1][t]);
     }
   }
-  for (int t = 0; t < NT; ++t)
-    y[t * ldy] = hsum(kAcc == 2 ? _mm256_add_ps(acc[0][t], acc[kAcc - 1][t]) : acc[0][t]);
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));
 }
 
 template <bool kMin>
 LS_AVX2 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
                      int64_t ldy, const RowPrefetch& pf) {
+  if (n_tok > 4) {  // the first 4 tokens, then the rest (the row is in L1 by then)
+    dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
+    return dot_any<kMin>(w, n, x + 4 * ldx, ldx, n_tok - 4, y + 4 * ldy, ldy, RowPrefetch{});
+  }
   switch (n_tok) {
     case 1:
       return dot_nt<1, kMin>(w, n, x, ldx, y, ldy, pf);
@@ -78,16 +81,8 @@ LS_AVX2 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, in
       return dot_nt<2, kMin>(w, n, x, ldx, y, ldy, pf);
     case 3:
       return dot_nt<3, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 4:
-      return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 5:
-      return dot_nt<5, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 6:
-      return dot_nt<6, kMin>(w, n, x, ldx, y, ldy, pf);
-    case 7:
-      return dot_nt<7, kMin>(w, n, x, ldx, y, ldy, pf);
     default:
-      return dot_nt<8, kMin>(w, n, x, ldx, y, ldy, pf);
+      return dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
   }
 }
 
