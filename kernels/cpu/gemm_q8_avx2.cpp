@@ -108,7 +108,7 @@ LS_AVX2 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, floa
     LS_UNROLL
     for (int t = 0; t < T; ++t) xc[t] = x + t * nc + c, xq[t] = xc[t]->q;
     // Integer part: I (Q6_K: I of the lo groups, Ih of the hi ones).
-    __m256i I[R][T], Ih[R][T];
+    __m256i I[R][T] = {}, Ih[R][T] = {};  // (set below; zero for the compiler)
     for (int v0 = 0; v0 < 8; v0 += G) {
       __m256i P[R][T];
       slices<kQ8, R, T>(wu, xq, v0, v0 + G, P);
