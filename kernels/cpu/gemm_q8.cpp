@@ -11,7 +11,6 @@
 
 #include <unistd.h>
 
-#include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/matmul_cpu.h"
 
@@ -159,17 +158,18 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   pool.run(n_groups * j.n_ranges, [jp](int64_t task, int thread) { run_task(*jp, task, thread); });
 }
 
-// Measured on the AVX2 machine (2-core AMD EPYC, Zen 1; bench_cpu_matmul and
-// bench/results/2026-12-02-cpu-gemm-q8.md): at 4 tokens the GEMM is 1.16x
-// the dot for Q4_K and 0.93-0.99x for Q6_K, at 8 tokens 1.4x and 1.2x. The
-// AVX-512 machine is not measured yet: 8 keeps its decode widths on the dot
-// tuned for them. The portable tile has no reuse to win with: the dot.
+// Measured on the AVX2 machine (2-core AMD EPYC, Zen 1, shared and busy:
+// one thread, thread CPU time, bench/results/2026-12-02-cpu-gemm-q8.md): at
+// 8 tokens the GEMM beat the dot in every run (Q4_K 1.4-1.9x, Q6_K
+// 1.04-1.2x), at 4 it won or lost by 15-25% from run to run, at 1 the dot is
+// 2x. The AVX-512 machine is not measured yet: 8 as well, which keeps the
+// decode widths its dot was tuned for. The portable tile has no reuse to win
+// with: the dot.
 int64_t gemm_q8_min_tokens(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx2:
-      return 4;
     case CpuIsa::Avx512:
-      return cpu_has_avx512_vnni() ? 8 : 4;
+      return 8;
     default:
       return INT64_MAX;
   }
