@@ -9,7 +9,8 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
                            Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler,
                            Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu,
                            const TierPlan& plan, StepWidths& widths, HybridRoute* route,
-                           HybridBalancer* balancer, RunControl& rc, Tracer& tracer, bool io_only)
+                           HybridBalancer* balancer, RunControl& rc, Tracer& tracer, bool io_only,
+                           uint32_t n_seq)
     : m_(m),
       be_(be),
       link_(link),
@@ -26,62 +27,85 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       io_only_(io_only),
       widths_(widths),
       route_(route),
-      balancer_(route ? balancer : nullptr) {
+      balancer_(route ? balancer : nullptr),
+      n_seq_(std::max<uint32_t>(1, n_seq)) {
   const size_t n = plan.layer_tier.size();
   cpu_home_.resize(n);
   // With a balancer, every layer in host memory may change sides.
   for (size_t l = 0; l < n; ++l)
     cpu_home_[l] =
         plan.layer_tier[l] == Tier::Cpu || (balancer_ && plan.layer_tier[l] == Tier::Ram);
-  gpu_kv_end_.assign(n, 0);
-  cpu_kv_end_.assign(n, 0);
+  gpu_kv_end_.assign(n * n_seq_, 0);
+  cpu_kv_end_.assign(n * n_seq_, 0);
   early_.reserve(static_cast<size_t>(depth.size()));
 }
 
-// The cache bookkeeping below assumes what the pipeline sends: sequence 0 at
-// consecutive positions.
+// The cache bookkeeping below assumes what the sampler sends: each
+// sequence's entries contiguous, at consecutive positions.
 Status ComputeActor::check_positions(const Batch& b) {
-  p0_ = static_cast<uint32_t>(b.pos[0]);
-  p1_ = p0_ + static_cast<uint32_t>(b.size());
-  for (size_t i = 0; i < b.size(); ++i)
-    if (b.seq[i] != 0 || b.pos[i] != b.pos[0] + static_cast<int32_t>(i))
-      return make_error(
-          "a plan with CPU-tier layers runs one sequence at consecutive positions (entry %zu is "
-          "sequence %d, position %d)",
-          i, b.seq[i], b.pos[i]);
+  spans_.clear();
+  for (size_t i = 0; i < b.size(); ++i) {
+    const uint32_t pos = static_cast<uint32_t>(b.pos[i]);
+    if (b.seq[i] < 0 || static_cast<uint32_t>(b.seq[i]) >= n_seq_)
+      return make_error("entry %zu is sequence %d, outside the %u slots", i, b.seq[i], n_seq_);
+    if (!spans_.empty() && spans_.back().seq == b.seq[i]) {
+      if (pos != spans_.back().p1)
+        return make_error(
+            "a plan with CPU-tier layers runs each sequence at consecutive positions (entry %zu "
+            "is sequence %d, position %u, after %u)",
+            i, b.seq[i], pos, spans_.back().p1 - 1);
+      ++spans_.back().p1;
+      continue;
+    }
+    for (const SeqSpan& sp : spans_)
+      if (sp.seq == b.seq[i])
+        return make_error(
+            "a plan with CPU-tier layers needs each sequence's entries together (entry %zu, "
+            "sequence %d)",
+            i, b.seq[i]);
+    spans_.push_back({b.seq[i], pos, pos + 1});
+  }
   return ok();
 }
 
 // The rows [gpu end, p0) of a CPU-tier layer that only the CPU has, before
-// the GPU runs the layer for positions p0..: fetched by the cpu-compute actor.
+// the GPU runs the layer for positions p0..: fetched by the cpu-compute
+// actor, a sequence at a time.
 Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
-  if (gpu_kv_end_[l] >= p0_) return ok();
-  if (cpu_kv_end_[l] < p0_)
-    return make_error("layer %d: positions %u..%u are cached on neither backend", l, gpu_kv_end_[l],
-                      p0_);
-  kv_rows_.layer = static_cast<uint32_t>(l);
-  kv_rows_.p0 = gpu_kv_end_[l];
-  kv_rows_.p1 = p0_;
-  const size_t n = size_t{p0_ - kv_rows_.p0} * m_.config().n_embd_kv();
-  kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
-  kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
-  TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
-  meter_.kv_moved = true;
-  ++meter_.kv_layers;
-  CpuWork w{step, l, nullptr, nullptr};
-  w.kv_out = &kv_rows_;
-  if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
-  std::optional<CpuWork> back = from_cpu_.pop(rc_);
-  if (!back) return make_error("the run was stopped");
-  LS_TRY(be_.write_kv(kv_rows_.layer, 0, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
-                      kv_rows_.v.data()));
-  gpu_kv_end_[l] = p0_;
+  for (const SeqSpan& sp : spans_) {
+    const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
+    if (gpu_kv_end_[at] >= sp.p0) continue;
+    if (cpu_kv_end_[at] < sp.p0)
+      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend",
+                        l, sp.seq, gpu_kv_end_[at], sp.p0);
+    kv_rows_.layer = static_cast<uint32_t>(l);
+    kv_rows_.seq = sp.seq;
+    kv_rows_.p0 = gpu_kv_end_[at];
+    kv_rows_.p1 = sp.p0;
+    const size_t n = size_t{sp.p0 - kv_rows_.p0} * m_.config().n_embd_kv();
+    kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
+    kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
+    TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
+    meter_.kv_moved = true;
+    ++meter_.kv_layers;
+    CpuWork w{step, l, nullptr, nullptr};
+    w.kv_out = &kv_rows_;
+    if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
+    std::optional<CpuWork> back = from_cpu_.pop(rc_);
+    if (!back) return make_error("the run was stopped");
+    LS_TRY(be_.write_kv(kv_rows_.layer, kv_rows_.seq, kv_rows_.p0, kv_rows_.p1,
+                        kv_rows_.k.data(), kv_rows_.v.data()));
+    gpu_kv_end_[at] = sp.p0;
+  }
   return ok();
 }
 
 void ComputeActor::ran_on_gpu(int32_t l) {
-  gpu_kv_end_[l] = p1_;
-  cpu_kv_end_[l] = std::min(cpu_kv_end_[l], p0_);
+  for (const SeqSpan& sp : spans_) {
+    const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
+    gpu_kv_end_[at] = sp.p1;
+    cpu_kv_end_[at] = std::min(cpu_kv_end_[at], sp.p0);
+  }
 }
 
 std::optional<LayerJob> ComputeActor::next_job(int64_t step, int32_t layer, int track) {
@@ -110,24 +134,30 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
     LS_TRY(be_.export_hidden(hidden_.data()));
   }
   CpuWork w{step, layer, &b, hidden_.data()};
-  if (cpu_kv_end_[layer] < p0_) {
-    // The rows the GPU wrote in a wide step, which the CPU has not seen.
-    if (gpu_kv_end_[layer] < p0_)
-      return make_error("layer %d: positions %u..%u are cached on neither backend", layer,
-                        cpu_kv_end_[layer], p0_);
+  // The rows the GPU wrote in a wide step, which the CPU has not seen.
+  size_t n_in = 0;
+  for (const SeqSpan& sp : spans_) {
+    const size_t at = static_cast<size_t>(layer) * n_seq_ + static_cast<size_t>(sp.seq);
+    if (cpu_kv_end_[at] >= sp.p0) continue;
+    if (gpu_kv_end_[at] < sp.p0)
+      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend",
+                        layer, sp.seq, cpu_kv_end_[at], sp.p0);
     TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
     meter_.kv_moved = true;
-    ++meter_.kv_layers;
-    kv_rows_.layer = static_cast<uint32_t>(layer);
-    kv_rows_.p0 = cpu_kv_end_[layer];
-    kv_rows_.p1 = p0_;
-    const size_t n = size_t{p0_ - kv_rows_.p0} * m_.config().n_embd_kv();
-    kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
-    kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
-    LS_TRY(be_.read_kv(kv_rows_.layer, 0, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
-                       kv_rows_.v.data()));
-    w.kv_in = &kv_rows_;
+    if (n_in == 0) ++meter_.kv_layers;
+    if (kv_in_.size() <= n_in) kv_in_.resize(n_in + 1);
+    KvRows& r = kv_in_[n_in++];
+    r.layer = static_cast<uint32_t>(layer);
+    r.seq = sp.seq;
+    r.p0 = cpu_kv_end_[at];
+    r.p1 = sp.p0;
+    const size_t n = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
+    r.k.resize(std::max(r.k.size(), n));
+    r.v.resize(std::max(r.v.size(), n));
+    LS_TRY(be_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data()));
   }
+  w.kv_in = n_in ? kv_in_.data() : nullptr;
+  w.n_kv_in = static_cast<int32_t>(n_in);
   // The CPU's own time for the layer, for the balancer: from the hand-over
   // to the reply. Not the export above, which waits for the GPU stream (its
   // layers, and the copies they wait for).
@@ -140,8 +170,11 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
   }
   meter_.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cpu).count();
   if (!back) return make_error("the run was stopped");
-  cpu_kv_end_[layer] = p1_;
-  gpu_kv_end_[layer] = std::min(gpu_kv_end_[layer], p0_);
+  for (const SeqSpan& sp : spans_) {
+    const size_t at = static_cast<size_t>(layer) * n_seq_ + static_cast<size_t>(sp.seq);
+    cpu_kv_end_[at] = sp.p1;
+    gpu_kv_end_[at] = std::min(gpu_kv_end_[at], sp.p0);
+  }
   TraceScope span(tracer_, track, "from cpu", SpanKind::Busy, layer, step);
   return be_.import_hidden(b, hidden_.data());
 }
@@ -218,6 +251,7 @@ void ComputeActor::run() {
     StepOutput out;
     out.step = step;
     out.n_rows = static_cast<int32_t>(b.n_logits());
+    out.n_vocab = static_cast<int32_t>(c.n_vocab);
     logits_.resize(static_cast<size_t>(out.n_rows) * c.n_vocab);
     if (!io_only_) {
       TraceScope span(tracer_, track, "head", SpanKind::Busy, -1, step);
@@ -262,7 +296,7 @@ void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
   copy_busy_ns_ = copy_ns;
   // Only a decode step of the plan as it stands measures the plan: a prompt
   // or rows moved between the caches would mislead it.
-  s.n_pos = p0_;
+  s.n_pos = spans_.empty() ? 0 : spans_.front().p0;
   if (!first && b.size() == 1 && meter_.kv_moved) {
     balancer_->moved_rows(s, meter_.kv_layers);
     return;

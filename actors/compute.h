@@ -17,7 +17,8 @@
 // position each backend's rows are current, and before a layer runs on one
 // side it brings over the rows only the other side has (Backend::read_kv /
 // write_kv; the CPU side's through the cpu-compute actor, which owns that
-// backend). One sequence at consecutive positions, as the pipeline runs.
+// backend), per sequence slot: a step's entries of one sequence are
+// contiguous and at consecutive positions, as the sampler forms them.
 //
 // A hybrid plan re-planned online (a balancer): every layer in host memory
 // may run on either side, so each keeps that bookkeeping. After each clean
@@ -50,7 +51,7 @@ class ComputeActor {
                Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
                Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths,
                HybridRoute* route, HybridBalancer* balancer, RunControl& rc, Tracer& tracer,
-               bool io_only);
+               bool io_only, uint32_t n_seq);
   void run();  // the actor's thread
 
  private:
@@ -77,11 +78,18 @@ class ComputeActor {
   std::vector<float> logits_;
   std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
   StepWidths& widths_;
-  // CPU-tier layers' caches: positions [0, end) are current on that side.
+  // CPU-tier layers' caches: positions [0, end) of a slot are current on
+  // that side, by layer * n_seq_ + slot.
   std::vector<uint8_t> cpu_home_;  // by layer: the plan puts it on the CPU tier
   std::vector<uint32_t> gpu_kv_end_, cpu_kv_end_;
-  uint32_t p0_ = 0, p1_ = 0;  // the step's positions
-  KvRows kv_rows_;            // rows in transit (grown for the widest step, then reused)
+  uint32_t n_seq_ = 1;
+  struct SeqSpan {  // one sequence's entries in the step: positions [p0, p1)
+    int32_t seq;
+    uint32_t p0, p1;
+  };
+  std::vector<SeqSpan> spans_;  // the step's, in batch order
+  KvRows kv_rows_;              // rows on their way to the GPU (grown, then reused)
+  std::vector<KvRows> kv_in_;   // rows on their way to the CPU, a set per sequence
 
   // Online re-planning (null when the plan is fixed).
   HybridRoute* route_;

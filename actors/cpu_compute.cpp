@@ -20,7 +20,7 @@ void CpuComputeActor::run() {
     if (w->kv_out) {  // compute asks for cached rows (a CPU-tier layer about to run on the GPU)
       KvRows& r = *w->kv_out;
       TraceScope span(tracer_, track, "kv out", SpanKind::Busy, l, w->step);
-      if (Status st = cpu_.read_kv(r.layer, 0, r.p0, r.p1, r.k.data(), r.v.data()); !st.ok()) {
+      if (Status st = cpu_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data()); !st.ok()) {
         rc_.fail("cpu-compute", l, w->step, st.error().message);
         return;
       }
@@ -35,8 +35,10 @@ void CpuComputeActor::run() {
       const LayerView v = packed_layer_view(m_.info.weights.layers[l], m_.map.layers[l],
                                             mem_.layout(l), mem_.ram_layer(l));
       Status st = ok();
-      if (const KvRows* r = w->kv_in)  // rows the GPU wrote in a wide step
-        st = cpu_.write_kv(r->layer, 0, r->p0, r->p1, r->k.data(), r->v.data());
+      for (int32_t i = 0; i < w->n_kv_in && st.ok(); ++i) {  // rows the GPU wrote in a wide step
+        const KvRows& r = w->kv_in[i];
+        st = cpu_.write_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data());
+      }
       if (st.ok()) st = cpu_.import_hidden(*w->batch, w->hidden);
       if (st.ok()) st = cpu_.layer(static_cast<uint32_t>(l), v);
       if (st.ok()) st = cpu_.export_hidden(w->hidden);

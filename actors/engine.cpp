@@ -178,7 +178,8 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& o
   const LlamaConfig& c = m.config();
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
-  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, 1, opt.kv_type, threads, opt.cpu_act,
+  return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, std::max<uint32_t>(1, opt.n_seq),
+                                      opt.kv_type, threads, opt.cpu_act,
                                       opt.cpu_tuning);
 }
 
@@ -231,6 +232,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   po.source = opt.source;
   po.io_only = opt.io_only;
   po.n_ctx = opt.n_ctx;
+  po.n_seq = std::max<uint32_t>(1, opt.n_seq);
+  po.chunk = static_cast<int32_t>(std::max<uint32_t>(1, opt.ubatch));
   auto pl = Pipeline::start(*e->model_, *e->backend_, e->plan_, po, *e->tracer_, e->rc_);
   if (!pl) return pl.error();
   e->pipeline_ = std::move(*pl);

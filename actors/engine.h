@@ -56,7 +56,8 @@ struct EngineOptions {
   int threads = 0;               // CPU threads (0: all cores)
   CpuAct cpu_act = CpuAct::Q8;   // --act: decode matmul activations, both backends (q8 fast, f32 the oracle)
   CpuMatmulTuning cpu_tuning;    // --cpu-tuning: the CPU matmuls' work split and prefetch
-  uint32_t n_ctx = 0;            // 0: the model's, at most 4096
+  uint32_t n_ctx = 0;            // positions per sequence; 0: the model's, at most 4096
+  uint32_t n_seq = 1;            // sequences at once (--parallel): key/value slots of n_ctx each
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."

@@ -32,10 +32,12 @@ struct StepInput {
   bool stop = false;
 };
 
-// Key/value rows of one layer, positions [p0, p1) of sequence 0, as f32
-// values: a CPU-tier layer's cache moving between the GPU and CPU backends.
+// Key/value rows of one layer, positions [p0, p1) of sequence (slot) seq,
+// as f32 values: a CPU-tier layer's cache moving between the GPU and CPU
+// backends.
 struct KvRows {
   uint32_t layer = 0, p0 = 0, p1 = 0;
+  int32_t seq = 0;
   std::vector<float> k, v;  // (p1 - p0) x n_embd_kv each
 };
 
@@ -49,8 +51,10 @@ struct CpuWork {
   const Batch* batch = nullptr;
   float* hidden = nullptr;
   bool failed = false;
-  // Rows the GPU wrote that the CPU cache lacks: written before the layer runs.
+  // Rows the GPU wrote that the CPU cache lacks (n_kv_in sets, one per
+  // sequence): written before the layer runs.
   const KvRows* kv_in = nullptr;
+  int32_t n_kv_in = 0;
   // A request with no layer (batch null): fill these rows from the CPU cache.
   KvRows* kv_out = nullptr;
 };
@@ -59,15 +63,15 @@ struct CpuWork {
 // to route the CPU tier's layers of such a step through PCIe to the GPU (a
 // CPU layer's cost grows with the batch; a streamed one's hardly does).
 // Compute publishes the step it will run next before the current one's
-// logits leave, so a client that saw its request end reads the right step;
-// the client marks that step wide, then fed, before sending its prompt; the
-// sampler marks each next step fed before sending its token. The planner
+// logits leave, so the sampler reads the right step when it forms the next
+// batch; it marks that step wide (a batch wider than the CPU tier's), then
+// fed, before sending it. The planner
 // routes a CPU-tier layer of step s once s is fed (resident and streamed
 // layers never wait: the next step's copies still start early).
 struct StepWidths {
   std::atomic<int64_t> next_step{0};   // compute: the step after the one finishing
-  std::atomic<int64_t> wide_step{-1};  // client: the step that carries a wide prompt
-  std::atomic<int64_t> fed_step{-1};   // client, sampler: the last step whose batch is known
+  std::atomic<int64_t> wide_step{-1};  // sampler: the last step whose batch is wide
+  std::atomic<int64_t> fed_step{-1};   // sampler: the last step whose batch is known
 };
 
 // Which of the layers in host memory the CPU computes now, by layer: a
@@ -89,6 +93,7 @@ struct StepOutput {
   int64_t step = -1;
   const float* logits = nullptr;  // n_rows x n_vocab
   int32_t n_rows = 0;
+  int32_t n_vocab = 0;
 };
 
 }  // namespace ls

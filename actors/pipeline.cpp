@@ -4,10 +4,13 @@
 //      │ (RAM, storage)      ▲ staging credits    ▲ slot credits    ▲   │ ▲                    │
 //      └──────────── (resident and CPU tiers) ─────────────────────▶│   │ │                    │
 //      ▲ depth credits (returned by compute as each layer is done) ─────┘ │                    │
-//                                          compute ◀──StepInput (the prompt, or the next token)┘
+//                                          compute ◀──StepInput (each sequence's next token,
+//                                                      and prompts joining: continuous batching)┘
+//   Clients submit sequences to the sampler (Pipeline::submit); it forms
+//   every step's batch and hands each sequence its logits rows.
 //                                          compute ──CpuWork (hidden state)──▶ cpu-compute ──┐
 //                                             ▲──────────── CpuWork (the state after it) ◀──┘
-//   StepWidths (client → planner): a step whose prompt is wider than the CPU
+//   StepWidths (sampler → planner): a step whose batch is wider than the CPU
 //   tier's batch sends the CPU-tier layers the streamed way (prefill through
 //   PCIe); compute moves their key/value rows between the backends.
 //   HybridRoute (compute → planner): a hybrid plan re-planned online — after
@@ -82,9 +85,11 @@ struct Pipeline::Graph {
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
-                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only),
+                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only,
+                opt.n_seq),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
-        sampler(to_sampler, steps, widths, rc, tracer) {
+        sampler(to_sampler, steps, widths, rc, tracer, static_cast<int32_t>(opt.n_seq),
+                opt.chunk, opt.cpu_max_batch) {
     for (size_t l = 0; l < plan.layer_tier.size(); ++l)
       route.on_cpu[l].store(plan.layer_tier[l] == Tier::Cpu);
   }
@@ -139,7 +144,7 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
   if (!mem) return mem.error();
   p->rc_ = &rc;
   p->n_ctx_ = opt.n_ctx;
-  p->cpu_max_batch_ = opt.cpu_max_batch;
+  p->n_seq_ = std::max<uint32_t>(1, opt.n_seq);
   p->link_ = link;
   p->g_ =
       std::make_unique<Graph>(m, be, *link, plan, opt, std::move(*mem), std::move(src), tracer, rc);
@@ -161,45 +166,54 @@ const char* Pipeline::source_name() const {
   return g_->src ? g_->src->name() : "none";
 }
 
-Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from) {
-  if (prompt.empty()) return make_error("empty request");
-  if (n_ctx_ && n_past_ + prompt.size() > n_ctx_)
+Expected<uint64_t> Pipeline::submit(SeqRequest r, std::promise<SeqEnd> done) {
+  if (r.prompt.empty()) return make_error("empty request");
+  if (r.slot >= static_cast<int32_t>(n_seq_))
+    return make_error("sequence slot %d: the pipeline has %u", r.slot, n_seq_);
+  if (n_ctx_ && r.pos0 + r.prompt.size() > n_ctx_)
     return make_error("%zu more tokens do not fit in the context: %u of %u positions are used",
-                      prompt.size(), n_past_, n_ctx_);
+                      r.prompt.size(), r.pos0, n_ctx_);
   if (rc_->stopped()) {
     if (auto e = rc_->error()) return *e;
     return make_error("the run was stopped");
   }
-  std::promise<uint32_t> done;
-  std::future<uint32_t> fut = done.get_future();
-  rc_->set_busy(true);
-  struct Idle {
-    RunControl* rc;
-    ~Idle() { rc->set_busy(false); }
-  } idle{rc_};
-  const uint32_t first_gen = n_past_ + static_cast<uint32_t>(prompt.size());
-  // A prompt wider than the CPU tier's batch goes through PCIe (the planner).
-  const int64_t step = g_->widths.next_step.load();
-  if (cpu_max_batch_ > 0 && prompt.size() > static_cast<size_t>(cpu_max_batch_))
-    g_->widths.wide_step.store(step);
-  g_->widths.fed_step.store(step);
-  g_->sampler.begin_request(std::move(cb), 0, first_gen, n_ctx_ ? n_ctx_ : UINT32_MAX,
-                            std::move(done));
-  StepInput in;
-  for (size_t i = 0; i < prompt.size(); ++i)
-    in.batch.add(prompt[i], static_cast<int32_t>(n_past_ + i), 0,
-                 i + 1 == prompt.size() || i >= logits_from);
-  if (!g_->steps.push(std::move(in), *rc_)) {
-    if (auto e = rc_->error()) return *e;
-    return make_error("the run was stopped");
-  }
-  while (fut.wait_for(kPollInterval) != std::future_status::ready) {
+  r.max_pos = n_ctx_ ? n_ctx_ : UINT32_MAX;
+  return g_->sampler.submit(std::move(r), std::move(done));
+}
+
+void Pipeline::cancel(uint64_t id) {
+  g_->sampler.cancel(id);
+}
+
+Expected<SeqEnd> Pipeline::wait(std::future<SeqEnd>& done) {
+  while (done.wait_for(kPollInterval) != std::future_status::ready) {
     if (rc_->stopped()) {
       if (auto e = rc_->error()) return *e;
       return make_error("the run was stopped");
     }
   }
-  n_past_ = fut.get();
+  return done.get();
+}
+
+Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from) {
+  rc_->set_busy(true);
+  struct Idle {
+    RunControl* rc;
+    ~Idle() { rc->set_busy(false); }
+  } idle{rc_};
+  SeqRequest r;
+  r.prompt.assign(prompt.begin(), prompt.end());
+  r.cb = std::move(cb);
+  r.slot = 0;
+  r.pos0 = n_past_;
+  r.logits_from = logits_from;
+  std::promise<SeqEnd> done;
+  std::future<SeqEnd> fut = done.get_future();
+  auto id = submit(std::move(r), std::move(done));
+  if (!id) return id.error();
+  auto end = wait(fut);
+  if (!end) return end.error();
+  n_past_ = end->pos;
   return ok();
 }
 

@@ -28,6 +28,8 @@ struct PipelineOptions {
   SourceOptions source;            // the reader's block source (kind, queue depth, chunk size)
   bool io_only = false;            // skip the kernels: measure the pipeline's own ceiling
   uint32_t n_ctx = 0;              // the backend's context (positions per sequence)
+  uint32_t n_seq = 1;              // the backends' key/value slots: sequences at once
+  int32_t chunk = 512;             // prompt tokens a step takes beside decoding sequences
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (n_cpu > 0 or rebalance)
   // A prompt of more tokens than this sends the CPU-tier layers through PCIe
   // to the main backend for that step (a CPU layer's time grows with the
@@ -49,11 +51,21 @@ class Pipeline {
                                                    Tracer& tracer, RunControl& rc);
   ~Pipeline();  // stops the run and joins every actor
 
-  // Feed the prompt as one batch at positions n_past.., then keep feeding
-  // back what the callback returns until it returns nullopt (or the context
-  // is full). Returns when the request ends; an error if the run failed or
-  // was stopped. The prompt's step has logits for its last row, and for every
-  // row from `logits_from` on (perplexity scores a window's rows): its
+  // Start a sequence beside the running ones (continuous batching,
+  // actors/sampler.h): `done` gets how it ended. Errors: an empty prompt, a
+  // slot the pipeline lacks, a prompt past the context, a stopped run.
+  Expected<uint64_t> submit(SeqRequest r, std::promise<SeqEnd> done);
+  // End a sequence at the next step (SeqEnd::cancelled); its slot is freed.
+  void cancel(uint64_t id);
+  // Wait for a sequence's end; an error if the run failed or was stopped.
+  Expected<SeqEnd> wait(std::future<SeqEnd>& done);
+
+  // One sequence in slot 0 at positions n_past.. (the cache kept from the
+  // previous request: a chat), waited for: the prompt as one batch (when no
+  // other sequence runs), then what the callback returns fed back until it
+  // returns nullopt (or the context is full). An error if the run failed or
+  // was stopped. The prompt's step has logits for its last row, and for
+  // every row from `logits_from` on (perplexity scores a window's rows): its
   // callback gets them in prompt order, the last row last.
   Status run_request(std::span<const int32_t> prompt, StepCallback cb,
                      size_t logits_from = SIZE_MAX);
@@ -62,6 +74,7 @@ class Pipeline {
   // positions are overwritten before they are read.
   void rewind() { n_past_ = 0; }
   uint32_t n_ctx() const { return n_ctx_; }
+  uint32_t n_seq() const { return n_seq_; }
   const char* source_name() const;
   // The online re-planner of a hybrid plan (TierPlan::rebalance), else null.
   // Read it once the run has stopped (its moves are the compute actor's).
@@ -77,8 +90,7 @@ class Pipeline {
   std::unique_ptr<Graph> g_;
   std::vector<std::thread> threads_;
   RunControl* rc_ = nullptr;
-  uint32_t n_past_ = 0, n_ctx_ = 0;
-  int32_t cpu_max_batch_ = 8;
+  uint32_t n_past_ = 0, n_ctx_ = 0, n_seq_ = 1;
 };
 
 }  // namespace ls

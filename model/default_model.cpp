@@ -1,35 +1,37 @@
 #include "model/default_model.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-
-#include "model/synth.h"
 
 namespace ls {
 
-Expected<std::string> default_model_path() {
-  namespace fs = std::filesystem;
-  fs::path dir;
-  if (const char* c = std::getenv("LAYERSTREAM_CACHE"); c && *c) dir = c;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "layerstream";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "layerstream";
-  else return make_error("no cache directory: set LAYERSTREAM_CACHE or HOME, or pass -m");
-  // The name carries the recipe, so a change of recipe makes a new file.
-  const fs::path path = dir / "default-tiny-q8_0-seed1-v1.gguf";
+namespace fs = std::filesystem;
+
+std::vector<std::string> default_model_candidates(const std::string& exe) {
+  const fs::path dir = fs::path(exe).parent_path();
+  return {(dir / kDefaultModelFile).lexically_normal().string(),
+          (dir / ".." / "share" / "layerstream" / kDefaultModelFile).lexically_normal().string()};
+}
+
+Expected<std::string> default_model_path(const std::string& exe) {
+  const std::vector<std::string> paths = default_model_candidates(exe);
   std::error_code ec;
-  if (fs::exists(path, ec)) return path.string();
-  fs::create_directories(dir, ec);
-  if (ec) return make_error("%s: cannot create: %s", dir.c_str(), ec.message().c_str());
-  std::fprintf(stderr, "layerstream: no -m given; synthesizing the default tiny model into %s\n",
-               path.c_str());
-  SynthOptions opt;
-  opt.shape = *synth_preset("tiny");
-  opt.quant = *synth_quant_from_name("q8_0");
-  opt.seed = 1;
-  opt.quiet = true;
-  LS_TRY(synth_write(opt, path.string()));
-  return path.string();
+  for (const std::string& p : paths)
+    if (fs::is_regular_file(p, ec)) return p;
+  return make_error(
+      "no default model: neither %s nor %s exists (the build puts it beside the binary, "
+      "`cmake --install` in share/layerstream); pass -m MODEL.gguf",
+      paths[0].c_str(), paths[1].c_str());
+}
+
+Expected<std::string> default_model_path() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return make_error(
+        "no default model: /proc/self/exe: %s (the default model is found beside "
+        "the binary); pass -m MODEL.gguf",
+        ec.message().c_str());
+  return default_model_path(exe.string());
 }
 
 }  // namespace ls

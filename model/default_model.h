@@ -1,17 +1,30 @@
-// The embedded default model: `layerstream decode` with no -m runs a tiny
-// model synthesized once into the user's cache directory, so the first
-// command of the README shows the whole path on any machine.
-// defines: default_model_path()
+// The default model: `layerstream decode` with no -m runs the trained KJV
+// target (model/weights/kjv-target-q8_0.gguf, issue 16), installed beside
+// the binary: the build copies it next to `layerstream` as
+// layerstream-default.gguf and `cmake --install` puts it in
+// share/layerstream/. No network, no home directory, no cache.
+// defines: kDefaultModelFile, default_model_candidates(), default_model_path()
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/status.h"
 
 namespace ls {
 
-// Path of the default model ($LAYERSTREAM_CACHE, else $XDG_CACHE_HOME/layerstream,
-// else ~/.cache/layerstream), synthesized there first if it is absent.
+inline constexpr const char* kDefaultModelFile = "layerstream-default.gguf";
+
+// Where the default model is looked for, in order, for an executable at
+// `exe`: beside it (the build tree), then ../share/layerstream/ (an install
+// under a prefix: PREFIX/bin/layerstream, PREFIX/share/layerstream/).
+std::vector<std::string> default_model_candidates(const std::string& exe);
+
+// The first candidate that exists for the executable at `exe`; an error
+// naming every candidate and -m when none does.
+Expected<std::string> default_model_path(const std::string& exe);
+
+// The same for this process's own executable (/proc/self/exe).
 Expected<std::string> default_model_path();
 
 }  // namespace ls

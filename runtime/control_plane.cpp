@@ -2,7 +2,11 @@
 
 #include <time.h>
 
+#include <asio.hpp>
+
+#include <atomic>
 #include <cstdio>
+#include <thread>
 
 namespace ls {
 namespace {
@@ -21,7 +25,33 @@ constexpr double kComputingCpuPerTick = 0.1;
 
 }  // namespace
 
+struct ControlPlane::Impl {
+  Impl(RunControl& rc, const Tracer& tracer, int watchdog_s);
+  ~Impl();
+  void arm_timer();
+
+  RunControl& rc_;
+  const Tracer& tracer_;
+  int watchdog_s_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::steady_timer timer_;
+  std::thread thread_;
+  std::atomic<int> signal_{0};
+  uint64_t last_progress_ = 0;
+  double last_cpu_s_ = 0;  // the process's CPU time at the last tick
+  int still_s_ = 0;
+  bool reported_ = false;
+};
+
 ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
+    : impl_(std::make_unique<Impl>(rc, tracer, watchdog_s)) {}
+
+ControlPlane::~ControlPlane() = default;
+
+int ControlPlane::signal() const { return impl_->signal_.load(); }
+
+ControlPlane::Impl::Impl(RunControl& rc, const Tracer& tracer, int watchdog_s)
     : rc_(rc),
       tracer_(tracer),
       watchdog_s_(watchdog_s),
@@ -37,7 +67,7 @@ ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
   thread_ = std::thread([this] { io_.run(); });
 }
 
-void ControlPlane::arm_timer() {
+void ControlPlane::Impl::arm_timer() {
   timer_.expires_after(std::chrono::seconds(1));
   timer_.async_wait([this](const asio::error_code& ec) {
     if (ec) return;
@@ -64,7 +94,7 @@ void ControlPlane::arm_timer() {
   });
 }
 
-ControlPlane::~ControlPlane() {
+ControlPlane::Impl::~Impl() {
   asio::error_code ec;
   signals_.cancel(ec);
   timer_.cancel();

@@ -10,9 +10,7 @@
 // defines: ControlPlane
 #pragma once
 
-#include <asio.hpp>
-
-#include <thread>
+#include <memory>
 
 #include "runtime/run_control.h"
 #include "runtime/trace.h"
@@ -26,25 +24,17 @@ class ControlPlane {
   ~ControlPlane();  // stops the thread, restores default signal handling
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
-  bool interrupted() const { return signal_.load() != 0; }
+  bool interrupted() const { return signal() != 0; }
   // The signal that stopped the run (SIGINT or SIGTERM), 0 if none.
-  int signal() const { return signal_.load(); }
+  int signal() const;
 
  private:
-  void arm_timer();
-
-  RunControl& rc_;
-  const Tracer& tracer_;
-  int watchdog_s_;
-  asio::io_context io_;
-  asio::signal_set signals_;
-  asio::steady_timer timer_;
-  std::thread thread_;
-  std::atomic<int> signal_{0};
-  uint64_t last_progress_ = 0;
-  double last_cpu_s_ = 0;  // the process's CPU time at the last tick
-  int still_s_ = 0;
-  bool reported_ = false;
+  // Asio's io_context, signal_set and timer, and the thread that runs them:
+  // behind a pointer so that <asio.hpp> (about 7 s of compile time per
+  // translation unit) stays in control_plane.cpp and out of every file that
+  // includes actors/engine.h.
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace ls

@@ -40,6 +40,7 @@ Expected<bool> wants_cuda(const EngineOptions& opt) {
 CudaBackendOptions cuda_options(const EngineOptions& opt) {
   CudaBackendOptions co;
   co.n_ctx = opt.n_ctx;
+  co.n_seq = std::max<uint32_t>(1, opt.n_seq);
   co.max_batch = opt.ubatch;
   co.act_q8 = opt.cpu_act == CpuAct::Q8;
   return co;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -47,13 +48,14 @@ Expected<std::pair<std::string, std::vector<std::string>>> parse_sweep(const std
   std::stringstream ss(s.substr(eq + 1));
   for (std::string v; std::getline(ss, v, ',');)
     if (!v.empty()) out.second.push_back(v);
-  static const char* known[] = {"depth", "staging", "slots", "qd",
-                                "chunk", "threads", "tiers", "cpu"};
+  static const char* known[] = {"depth", "staging", "slots", "qd",   "chunk",
+                                "threads", "tiers", "cpu", "batch"};
   bool ok_name = false;
   for (const char* k : known) ok_name |= out.first == k;
   if (!ok_name)
     return make_error(
-        "--sweep: unknown setting '%s' (depth, staging, slots, qd, chunk, threads, tiers, cpu)",
+        "--sweep: unknown setting '%s' (depth, staging, slots, qd, chunk, threads, tiers, cpu, "
+        "batch)",
         out.first.c_str());
   return out;
 }
@@ -71,6 +73,12 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
   if (name == "staging") return int_of(o.staging_buffers);
   if (name == "slots") return int_of(o.device_slots);
   if (name == "threads") return int_of(o.threads);
+  if (name == "batch") {  // sequences decoded at once (--parallel)
+    int32_t n = 0;
+    LS_TRY(int_of(n));
+    o.n_seq = static_cast<uint32_t>(n);
+    return ok();
+  }
   if (name == "tiers") {
     o.tiers = v;
     return ok();
@@ -142,6 +150,8 @@ struct Row {
   double h2d_gbps = 0, pcie_ratio = 0;      // pinned H2D probe around the run; streamed / probe
   double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
   double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
+  double width_tok_s = 0;     // batch > 1: every sequence's tokens in the window all decode
+  double per_seq_tok_s = 0;   // tok_s / batch
   double host_gbps = 0, host_probe_gbps = 0, host_ratio = 0;  // CPU-read bytes; host read probe
   std::string bound, error, source;
   std::string cpu_layers;  // the CPU tier's layers: "28", or "24->27" when re-planned online
@@ -290,30 +300,66 @@ int run_bench(BenchArgs& a) {
     for (int i = 1; i < a.prompt_tokens; ++i)
       prompt.push_back(static_cast<int32_t>((1000003ull * i + 12345) % static_cast<uint64_t>(V)));
     Status rs = ok();
-    {
-      // A first request of the same shape warms the process (lazy module
-      // loading, first-use allocations); the second one is timed. A
-      // one-token prompt too, so that rows of different prompt lengths are
-      // measured alike.
-      rs = e.pipeline().run_request(
-          prompt, [](int64_t, const float*, int32_t) { return std::optional<int32_t>(); });
-      e.pipeline().rewind();
-    }
-    const auto t_start = std::chrono::steady_clock::now();
+    const int width = static_cast<int>(std::max<uint32_t>(1, o.n_seq));
+    // `width` sequences at once, each its own walk after bos; each token's
+    // time per sequence in tok_t. A first run of the same shape warms the
+    // process (lazy module loading, first-use allocations, activations for
+    // the width); the second one is timed. A one-token prompt too, so that
+    // rows of different prompt lengths are measured alike.
+    std::vector<std::vector<std::chrono::steady_clock::time_point>> tok_t(width);
     MovedBytes moved0;
-    if (rs.ok())
-      rs = e.pipeline().run_request(
-          prompt, [&](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
-            t.push_back(std::chrono::steady_clock::now());
-            if (t.size() == 1) moved0 = moved_bytes(e);
-            if (static_cast<int>(t.size()) >= a.steps) return std::nullopt;
-            if (a.io_only) return bos;
-            const float* r = l + static_cast<size_t>(rows_n - 1) * V;
-            int32_t best = 0;
-            for (int32_t i = 1; i < V; ++i)
-              if (r[i] > r[best]) best = i;
-            return best;
-          });
+    auto run_seqs = [&](bool timed) -> Status {
+      std::vector<std::future<SeqEnd>> futs;
+      for (int w = 0; w < width; ++w) {
+        SeqRequest r;
+        r.prompt = prompt;
+        for (size_t i = 1; i < r.prompt.size(); ++i)
+          r.prompt[i] = static_cast<int32_t>((1000003ull * i + 12345 + 7919ull * w) %
+                                             static_cast<uint64_t>(V));
+        auto* times = &tok_t[w];
+        r.cb = [&, times, timed, w](int64_t, const float* l,
+                                    int32_t rows_n) -> std::optional<int32_t> {
+          if (!timed) return std::nullopt;
+          times->push_back(std::chrono::steady_clock::now());
+          if (w == 0 && times->size() == 1) moved0 = moved_bytes(e);
+          if (static_cast<int>(times->size()) >= a.steps) return std::nullopt;
+          if (a.io_only) return bos;
+          const float* r = l + static_cast<size_t>(rows_n - 1) * V;
+          int32_t best = 0;
+          for (int32_t i = 1; i < V; ++i)
+            if (r[i] > r[best]) best = i;
+          return best;
+        };
+        std::promise<SeqEnd> done;
+        futs.push_back(done.get_future());
+        auto id = e.pipeline().submit(std::move(r), std::move(done));
+        if (!id) return id.error();
+      }
+      for (auto& f : futs) {
+        auto end = e.pipeline().wait(f);
+        if (!end) return end.error();
+      }
+      return ok();
+    };
+    rs = run_seqs(false);
+    const auto t_start = std::chrono::steady_clock::now();
+    if (rs.ok()) rs = run_seqs(true);
+    // The window where every sequence decodes: from the last first token to
+    // the first last one; the rate counts every sequence's tokens in it.
+    if (rs.ok()) {
+      auto t0 = tok_t[0].empty() ? t_start : tok_t[0].front();
+      auto t1 = tok_t[0].empty() ? t_start : tok_t[0].back();
+      for (const auto& v : tok_t)
+        if (!v.empty()) t0 = std::max(t0, v.front()), t1 = std::min(t1, v.back());
+      size_t in_window = 0;
+      for (const auto& v : tok_t)
+        for (const auto& x : v) in_window += x > t0 && x <= t1;
+      t = tok_t[0];
+      if (t1 > t0) {
+        row.width_tok_s =
+            static_cast<double>(in_window) / std::chrono::duration<double>(t1 - t0).count();
+      }
+    }
     if (!t.empty() && a.prompt_tokens > 1)
       row.prefill_tok_s =
           a.prompt_tokens / std::chrono::duration<double>(t.front() - t_start).count();
@@ -332,7 +378,9 @@ int run_bench(BenchArgs& a) {
     // Steady state: from the first step's logits to the last.
     const double secs = std::chrono::duration<double>(t.back() - t.front()).count();
     const double steps = static_cast<double>(t.size() - 1);
-    row.tok_s = steps / secs;
+    // Tokens/s in all: a step gives one token to each sequence.
+    row.tok_s = width > 1 && row.width_tok_s > 0 ? row.width_tok_s : steps / secs;
+    row.per_seq_tok_s = row.tok_s / width;
     // Bytes a step streams and the CPU tier reads: the plan's, or, where the
     // plan was re-planned as it ran, what the steps measured moved.
     double streamed_step = static_cast<double>(e.plan().streamed_bytes_per_step);
@@ -357,7 +405,8 @@ int run_bench(BenchArgs& a) {
       if (row.probe_gbps > 0)
         need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
       if (row.host_probe_gbps > 0) need = std::max(need, host_step / (row.host_probe_gbps * 1e9));
-      row.bound_tok_s = need > 0 ? 1.0 / need : 0;
+      // A step moves the same bytes whatever the width: `width` tokens each.
+      row.bound_tok_s = need > 0 ? width / need : 0;
       row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
     }
     row.bound = table.bound;
@@ -397,6 +446,12 @@ int run_bench(BenchArgs& a) {
     head += " prefill tok/s (" + std::to_string(a.prompt_tokens) + " tokens) |";
     rule += "---|";
   }
+  bool show_per_seq = false;
+  for (const auto& g : grid) show_per_seq |= g.first == "batch";
+  if (show_per_seq) {
+    head += " tok/s per sequence |";
+    rule += "---|";
+  }
   head +=
       " tok/s | storage GB/s | probe GB/s | ratio to probe | streamed GB/s | H2D probe GB/s |"
       " ratio to H2D | host GB/s | host probe GB/s | ratio to host | link bound tok/s |"
@@ -413,6 +468,11 @@ int run_bench(BenchArgs& a) {
     if (show_prefill) {
       char p[64];
       std::snprintf(p, sizeof p, " %.1f |", r.prefill_tok_s);
+      line += p;
+    }
+    if (show_per_seq) {
+      char p[64];
+      std::snprintf(p, sizeof p, " %.3f |", r.per_seq_tok_s);
       line += p;
     }
     char buf[768], ratio[32] = "-", pratio[32] = "-", bratio[32] = "-", hratio[32] = "-";
@@ -455,6 +515,7 @@ int run_bench(BenchArgs& a) {
                            {"ratio_to_link_bound", r.bound_ratio},
                            {"prompt_tokens", a.prompt_tokens},
                            {"prefill_tok_s", r.prefill_tok_s},
+                           {"per_seq_tok_s", r.per_seq_tok_s},
                            {"bound", r.bound},
                            {"cpu_layers", r.cpu_layers},
                            {"source", r.source},
@@ -479,8 +540,12 @@ Command add_bench(CLI::App& app) {
   add_engine_flags(sub, a->engine, a->text);
   sub->add_option(
       "--sweep", a->sweeps,
-      "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers, cpu (--cpu-layers) "
-      "(repeatable)");
+      "NAME=v1,v2,... over depth, staging, slots, qd, chunk, threads, tiers, cpu (--cpu-layers), "
+      "batch (sequences at once) (repeatable)");
+  sub->add_option_function<std::string>(
+      "--batch", [a](const std::string& v) { a->sweeps.push_back("batch=" + v); },
+      "Sequences decoded at once, e.g. 1,8,32 (--sweep batch=...): tok/s in all, per sequence, "
+      "and the bound at each width");
   sub->add_option("-n,--steps", a->steps, "Decode steps per setting (the first fills the pipeline)")
       ->capture_default_str();
   sub->add_option("--prompt-tokens", a->prompt_tokens,

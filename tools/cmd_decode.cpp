@@ -13,6 +13,7 @@
 #include "model/chat.h"
 #include "model/sampler.h"
 #include "tools/commands.h"
+#include "tools/decode_parallel.h"
 #include "tools/engine_flags.h"
 
 namespace ls {
@@ -45,11 +46,6 @@ struct Stats {
   // counts the tokens after it over the time after it.
   double decode_tok_s() const { return generated > 1 && gen_s > 0 ? (generated - 1) / gen_s : 0.0; }
 };
-
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "error: %s\n", msg.c_str());
-  return 1;
-}
 
 // One request through the pipeline: the prompt as one batch, then up to n
 // sampled tokens, streamed as text. The callback runs on the sampler actor.
@@ -114,12 +110,25 @@ int run_decode(DecodeArgs& a) {
     return fail("-n must be 0 or more (got " + std::to_string(a.n_predict) + ")");
   if (!a.prompt.empty() && !a.prompt_file.empty()) return fail("give -p or -f, not both");
   if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) return fail(st.error().message);
+  const bool parallel = a.engine.n_seq > 1;
+  if (parallel && a.chat) return fail("--chat runs one conversation: drop --parallel");
+  if (parallel && !a.dump_logits.empty())
+    return fail("--dump-logits writes one sequence's rows: drop --parallel");
+  std::vector<std::string> lines;  // --parallel: one prompt a line of -f
   if (!a.prompt_file.empty()) {
     std::ifstream in(a.prompt_file, std::ios::binary);
     if (!in) return fail(a.prompt_file + ": cannot read the prompt file");
     std::stringstream ss;
     ss << in.rdbuf();
     a.prompt = ss.str();
+    if (parallel) {
+      std::istringstream ls(a.prompt);
+      for (std::string l; std::getline(ls, l);)
+        if (!l.empty()) lines.push_back(l);
+      if (lines.empty()) return fail(a.prompt_file + ": no prompt in it (one a line)");
+    }
+  } else if (parallel) {
+    lines.assign(a.engine.n_seq, a.prompt);  // the same prompt in every sequence
   }
   auto er = Engine::open(a.engine);
   if (!er) return fail(er.error().message);
@@ -140,6 +149,22 @@ int run_decode(DecodeArgs& a) {
   } closer{dump};
 
   const bool add_bos = m.tokenizer->add_bos_default() && !a.no_bos;
+  if (parallel) {
+    ParallelDecodeArgs pa;
+    pa.prompts = std::move(lines);
+    pa.n_predict = a.n_predict;
+    pa.add_bos = add_bos;
+    pa.special = a.special;
+    pa.ids = a.ids;
+    pa.sp = a.sp;
+    Status ps = run_decode_parallel(e, pa);
+    const int sig = e.interrupt_signal();
+    Status fin = e.finish();
+    if (sig != 0) return 128 + sig;
+    if (!ps.ok()) return fail(ps.error().message);
+    if (!fin.ok()) return fail(fin.error().message);
+    return 0;
+  }
   const uint32_t n_ctx = e.pipeline().n_ctx();
   Stats st;
   std::vector<int32_t> out_ids;
@@ -243,7 +268,8 @@ Command add_decode(CLI::App& app) {
   a->sp.temp = 0.8f;
   add_engine_flags(sub, a->engine, a->text);
   sub->add_option("-p,--prompt", a->prompt, "Prompt text");
-  sub->add_option("-f,--file", a->prompt_file, "Read the prompt from a file");
+  sub->add_option("-f,--file", a->prompt_file,
+                  "Read the prompt from a file (with --parallel: one prompt a line)");
   sub->add_option("-n,--n-predict", a->n_predict, "Tokens to generate")->capture_default_str();
   sub->add_option("--temp", a->sp.temp, "Temperature (0: greedy)")->capture_default_str();
   sub->add_option("--top-k", a->sp.top_k, "Top-k (0: off)")->capture_default_str();

@@ -36,11 +36,6 @@ struct PplArgs {
   int32_t batch = 2048;  // prompt batch (llama.cpp's default), at most -c
 };
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "error: %s\n", msg.c_str());
-  return 1;
-}
-
 // -log softmax(logits)[target], as llama.cpp computes it: the sum of
 // exp(l - max) in double.
 double nll_of(const float* logits, int32_t n_vocab, int32_t target) {

@@ -1,10 +1,12 @@
 // The flags every command that runs the engine shares (decode, bench): the
 // model, backend and threads, the budgets and tiers, the pipeline's tuning,
 // the reader, tracing.
-// defines: add_engine_flags()
+// defines: add_engine_flags(), finish_engine_flags(), fail()
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -24,7 +26,9 @@ struct EngineFlagText {
 };
 
 inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& text) {
-  sub->add_option("-m,--model", o.model, "GGUF model (default: a tiny synthetic model)");
+  sub->add_option("-m,--model", o.model,
+                  "GGUF model (default: the trained KJV target beside the binary, "
+                  "layerstream-default.gguf)");
   sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
   sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
   sub->add_option("--act", text.cpu_act,
@@ -35,8 +39,14 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "CPU matmul work split and prefetch, e.g. tasks=2,pf=1,hint=0: ranges start "
                   "at a 1/(threads*tasks) share, pf rows prefetched ahead into cache level hint "
                   "(0 L1, 1 L2, 2 L3, 3 non-temporal)");
-  sub->add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+  sub->add_option("-c,--ctx-size", o.n_ctx,
+                  "Context size per sequence (0: the model's, at most 4096)")
       ->capture_default_str();
+  sub->add_option("--parallel", o.n_seq,
+                  "Sequences decoded at once, each with its own key/value cache of -c positions "
+                  "(continuous batching: more wait for a free one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
   sub->add_option("--kv-type", text.kv_type, "KV cache type: f16 or f32")->capture_default_str();
   sub->add_option("--vram-budget", o.vram_budget,
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
@@ -82,6 +92,12 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
   sub->add_option("--watchdog", o.watchdog_s,
                   "Seconds without progress before the stall report (0: off)")
       ->capture_default_str();
+}
+
+// "error: MSG" on stderr; returns 1, the exit code of a command that failed.
+inline int fail(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
 }
 
 // Apply the string flags that need checking.

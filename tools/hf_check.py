@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent check of layerstream against Hugging Face transformers.
 
-Given a Llama GGUF and the layerstream binary:
+Two modes. Export mode (a GGUF alone, e.g. a synthetic one):
   1. `layerstream export` writes the GGUF's weights dequantized to f32 as
      safetensors under HF names (Q/K rows un-permuted to HF's rotate_half
      convention) and an HF config.json;
@@ -11,6 +11,13 @@ Given a Llama GGUF and the layerstream binary:
      greedily one at a time (the decode path) and prints them;
   3. transformers' LlamaForCausalLM, built from config.json and the
      safetensors, runs the same ids.
+Checkpoint mode (--hf-dir DIR --text FILE; --gguf is DIR converted to F32 by
+`layerstream convert`): nothing is exported; transformers loads the HF
+checkpoint folder itself (from_pretrained), and the prompt is a window of real
+text: FILE encoded with DIR's tokenizer.json by the `tokenizers` library (BOS
+first), --n-prompt tokens from token --offset on, the first replaced by BOS
+(as a perplexity window starts). This checks `convert` and the engine
+together against the checkpoint as trained.
 
 Compared, exactly:
   - prompt logits: at each position p, max|ls - hf| / max|hf| over the vocab;
@@ -58,9 +65,10 @@ def rel_err_rows(a, b):
 
 
 def llama3_inv_freq(cfg, d):
-    """inv_freq with Llama 3 scaling, from the formula Meta published."""
-    base = cfg["rope_theta"]
-    s = cfg.get("rope_scaling")
+    """inv_freq with Llama 3 scaling, from the formula Meta published. rope_theta
+    and the scaling are top-level (transformers 4) or in rope_parameters (5)."""
+    s = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    base = cfg.get("rope_theta") or s.get("rope_theta") or 10000.0
     out = []
     for i in range(d // 2):
         f = base ** (-2.0 * i / d)
@@ -104,9 +112,41 @@ def build_hf(workdir, device, dtype):
     return model, getattr(model.config, "_attn_implementation", "?")
 
 
+def load_hf_dir(path, device, dtype):
+    """transformers' own loading of a checkpoint folder, eager attention."""
+    import torch
+    from transformers import LlamaForCausalLM
+    try:
+        m = LlamaForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="eager")
+    except TypeError:  # transformers 4 calls it torch_dtype
+        m = LlamaForCausalLM.from_pretrained(path, torch_dtype=dtype, attn_implementation="eager")
+    m = m.to(device=device, dtype=dtype).eval()
+    return m, getattr(m.config, "_attn_implementation", "?")
+
+
+def text_window(hf_dir, text_path, offset, n, bos):
+    """n ids of the text from token `offset` on (BOS-first encoding), the first
+    replaced by BOS."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(hf_dir, "tokenizer.json"))
+    with open(text_path, encoding="utf-8") as f:
+        ids = tok.encode(f.read()).ids
+    if offset + n > len(ids):
+        print(f"hf_check: {text_path} has {len(ids)} tokens, fewer than --offset + --n-prompt",
+              file=sys.stderr)
+        sys.exit(2)
+    w = ids[offset: offset + n]
+    w[0] = bos
+    return w, tok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", required=True, help="Llama GGUF (F32 for the 1e-3 check)")
+    ap.add_argument("--hf-dir", default=None,
+                    help="checkpoint mode: the HF checkpoint folder the F32 --gguf was converted from")
+    ap.add_argument("--text", default=None, help="checkpoint mode: the text of the prompt window")
+    ap.add_argument("--offset", type=int, default=0, help="checkpoint mode: the window's first token")
     ap.add_argument("--layerstream", required=True, help="the layerstream binary")
     ap.add_argument("--workdir", default=None, help="for the export and logits files")
     ap.add_argument("--n-prompt", type=int, default=64)
@@ -135,19 +175,31 @@ def main():
     print(f"hf_check: {name}: torch {torch.__version__}, transformers {transformers.__version__}, "
           f"HF on {device}, layerstream --backend {args.backend}", flush=True)
 
-    # 1. Export.
+    # 1. Export (export mode), or the checkpoint's config.json.
     t0 = time.time()
-    sh([args.layerstream, "export", "-m", args.gguf, "--safetensors",
-        os.path.join(work, "model.safetensors"), "--config", os.path.join(work, "config.json")])
-    with open(os.path.join(work, "config.json")) as f:
-        cfg = json.load(f)
+    if args.hf_dir:
+        if not args.text:
+            print("hf_check: --hf-dir needs --text (the prompt window's text)", file=sys.stderr)
+            return 2
+        with open(os.path.join(args.hf_dir, "config.json")) as f:
+            cfg = json.load(f)
+    else:
+        sh([args.layerstream, "export", "-m", args.gguf, "--safetensors",
+            os.path.join(work, "model.safetensors"), "--config", os.path.join(work, "config.json")])
+        with open(os.path.join(work, "config.json")) as f:
+            cfg = json.load(f)
     V = cfg["vocab_size"]
     bos = cfg.get("bos_token_id")
 
-    # 2. The prompt: BOS, then random ids; layerstream's logits and greedy tokens.
-    rng = random.Random(args.seed)
-    ids = ([bos] if bos is not None else []) + [rng.randrange(V) for _ in range(args.n_prompt)]
-    ids = ids[: args.n_prompt]
+    # 2. The prompt (BOS, then random ids; or a window of the text); layerstream's
+    # logits and greedy tokens.
+    tok = None
+    if args.hf_dir:
+        ids, tok = text_window(args.hf_dir, args.text, args.offset, args.n_prompt, bos)
+    else:
+        rng = random.Random(args.seed)
+        ids = ([bos] if bos is not None else []) + [rng.randrange(V) for _ in range(args.n_prompt)]
+        ids = ids[: args.n_prompt]
     ls_prompt = os.path.join(work, "ls_prompt.f32")
     ls_greedy = os.path.join(work, "ls_greedy.f32")
     out = sh([args.layerstream, "logits", "-m", args.gguf, "--ids", " ".join(map(str, ids)),
@@ -160,7 +212,10 @@ def main():
 
     # 3. HF.
     t0 = time.time()
-    model, attn = build_hf(work, device, torch.float32)
+    if args.hf_dir:
+        model, attn = load_hf_dir(args.hf_dir, device, torch.float32)
+    else:
+        model, attn = build_hf(work, device, torch.float32)
     d = cfg["hidden_size"] // cfg["num_attention_heads"]
     try:  # HF's rotary frequencies: did it read the rope scaling of config.json?
         inv = model.model.rotary_emb.inv_freq.detach().double().cpu().numpy()
@@ -207,7 +262,7 @@ def main():
     ok_rope = rope_err <= 1e-6 and abs(rope_scale - 1.0) <= 1e-12
     print(f"\nhf_check: {name}: {cfg['num_hidden_layers']} layers, dim {cfg['hidden_size']}, "
           f"heads {cfg['num_attention_heads']}/{cfg['num_key_value_heads']} (q/kv), vocab {V}, "
-          f"rope_scaling {json.dumps(cfg.get('rope_scaling'))}, HF attention {attn}")
+          f"rope {json.dumps(cfg.get('rope_scaling') or cfg.get('rope_parameters'))}, HF attention {attn}")
     print("position  max|ls-hf|/max|hf|")
     for p in range(len(ids)):
         if p < 4 or p % 8 == 7 or p == int(np.argmax(prompt_err)):
@@ -228,6 +283,9 @@ def main():
     if f64:
         print(f"| vs HF float64: layerstream / HF float32 | {f64['layerstream_vs_f64']:.3e} / "
               f"{f64['hf_f32_vs_f64']:.3e} | info | - |")
+    if tok is not None:
+        print(f"prompt window (token {args.offset} on): {tok.decode(ids[1:])[:300]!r}...")
+        print(f"greedy text (layerstream): {tok.decode(ls_tokens)!r}")
     print(f"\nlayerstream tokens: {' '.join(map(str, ls_tokens))}")
     print(f"HF tokens:          {' '.join(map(str, hf_tokens))}")
     print(f"time: layerstream export+logits {t_ls:.1f} s, HF {t_hf:.1f} s")
@@ -242,7 +300,10 @@ def main():
                        "min_top2_gap": min(margins), "rope_inv_freq_rel_err": rope_err,
                        "ls_tokens": ls_tokens, "hf_tokens": hf_tokens, "ids": ids, "f64": f64,
                        "torch": torch.__version__, "transformers": transformers.__version__,
-                       "device": device, "backend": args.backend, "pass": passed}, f, indent=1)
+                       "device": device, "backend": args.backend, "tol": args.tol,
+                       "mode": "checkpoint" if args.hf_dir else "export",
+                       "hf_dir": args.hf_dir, "text": args.text, "offset": args.offset,
+                       "pass": passed}, f, indent=1)
     return 0 if passed else 1
 
 

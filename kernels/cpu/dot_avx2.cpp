@@ -37,18 +37,20 @@ LS_AVX2 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(a);
 }
 
-// Two accumulators per token, the two halves of each group (two FMA chains
-// per token hide the FMA latency), at every token count: a token's bits must
-// not depend on how many tokens share its pass (issue 17: a sequence in a
-// batch equals the sequence alone). 2 × 8 accumulators would not fit in 16
-// registers, so 5..8 tokens run as two passes (dot_any).
+// The two halves of a group go to two accumulators (two FMA chains per token
+// hide the FMA latency), for every token count: a token's sum must not
+// depend on how many share the call (a batch gives each sequence its bits
+// alone). 2 × 8 accumulators would not fit in 16 registers, so more than 4
+// tokens run as two calls (dot_any): the row, in L1, is rebuilt twice.
 template <int NT, bool kMin>
 LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, float* y, int64_t ldy,
                     const RowPrefetch& pf) {
+  static_assert(NT <= 4);
+  constexpr int kAcc = 2;
   const int64_t step16 = pf.step16(n);
   int64_t pf16 = 0;
-  __m256 acc[2][NT];
-  for (int a = 0; a < 2; ++a)
+  __m256 acc[kAcc][NT];
+  for (int a = 0; a < kAcc; ++a)
     for (int t = 0; t < NT; ++t) acc[a][t] = _mm256_setzero_ps();
   __m256 m = _mm256_setzero_ps();
   for (int64_t i = 0, g = 0; i < n; i += 16, ++g) {
@@ -70,7 +72,7 @@ LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, flo
 template <bool kMin>
 LS_AVX2 void dot_any(const G16Row& w, int64_t n, const float* x, int64_t ldx, int n_tok, float* y,
                      int64_t ldy, const RowPrefetch& pf) {
-  if (n_tok > 4) {  // the first 4 tokens, then the rest (the row is in L1 by then)
+  if (n_tok > 4) {  // tokens 0-3, then the rest (the prefetch goes with the first)
     dot_nt<4, kMin>(w, n, x, ldx, y, ldy, pf);
     return dot_any<kMin>(w, n, x + 4 * ldx, ldx, n_tok - 4, y + 4 * ldy, ldy, RowPrefetch{});
   }

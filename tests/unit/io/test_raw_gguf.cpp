@@ -42,7 +42,7 @@ std::string message(const Status& s) {
 
 }  // namespace
 
-TEST_CASE("raw gguf: the model at its LBA passes; each mismatch is named") {
+TEST_CASE("raw gguf: the model at its LBA passes, and each mismatch is named") {
   auto f = GgufFile::open(test::tiny_model_path("ls_test_raw_gguf"));
   REQUIRE(f.has_value());
   const GgufFile& file = **f;

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -303,4 +305,64 @@ TEST_CASE("decode: a truncated model file is refused by name") {
   }
   REQUIRE(fs::file_size(path) == whole.size() / 2);
   check_fails({"-m", path, "-p", "hi", "-n", "1"}, {base_name(path)});
+}
+
+// --parallel: the ids of "[seq N ids] ..." lines, by sequence number.
+std::map<int, std::vector<int32_t>> parse_parallel_ids(const std::string& out) {
+  std::map<int, std::vector<int32_t>> ids;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    int n = 0;
+    if (std::sscanf(line.c_str(), "[seq %d ids]", &n) != 1) continue;
+    std::istringstream rest(line.substr(line.find(']') + 1));
+    for (int64_t v; rest >> v;) ids[n].push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+TEST_CASE("decode: --parallel runs each line of -f as its own sequence, as it runs alone") {
+  const std::vector<std::string> lines = {"The quick brown fox", "Hello",
+                                          "jumps over the lazy dog and then some more words",
+                                          "A", "lazy dog"};
+  const std::string path = temp_dir().file("prompts.txt");
+  {
+    std::ofstream f(path);
+    for (const auto& l : lines) f << l << "\n\n";  // blank lines are skipped
+  }
+  const RunResult r = run_decode({"-m", tiny_model(), "-f", path, "--parallel", "3", "-n", "6",
+                                  "--temp", "0", "--ids"});
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("5 sequences, 3 at once") != std::string::npos);
+  const auto got = parse_parallel_ids(r.out);
+  REQUIRE(got.size() == lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const RunResult one = run_decode({"-m", tiny_model(), "-p", lines[i], "--no-display-prompt",
+                                      "-n", "6", "--temp", "0", "--ids"});
+    REQUIRE(one.exit_code == 0);
+    CHECK_MESSAGE(got.at(static_cast<int>(i) + 1) == parse_ids(one.out), "sequence " << i + 1);
+  }
+}
+
+TEST_CASE("decode: --parallel with --chat, an empty prompt file, or 0 is refused") {
+  check_fails({"-m", tiny_model(), "--parallel", "2", "--chat"}, {"--chat", "--parallel"});
+  const std::string empty = temp_dir().file("empty-prompts.txt");
+  { std::ofstream f(empty); f << "\n\n"; }
+  check_fails({"-m", tiny_model(), "--parallel", "2", "-f", empty}, {"empty-prompts.txt", "no prompt"});
+  check_fails({"-m", tiny_model(), "--parallel", "0", "-p", "hi"}, {"--parallel"}, false);
+}
+
+TEST_CASE("bench: --batch reports a row per width, in all and per sequence, beside its bound") {
+  const std::string out = temp_dir().file("bench-batch.txt");
+  const std::string cmd = "exec " + shell_quote(LS_BINARY) + " bench -m " +
+                          shell_quote(tiny_model()) + " --backend cpu -t 2 -n 4 --batch 1,3 >" +
+                          shell_quote(out) + " 2>/dev/null";
+  const int status = std::system(cmd.c_str());
+  const std::string text = read_file(out);
+  INFO(text);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(text.find("| batch | tok/s per sequence | tok/s |") != std::string::npos);
+  for (const char* w : {"\n| 1 | ", "\n| 3 | "}) CHECK(text.find(w) != std::string::npos);
+  CHECK(text.find("error") == std::string::npos);
 }

@@ -1,0 +1,211 @@
+// Many sequences through one pipeline (continuous batching, actors/sampler.h):
+// each greedy sequence gives the same logits, bit for bit, as the same
+// sequence run alone — with more sequences than slots (the rest wait and
+// join as others leave), different prompt lengths and lengths of output,
+// a prompt fed in chunks beside decoding sequences, a cancelled sequence,
+// streamed tiers, and CPU-tier layers whose key/value rows move between the
+// backends per sequence. The CPU backend with f32 activations (the oracle) and
+// with 8-bit ones: both compute each row independently of its batch.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <future>
+#include <memory>
+
+#include "actors/pipeline.h"
+#include "model/cpu_backend.h"
+#include "model/model.h"
+#include "tests/unit/test_models.h"
+
+using namespace ls;
+
+namespace {
+
+const Model& model() {
+  static std::unique_ptr<Model> m = [] {
+    auto r = open_model(test::tiny_model_path("ls_test_pipeline_batch"));
+    REQUIRE(r.has_value());
+    return std::move(*r);
+  }();
+  return *m;
+}
+
+int32_t argmax(const float* x, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+struct SeqSpec {
+  std::vector<int32_t> prompt;
+  int n_out;              // greedy tokens to take
+  int cancel_after = -1;  // cancel the sequence from its callback after this many
+};
+
+// What one sequence saw: the last logits row of each of its steps.
+struct SeqSeen {
+  std::vector<float> rows;
+  std::vector<int32_t> tokens;
+  SeqEnd end;
+};
+
+std::vector<SeqSpec> specs() {
+  std::vector<SeqSpec> s;
+  s.push_back({{1, 17, 42, 99, 7, 300, 5}, 6});
+  s.push_back({{1, 3}, 9});
+  s.push_back({{1, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 260, 261, 262, 263}, 4});
+  s.push_back({{1, 5, 6}, 12, 3});  // cancelled after 3 tokens
+  s.push_back({{1, 77}, 1});
+  s.push_back({{1, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27}, 7});
+  s.push_back({{1, 400, 401}, 5});
+  return s;
+}
+
+// Runs the sequences on a pipeline of n_seq slots (1: each alone, in turn).
+std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const std::string& tiers,
+                         CpuAct act, int32_t chunk) {
+  const Model& m = model();
+  const int V = static_cast<int>(m.config().n_vocab);
+  CpuBackend be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
+  // The CPU tier's own backend (tiers with H): its cache holds those layers'
+  // rows, which follow a layer sent through the slots in a wide step.
+  CpuBackend tier_be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
+  Tracer tracer(false);
+  RunControl rc;
+  PipelineOptions opt;
+  opt.depth = 3;
+  opt.n_ctx = 64;
+  opt.n_seq = n_seq;
+  opt.chunk = chunk;
+  opt.source.log = false;
+  std::vector<Tier> t;
+  for (char c : tiers)
+    t.push_back(c == 'A'   ? Tier::Resident
+                : c == 'B' ? Tier::Ram
+                : c == 'H' ? Tier::Cpu
+                           : Tier::Storage);
+  if (tiers.find('H') != std::string::npos) opt.cpu_backend = &tier_be;
+  auto p = Pipeline::start(m, be, plan_forced(m.map, t, 2, 2, 4096), opt, tracer, rc);
+  REQUIRE(p.has_value());
+  Pipeline& pl = **p;
+  std::vector<SeqSeen> seen(sp.size());
+  std::vector<std::future<SeqEnd>> futs(sp.size());
+  std::vector<uint64_t> ids(sp.size());
+  auto submit = [&](size_t i) {
+    SeqRequest r;
+    r.prompt = sp[i].prompt;
+    r.cb = [&, i, V](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+      const float* last = l + static_cast<size_t>(rows - 1) * V;
+      SeqSeen& s = seen[i];
+      s.rows.insert(s.rows.end(), last, last + V);
+      s.tokens.push_back(argmax(last, V));
+      if (static_cast<int>(s.tokens.size()) == sp[i].cancel_after) pl.cancel(ids[i]);
+      if (static_cast<int>(s.tokens.size()) >= sp[i].n_out) return std::nullopt;
+      return s.tokens.back();
+    };
+    std::promise<SeqEnd> done;
+    futs[i] = done.get_future();
+    auto id = pl.submit(std::move(r), std::move(done));
+    REQUIRE(id.has_value());
+    ids[i] = *id;
+  };
+  if (n_seq == 1) {
+    for (size_t i = 0; i < sp.size(); ++i) {
+      submit(i);
+      auto e = pl.wait(futs[i]);
+      REQUIRE(e.has_value());
+      seen[i].end = *e;
+    }
+  } else {
+    // The first half now, the rest once the first sequence has ended: they
+    // join a running batch.
+    const size_t half = sp.size() / 2;
+    for (size_t i = 0; i < half; ++i) submit(i);
+    auto e0 = pl.wait(futs[0]);
+    REQUIRE(e0.has_value());
+    seen[0].end = *e0;
+    for (size_t i = half; i < sp.size(); ++i) submit(i);
+    for (size_t i = 1; i < sp.size(); ++i) {
+      auto e = pl.wait(futs[i]);
+      REQUIRE(e.has_value());
+      seen[i].end = *e;
+    }
+  }
+  pl.stop();
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alone, bit for bit") {
+  const auto sp = specs();
+  for (CpuAct act : {CpuAct::F32, CpuAct::Q8}) {
+    const char* an = act == CpuAct::F32 ? "f32" : "q8";
+    // Cancelling from the callback ends the sequence at the next step in
+    // both runs, so each sees the same rows.
+    const auto alone = run(sp, 1, "AAAA", act, 512);
+    // Hybrid plans (H): steps wider than the CPU tier's batch (8) send its
+    // layers through the slots, each sequence's rows following them.
+    for (auto [n_seq, tiers, chunk] :
+         {std::tuple{3u, "AAAA", 512}, std::tuple{3u, "ABCA", 4}, std::tuple{8u, "AAAA", 2},
+          std::tuple{4u, "AHBH", 3}, std::tuple{3u, "HCHA", 512}}) {
+      const auto batch = run(sp, n_seq, tiers, act, chunk);
+      for (size_t i = 0; i < sp.size(); ++i) {
+        INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk " << chunk
+                << ", sequence " << i);
+        CHECK(batch[i].tokens == alone[i].tokens);
+        REQUIRE(batch[i].rows.size() == alone[i].rows.size());
+        CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),
+                          alone[i].rows.size() * sizeof(float)) == 0);
+        CHECK(batch[i].end.cancelled == (sp[i].cancel_after > 0));
+        CHECK(batch[i].end.pos == alone[i].end.pos);
+      }
+    }
+    // The cancelled sequence stopped at its cancel, not at its n_out.
+    CHECK(alone[3].tokens.size() == 3);
+  }
+}
+
+TEST_CASE("pipeline batch: bad requests are refused with a message, and the run goes on") {
+  const Model& m = model();
+  CpuBackend be(m.config(), m.globals(), 16, 2, KvType::F32, 2);
+  Tracer tracer(false);
+  RunControl rc;
+  PipelineOptions opt;
+  opt.n_ctx = 16;
+  opt.n_seq = 2;
+  opt.source.log = false;
+  auto p = Pipeline::start(m, be, plan_forced(m.map, std::vector<Tier>(m.config().n_layer,
+                                                                         Tier::Resident),
+                                              2, 2, 4096),
+                           opt, tracer, rc);
+  REQUIRE(p.has_value());
+  Pipeline& pl = **p;
+  auto refused = [&](SeqRequest r, const std::string& needle) {
+    std::promise<SeqEnd> d;
+    auto id = pl.submit(std::move(r), std::move(d));
+    REQUIRE_FALSE(id.has_value());
+    CHECK_MESSAGE(id.error().message.find(needle) != std::string::npos, id.error().message);
+  };
+  refused(SeqRequest{}, "empty");
+  SeqRequest long_one;
+  long_one.prompt.assign(17, 1);
+  refused(long_one, "do not fit in the context");
+  SeqRequest bad_slot;
+  bad_slot.prompt = {1};
+  bad_slot.slot = 2;
+  refused(bad_slot, "sequence slot 2");
+  // A good one still runs, and its context's end ends it.
+  SeqRequest ok_one;
+  ok_one.prompt = {1, 2, 3};
+  ok_one.cb = [](int64_t, const float*, int32_t) -> std::optional<int32_t> { return 5; };
+  std::promise<SeqEnd> d;
+  auto f = d.get_future();
+  REQUIRE(pl.submit(std::move(ok_one), std::move(d)).has_value());
+  auto e = pl.wait(f);
+  REQUIRE(e.has_value());
+  CHECK(e->pos == 16);
+  CHECK_FALSE(e->cancelled);
+  pl.stop();
+}
