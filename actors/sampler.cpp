@@ -6,15 +6,14 @@ namespace ls {
 
 SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute,
                            StepWidths& widths, RunControl& rc, Tracer& tracer, int32_t n_slots,
-                           int32_t chunk, int32_t wide)
+                           int32_t chunk)
     : in_(in),
       to_compute_(to_compute),
       widths_(widths),
       rc_(rc),
       tracer_(tracer),
       n_slots_(std::max(1, n_slots)),
-      chunk_(std::max(1, chunk)),
-      wide_(wide) {}
+      chunk_(std::max(1, chunk)) {}
 
 uint64_t SamplerActor::submit(SeqRequest r, std::promise<SeqEnd> done) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -132,8 +131,7 @@ void SamplerActor::run() {
     }
     // Compute has published the step it runs next (StepWidths).
     next.step = widths_.next_step.load();
-    if (wide_ > 0 && next.batch.size() > static_cast<size_t>(wide_))
-      widths_.wide_step.store(next.step);
+    widths_.width[next.step % StepWidths::kRing].store(static_cast<int64_t>(next.batch.size()));
     widths_.fed_step.store(next.step);
     const int64_t step = next.step;
     if (!to_compute_.push(std::move(next), rc_)) return;

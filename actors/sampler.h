@@ -56,10 +56,10 @@ struct SeqEnd {
 class SamplerActor {
  public:
   // n_slots: key/value slots (the backends' sequences); chunk: prompt tokens
-  // a step takes beside decoding sequences; wide: a step of more entries than
-  // this is marked wide (StepWidths; 0: never).
+  // a step takes beside decoding sequences. Each step's width goes to
+  // StepWidths before the step is sent.
   SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, StepWidths& widths,
-               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk, int32_t wide);
+               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk);
   void run();  // the actor's thread
 
   // Queue a sequence; it joins at the next step that has a free slot for it
@@ -93,7 +93,7 @@ class SamplerActor {
   StepWidths& widths_;
   RunControl& rc_;
   Tracer& tracer_;
-  const int32_t n_slots_, chunk_, wide_;
+  const int32_t n_slots_, chunk_;
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a submission, for an idle actor
   std::deque<Seq> queue_;       // waiting for a slot (mu_)

@@ -11,7 +11,11 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = kAttentionMaxHeadDim / 32;
 
-__global__ void attention_f16kv_split_kernel(AttentionParams p) {
+__device__ __forceinline__ float load_f32(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float load_f32(const float* p) { return *p; }
+
+template <typename T>
+__global__ void attention_split_kernel(AttentionParams p) {
   __shared__ float q_sh[kAttentionMaxHeadDim];
   __shared__ float m_sh[kWarps], l_sh[kWarps];
   __shared__ float acc_sh[kWarps][kAttentionMaxHeadDim];
@@ -39,11 +43,11 @@ __global__ void attention_f16kv_split_kernel(AttentionParams p) {
   }
   float m = -FLT_MAX, l = 0.0f;
   for (int32_t ps = begin + warp; ps < end; ps += kWarps) {
-    const __half* k = p.k_cache + base + static_cast<int64_t>(ps) * n_embd_kv;
+    const T* k = static_cast<const T*>(p.k_cache) + base + static_cast<int64_t>(ps) * n_embd_kv;
     float d = 0.0f;
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; ++j)
-      if (j < nl) d += qr[j] * __half2float(k[lane + 32 * j]);
+      if (j < nl) d += qr[j] * load_f32(k + lane + 32 * j);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
     const float sc = d * p.scale;
@@ -51,10 +55,10 @@ __global__ void attention_f16kv_split_kernel(AttentionParams p) {
     const float corr = expf(m - m_new);  // 0 on the first position (m = -FLT_MAX)
     const float w = expf(sc - m_new);
     l = l * corr + w;
-    const __half* v = p.v_cache + base + static_cast<int64_t>(ps) * n_embd_kv;
+    const T* v = static_cast<const T*>(p.v_cache) + base + static_cast<int64_t>(ps) * n_embd_kv;
 #pragma unroll
     for (int j = 0; j < kMaxPerLane; ++j)
-      if (j < nl) acc[j] = acc[j] * corr + w * __half2float(v[lane + 32 * j]);
+      if (j < nl) acc[j] = acc[j] * corr + w * load_f32(v + lane + 32 * j);
     m = m_new;
   }
   // Merge the warps.
@@ -98,7 +102,7 @@ __global__ void attention_f16kv_split_kernel(AttentionParams p) {
   }
 }
 
-__global__ void attention_f16kv_reduce_kernel(AttentionParams p) {
+__global__ void attention_reduce_kernel(AttentionParams p) {
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int HD = p.head_dim;
@@ -130,7 +134,7 @@ int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim
   return n_split > 1 ? n_tok * n_head * n_split * (head_dim + 2) : 0;
 }
 
-Status attention_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
+Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (p.n_tok == 0) return ok();
   if (p.head_dim % 32 != 0 || p.head_dim > kAttentionMaxHeadDim || p.head_dim <= 0)
     return make_error("attention: head_dim %d is not a multiple of 32 up to %d", p.head_dim,
@@ -138,17 +142,21 @@ Status attention_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
     return make_error("attention: %d heads do not group over %d KV heads", p.n_head, p.n_head_kv);
   // Prompts: tensor cores. Decode-sized batches keep the scalar kernel below.
-  if (!p.scalar_only && p.n_tok >= kAttentionPrefillMinTok && attention_prefill_supported(p))
+  if (!p.scalar_only && !p.kv_f32 && p.n_tok >= kAttentionPrefillMinTok &&
+      attention_prefill_supported(p))
     return attention_prefill_f16kv_cuda(p, stream);
   if (p.n_split > 1 && !p.partial)
     return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
-  attention_f16kv_split_kernel<<<grid, 32 * kWarps, 0, stream>>>(p);
+  if (p.kv_f32)
+    attention_split_kernel<float><<<grid, 32 * kWarps, 0, stream>>>(p);
+  else
+    attention_split_kernel<__half><<<grid, 32 * kWarps, 0, stream>>>(p);
   LS_CUDA_TRY(cudaGetLastError());
   if (p.n_split > 1) {
     const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
-    attention_f16kv_reduce_kernel<<<g2, p.head_dim, 0, stream>>>(p);
+    attention_reduce_kernel<<<g2, p.head_dim, 0, stream>>>(p);
     LS_CUDA_TRY(cudaGetLastError());
   }
   return ok();

@@ -170,8 +170,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
         const int32_t j = j0 + r;
         const bool in = j < kv_end;
         const int64_t off = in ? base + static_cast<int64_t>(j) * n_embd_kv + c : 0;
-        cp_async_16(smem_u32(kd + r * kLd + c), p.k_cache + off, in ? 16 : 0);
-        cp_async_16(smem_u32(vd + r * kLd + c), p.v_cache + off, in ? 16 : 0);
+        cp_async_16(smem_u32(kd + r * kLd + c), static_cast<const __half*>(p.k_cache) + off,
+                    in ? 16 : 0);
+        cp_async_16(smem_u32(vd + r * kLd + c), static_cast<const __half*>(p.v_cache) + off,
+                    in ? 16 : 0);
       }
       cp_async_commit();
     };
@@ -309,7 +311,7 @@ Status launch(const AttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 bool attention_prefill_supported(const AttentionParams& p) {
-  return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
+  return !p.kv_f32 && (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
          p.n_head % p.n_head_kv == 0 && p.n_head <= 65535 &&
          reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && reinterpret_cast<uintptr_t>(p.out) % 8 == 0;
 }
@@ -317,8 +319,10 @@ bool attention_prefill_supported(const AttentionParams& p) {
 Status attention_prefill_f16kv_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (p.n_tok == 0) return ok();
   if (!attention_prefill_supported(p))
-    return make_error("attention prefill: head_dim %d (64 or 128), %d heads over %d KV heads, q %s",
-                      p.head_dim, p.n_head, p.n_head_kv,
+    return make_error(
+        "attention prefill: %s cache (f16 only), head_dim %d (64 or 128), %d heads over %d KV "
+        "heads, q %s",
+        p.kv_f32 ? "f32" : "f16", p.head_dim, p.n_head, p.n_head_kv,
                       reinterpret_cast<uintptr_t>(p.q) % 16 ? "not 16-byte aligned" : "aligned");
   if (p.head_dim == 64) return launch<64>(p, stream);
   return launch<128>(p, stream);

@@ -1,9 +1,9 @@
 // Causal prefill attention over the f16 KV cache on tensor cores (a flash
 // attention: Q·Kᵀ, online softmax and P·V per tile, the scores never leave
-// registers). Same contract as attention_f16kv_cuda (kernels/attention.cuh):
+// registers). Same contract as attention_cuda (kernels/attention.cuh):
 // entry t of the batch (q[t], head h) attends to positions 0..pos[t] of its
 // sequence seq[t], already in the cache; GQA head h reads KV head
-// h / (n_head / n_head_kv). attention_f16kv_cuda dispatches here for batches
+// h / (n_head / n_head_kv). attention_cuda dispatches here for batches
 // of at least kAttentionPrefillMinTok entries when
 // attention_prefill_supported() holds; decode batches keep the scalar kernel.
 //
@@ -46,7 +46,7 @@ namespace ls {
 // Batches with fewer entries go to the scalar kernel (decode must not change).
 inline constexpr int64_t kAttentionPrefillMinTok = 64;
 
-// head_dim 64 or 128, heads that group over the KV heads, q 16-byte aligned.
+// An f16 cache, head_dim 64 or 128, heads that group over the KV heads, q 16-byte aligned.
 bool attention_prefill_supported(const AttentionParams& p);
 
 // Ignores n_split and partial (no scratch). Asynchronous on `stream`.

@@ -4,12 +4,14 @@
 // that touch quant bits live in kernels/gemv_q.cu (fused decode GEMV) and
 // kernels/dequant.cu (W -> f16), both over kernels/quant_decode.cuh.
 //
-// Paths (MatmulPath::Auto picks by n_tok):
+// Paths (MatmulPath::Auto picks by n_tok and the activations):
 //   n_tok <= 8  one pass over W for the whole batch: for Q4_K, Q5_K, Q6_K,
 //               Q8_0 and Q4_0, x quantized to int8 (quantize_act_q8_cuda,
 //               into the context's scratch, skipped when the caller says x
 //               is unchanged) and gemv_q8 (v5, dp4a); for the other types,
 //               or all of them under LS_GEMV_VERSION=2, gemv_q (f32).
+//   f32 x       (set_act_q8(false): --act f32, the exact oracle) gemv_q at
+//               every width, 8 tokens a launch: nothing rounds to f16.
 //   n_tok >  8  dequant W to f16 scratch (skipped for F16 weights), x to f16,
 //               then a tensor-core GEMM with f32 accumulation and f32 output:
 //               cublasGemmEx when libcublas loads, else gemm_wmma_f16 below.
@@ -44,6 +46,7 @@
 #include <dlfcn.h>
 #include <mma.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -322,9 +325,11 @@ Status check_weight(const WeightView& w, const float* x, int64_t n_tok) {
   return ok();
 }
 
+// f32 activations (--act f32, the exact oracle) keep the f32 GEMV at every
+// width, kGemvMaxTok tokens per launch: the GEMM would round x and W to f16.
 MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
   if (im.path != MatmulPath::Auto) return im.path;
-  return n_tok <= kGemvMaxTok ? MatmulPath::Gemv : MatmulPath::GemmCublas;
+  return n_tok <= kGemvMaxTok || !im.act_q8 ? MatmulPath::Gemv : MatmulPath::GemmCublas;
 }
 
 // A decode batch: 8-bit x and dp4a (kernels/gemv_q8.cu) for the types it
@@ -333,10 +338,23 @@ MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
 Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
                 cudaStream_t stream, bool x_unchanged) {
   MatmulContext::Impl& im = *ctx.impl();
-  if (n_tok > kGemvMaxTok)
-    return make_error("matmul: GEMV path takes n_tok <= %d, got %lld", kGemvMaxTok,
-                      (long long)n_tok);
   const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
+  if (n_tok > kGemvMaxTok) {  // f32 x only (pick_path): kGemvMaxTok tokens a launch
+    if (im.act_q8)
+      return make_error("matmul: the 8-bit GEMV takes n_tok <= %d, got %lld", kGemvMaxTok,
+                        (long long)n_tok);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kGemvMaxTok) {
+      GemvParams p{static_cast<const uint8_t*>(w.data),
+                   x + t0 * w.n_in,
+                   y + t0 * w.n_out,
+                   w.n_in,
+                   w.n_out,
+                   row_bytes,
+                   static_cast<int>(std::min<int64_t>(kGemvMaxTok, n_tok - t0))};
+      LS_TRY(gemv_q_f32_launch(w.type, p, stream));
+    }
+    return ok();
+  }
   if (im.act_q8 && gemv_q8_supports(w.type) && gemv_env_version() != 2) {
     LS_TRY(ctx.reserve_gemv_x(w.n_in));
     const ActQ8Device xq{im.xq, im.xds};

@@ -4,7 +4,8 @@
 // kernels that read each weight once for the whole batch (int8 x and dp4a,
 // kernels/gemv_q8.cu, for Q4_K, Q5_K, Q6_K, Q8_0, Q4_0; f32 x,
 // kernels/gemv_q.cu, for the rest); larger batches
-// (prefill) dequantize to f16 and run a tensor-core GEMM. The CPU reference
+// (prefill) dequantize to f16 and run a tensor-core GEMM, except under f32
+// activations (set_act_q8(false)), which keep the f32 GEMV at every width. The CPU reference
 // is kernels/ref/matmul.h (matmul_f32).
 // defines: MatmulContext, MatmulPath, PrefillPath, matmul_cuda, matmul_cuda_shared_x,
 //          matmul_gemm_f16
@@ -53,7 +54,8 @@ class MatmulContext {
   bool has_cublas() const;
   const char* gemm_backend() const;  // "cublas (libcublas.so.13)" or "wmma (why)"
   void set_path(MatmulPath p);
-  // Decode GEMVs: 8-bit x (default) or f32 x (kernels/gemv_q.cu, the oracle).
+  // 8-bit x in the decode GEMVs and f16 operands in the GEMM (default), or
+  // f32 x (kernels/gemv_q.cu) at every width: the oracle, no f16 rounding.
   void set_act_q8(bool on);
   MatmulPath path() const;
   void set_prefill_path(PrefillPath p);

@@ -1,7 +1,7 @@
 // The CUDA backend (see cuda_backend.h). A layer, on one stream:
 //   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused)
 //   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill)
-//   rope(q), rope(k); cache[seq, pos] = k, v   (f16)
+//   rope(q), rope(k); cache[seq, pos] = k, v   (f16; f32 with --kv-type f32)
 //   att = attention(q, cache)                   decode and prefill, split over long contexts
 //   o = att · Wo
 //   h += o; xn = rmsnorm(h) · ffn_norm          fused
@@ -102,9 +102,9 @@ std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions&
   const LlamaWeights& w = m.info.weights;
   const uint32_t n = clamp_batch(o);
   std::vector<CudaReserve> r;
-  r.push_back({"KV cache (f16, " + std::to_string(o.n_seq) + " x " + std::to_string(o.n_ctx) +
-                   " positions)",
-               KvCache::bytes_for(c.n_layer, o.n_seq, o.n_ctx, c.n_embd_kv(), KvType::F16)});
+  r.push_back({std::string("KV cache (") + (o.kv_type == KvType::F32 ? "f32" : "f16") + ", " +
+                   std::to_string(o.n_seq) + " x " + std::to_string(o.n_ctx) + " positions)",
+               KvCache::bytes_for(c.n_layer, o.n_seq, o.n_ctx, c.n_embd_kv(), o.kv_type)});
   r.push_back({"activations and logits for " + std::to_string(n) + " tokens",
                activation_bytes(c, o.n_ctx, n)});
   r.push_back({"f16 dequantization scratch of the batched matmul",
@@ -140,14 +140,17 @@ struct CudaBackend::Impl {
   uint8_t* embd_dev = nullptr;   // device, (cap, row_bytes)
   int32_t* iota = nullptr;       // device, 0..cap-1
   std::unique_ptr<CudaLink> link;
-  __half* k_cache = nullptr;  // (n_layer, n_seq, n_ctx, n_embd_kv)
-  __half* v_cache = nullptr;
+  // (n_layer, n_seq, n_ctx, n_embd_kv) of __half, or of float (kv_f32).
+  uint8_t* k_cache = nullptr;
+  uint8_t* v_cache = nullptr;
+  bool kv_f32 = false;
   uint64_t kv_bytes = 0;
   std::vector<uint16_t> kv_host;  // read_kv / write_kv: f16 rows in transit (k, then v)
-  // The first element of (layer, seq, pos) in k_cache / v_cache.
+  uint64_t kv_elem_bytes() const { return kv_f32 ? 4 : 2; }
+  // The byte offset of (layer, seq, pos) in k_cache / v_cache.
   uint64_t kv_row(uint32_t layer, int32_t seq, uint32_t pos) const {
     return ((uint64_t{layer} * opt.n_seq + static_cast<uint64_t>(seq)) * opt.n_ctx + pos) *
-           c.n_embd_kv();
+           c.n_embd_kv() * kv_elem_bytes();
   }
   Status check_kv_rows(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1) const {
     if (layer >= c.n_layer || seq < 0 || static_cast<uint32_t>(seq) >= opt.n_seq || p0 > p1 ||
@@ -370,7 +373,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     lo[l] = {add(lw.attn_norm), add(lw.wq),     add(lw.wk),   add(lw.wv),    add(lw.wo),
              add(lw.ffn_norm),  add(lw.w_gate), add(lw.w_up), add(lw.w_down)};
   }
-  s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), KvType::F16);
+  s.kv_f32 = o.kv_type == KvType::F32;
+  s.kv_bytes = KvCache::bytes_for(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), o.kv_type);
   // Check the whole need against what is free before allocating any of it.
   {
     size_t free_b = 0, total_b = 0;
@@ -423,7 +427,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     s.is_resident[l] = 1;
   }
   // The KV cache, zeroed (positions are written before they are read).
-  for (__half** p : {&s.k_cache, &s.v_cache}) {
+  for (uint8_t** p : {&s.k_cache, &s.v_cache}) {
     if (cudaMalloc(p, s.kv_bytes / 2) != cudaSuccess) {
       (void)cudaGetLastError();
       *p = nullptr;
@@ -556,7 +560,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   rp.row_stride = KV;
   LS_TRY(rope_f32_cuda(rp, s.stream));
 
-  const uint64_t layer_off = static_cast<uint64_t>(il) * s.opt.n_seq * s.opt.n_ctx * KV;
+  const uint64_t layer_off = s.kv_row(il, 0, 0);
   KvStoreParams kp;
   kp.k = s.k;
   kp.v = s.v;
@@ -567,12 +571,14 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   kp.n_tok = n;
   kp.n_embd_kv = static_cast<int32_t>(KV);
   kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
-  LS_TRY(kv_store_f16_cuda(kp, s.stream));
+  kp.f32 = s.kv_f32;
+  LS_TRY(kv_store_cuda(kp, s.stream));
 
   AttentionParams ap;
   ap.q = s.q;
   ap.k_cache = kp.k_cache;
   ap.v_cache = kp.v_cache;
+  ap.kv_f32 = s.kv_f32;
   ap.pos = s.pos;
   ap.seq = s.seq;
   ap.out = s.att;
@@ -585,7 +591,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.chunk = kAttentionChunk;
   ap.n_split = attention_splits(n, ap.n_head, s.max_pos);
-  LS_TRY(attention_f16kv_cuda(ap, s.stream));
+  LS_TRY(attention_cuda(ap, s.stream));
   LS_TRY(s.matmul(w.wo, s.att, n, s.o));
 
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
@@ -677,8 +683,9 @@ Status CudaBackend::export_hidden(float* h) {
 }
 
 // Key/value rows between this cache and host memory (hybrid plans: see
-// Backend::read_kv), through host f16 scratch converted on the host (f16
-// to f32 and back is exact). On the compute stream, so they order with the
+// Backend::read_kv): an f32 cache copies them as they are; an f16 one goes
+// through host f16 scratch converted on the host (f16 to f32 and back is
+// exact). On the compute stream, so they order with the
 // layers that write and read them, and waited for: the other backend reads
 // the rows next. Once per wide step and CPU-tier layer, not per token.
 Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
@@ -686,6 +693,12 @@ Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p
   Impl& s = *impl_;
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
   const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
+  if (s.kv_f32) {
+    LS_CUDA_TRY(cudaMemcpyAsync(k, s.k_cache + at, n * 4, cudaMemcpyDeviceToHost, s.stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(v, s.v_cache + at, n * 4, cudaMemcpyDeviceToHost, s.stream));
+    LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    return ok();
+  }
   s.kv_host.resize(2 * n);
   LS_CUDA_TRY(
       cudaMemcpyAsync(s.kv_host.data(), s.k_cache + at, n * 2, cudaMemcpyDeviceToHost, s.stream));
@@ -702,6 +715,12 @@ Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t 
   Impl& s = *impl_;
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
   const uint64_t at = s.kv_row(layer, seq, p0), n = uint64_t{p1 - p0} * s.c.n_embd_kv();
+  if (s.kv_f32) {
+    LS_CUDA_TRY(cudaMemcpyAsync(s.k_cache + at, k, n * 4, cudaMemcpyHostToDevice, s.stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(s.v_cache + at, v, n * 4, cudaMemcpyHostToDevice, s.stream));
+    LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
+    return ok();
+  }
   s.kv_host.resize(2 * n);
   fp32_to_fp16_n(k, s.kv_host.data(), static_cast<int64_t>(n));
   fp32_to_fp16_n(v, s.kv_host.data() + n, static_cast<int64_t>(n));

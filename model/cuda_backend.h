@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/backend.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace ls {
@@ -34,8 +35,12 @@ struct CudaBackendOptions {
   std::vector<uint8_t> resident;  // per layer, 1: upload it (empty: every layer)
   bool token_embd_on_device = true;  // false: rows gathered on the host each step
   // Decode GEMVs with 8-bit activations (kernels/act_q8.h, dp4a) where the
-  // type has them; false: f32 activations (the exact oracle, --act f32).
+  // type has them, and f16 GEMMs for wider batches; false: f32 activations at
+  // every width (the exact oracle, --act f32).
   bool act_q8 = true;
+  // F32: the cache keeps keys and values unrounded (--kv-type f32, the
+  // oracle; twice the bytes, and attention never takes the f16 tensor cores).
+  KvType kv_type = KvType::F16;
 };
 
 // Device memory the backend takes besides the layers, each line named, for

@@ -25,16 +25,14 @@ namespace ls {
 
 namespace {
 #ifdef LS_HAVE_CUDA
-// Whether this run goes to the GPU: cuda, or auto with a device and an f16 KV cache.
+// Whether this run goes to the GPU: cuda, or auto with a device.
 Expected<bool> wants_cuda(const EngineOptions& opt) {
   if (opt.backend == "cuda") {
     if (cuda_device_count() == 0)
       return make_error("--backend cuda: no CUDA device found on this machine");
-    if (opt.kv_type != KvType::F16)
-      return make_error("--backend cuda: the CUDA KV cache is f16 (got --kv-type f32)");
     return true;
   }
-  return opt.backend == "auto" && opt.kv_type == KvType::F16 && cuda_device_count() > 0;
+  return opt.backend == "auto" && cuda_device_count() > 0;
 }
 
 CudaBackendOptions cuda_options(const EngineOptions& opt) {
@@ -43,6 +41,7 @@ CudaBackendOptions cuda_options(const EngineOptions& opt) {
   co.n_seq = std::max<uint32_t>(1, opt.n_seq);
   co.max_batch = opt.ubatch;
   co.act_q8 = opt.cpu_act == CpuAct::Q8;
+  co.kv_type = opt.kv_type;
   return co;
 }
 #endif

@@ -7,6 +7,7 @@
 // threads reach (runtime/probe_host) is measured right before and after each
 // run too, and the bytes the CPU reads per token are set against it.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -308,8 +309,16 @@ int run_bench(BenchArgs& a) {
     // rows of different prompt lengths are measured alike.
     std::vector<std::vector<std::chrono::steady_clock::time_point>> tok_t(width);
     MovedBytes moved0;
+    // Prompts are prefilled in chunks beside the decoding sequences, so the
+    // first sequences decode while the last still prefill. Each sequence goes
+    // on until -n steps have run with every sequence decoding (counted from
+    // the last one's first token): the timed window then holds -n steps of
+    // the full width, whatever the width and the prompt length.
+    std::atomic<int> n_started{0};
     auto run_seqs = [&](bool timed) -> Status {
       std::vector<std::future<SeqEnd>> futs;
+      std::vector<int> after_all(width, 0);  // tokens since every sequence decodes
+      n_started = 0;
       for (int w = 0; w < width; ++w) {
         SeqRequest r;
         r.prompt = prompt;
@@ -321,8 +330,8 @@ int run_bench(BenchArgs& a) {
                                     int32_t rows_n) -> std::optional<int32_t> {
           if (!timed) return std::nullopt;
           times->push_back(std::chrono::steady_clock::now());
-          if (w == 0 && times->size() == 1) moved0 = moved_bytes(e);
-          if (static_cast<int>(times->size()) >= a.steps) return std::nullopt;
+          if (times->size() == 1 && n_started.fetch_add(1) + 1 == width) moved0 = moved_bytes(e);
+          if (n_started.load() == width && ++after_all[w] >= a.steps) return std::nullopt;
           if (a.io_only) return bos;
           const float* r = l + static_cast<size_t>(rows_n - 1) * V;
           int32_t best = 0;
@@ -354,15 +363,22 @@ int run_bench(BenchArgs& a) {
       size_t in_window = 0;
       for (const auto& v : tok_t)
         for (const auto& x : v) in_window += x > t0 && x <= t1;
-      t = tok_t[0];
+      // Sequence 0's steps inside the window: the steady state the bytes
+      // (moved0 is read at the window's start) and the rates are counted over.
+      for (const auto& x : tok_t[0])
+        if (x >= t0 && x <= t1) t.push_back(x);
       if (t1 > t0) {
         row.width_tok_s =
             static_cast<double>(in_window) / std::chrono::duration<double>(t1 - t0).count();
       }
     }
-    if (!t.empty() && a.prompt_tokens > 1)
-      row.prefill_tok_s =
-          a.prompt_tokens / std::chrono::duration<double>(t.front() - t_start).count();
+    if (!t.empty() && a.prompt_tokens > 1) {  // every prompt, to the last first token
+      auto last_first = t.front();
+      for (const auto& v : tok_t)
+        if (!v.empty()) last_first = std::max(last_first, v.front());
+      row.prefill_tok_s = static_cast<double>(a.prompt_tokens) * width /
+                          std::chrono::duration<double>(last_first - t_start).count();
+    }
     const StallTable table = e.tracer().stall_table();
     const MovedBytes moved1 = moved_bytes(e);
     Status fin = e.finish();
@@ -414,6 +430,10 @@ int run_bench(BenchArgs& a) {
     row.cpu_layers = std::to_string(e.plan().n_cpu);
     if (const HybridBalancer* hb = e.pipeline().balancer(); hb && hb->n_cpu() != e.plan().n_cpu)
       row.cpu_layers += "->" + std::to_string(hb->n_cpu());
+    // Wider steps keep only part of them on the CPU (model/width_routing.h).
+    if (const WidthRouting* wr = e.pipeline().routing(); wr && width > 1)
+      row.cpu_layers += ", " + std::to_string(wr->cpu_layers(WidthRouting::bucket(width))) +
+                        " at width " + std::to_string(width);
     rows.push_back(row);
     (void)fin;
   }

@@ -7,6 +7,9 @@
 // decode path: one-token batches against the KV cache); their ids are printed
 // on stdout, one line, and --greedy-logits gets the N x n_vocab rows each was
 // chosen from (row 0 = the prompt's last row). Ties go to the lowest id.
+// Both backends default to the oracle settings, f32 activations and an f32
+// KV cache, so that nothing of ours rounds below f32; --act q8 and --kv-type
+// f16 measure the fast paths' error the same way.
 // defines: add_logits()
 #include <cstdio>
 #include <sstream>
@@ -26,7 +29,7 @@ namespace ls {
 namespace {
 
 struct LogitsArgs {
-  std::string model, ids, out, greedy_out, backend = "cpu";
+  std::string model, ids, out, greedy_out, backend = "cpu", act = "f32", kv_type = "f32";
   uint32_t greedy = 0;
   int threads = 0;
 };
@@ -63,17 +66,22 @@ Status run_logits(const LogitsArgs& a) {
     if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= V)
       return make_error("--ids: id %d (entry %zu) is outside the vocabulary [0, %u)", ids[i], i, V);
   const uint32_t n_ctx = static_cast<uint32_t>(ids.size()) + a.greedy;
+  const auto act = cpu_act_from_name(a.act);
+  if (!act) return make_error("--act must be q8 or f32 (got '%s')", a.act.c_str());
+  if (a.kv_type != "f32" && a.kv_type != "f16")
+    return make_error("--kv-type must be f16 or f32 (got '%s')", a.kv_type.c_str());
+  const KvType kv = a.kv_type == "f32" ? KvType::F32 : KvType::F16;
 
   std::unique_ptr<Backend> be;
   if (a.backend == "cpu") {
-    // f32 KV and f32 activations: the CPU adds no rounding of its own beyond f32.
-    be = std::make_unique<CpuBackend>(m.config(), m.globals(), n_ctx, 1, KvType::F32,
-                                      a.threads > 0 ? a.threads : default_thread_count(),
-                                      CpuAct::F32);
+    be = std::make_unique<CpuBackend>(m.config(), m.globals(), n_ctx, 1, kv,
+                                      a.threads > 0 ? a.threads : default_thread_count(), *act);
   } else if (a.backend == "cuda") {
 #ifdef LS_HAVE_CUDA
     CudaBackendOptions co;
     co.n_ctx = n_ctx;
+    co.act_q8 = *act == CpuAct::Q8;
+    co.kv_type = kv;
     auto c = CudaBackend::create(m, co);
     if (!c) return c.error();
     be = std::move(*c);
@@ -122,7 +130,10 @@ Command add_logits(CLI::App& app) {
   sub->add_option("--greedy", a->greedy, "Then decode this many tokens greedily; ids on stdout");
   sub->add_option("--greedy-logits", a->greedy_out,
                   "Output: the greedy x n_vocab float32 rows each greedy token was chosen from");
-  sub->add_option("--backend", a->backend, "cpu (f32 KV cache) or cuda (f16 KV cache)")
+  sub->add_option("--backend", a->backend, "cpu or cuda")->capture_default_str();
+  sub->add_option("--act", a->act, "Matmul activations: f32 (exact, the oracle) or q8")
+      ->capture_default_str();
+  sub->add_option("--kv-type", a->kv_type, "KV cache type: f32 (exact, the oracle) or f16")
       ->capture_default_str();
   sub->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)");
   return [a] {

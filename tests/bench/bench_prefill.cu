@@ -284,7 +284,7 @@ void bench_model(const Shape& m, int64_t n_tok, const Ceilings& cl, cudaStream_t
     const int64_t part_floats = attention_partial_floats(n_tok, m.n_head, m.hd, ap.n_split);
     CK(cudaMalloc(&ap.partial, std::max<int64_t>(part_floats, 1) * 4));
   }
-  Stats sa = time_it(s, 3, 20, [&] { ST(attention_f16kv_cuda(ap, s)); });
+  Stats sa = time_it(s, 3, 20, [&] { ST(attention_cuda(ap, s)); });
   std::printf("attention (tensor-core flash, %d / %d heads, hd %d): %.3f ms\n", m.n_head,
               m.n_head_kv, m.hd, sa.med);
 
@@ -293,7 +293,7 @@ void bench_model(const Shape& m, int64_t n_tok, const Ceilings& cl, cudaStream_t
     const WeightView qkv[3] = {ops[0].w, ops[1].w, ops[2].w};
     float* const oq[3] = {yq, yk, yv};
     ST(matmul_cuda_shared_x(ctx, qkv, oq, 3, x, n_tok, s));
-    ST(attention_f16kv_cuda(ap, s));
+    ST(attention_cuda(ap, s));
     ST(matmul_cuda(ctx, ops[3].w, att, n_tok, yo, s));
     const WeightView gu[2] = {ops[4].w, ops[5].w};
     float* const og[2] = {ygate, yup};

@@ -10,7 +10,7 @@
 //   bound    NMSE < 1e-5 and max |diff| <= 1e-2 * max |ref|: Q and P are
 //            rounded to f16 (2^-11 relative), which gives ~1e-7 NMSE on
 //            these inputs; a wrong mask or fragment gives ~1.
-// Plus: attention_f16kv_cuda dispatches a >= 64-entry batch here (bitwise
+// Plus: attention_cuda dispatches a >= 64-entry batch here (bitwise
 // the same output).
 #include <doctest/doctest.h>
 
@@ -169,7 +169,7 @@ TEST_CASE("cuda attention prefill: tensor-core flash kernel vs f64 reference, od
     if (n_tok >= kAttentionPrefillMinTok) {  // the generic entry point takes this kernel
       dout.poison();
       p.n_split = 1;
-      REQUIRE(attention_f16kv_cuda(p, nullptr).ok());
+      REQUIRE(attention_cuda(p, nullptr).ok());
       auto y2 = dout.download();
       CHECK(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0);
     }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -194,7 +195,7 @@ TEST_CASE("cuda ops: embedding rows of every quant type") {
   }
 }
 
-TEST_CASE("cuda ops: kv store to the f16 cache at (seq, pos)") {
+TEST_CASE("cuda ops: kv store to the f16 and f32 caches at (seq, pos)") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(11);
   const uint32_t n_seq = 3, n_ctx = 50, kv = 96;
@@ -216,7 +217,7 @@ TEST_CASE("cuda ops: kv store to the f16 cache at (seq, pos)") {
   p.n_tok = n_tok;
   p.n_embd_kv = kv;
   p.n_ctx = n_ctx;
-  REQUIRE(kv_store_f16_cuda(p, nullptr).ok());
+  REQUIRE(kv_store_cuda(p, nullptr).ok());
   auto kh = kc.download(), vh = vc.download();
   KvCache ref(1, n_seq, n_ctx, 4, kv / 4, KvType::F16);
   std::vector<float> rk(kv), rv(kv);
@@ -236,6 +237,27 @@ TEST_CASE("cuda ops: kv store to the f16 cache at (seq, pos)") {
   MESSAGE("kv store mismatches=" << mismatches);
   CHECK(mismatches == 0);
   CHECK(untouched_changed == 0);
+
+  // An f32 cache (--kv-type f32) keeps the rows' exact values.
+  DevBuf<float> kf(n_seq * n_ctx * kv), vf(n_seq * n_ctx * kv);
+  kf.poison();
+  vf.poison();
+  p.k_cache = kf.p;
+  p.v_cache = vf.p;
+  p.f32 = true;
+  REQUIRE(kv_store_cuda(p, nullptr).ok());
+  auto kfh = kf.download(), vfh = vf.download();
+  int64_t f32_mismatches = 0;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const uint64_t at = (static_cast<uint64_t>(seq[t]) * n_ctx + pos[t]) * kv;
+    for (uint32_t i = 0; i < kv; ++i) {
+      f32_mismatches += std::memcmp(&kfh[at + i], &k[t * kv + i], 4) != 0;
+      f32_mismatches += std::memcmp(&vfh[at + i], &v[t * kv + i], 4) != 0;
+    }
+  }
+  MESSAGE("kv store f32 mismatches=" << f32_mismatches);
+  CHECK(f32_mismatches == 0);
+  CHECK(std::isnan(kfh[(1ull * n_ctx + 3) * kv]));  // still the poison
 }
 
 namespace {
@@ -270,7 +292,7 @@ std::vector<float> attention_ref(const std::vector<float>& q, const std::vector<
 
 }  // namespace
 
-TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (causal), GQA") {
+TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and prefill (causal), GQA") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(21);
   struct Case {
@@ -290,6 +312,11 @@ TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (c
   {
     Case c{"prefill 130 tokens at 600.. (one split per block)", 4, 2, 96, 800, 2, {}, {}};
     for (int i = 0; i < 130; ++i) c.pos.push_back(600 + i), c.seq.push_back(1);
+    cases.push_back(c);
+  }
+  {  // head_dim 64, 100 tokens: the f16 run below is forced scalar, the f32 one must pick it
+    Case c{"prefill 100 tokens head_dim 64", 8, 2, 64, 128, 1, {}, {}};
+    for (int i = 0; i < 100; ++i) c.pos.push_back(i), c.seq.push_back(0);
     cases.push_back(c);
   }
   for (const Case& cs : cases) {
@@ -326,7 +353,8 @@ TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (c
     part.poison();
     p.partial = part.p;
     dout.poison();
-    REQUIRE(attention_f16kv_cuda(p, nullptr).ok());
+    p.scalar_only = true;  // the tensor-core prefill kernel has its own test
+    REQUIRE(attention_cuda(p, nullptr).ok());
     auto y = dout.download();
     auto ref = attention_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
     const double e = nmse(y, ref), d = max_abs_diff(y, ref);
@@ -334,6 +362,23 @@ TEST_CASE("cuda ops: attention over the f16 cache, decode (split) and prefill (c
                          << " max|diff|/max|ref|=" << d / max_abs(ref));
     CHECK(e < 1e-9);
     CHECK(d <= 1e-4 * max_abs(ref));
+
+    // The same values in an f32 cache: the same arithmetic, so the same bits,
+    // and never the f16-only tensor-core kernel (scalar_only left off).
+    std::vector<float> kc32(cache_n), vc32(cache_n);
+    for (size_t i = 0; i < cache_n; ++i) {
+      kc32[i] = fp16_to_fp32(kc[i]);
+      vc32[i] = fp16_to_fp32(vc[i]);
+    }
+    DevBuf<float> dk32(kc32), dv32(vc32);
+    p.k_cache = dk32.p;
+    p.v_cache = dv32.p;
+    p.kv_f32 = true;
+    p.scalar_only = false;
+    dout.poison();
+    REQUIRE(attention_cuda(p, nullptr).ok());
+    auto y32 = dout.download();
+    CHECK(std::memcmp(y32.data(), y.data(), y.size() * sizeof(float)) == 0);
   }
 }
 
