@@ -31,8 +31,7 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       balancer_(route ? balancer : nullptr),
       routing_(route ? routing : nullptr) {
   const size_t n = plan.layer_tier.size();
-  n_resident_ = static_cast<int32_t>(
-      std::count(plan.layer_tier.begin(), plan.layer_tier.end(), Tier::Resident));
+  plan_tier_ = plan.layer_tier;
   cpu_home_.resize(n);
   // With a balancer, every layer in host memory may change sides.
   for (size_t l = 0; l < n; ++l)
@@ -334,10 +333,16 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
     w.copy_s = s.copy_s;
     routing_->observe(w);
   }
-  int32_t n_set = 0;
-  for (int32_t l = 0; l < n_layer; ++l)
-    n_set += balancer_ ? (balancer_->on_cpu(l) ? 1 : 0) : (cpu_home_[l] ? 1 : 0);
-  routing_->set_cpu_set(n_set, n_layer - n_resident_ - n_set);
+  // The layout the planner routes by (the balancer's CPU set, else the
+  // plan's), for the routing's simulation of a step.
+  layout_.resize(static_cast<size_t>(n_layer));
+  for (int32_t l = 0; l < n_layer; ++l) {
+    const bool set = balancer_ ? balancer_->on_cpu(l) : cpu_home_[l] != 0;
+    layout_[l] = set                                  ? WidthRouting::Kind::CpuSet
+                 : plan_tier_[l] == Tier::Resident ? WidthRouting::Kind::Resident
+                                                   : WidthRouting::Kind::Streamed;
+  }
+  routing_->set_layout(layout_, slots_.size(), depth_.size());
   for (int k = 1; k < WidthRouting::kBuckets; ++k)
     route_->keep[k].store(routing_->cpu_layers(k), std::memory_order_relaxed);
 }

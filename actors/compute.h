@@ -100,7 +100,8 @@ class ComputeActor {
   HybridRoute* route_;
   HybridBalancer* balancer_;
   WidthRouting* routing_;
-  int32_t n_resident_ = 0;  // the plan's resident layers
+  std::vector<Tier> plan_tier_;               // by layer, the plan's
+  std::vector<WidthRouting::Kind> layout_;  // routing_'s view of the step
   struct StepClock {                              // what the current step measured so far
     std::chrono::steady_clock::time_point start;  // its batch arrived
     double cpu_s = 0;                             // the CPU tier's own time

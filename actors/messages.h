@@ -83,7 +83,7 @@ struct StepWidths {
 // their side; compute moves a layer's key/value rows when it changes side).
 // keep: of the layers on the CPU, how many the CPU computes in a step of
 // each width bucket (model/width_routing.h); the planner sends the others
-// through PCIe for that step, spread evenly (keeps_layer below). Compute
+// through PCIe for that step, spread evenly (WidthRouting::keeps). Compute
 // writes it after each step.
 struct HybridRoute {
   explicit HybridRoute(size_t n_layer) : on_cpu(new std::atomic<uint8_t>[n_layer]) {
@@ -92,15 +92,7 @@ struct HybridRoute {
   }
   std::unique_ptr<std::atomic<uint8_t>[]> on_cpu;
   std::atomic<int32_t> keep[WidthRouting::kBuckets];
-  // Whether the i-th of n CPU layers (in layer order) stays on the CPU when
-  // k of them do: every n/k-th, so those that go through PCIe are spread
-  // between the ones that stay (the copy engine has work while the CPU
-  // computes).
-  static bool keeps_layer(int32_t i, int32_t n, int32_t k) {
-    if (k >= n) return true;
-    if (k <= 0) return false;
-    return (int64_t{i} + 1) * k / n > int64_t{i} * k / n;
-  }
+  static bool keeps_layer(int32_t i, int32_t n, int32_t k) { return WidthRouting::keeps(i, n, k); }
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

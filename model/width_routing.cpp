@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace ls {
 
@@ -29,6 +30,45 @@ WidthRouting::WidthRouting(int32_t n_layer, int32_t n_set, int32_t n_streamed, d
 void WidthRouting::set_cpu_set(int32_t n_set, int32_t n_streamed) {
   n_set_ = n_set;
   n_streamed_ = n_streamed;
+}
+
+void WidthRouting::set_layout(std::vector<Kind> kinds, int32_t slots, int32_t depth) {
+  kinds_ = std::move(kinds);
+  slots_ = std::max(1, slots);
+  depth_ = std::max(1, depth);
+  n_layer_ = static_cast<int32_t>(kinds_.size());
+  n_set_ = static_cast<int32_t>(std::count(kinds_.begin(), kinds_.end(), Kind::CpuSet));
+  n_streamed_ = static_cast<int32_t>(std::count(kinds_.begin(), kinds_.end(), Kind::Streamed));
+}
+
+// Two steps of the pipeline as the planner, copier and compute run them
+// (see the header); returns the second step's length.
+double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
+  const size_t n = kinds_.size();
+  std::vector<double> slot_free(static_cast<size_t>(slots_), 0.0);  // when each slot is free
+  std::vector<double> finish(2 * n, 0.0);  // when compute finished each layer of the two steps
+  double copier = 0, t = 0, end0 = 0;
+  for (size_t s = 0; s < 2; ++s) {
+    int32_t i_set = 0;
+    for (size_t l = 0; l < n; ++l) {
+      const size_t at = s * n + l;
+      // The planner is at most depth_ layers ahead of compute.
+      const double planned = at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0;
+      Kind kind = kinds_[l];
+      if (kind == Kind::CpuSet) kind = keeps(i_set++, n_set_, k) ? Kind::CpuSet : Kind::Streamed;
+      if (kind == Kind::Streamed) {
+        auto slot = std::min_element(slot_free.begin(), slot_free.end());
+        copier = std::max({copier, *slot, planned}) + copy_s_;
+        t = std::max(t, copier) + gpu;
+        *slot = t;
+      } else {
+        t = std::max(t, planned) + (kind == Kind::CpuSet ? cpu : gpu);
+      }
+      finish[at] = t;
+    }
+    if (s == 0) end0 = t;
+  }
+  return t - end0;
 }
 
 void WidthRouting::observe(const WidthSample& s) {
@@ -58,6 +98,7 @@ double WidthRouting::gpu_layer_s(int b) const {
 double WidthRouting::predict_s(int b, int32_t k) const {
   const double cpu = cpu_layer_s(b), gpu = gpu_layer_s(b);
   if (cpu <= 0 && copy_s_ <= 0) return 0;
+  if (!kinds_.empty()) return simulate(cpu, gpu, k);
   const double chain = (n_layer_ - k) * gpu + k * cpu;
   const double copy = (n_streamed_ + n_set_ - k) * copy_s_;
   return std::max(chain, copy);
@@ -68,9 +109,9 @@ int32_t WidthRouting::cpu_layers(int b) const {
   if (b > bucket(opt_.max_width)) return 0;
   if (b == 0) return n_set_;  // width 1: the balancer's plan (model/hybrid_balance.h)
   if (cpu_layer_s(b) <= 0 || copy_s_ <= 0) return n_set_;  // nothing to weigh yet
-  int32_t best = 1;
-  double best_s = predict_s(b, 1);
-  for (int32_t k = 2; k <= n_set_; ++k) {
+  int32_t best = 0;
+  double best_s = predict_s(b, 0);
+  for (int32_t k = 1; k <= n_set_; ++k) {
     const double t = predict_s(b, k);
     if (t < best_s) best = k, best_s = t;  // ties: fewer CPU layers (the cheaper guess)
   }

@@ -9,21 +9,27 @@
 // either wastes the CPU at widths where it still pays or stalls the step
 // where it no longer does.
 //
-// The model of a step with k of the n_set CPU-set layers on the CPU (the
-// step's chain of layers runs one after another, the copy engine in
-// parallel; a step takes about the longer of the two):
+// The model of a step with k of the n_set CPU-set layers on the CPU, from
+// gpu(w) and cpu(w), the per-layer times at the width's bucket, and copy,
+// the per-layer copy time, each a running average of what the steps
+// measured (the compute actor feeds every step). With the step's layout
+// (set_layout: each layer's kind, the device slots, the planner's depth) a
+// step is simulated as the pipeline runs it: layers computed in order (the
+// chain), each streamed one copied in order into a free device slot no
+// earlier than the planner reaches it and computed once copied, its slot
+// free again when computed; two steps back to back, the second's length
+// the answer (the copier works ahead across steps). With few slots a long
+// CPU layer holds up the copies behind it, which max(chain, copies) misses:
+// on the 70b at 24 GiB (3 slots) that simple model predicted 350 ms for a
+// width-32 step that took 540, the simulation 490. Without a layout:
 //   chain(k) = (n_layer - k) * gpu(w) + k * cpu(w)
-//   copy(k)  = (n_streamed + n_set - k) * copy
-// where gpu(w) and cpu(w) are the per-layer times at the width's bucket and
-// copy the per-layer copy time, each a running average of what the steps
-// measured (the compute actor feeds every step). k minimises max(chain,
-// copy); at least one layer stays on the CPU while the width is at most
-// max_width, so that the CPU's cost at that width keeps being measured
-// (under a copy-bound step it costs nothing). A bucket not measured yet
-// takes the nearest narrower bucket's CPU time scaled by the width
-// (pessimistic: linear in the width, as a compute-bound kernel), or the
-// prior at width 1; once a step runs there, its own measurement rules.
-// Widths over max_width (prompts) put no layer on the CPU.
+//   copy(k)  = (n_streamed + n_set - k) * copy,   the step max(chain, copy).
+// k minimises the prediction (ties: fewer CPU layers). A bucket not
+// measured yet takes the nearest narrower bucket's CPU time scaled by the
+// width (pessimistic: linear in the width, as a compute-bound kernel), or
+// the prior at width 1; once a step runs there, its own measurement rules
+// (a bucket that keeps no CPU layer keeps its last measurement). Widths over
+// max_width (prompts) put no layer on the CPU.
 //
 // Pure logic, no threads: compute feeds it and publishes cpu_layers() per
 // bucket (HybridRoute); the planner routes by it; tests drive it directly.
@@ -33,6 +39,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ls {
 
@@ -49,6 +56,16 @@ struct WidthSample {
 
 class WidthRouting {
  public:
+  enum class Kind : uint8_t { Resident, Streamed, CpuSet };
+  // Whether the i-th of n CPU-set layers (in layer order) stays on the CPU
+  // when k of them do: every n/k-th, so those that go through PCIe are
+  // spread between the ones that stay (the copy engine has work while the
+  // CPU computes). The planner routes by it; the simulation assumes it.
+  static bool keeps(int32_t i, int32_t n, int32_t k) {
+    if (k >= n) return true;
+    if (k <= 0) return false;
+    return (int64_t{i} + 1) * k / n > int64_t{i} * k / n;
+  }
   // Widths 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, over 128.
   static constexpr int kBuckets = 9;
   static int bucket(int64_t width);
@@ -71,6 +88,8 @@ class WidthRouting {
 
   // The CPU set changed (the batch-1 balancer moved layers).
   void set_cpu_set(int32_t n_set, int32_t n_streamed);
+  // The step's layout, for the simulation (and the CPU set's size from it).
+  void set_layout(std::vector<Kind> kinds, int32_t slots, int32_t depth);
   void observe(const WidthSample& s);
   // Layers of the CPU set the CPU computes in a step of bucket b (0..n_set).
   int32_t cpu_layers(int b) const;
@@ -85,7 +104,11 @@ class WidthRouting {
   std::string summary() const;
 
  private:
+  double simulate(double cpu, double gpu, int32_t k) const;
+
   int32_t n_layer_, n_set_, n_streamed_;
+  std::vector<Kind> kinds_;  // empty: no layout, the max(chain, copy) model
+  int32_t slots_ = 1, depth_ = 1;
   double prior_cpu_s_, prior_gpu_s_;
   Options opt_;
   std::array<double, kBuckets> cpu_{}, gpu_{};  // measured per-layer seconds (0: none)
