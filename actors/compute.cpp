@@ -9,8 +9,8 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
                            Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler,
                            Mailbox<CpuWork>& to_cpu, Mailbox<CpuWork>& from_cpu,
                            const TierPlan& plan, StepWidths& widths, HybridRoute* route,
-                           HybridBalancer* balancer, RunControl& rc, Tracer& tracer, bool io_only,
-                           uint32_t n_seq)
+                           HybridBalancer* balancer, WidthRouting* routing, RunControl& rc,
+                           Tracer& tracer, bool io_only, uint32_t n_seq)
     : m_(m),
       be_(be),
       link_(link),
@@ -26,10 +26,12 @@ ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const 
       tracer_(tracer),
       io_only_(io_only),
       widths_(widths),
+      n_seq_(std::max<uint32_t>(1, n_seq)),
       route_(route),
       balancer_(route ? balancer : nullptr),
-      n_seq_(std::max<uint32_t>(1, n_seq)) {
+      routing_(route ? routing : nullptr) {
   const size_t n = plan.layer_tier.size();
+  plan_tier_ = plan.layer_tier;
   cpu_home_.resize(n);
   // With a balancer, every layer in host memory may change sides.
   for (size_t l = 0; l < n; ++l)
@@ -263,7 +265,7 @@ void ComputeActor::run() {
     out.logits = logits_.data();
     widths_.next_step.store(step + 1);  // before the client can see this step end
     if (!to_sampler_.push(out, rc_)) return;
-    if (balancer_ && !io_only_) rebalance(step, b, track);
+    if ((balancer_ || routing_) && !io_only_) rebalance(step, b, track);
   }
 }
 
@@ -294,6 +296,8 @@ void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
   s.n_cpu = meter_.n_cpu;
   s.n_copied = meter_.n_copied;
   copy_busy_ns_ = copy_ns;
+  if (routing_ && !first) route_by_width(s, b);
+  if (!balancer_) return;
   // Only a decode step of the plan as it stands measures the plan: a prompt
   // or rows moved between the caches would mislead it.
   s.n_pos = spans_.empty() ? 0 : spans_.front().p0;
@@ -311,6 +315,36 @@ void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {
                   mv->to_cpu.empty() ? mv->to_pcie.front() : mv->to_cpu.front(), step);
   for (int32_t l : mv->to_cpu) route_->on_cpu[l].store(1, std::memory_order_relaxed);
   for (int32_t l : mv->to_pcie) route_->on_cpu[l].store(0, std::memory_order_relaxed);
+}
+
+// The step's per-layer times for its width (not a step that moved rows
+// between the caches: their cost would count as the layers'), then what
+// each width keeps on the CPU from now on.
+void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
+  const int32_t n_layer = static_cast<int32_t>(m_.config().n_layer);
+  if (!meter_.kv_moved) {
+    WidthSample w;
+    w.width = static_cast<int64_t>(b.size());
+    w.n_cpu = s.n_cpu;
+    w.n_gpu = n_layer - s.n_cpu;
+    w.n_copied = s.n_copied;
+    w.cpu_s = s.cpu_s;
+    w.gpu_s = s.gpu_s;
+    w.copy_s = s.copy_s;
+    routing_->observe(w);
+  }
+  // The layout the planner routes by (the balancer's CPU set, else the
+  // plan's), for the routing's simulation of a step.
+  layout_.resize(static_cast<size_t>(n_layer));
+  for (int32_t l = 0; l < n_layer; ++l) {
+    const bool set = balancer_ ? balancer_->on_cpu(l) : cpu_home_[l] != 0;
+    layout_[l] = set                                  ? WidthRouting::Kind::CpuSet
+                 : plan_tier_[l] == Tier::Resident ? WidthRouting::Kind::Resident
+                                                   : WidthRouting::Kind::Streamed;
+  }
+  routing_->set_layout(layout_, slots_.size(), depth_.size());
+  for (int k = 1; k < WidthRouting::kBuckets; ++k)
+    route_->keep[k].store(routing_->cpu_layers(k), std::memory_order_relaxed);
 }
 
 }  // namespace ls

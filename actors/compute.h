@@ -12,7 +12,7 @@
 // mode it skips the kernels, so the pipeline's own ceiling can be measured.
 //
 // A CPU-tier layer may also arrive as a streamed job (the planner sends
-// them through PCIe for a wide step, StepWidths). Its key/value cache then
+// some or all of them through PCIe for a wide step: StepWidths, HybridRoute::keep). Its key/value cache then
 // lives on both sides: for each such layer compute tracks up to which
 // position each backend's rows are current, and before a layer runs on one
 // side it brings over the rows only the other side has (Backend::read_kv /
@@ -27,6 +27,10 @@
 // the GPU's compute and copy engine's busy times from the stall counters
 // (CUDA events) — and applies the move it returns to the route the planner
 // reads (a "re-plan" span on this track marks it).
+//
+// Routing by width (a WidthRouting): after every step compute gives it the
+// step's width and per-layer times, and publishes how many CPU layers each
+// width bucket keeps on the CPU (HybridRoute::keep) for the planner.
 // defines: ComputeActor
 #pragma once
 
@@ -50,8 +54,8 @@ class ComputeActor {
                CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
                Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths,
-               HybridRoute* route, HybridBalancer* balancer, RunControl& rc, Tracer& tracer,
-               bool io_only, uint32_t n_seq);
+               HybridRoute* route, HybridBalancer* balancer, WidthRouting* routing,
+               RunControl& rc, Tracer& tracer, bool io_only, uint32_t n_seq);
   void run();  // the actor's thread
 
  private:
@@ -91,9 +95,13 @@ class ComputeActor {
   KvRows kv_rows_;              // rows on their way to the GPU (grown, then reused)
   std::vector<KvRows> kv_in_;   // rows on their way to the CPU, a set per sequence
 
-  // Online re-planning (null when the plan is fixed).
+  // Online re-planning (balancer: null when the plan is fixed) and routing
+  // by width (null: HybridRoute::keep stays as the pipeline set it).
   HybridRoute* route_;
   HybridBalancer* balancer_;
+  WidthRouting* routing_;
+  std::vector<Tier> plan_tier_;               // by layer, the plan's
+  std::vector<WidthRouting::Kind> layout_;  // routing_'s view of the step
   struct StepClock {                              // what the current step measured so far
     std::chrono::steady_clock::time_point start;  // its batch arrived
     double cpu_s = 0;                             // the CPU tier's own time
@@ -105,6 +113,7 @@ class ComputeActor {
   uint64_t copy_busy_ns_ = 0;  // the copy track's busy counter at the last step's end
   uint64_t gpu_busy_ns_ = 0;   // the gpu-compute track's
   void rebalance(int64_t step, const Batch& b, int track);
+  void route_by_width(const BalanceSample& s, const Batch& b);
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
   Status check_positions(const Batch& b);

@@ -271,6 +271,8 @@ Status Engine::finish() {
   Status st = finish_trace(*tracer_, opt_.trace_path, opt_.stats);
   if (opt_.stats && pipeline_ && pipeline_->balancer())
     std::fprintf(stderr, "%s", pipeline_->balancer()->summary().c_str());
+  if (opt_.stats && pipeline_ && pipeline_->routing())
+    std::fprintf(stderr, "CPU tier by width: %s\n", pipeline_->routing()->summary().c_str());
   return st;
 }
 

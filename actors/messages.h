@@ -10,6 +10,7 @@
 
 #include "model/backend.h"
 #include "model/tier_plan.h"
+#include "model/width_routing.h"
 
 namespace ls {
 
@@ -59,19 +60,20 @@ struct CpuWork {
   KvRows* kv_out = nullptr;
 };
 
-// Which steps are wide (a prompt: many tokens in one batch), for the planner
-// to route the CPU tier's layers of such a step through PCIe to the GPU (a
-// CPU layer's cost grows with the batch; a streamed one's hardly does).
-// Compute publishes the step it will run next before the current one's
-// logits leave, so the sampler reads the right step when it forms the next
-// batch; it marks that step wide (a batch wider than the CPU tier's), then
-// fed, before sending it. The planner
-// routes a CPU-tier layer of step s once s is fed (resident and streamed
-// layers never wait: the next step's copies still start early).
+// Each step's width (tokens in its batch), for the planner to route the CPU
+// tier's layers of the step by it (HybridRoute::keep: a CPU layer's cost
+// grows with the width, a streamed one's hardly does). Compute publishes the
+// step it will run next before the current one's logits leave, so the
+// sampler reads the right step when it forms the next batch; it writes that
+// step's width, then marks it fed, before sending it. The planner routes a
+// CPU-tier layer of step s once s is fed (resident and streamed layers never
+// wait: the next step's copies still start early). A step is fed only after
+// the previous one's logits, so a ring of a few entries never wraps early.
 struct StepWidths {
-  std::atomic<int64_t> next_step{0};   // compute: the step after the one finishing
-  std::atomic<int64_t> wide_step{-1};  // sampler: the last step whose batch is wide
-  std::atomic<int64_t> fed_step{-1};   // sampler: the last step whose batch is known
+  static constexpr int kRing = 4;
+  std::atomic<int64_t> next_step{0};  // compute: the step after the one finishing
+  std::atomic<int64_t> fed_step{-1};  // sampler: the last step whose batch is known
+  std::atomic<int64_t> width[kRing] = {};  // sampler: step s's width at s % kRing
 };
 
 // Which of the layers in host memory the CPU computes now, by layer: a
@@ -79,11 +81,18 @@ struct StepWidths {
 // between steps; the planner reads it as it routes each job, so a change
 // takes effect from the next layer it plans (jobs already planned keep
 // their side; compute moves a layer's key/value rows when it changes side).
+// keep: of the layers on the CPU, how many the CPU computes in a step of
+// each width bucket (model/width_routing.h); the planner sends the others
+// through PCIe for that step, spread evenly (WidthRouting::keeps). Compute
+// writes it after each step.
 struct HybridRoute {
   explicit HybridRoute(size_t n_layer) : on_cpu(new std::atomic<uint8_t>[n_layer]) {
     for (size_t l = 0; l < n_layer; ++l) on_cpu[l].store(0);
+    for (auto& k : keep) k.store(0);
   }
   std::unique_ptr<std::atomic<uint8_t>[]> on_cpu;
+  std::atomic<int32_t> keep[WidthRouting::kBuckets];
+  static bool keeps_layer(int32_t i, int32_t n, int32_t k) { return WidthRouting::keeps(i, n, k); }
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

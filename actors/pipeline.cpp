@@ -10,9 +10,11 @@
 //   every step's batch and hands each sequence its logits rows.
 //                                          compute ──CpuWork (hidden state)──▶ cpu-compute ──┐
 //                                             ▲──────────── CpuWork (the state after it) ◀──┘
-//   StepWidths (sampler → planner): a step whose batch is wider than the CPU
-//   tier's batch sends the CPU-tier layers the streamed way (prefill through
-//   PCIe); compute moves their key/value rows between the backends.
+//   StepWidths (sampler → planner): each step's width; of the CPU-tier
+//   layers the step keeps on the CPU only as many as HybridRoute::keep says
+//   for that width (compute's WidthRouting, from what steps measured; none
+//   for a prompt) and sends the others the streamed way (through PCIe);
+//   compute moves their key/value rows between the backends.
 //   HybridRoute (compute → planner): a hybrid plan re-planned online — after
 //   each clean decode step compute gives the balancer (model/hybrid_balance.h)
 //   the step's measurements and applies its moves to the route, which the
@@ -38,7 +40,9 @@
 //   within kPollInterval and exit; the client's run_request returns the error.
 #include "actors/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 
 #include "actors/compute.h"
 #include "actors/copier.h"
@@ -76,22 +80,58 @@ struct Pipeline::Graph {
         balancer(plan.rebalance
                      ? std::make_unique<HybridBalancer>(m.map, plan, plan.rates, opt.balance)
                      : nullptr),
+        by_width(opt.cpu_max_batch > 0 && (plan.n_cpu > 0 || plan.rebalance) &&
+                 mem->n_slots() > 0),
+        routing(by_width && opt.route_by_width && opt.width_cpu_layers < 0
+                    ? make_routing(m, plan, opt)
+                    : nullptr),
         // Actors.
-        planner(plan, depth, to_reader, to_compute,
-                opt.cpu_max_batch > 0 && (plan.n_cpu > 0 || plan.rebalance) && mem->n_slots() > 0
-                    ? &widths
-                    : nullptr,
-                plan.rebalance ? &route : nullptr, rc, tracer),
+        planner(plan, depth, to_reader, to_compute, by_width ? &widths : nullptr,
+                by_width || plan.rebalance ? &route : nullptr, rc, tracer),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,
-                plan, widths, balancer ? &route : nullptr, balancer.get(), rc, tracer, opt.io_only,
-                opt.n_seq),
+                plan, widths, balancer || routing ? &route : nullptr, balancer.get(), routing.get(),
+                rc, tracer, opt.io_only, opt.n_seq),
         cpu_compute(m, opt.cpu_backend ? *opt.cpu_backend : be, *mem, to_cpu, from_cpu, rc, tracer),
         sampler(to_sampler, steps, widths, rc, tracer, static_cast<int32_t>(opt.n_seq), opt.chunk,
-                opt.cpu_max_batch, opt.n_ctx, opt.kv_blocks, opt.kv_seed) {
+                opt.n_ctx, opt.kv_blocks, opt.kv_seed) {
     for (size_t l = 0; l < plan.layer_tier.size(); ++l)
       route.on_cpu[l].store(plan.layer_tier[l] == Tier::Cpu);
+    // What each width keeps on the CPU until compute measures: all up to
+    // cpu_max_batch tokens (or the test's count), none beyond.
+    const int widest = WidthRouting::bucket(std::max(1, opt.cpu_max_batch));
+    for (int k = 0; k < WidthRouting::kBuckets; ++k) {
+      int32_t keep = k <= widest ? INT32_MAX : 0;
+      if (k > 0 && k <= widest && opt.width_cpu_layers >= 0) keep = opt.width_cpu_layers;
+      if (k > 0 && k <= widest && routing) keep = routing->cpu_layers(k);
+      route.keep[k].store(keep);
+    }
+  }
+
+  // The routing's model starts from the rates the plan measured at load, as
+  // per-layer seconds of an average host-memory layer.
+  static std::unique_ptr<WidthRouting> make_routing(const Model& m, const TierPlan& plan,
+                                                    const PipelineOptions& opt) {
+    const int32_t n_layer = static_cast<int32_t>(plan.layer_tier.size());
+    int32_t n_res = 0, n_host = 0;
+    double host_bytes = 0;
+    for (int32_t l = 0; l < n_layer; ++l) {
+      const Tier t = plan.layer_tier[l];
+      n_res += t == Tier::Resident ? 1 : 0;
+      if (t == Tier::Cpu || t == Tier::Ram) {
+        ++n_host;
+        host_bytes += static_cast<double>(m.map.layers[l].range_bytes);
+      }
+    }
+    const double layer = n_host > 0 ? host_bytes / n_host : 0;
+    auto secs = [&](double rate) { return rate > 0 ? layer / rate : 0.0; };
+    WidthRouting::Options o;
+    o.max_width = opt.cpu_max_batch;
+    return std::make_unique<WidthRouting>(n_layer, plan.n_cpu, n_layer - n_res - plan.n_cpu,
+                                          secs(plan.rates.cpu_bytes_per_s),
+                                          secs(plan.rates.gpu_bytes_per_s),
+                                          secs(plan.rates.copy_bytes_per_s), o);
   }
 
   const TierPlan plan;
@@ -105,6 +145,8 @@ struct Pipeline::Graph {
   StepWidths widths;
   HybridRoute route;
   std::unique_ptr<HybridBalancer> balancer;
+  bool by_width;  // the planner routes CPU-tier layers by each step's width
+  std::unique_ptr<WidthRouting> routing;
   Planner planner;
   Reader reader;
   Copier copier;
@@ -175,6 +217,10 @@ Expected<std::unique_ptr<Pipeline>> Pipeline::start(const Model& m, Backend& be,
 
 const HybridBalancer* Pipeline::balancer() const {
   return g_ ? g_->balancer.get() : nullptr;
+}
+
+const WidthRouting* Pipeline::routing() const {
+  return g_ ? g_->routing.get() : nullptr;
 }
 
 const char* Pipeline::source_name() const {

@@ -18,6 +18,7 @@
 #include "model/hybrid_balance.h"
 #include "model/model.h"
 #include "model/tier_plan.h"
+#include "model/width_routing.h"
 #include "runtime/run_control.h"
 #include "runtime/trace.h"
 
@@ -37,11 +38,18 @@ struct PipelineOptions {
   uint64_t kv_seed = 0;
   int32_t chunk = 512;             // prompt tokens a step takes beside decoding sequences
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (n_cpu > 0 or rebalance)
-  // A prompt of more tokens than this sends the CPU-tier layers through PCIe
-  // to the main backend for that step (a CPU layer's time grows with the
+  // A step of more tokens than this (a prompt) sends every CPU-tier layer
+  // through PCIe to the main backend (a CPU layer's time grows with the
   // batch, a streamed one's hardly does); needs device slots in the plan.
   // 0: never (the CPU tier computes every step).
-  int32_t cpu_max_batch = 8;
+  int32_t cpu_max_batch = 64;
+  // Steps of 2..cpu_max_batch tokens keep only as many CPU-tier layers on
+  // the CPU as their width pays for, from the times the steps measure
+  // (model/width_routing.h); false: all of them (the rule before 2026-12-02).
+  bool route_by_width = true;
+  // Tests: steps of 2..cpu_max_batch tokens keep this many of the CPU
+  // layers on the CPU whatever the measurements say (-1: off).
+  int32_t width_cpu_layers = -1;
   // The online re-planner's settings (plans with TierPlan::rebalance).
   HybridBalancer::Options balance;
   // Tests: wrap the block source (fault injection), e.g. in a FaultySource.
@@ -92,6 +100,9 @@ class Pipeline {
   // The online re-planner of a hybrid plan (TierPlan::rebalance), else null.
   // Read it once the run has stopped (its moves are the compute actor's).
   const HybridBalancer* balancer() const;
+  // The CPU tier's share by width (hybrid plans with device slots), else
+  // null. Read it once the run has stopped.
+  const WidthRouting* routing() const;
   // Stop the run (every actor exits within a poll interval) and join.
   void stop();
 

@@ -20,7 +20,13 @@ Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_
 void Planner::run() {
   const int track = tracer_.register_track("planner");
   const int32_t n_layer = static_cast<int32_t>(plan_.layer_tier.size());
+  const bool online = route_ && plan_.rebalance;
+  auto on_cpu = [&](int32_t l) {
+    return online ? route_->on_cpu[l].load(std::memory_order_relaxed) != 0
+                  : plan_.layer_tier[l] == Tier::Cpu;
+  };
   for (int64_t step = 0; !rc_.stopped(); ++step) {
+    int32_t n_set = -1, i_set = 0, keep = 0;  // this step's CPU layers, which one, how many stay
     for (int32_t layer = 0; layer < n_layer; ++layer) {
       {
         TraceScope wait(tracer_, track, "wait depth", SpanKind::Blocked, layer, step);
@@ -31,16 +37,22 @@ void Planner::run() {
       job.step = step;
       job.layer = layer;
       job.tier = plan_.layer_tier[layer];
-      if (route_ && (job.tier == Tier::Cpu || job.tier == Tier::Ram))
-        job.tier = route_->on_cpu[layer].load(std::memory_order_relaxed) ? Tier::Cpu : Tier::Ram;
-      if (job.tier == Tier::Cpu && widths_) {
-        TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
-        while (widths_->fed_step.load() < step) {
-          if (rc_.stopped()) return;
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (online && (job.tier == Tier::Cpu || job.tier == Tier::Ram))
+        job.tier = on_cpu(layer) ? Tier::Cpu : Tier::Ram;
+      if (job.tier == Tier::Cpu && widths_ && route_) {
+        if (n_set < 0) {
+          TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
+          while (widths_->fed_step.load() < step) {
+            if (rc_.stopped()) return;
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
+          }
+          const int64_t w = widths_->width[step % StepWidths::kRing].load();
+          keep = route_->keep[WidthRouting::bucket(w)].load(std::memory_order_relaxed);
+          n_set = 0;
+          for (int32_t l = 0; l < n_layer; ++l) n_set += on_cpu(l) ? 1 : 0;
         }
-        if (widths_->wide_step.load() == step)
-          job.tier = Tier::Ram;  // prefill through PCIe; compute keeps the layer's cache in step
+        // Through PCIe for this step; compute keeps the layer's cache in step.
+        if (!HybridRoute::keeps_layer(i_set++, n_set, keep)) job.tier = Tier::Ram;
       }
       // Streamed layers (RAM and storage) all go through the reader, which
       // keeps them in order; resident and CPU-tier ones go straight to compute.

@@ -5,12 +5,14 @@
 // `depth` layers ahead of compute: each job holds a depth credit that compute returns when the
 // layer is done. Weights do not depend on the token, so the next step's first layers are read and
 // copied while the current step finishes (prefetch across tokens).
-// CPU-tier layers of a wide step (a prompt, StepWidths) go the streamed way
-// instead, when the plan has device slots to take them: prefill is one
-// batch per layer, which the GPU serves at the cost of a copy while the
-// CPU's cost grows with every token.
-// A hybrid plan re-planned online (HybridRoute) routes each host-memory
-// layer (the plan's CPU and RAM tiers) by the route as it is planned.
+// Of the layers on the CPU, a step computes there only as many as its width
+// allows (StepWidths, HybridRoute::keep, model/width_routing.h); the others
+// go the streamed way for that step, when the plan has device slots to take
+// them: a CPU layer's cost grows with every token of the batch, a copy's
+// does not (a prompt sends them all).
+// A hybrid plan re-planned online (TierPlan::rebalance) routes each
+// host-memory layer (the plan's CPU and RAM tiers) by HybridRoute::on_cpu
+// as it is planned; a fixed plan's CPU layers are its CPU tier.
 // defines: Planner
 #pragma once
 
@@ -23,8 +25,9 @@ namespace ls {
 
 class Planner {
  public:
-  // widths: null, or the steps' widths (then CPU-tier layers of a wide step are streamed).
-  // route: null, or which host-memory layers the CPU computes now.
+  // widths and route: both null (the CPU computes its layers at every
+  // width), or the steps' widths and the route (on_cpu read only when the
+  // plan is re-planned online).
   Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
           Mailbox<LayerJob>& to_compute, const StepWidths* widths, const HybridRoute* route,
           RunControl& rc, Tracer& tracer);

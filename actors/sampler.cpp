@@ -7,8 +7,7 @@ namespace ls {
 
 SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute,
                            StepWidths& widths, RunControl& rc, Tracer& tracer, int32_t n_slots,
-                           int32_t chunk, int32_t wide, uint32_t n_ctx, uint32_t kv_blocks,
-                           uint64_t kv_seed)
+                           int32_t chunk, uint32_t n_ctx, uint32_t kv_blocks, uint64_t kv_seed)
     : in_(in),
       to_compute_(to_compute),
       widths_(widths),
@@ -16,7 +15,6 @@ SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compu
       tracer_(tracer),
       n_slots_(std::max(1, n_slots)),
       chunk_(std::max(1, chunk)),
-      wide_(wide),
       paged_(n_ctx > 0),
       kv_(paged_ ? KvBlockTable(static_cast<uint32_t>(n_slots_), n_ctx, kv_blocks, kv_seed)
                  : KvBlockTable()),
@@ -214,8 +212,7 @@ void SamplerActor::run() {
     }
     // Compute has published the step it runs next (StepWidths).
     next.step = widths_.next_step.load();
-    if (wide_ > 0 && next.batch.size() > static_cast<size_t>(wide_))
-      widths_.wide_step.store(next.step);
+    widths_.width[next.step % StepWidths::kRing].store(static_cast<int64_t>(next.batch.size()));
     widths_.fed_step.store(next.step);
     const int64_t step = next.step;
     if (!to_compute_.push(std::move(next), rc_)) return;

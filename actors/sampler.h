@@ -85,14 +85,14 @@ struct KvUsage {
 class SamplerActor {
  public:
   // n_slots: key/value slots (the backends' sequences); chunk: prompt tokens
-  // a step takes beside decoding sequences; wide: a step of more entries than
-  // this is marked wide (StepWidths; 0: never). n_ctx: positions a slot may
-  // reach (0: no paging: no table is sent, the backends keep theirs);
-  // kv_blocks: the pool (0: n_ctx positions for every slot); kv_seed: not 0,
-  // the free blocks in a shuffled order (tests).
+  // a step takes beside decoding sequences. Each step's width goes to
+  // StepWidths before the step is sent. n_ctx: positions a slot may reach
+  // (0: no paging: no table is sent, the backends keep theirs); kv_blocks:
+  // the pool (0: n_ctx positions for every slot); kv_seed: not 0, the free
+  // blocks in a shuffled order (tests).
   SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compute, StepWidths& widths,
-               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk, int32_t wide,
-               uint32_t n_ctx = 0, uint32_t kv_blocks = 0, uint64_t kv_seed = 0);
+               RunControl& rc, Tracer& tracer, int32_t n_slots, int32_t chunk, uint32_t n_ctx = 0,
+               uint32_t kv_blocks = 0, uint64_t kv_seed = 0);
   void run();  // the actor's thread
 
   // Queue a sequence; it joins at the next step that has a free slot for it
@@ -132,7 +132,7 @@ class SamplerActor {
   StepWidths& widths_;
   RunControl& rc_;
   Tracer& tracer_;
-  const int32_t n_slots_, chunk_, wide_;
+  const int32_t n_slots_, chunk_;
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a submission, for an idle actor
   std::deque<Seq> queue_;       // waiting for a slot (mu_)

@@ -36,8 +36,9 @@ void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, floa
   } else if (act_ == CpuAct::F32) {
     matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
   } else {
-    matmul_cpu_q8(pool_, w, matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_), n_tok, y,
-                  cpu_isa_active(), tune_);
+    const MatmulQ8Part part{w, y};
+    matmul_cpu_q8_auto(pool_, &part, 1, matmul_cpu_quantize(x, n_tok, w.n_in, mm_scratch_), n_tok,
+                       mm_scratch_, cpu_isa_active(), tune_);
   }
 }
 
@@ -57,8 +58,8 @@ void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<Ma
     return;
   }
   const ActQ8View v = xq ? *xq : matmul_cpu_quantize(x, n_tok, parts.begin()->w.n_in, mm_scratch_);
-  matmul_cpu_q8_parts(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok,
-                      cpu_isa_active(), tune_);
+  matmul_cpu_q8_auto(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok, mm_scratch_,
+                     cpu_isa_active(), tune_);
 }
 
 void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
@@ -88,8 +89,19 @@ void CpuBackend::reserve(size_t n) {
   o_.resize(n * c_.n_embd);
   gate_.resize(n * c_.n_ff);
   up_.resize(n * c_.n_ff);
-  // The 8-bit inputs, sized once per batch size (nothing allocated per call).
-  mm_scratch_.act().reserve(static_cast<int64_t>(n), std::max<int64_t>(c_.n_embd, c_.n_ff));
+  // The 8-bit inputs and the GEMM's panel, sized once per batch size
+  // (nothing allocated per call).
+  const int64_t n_in = std::max<int64_t>(c_.n_embd, c_.n_ff);
+  mm_scratch_.act().reserve(static_cast<int64_t>(n), n_in);
+  const int64_t n_tok = static_cast<int64_t>(n);
+  if (n_tok >= gemm_q8_min_tokens(cpu_isa_active())) {
+    // The largest plan of a layer's matmuls: rows of n_embd or n_ff values.
+    for (int64_t len : {static_cast<int64_t>(c_.n_embd), static_cast<int64_t>(c_.n_ff)}) {
+      const GemmQ8Plan pl = gemm_q8_plan(cpu_isa_active(), pool_.size(), n_tok, len,
+                                         std::max<int64_t>(c_.n_embd, c_.n_ff));
+      mm_scratch_.gemm().reserve(pool_.size(), pl.tile_chunks, n_tok * gemm_q8_chunks(len));
+    }
+  }
 }
 
 // The batch's entries; its block table is kv_'s (check_batch took it), not

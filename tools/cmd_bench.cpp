@@ -432,6 +432,10 @@ int run_bench(BenchArgs& a) {
     row.cpu_layers = std::to_string(e.plan().n_cpu);
     if (const HybridBalancer* hb = e.pipeline().balancer(); hb && hb->n_cpu() != e.plan().n_cpu)
       row.cpu_layers += "->" + std::to_string(hb->n_cpu());
+    // Wider steps keep only part of them on the CPU (model/width_routing.h).
+    if (const WidthRouting* wr = e.pipeline().routing(); wr && width > 1)
+      row.cpu_layers += ", " + std::to_string(wr->cpu_layers(WidthRouting::bucket(width))) +
+                        " at width " + std::to_string(width);
     rows.push_back(row);
     (void)fin;
   }

@@ -7,13 +7,12 @@
 // for the bound). The row is rebuilt once per 16 values and used for all
 // n_tok tokens, so the weights cost the same for 1 token as for 8.
 //
-// Summation order, fixed per variant (so results do not depend on threads):
+// Summation order, fixed per variant (so results depend on neither the
+// threads nor how many tokens share a pass):
 //   scalar : 16 lanes (i mod 16), each n/16 terms, then a pairwise tree.
-//   avx2   : 2 × 8 lanes (the two halves of each group), each n/16 terms
-//            (more than 4 tokens: two passes over the row, as 8 tokens × 2
-//            accumulators would not fit in 16 registers).
-// None depends on n_tok: a token's result is the same bits alone or in a
-// batch (the batched-decode tests rely on it).
+//   avx2   : 2 × 8 lanes (the two halves of each group), each n/16 terms;
+//            5..8 tokens as two passes (8 tokens × 2 accumulators would not
+//            fit in 16 registers), so the order is the same at every n_tok.
 //   avx512 : 2 × 16 lanes (even and odd groups: two independent FMA chains
 //            hide the 4-cycle latency at n_tok = 1), each n/32 terms.
 // defines: dot_g16_f32_scalar(), dot_g16_f32_avx2(), dot_g16_f32_avx512(), kDotMaxTokens

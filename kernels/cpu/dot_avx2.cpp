@@ -66,8 +66,7 @@ LS_AVX2 void dot_nt(const G16Row& w, int64_t n, const float* x, int64_t ldx, flo
       acc[1][t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + t * ldx + i + 8), acc[1][t]);
     }
   }
-  for (int t = 0; t < NT; ++t)
-    y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(_mm256_add_ps(acc[0][t], acc[1][t]));
 }
 
 template <bool kMin>

@@ -5,34 +5,37 @@
 // the function matmul_act_q8_ref (kernels/ref/act_q8.h) computes, with w_i
 // the weight as the reference dequantizes it.
 //
-// How: per group of 16 or 32 values the integer dot sum q_w * q_x is exact
-// (int32), and the float work is per group, not per weight:
-//     y = sum_g (s_g * d_x) * isum_g  -  sum_g m_g * ds_g
-// where s_g is the group's weight scale (d * sc for the K-quants, the
-// reference's own f32 product) and m_g * ds_g carries the weights' min (Q4_K,
-// Q5_K) or the offset of the unsigned form the SIMD variants multiply:
-// vpdpbusd / maddubs take one unsigned and one signed operand, so the weights
-// go in as unsigned (Q4_0: nibble, offset 8; Q6_K: 6 bits, offset 32 per 16;
-// Q8_0 on AVX-512: q + 128, offset 128; on AVX2 Q8_0 stays signed, sign moved
-// onto x) and the offset comes back as offset * s_g * ds_g.
+// The arithmetic: every variant, at every width, and the tiled GEMM
+// (kernels/cpu/gemm_q8.h) compute the "lane form" of kernels/cpu/q8_lanes.h
+// operation for operation, so an output's bits depend on neither the ISA,
+// the number of tokens computed with it, the tiling nor the threads: per
+// chunk of 256 values, block j's exact integer sum I_j of u * q_x lands in
+// lane j of an 8-float accumulator as  a_j += (s_j * d_x) * float(I_j), then
+// a_j -= m_j * ds_j, and the 8 lanes are summed by a fixed tree. The weights
+// enter the integer sums unsigned where that is what vpdpbusd / maddubs take
+// (u = nibble, 5 or 6 bits: Q4_0's offset 8 and Q6_K's 32 come back as m =
+// offset * s), Q8_0 signed (AVX2 multiplies |w| by x with w's sign).
 //
 // Variants (kernels/cpu/isa.h):
-//   portable     : plain C++, one 32-block (or 16-group) at a time.
+//   portable     : plain C++ over the reference unpacker's quants.
 //   avx2         : 32 values per ymm, maddubs + madd (no overflow: at most
-//                  2 * 63 * 127 per 16-bit pair; Q8_0 as |w| * sign(x, w)).
-//   avx512 vnni  : 64 values per zmm, vpdpbusd; a CPU with AVX-512F but no
-//                  VNNI (BW, VL) runs the avx2 variant (dot_q8_fn says which).
+//                  2 * 63 * 127 per 16-bit pair; Q8_0 as |w| * sign(x, w)),
+//                  the 8 blocks' lanes summed by a vphaddd tree.
+//   avx512 vnni  : 64 values per zmm, vpdpbusd, the lanes summed by
+//                  permutes; a CPU with AVX-512F but no VNNI (BW, VL) runs
+//                  the avx2 variant (dot_q8_fn says which).
 //
 // Error against matmul_act_q8_ref: the integer parts are exact; the float
 // multiplies and the additions round, a bounded number of times per term
-// (chains of at most n/16 additions), so for each output
+// (chains of at most n/128 + 3 additions), so for each output
 //     |y - y_ref| <= (n/16 + 16) * 2^-22 * T,
 //     T = sum_b |d_x(b)| * sum_{i in b} |q_x(i)| * (R * |s_g| + |m_g|)
-// with R the largest integer multiplier of s_g in any variant (16 for Q4_0 and
-// Q4_K, 32 for Q5_K, 64 for Q6_K, 256 for Q8_0). tests/unit/kernels/
-// test_cpu_matmul_q8.cpp checks it and prints the largest ratio seen.
+// with R a bound on the integer multiplier of s_g (16 for Q4_0 and Q4_K, 32
+// for Q5_K, 64 for Q6_K, 256 for Q8_0).
+// tests/unit/kernels/test_cpu_matmul_q8.cpp checks it and prints the largest
+// ratio seen; test_cpu_gemm_q8.cpp checks the bits across variants and widths.
 // defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx512vnni(), dot_q8_fn(),
-//          dot_q8_bound_r(), dot_q8_legacy_tail()
+//          dot_q8_bound_r(), dot_q8_lanes_chunk(), dot_q8_lanes_tail()
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,7 @@
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/unpack.h"
 
 namespace ls {
 
@@ -67,10 +71,18 @@ const char* dot_q8_name(CpuIsa isa);
 // R of the bound above, per type.
 int dot_q8_bound_r(GgmlType t);
 
-// Q4_0 / Q8_0 blocks [b0, b1) of a row, portable: the SIMD variants work in
-// chunks of 8 blocks and hand the rest of a row (n not a multiple of 256)
-// here. Returns token t's partial sum.
-float dot_q8_legacy_tail(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok,
-                         int64_t b0, int64_t b1);
+// The lane form's terms of one chunk of 256 values (c: its index in the row;
+// nv: the values it has, 256 except at the end of a Q4_0 / Q8_0 row that is
+// not a multiple of 256) for token tok, from the chunk unpacked by the
+// reference unpacker (kernels/cpu/unpack.h, offset 0 = value 256c), added to
+// acc[0 .. nv/32). The portable variants are made of it; the SIMD ones call it
+// for a partial last chunk.
+void dot_q8_lanes_chunk(GgmlType t, const G16Row& u, int nv, const ActQ8View& x, int64_t tok,
+                        int64_t c, float* acc);
+// A partial last chunk of a Q4_0 / Q8_0 row (the SIMD variants' tail): the
+// chunk at the end of row (n values) unpacked and added to acc, which then
+// gives the output (q8_lanes_sum). Nothing to add when n % 256 == 0.
+float dot_q8_lanes_tail(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok,
+                        float* acc);
 
 }  // namespace ls

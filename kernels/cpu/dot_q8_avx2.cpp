@@ -1,14 +1,16 @@
-// Int8-activation dot with AVX2 (kernels/cpu/dot_q8.h): one 32-block per ymm,
-// maddubs (u8 x s8 -> pairs summed in int16) then madd by ones (-> int32
-// lanes). No int16 overflow: the unsigned operand is at most 63 (Q6_K) or
-// 128 (Q8_0 as |w|, with x's sign flipped where w < 0), so a pair is at most
-// 2 * 128 * 127 = 32512. Per chunk of 256 values the scales and mins are
-// decoded once; then per 32-block the unsigned weights are decoded once and
-// dotted with each token:
-//   acc_t += (s_b * d_x(t,b)) * float(p)     per block
-//   acc_t -= m * ds                          per chunk (min or offset; none for Q8_0)
-// Summation order: per token one 8-lane accumulator, blocks in row order,
-// then a fixed horizontal sum.
+// Int8-activation dot with AVX2 (kernels/cpu/dot_q8.h), the lane form of
+// kernels/cpu/q8_lanes.h: one 32-block per ymm, maddubs (u8 x s8 -> pairs
+// summed in int16) then madd by ones (-> 8 int32 lanes of 4 products). No
+// int16 overflow: the unsigned operand is at most 63 (Q6_K) or 128 (Q8_0 as
+// |w|, with x's sign flipped where w < 0), so a pair is at most 2 * 128 * 127
+// = 32512. Per chunk of 256 values the scales and mins are decoded once and
+// the 8 blocks' unsigned weights once, then per token:
+//   p_k  = madd(maddubs(w_k, x_k), 1)        k = 0..7, exact
+//   I    = vphaddd tree of p_0..p_7           lane j: block j's sum (Q6_K: two
+//                                             vectors, its lo and hi groups)
+//   acc  = acc + (s * d_x) * float(I)         8 lanes, one per block
+//   acc  = acc - m * ds                       (min or offset; none for Q8_0)
+// and at the end the horizontal sum, whose tree is q8_lanes_sum's.
 // defines: dot_q8_avx2 (kernels/cpu/dot_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -56,10 +58,10 @@ LS_AVX2 inline __m256i dot_u8s8(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 }
 
-// Per chunk: scales s (one per 32-block, or per 16 for Q6_K) and min/offset m.
+// Per chunk: the 8 blocks' scales s and min/offset factors m (lane j: block j).
 struct Scales {
-  alignas(32) float s[16];
-  __m256 m;  // per 32-block (not Q6_K)
+  __m256 s;
+  __m256 m;
 };
 
 template <GgmlType T>
@@ -71,7 +73,7 @@ struct Q<GgmlType::Q4_K> {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
     uint64_t s8, m8;
     k4_scale_min_bytes(b->scales, &s8, &m8);
-    _mm256_store_ps(sc.s, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8)));
+    sc.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8));
     sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
   }
   // Block k: qs[32 (k/2) ..] low nibbles (k even) or high (k odd).
@@ -87,7 +89,7 @@ struct Q<GgmlType::Q5_K> {
     const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
     uint64_t s8, m8;
     k4_scale_min_bytes(b->scales, &s8, &m8);
-    _mm256_store_ps(sc.s, _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8)));
+    sc.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8));
     sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
   }
   // As Q4_K, plus 16 where bit k of qh[l] is set (bit 2c for the low
@@ -109,9 +111,8 @@ LS_AVX2 inline void legacy_scales(const uint8_t* p, Scales& sc, float offset) {
   alignas(16) uint16_t h[8];
   LS_UNROLL
   for (int k = 0; k < 8; ++k) __builtin_memcpy(&h[k], p + k * sizeof(Block), 2);
-  const __m256 s = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
-  _mm256_store_ps(sc.s, s);
-  sc.m = _mm256_mul_ps(s, _mm256_set1_ps(offset));  // exact: a power of two (or 0)
+  sc.s = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+  sc.m = _mm256_mul_ps(sc.s, _mm256_set1_ps(offset));  // exact: a power of two (or 0)
 }
 
 template <>
@@ -138,50 +139,86 @@ struct Q<GgmlType::Q8_0> {
   }
 };
 
+// The vphaddd tree: p[k] holds block k's products in 8 int32 lanes (0-3 its
+// first 16 values, 4-7 the next 16). Returns lo = the first halves' sums of
+// blocks 0..7, hi = the second halves' (each level adds neighbouring lanes
+// within 128-bit halves; the last step puts blocks 0-3 and 4-7 side by side).
+LS_AVX2 inline void block_sums(const __m256i* p, __m256i* lo, __m256i* hi) {
+  const __m256i e0 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+  const __m256i e1 =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
+  *lo = _mm256_permute2x128_si256(e0, e1, 0x20);
+  *hi = _mm256_permute2x128_si256(e0, e1, 0x31);
+}
+
+// Spreads prefetches of the next row over this row's chunks.
+struct Prefetcher {
+  const uint8_t* p;
+  int64_t end, cur = 0, step16, at16 = 0;
+  Prefetcher(const RowPrefetch& pf, int64_t n)
+      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0) {}
+  LS_AVX2 inline void advance() {
+    if (!end) return;
+    at16 += step16;
+    for (const int64_t to = std::min<int64_t>(end, (at16 >> 16) + 64); cur < to; cur += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + cur), _MM_HINT_T0);
+  }
+};
+
 // Types with one scale per 32 values.
 template <GgmlType T, int NT>
 LS_AVX2 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                    const RowPrefetch& pf) {
-  const int64_t n = x.n, nb = n / 32, n_chunks = n / 256;
+  const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
-  const int64_t step16 = n > 0 ? (pf.bytes << 16) / n * 256 : 0;
-  int64_t pf_at16 = 0, pf_cur = 0;
+  const __m256i ones = _mm256_set1_epi16(1);
+  Prefetcher pre(pf, n);
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t c = 0; c < n_chunks; ++c) {
-    if (pf.bytes) {
-      pf_at16 += step16;
-      for (const int64_t to = std::min<int64_t>(pf.bytes, (pf_at16 >> 16) + 64); pf_cur < to;
-           pf_cur += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf.p + pf_cur), _MM_HINT_T0);
-    }
+    pre.advance();
     const uint8_t* p = row + c * chunk_bytes;
     Scales sc;
     Q<T>::scales(p, sc);
+    __m256i w[8];
     LS_UNROLL
-    for (int k = 0; k < 8; ++k) {
-      __m256i w = Q<T>::block(p, k);
-      const __m256i neg = w;  // Q8_0: the sign source
-      if constexpr (T == GgmlType::Q8_0) w = _mm256_abs_epi8(w);
+    for (int k = 0; k < 8; ++k) w[k] = Q<T>::block(p, k);
+    LS_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const int8_t* xq = x.q_at(t0 + t) + 256 * c;
+      __m256i pk[8];
       LS_UNROLL
-      for (int t = 0; t < NT; ++t) {
-        __m256i xv = load32(x.q_at(t0 + t) + 256 * c + 32 * k);
-        if constexpr (T == GgmlType::Q8_0) xv = _mm256_sign_epi8(xv, neg);
-        const __m256 f = _mm256_set1_ps(sc.s[k] * x.d_at(t0 + t)[8 * c + k]);
-        acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(dot_u8s8(w, xv)), acc[t]);
+      for (int k = 0; k < 8; ++k) {
+        __m256i xv = load32(xq + 32 * k), wk = w[k];
+        if constexpr (T == GgmlType::Q8_0) {
+          xv = _mm256_sign_epi8(xv, wk);
+          wk = _mm256_abs_epi8(wk);
+        }
+        pk[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(wk, xv), ones);
       }
+      __m256i lo, hi;
+      block_sums(pk, &lo, &hi);
+      const __m256 f = _mm256_mul_ps(sc.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
+      acc[t] =
+          _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi))));
+      if constexpr (T != GgmlType::Q8_0)
+        acc[t] =
+            _mm256_sub_ps(acc[t], _mm256_mul_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c)));
     }
-    if constexpr (T != GgmlType::Q8_0) LS_UNROLL
-    for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fnmadd_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
   }
   LS_UNROLL
   for (int t = 0; t < NT; ++t) {
-    float r = hsum(acc[t]);
-    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0)
-      if (nb % 8) r += dot_q8_legacy_tail(T, row, x, t0 + t, nb / 8 * 8, nb);
-    y[t * ldy] = r;
+    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
+      if (n % 256) {
+        alignas(32) float a[8];
+        _mm256_store_ps(a, acc[t]);
+        y[t * ldy] = dot_q8_lanes_tail(T, row, x, t0 + t, a);
+        continue;
+      }
+    }
+    y[t * ldy] = hsum(acc[t]);
   }
 }
 
@@ -189,32 +226,33 @@ LS_AVX2 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
 // from A = ql[64h ..], B = ql[64h + 32 ..], H = qh[32h ..]
 //   j = 0: A & 15 | (H & 3) << 4        j = 1: B & 15 | (H >> 2 & 3) << 4
 //   j = 2: A >> 4 | (H >> 4 & 3) << 4   j = 3: B >> 4 | (H >> 6 & 3) << 4
-// Unsigned 0..63, offset 32; a scale per 16 values (two per block).
+// Unsigned 0..63, offset 32; a scale per 16 values (two per block: the lo
+// and hi groups of the lane form).
 template <int NT>
 LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
   const int64_t n = x.n, n_chunks = n / 256;
-  const int64_t step16 = n > 0 ? (pf.bytes << 16) / n * 256 : 0;
-  int64_t pf_at16 = 0, pf_cur = 0;
   const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
+  const __m256i ones = _mm256_set1_epi16(1);
+  // Scale bytes 0..15 -> even ones (lo groups) then odd ones (hi groups).
+  const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m256 thirty_two = _mm256_set1_ps(32.0f);
+  Prefetcher pre(pf, n);
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   const BlockQ6_K* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   for (int64_t c = 0; c < n_chunks; ++c) {
-    if (pf.bytes) {
-      pf_at16 += step16;
-      for (const int64_t to = std::min<int64_t>(pf.bytes, (pf_at16 >> 16) + 64); pf_cur < to;
-           pf_cur += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(pf.p + pf_cur), _MM_HINT_T0);
-    }
+    pre.advance();
     const BlockQ6_K& b = blocks[c];
-    alignas(32) float s[16];
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(b.d));
-    const __m128i sc8 = load16(b.scales);
-    _mm256_store_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8))));
-    _mm256_store_ps(
-        s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8)))));
+    const __m128i sc8 = _mm_shuffle_epi8(load16(b.scales), evens_odds);
+    const __m256 s_lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+    const __m256 s_hi =
+        _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))));
+    const __m256 m_lo = _mm256_mul_ps(s_lo, thirty_two);  // exact: a power of two
+    const __m256 m_hi = _mm256_mul_ps(s_hi, thirty_two);
+    __m256i w[8];
     LS_UNROLL
     for (int k = 0; k < 8; ++k) {
       const int h = k / 4, j = k % 4;
@@ -236,24 +274,33 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
           hb = _mm256_srli_epi16(H, 2);
           break;
       }
-      const __m256i w = _mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask));
-      LS_UNROLL
-      for (int t = 0; t < NT; ++t) {
-        const __m256i xv = load32(x.q_at(t0 + t) + 256 * c + 32 * k);
-        const float dx = x.d_at(t0 + t)[8 * c + k];
-        const __m256 f =
-            _mm256_set_m128(_mm_set1_ps(s[2 * k + 1] * dx), _mm_set1_ps(s[2 * k] * dx));
-        acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(dot_u8s8(w, xv)), acc[t]);
-      }
+      w[k] = _mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask));
     }
-    const __m256 thirty_two = _mm256_set1_ps(32.0f);
-    const __m256 m0 = _mm256_mul_ps(_mm256_load_ps(s), thirty_two);  // exact: a power of two
-    const __m256 m1 = _mm256_mul_ps(_mm256_load_ps(s + 8), thirty_two);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
+      const int8_t* xq = x.q_at(t0 + t) + 256 * c;
+      __m256i pk[8];
+      LS_UNROLL
+      for (int k = 0; k < 8; ++k)
+        pk[k] = _mm256_madd_epi16(_mm256_maddubs_epi16(w[k], load32(xq + 32 * k)), ones);
+      __m256i i_lo, i_hi;
+      block_sums(pk, &i_lo, &i_hi);
+      const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
+      acc[t] =
+          _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo)));
+      acc[t] =
+          _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi)));
+      // ds16 of groups 0..15 -> even groups (lo) and odd ones (hi).
       const float* ds16 = x.ds16_at(t0 + t) + 16 * c;
-      acc[t] = _mm256_fnmadd_ps(m0, _mm256_loadu_ps(ds16), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(m1, _mm256_loadu_ps(ds16 + 8), acc[t]);
+      const __m256 g0 = _mm256_loadu_ps(ds16), g1 = _mm256_loadu_ps(ds16 + 8);
+      const __m256 ds_lo = _mm256_castpd_ps(_mm256_permute4x64_pd(
+          _mm256_castps_pd(_mm256_shuffle_ps(g0, g1, _MM_SHUFFLE(2, 0, 2, 0))),
+          _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m256 ds_hi = _mm256_castpd_ps(_mm256_permute4x64_pd(
+          _mm256_castps_pd(_mm256_shuffle_ps(g0, g1, _MM_SHUFFLE(3, 1, 3, 1))),
+          _MM_SHUFFLE(3, 1, 2, 0)));
+      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(m_lo, ds_lo));
+      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(m_hi, ds_hi));
     }
   }
   LS_UNROLL

@@ -1,21 +1,19 @@
-// Int8-activation dot with AVX-512 VNNI (kernels/cpu/dot_q8.h): 64 weights
-// per zmm, 64 multiply-adds per vpdpbusd. Per chunk of 256 values (one
-// K-quant super-block, or 8 blocks of Q4_0 / Q8_0) the packed bytes become 4
-// zmm of unsigned quants (values 64k .. 64k+63 in zmm k; for Q4_K / Q5_K the
-// 32-blocks in kActQ8K4Order, matched by x's qk4 copy: no lane shuffle),
-// plus 8 (16 for Q6_K) f32 group scales s and min/offset factors m; then per
-// token:
-//   p_k  = vpdpbusd(0, w_k, x_k)          16 int32 lanes, 8 (4) per group
-//   acc += f_k * float(p_k)               f_k: s_g * d_x(g) spread over the
-//                                         group's lanes by a permute
-//   acc -= m * ds                         (the min, or offset * s)
-// The weights are decoded once per chunk and used for every token, so a row
-// is read once whatever n_tok is. The next row is prefetched over this one.
-//
-// Summation order (fixed, so results depend neither on the thread count nor
-// on n_tok): per token two 16-lane accumulators (zmm 0, 2 and zmm 1, 3 of a
-// chunk, so that two FMA chains hide the latency), added, then
-// _mm512_reduce_add_ps.
+// Int8-activation dot with AVX-512 VNNI (kernels/cpu/dot_q8.h), the lane
+// form of kernels/cpu/q8_lanes.h: 64 weights per zmm, 64 multiply-adds per
+// vpdpbusd. Per chunk of 256 values (one K-quant super-block, or 8 blocks of
+// Q4_0 / Q8_0) the packed bytes become 4 zmm of unsigned quants (values
+// 64k .. 64k+63 in zmm k; for Q4_K / Q5_K the 32-blocks in kActQ8K4Order,
+// matched by x's qk4 copy: no lane shuffle), plus the 8 blocks' scales s and
+// min/offset factors m (lane j: block j); then per token:
+//   p_k = vpdpbusd(0, w_k, x_k)          16 int32 lanes: 8 per block, 4
+//                                        products each
+//   I   = block sums of p_0..p_3         a permute tree (block_sums), exact
+//   acc = acc + (s * d_x) * float(I)     8 lanes (ymm), one per block
+//   acc = acc - m * ds                   (min or offset; none for Q8_0)
+// and the horizontal sum with q8_lanes_sum's tree. Q8_0 stays signed, as
+// the lane form has it: |w| times x with w's sign (a masked negate). The
+// weights are decoded once per chunk and used for every token, so a row is
+// read once whatever n_tok is. The next row is prefetched over this one.
 // defines: dot_q8_avx512vnni (kernels/cpu/dot_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -48,14 +46,18 @@ namespace {
 
 // One chunk of 256 values, decoded.
 struct Chunk {
-  __m512i w[4];  // unsigned quants, 64 per zmm (see the top)
-  __m256 s;      // per 32-block scale (types with 32-value groups)
-  __m256 m;      // per 32-block min / offset factor (subtracted times ds)
-  __m512 sm;     // Q4_K / Q5_K instead: s in lanes 0-7, m in lanes 8-15
+  __m512i w[4];      // unsigned quants, 64 per zmm (see the top); Q8_0: |q|
+  __mmask64 neg[4];  // Q8_0: where q < 0
+  __m256 s;          // lane j: block j's scale
+  __m256 m;          // lane j: block j's min / offset factor (subtracted times ds)
 };
 
 LS_VNNI512 inline __m256 u8x8_to_ps(uint64_t bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes))));
+}
+// The upper 8 floats (extractf32x8 would need AVX-512 DQ).
+LS_VNNI512 inline __m256 hi256(__m512 v) {
+  return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
 }
 LS_VNNI512 inline __m512i load64(const uint8_t* p) {
   return _mm512_loadu_si512(p);
@@ -103,10 +105,10 @@ LS_VNNI512 inline void decode(const uint8_t* p, Chunk& c);
 //   mn 0-3 = B & 63                  mn 4-7 = (C >> 4) & 15 | (B >> 2) & 48
 LS_VNNI512 inline __m512 k4_scales(const uint8_t* block) {
   const __m128i v = load16(block);
-  const __m128i t = _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12,
-                                                      13, 14, 15));
-  const __m128i u = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8,
-                                                      9, 10, 11));
+  const __m128i t =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __m128i u =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
   const __m128i m15 = _mm_set1_epi8(15);
   const __m128i c_lo = _mm_and_si128(t, m15), c_hi = _mm_and_si128(_mm_srli_epi16(t, 4), m15);
   const __m128i top = _mm_and_si128(_mm_srli_epi16(u, 2), _mm_set1_epi8(48));
@@ -114,15 +116,20 @@ LS_VNNI512 inline __m512 k4_scales(const uint8_t* block) {
   const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(63));
   const __m128i bytes = _mm_mask_blend_epi8(0xF0F0, lo, hi);
   // [d, dmin, ., .] as f32, spread: lanes 0-7 d, 8-15 dmin.
-  const __m512 dd = _mm512_permutexvar_ps(
-      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-      _mm512_castps128_ps512(_mm_cvtph_ps(v)));
+  const __m512 dd =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                            _mm512_castps128_ps512(_mm_cvtph_ps(v)));
   return _mm512_mul_ps(dd, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
+}
+
+LS_VNNI512 inline void split_scales(__m512 sm, Chunk& c) {
+  c.s = _mm512_castps512_ps256(sm);
+  c.m = hi256(sm);
 }
 
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q4_K>(const uint8_t* p, Chunk& c) {
-  c.sm = k4_scales(p);
+  split_scales(k4_scales(p), c);
   nibbles_k(reinterpret_cast<const BlockQ4_K*>(p)->qs, c.w);
 }
 
@@ -133,7 +140,7 @@ LS_VNNI512 inline void decode<GgmlType::Q4_K>(const uint8_t* p, Chunk& c) {
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q5_K>(const uint8_t* p, Chunk& c) {
   const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
-  c.sm = k4_scales(p);
+  split_scales(k4_scales(p), c);
   nibbles_k(b->qs, c.w);
   const __m512i qh = _mm512_broadcast_i64x4(load32(b->qh));
   const __m512i sixteen = _mm512_set1_epi8(16);
@@ -166,20 +173,22 @@ LS_VNNI512 inline void decode<GgmlType::Q4_0>(const uint8_t* p, Chunk& c) {
   c.m = _mm256_mul_ps(c.s, _mm256_set1_ps(8.0f));  // exact: a power of two
 }
 
-// Q8_0: 8 blocks of 34 bytes; q + 128 (xor of the sign bit) is unsigned, offset 128.
+// Q8_0: 8 blocks of 34 bytes; signed, so |q| (abs(-128) is 128 as an
+// unsigned byte) and the mask of its negative bytes, which the dot moves
+// onto x.
 template <>
 LS_VNNI512 inline void decode<GgmlType::Q8_0>(const uint8_t* p, Chunk& c) {
   const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(p);
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   LS_UNROLL
   for (int k = 0; k < 4; ++k) {
     const __m512i z = _mm512_inserti64x4(
         _mm512_castsi256_si512(load32(reinterpret_cast<const uint8_t*>(b[2 * k].qs))),
         load32(reinterpret_cast<const uint8_t*>(b[2 * k + 1].qs)), 1);
-    c.w[k] = _mm512_xor_si512(z, flip);
+    c.neg[k] = _mm512_movepi8_mask(z);
+    c.w[k] = _mm512_abs_epi8(z);
   }
   c.s = halves8(p, sizeof(BlockQ8_0));
-  c.m = _mm256_mul_ps(c.s, _mm256_set1_ps(128.0f));
+  c.m = _mm256_setzero_ps();
 }
 
 // Spreads issuing prefetches for the next row over this row's chunks.
@@ -212,34 +221,56 @@ struct Prefetcher {
   }
 };
 
-// Lane indices: zmm k of a chunk covers 32-blocks a (lanes 0-7) and b
-// (8-15): 2k and 2k + 1 in natural order, kActQ8K4Order's pair for the
-// K-quants with 32-value groups.
-LS_VNNI512 inline __m512i idx32(int a, int b) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(a)), _mm256_set1_epi32(b), 1);
-}
+// The block sums of a chunk: p[k] has 8 int32 lanes for each of its two
+// 32-blocks (lanes 0-7 and 8-15, 4 products a lane; for Q6_K lanes 0-3 and
+// 4-7 of a block are its lo and hi groups). Two levels of "add the even lanes
+// to the odd ones" over pairs of vectors (vpermt2d) leave 2 partial sums per
+// block, in zmm order (block a of zmm 0, block b of zmm 0, a of zmm 1, ...);
+// a last permute puts partial 0 of blocks 0..7 in lanes 0-7 and partial 1 in
+// 8-15, in block order (pos[j]: where block j is in zmm order). So lo + hi is
+// I, and for Q6_K lo and hi are its two groups' sums.
+struct BlockSums {
+  __m512i even, odd, last;
+  LS_VNNI512 explicit BlockSums(const int* pos) {
+    even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    alignas(64) int32_t l[16];
+    for (int j = 0; j < 8; ++j) l[j] = 2 * pos[j], l[8 + j] = 2 * pos[j] + 1;
+    last = _mm512_load_si512(l);
+  }
+  LS_VNNI512 inline __m512i pairs(__m512i a, __m512i b) const {
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, even, b),
+                            _mm512_permutex2var_epi32(a, odd, b));
+  }
+  LS_VNNI512 inline void operator()(const __m512i* p, __m256i* lo, __m256i* hi) const {
+    const __m512i t = _mm512_permutexvar_epi32(last, pairs(pairs(p[0], p[1]), pairs(p[2], p[3])));
+    *lo = _mm512_castsi512_si256(t);
+    *hi = _mm512_extracti64x4_epi64(t, 1);
+  }
+};
+
 template <GgmlType T>
 constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
+constexpr int kNaturalPos[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+LS_VNNI512 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
 // Types with one scale per 32 values (all but Q6_K).
 template <GgmlType T, int NT>
 LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
-  // Two chains for every token count: a token's sum must not depend on how
-  // many share the call (a batch gives each sequence its bits alone), and
-  // 8 tokens x 2 accumulators fit AVX-512's 32 registers.
-  constexpr int kAcc = 2;
-  const int64_t n = x.n, nb = n / 32, n_chunks = n / 256;
+  const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
-  __m512i idx[4];
+  // kActQ8K4Order is its own inverse: block j sits at position kActQ8K4Order[j].
+  const BlockSums sums(kK4Order<T> ? kActQ8K4Order : kNaturalPos);
+  __m256 acc[NT];
   LS_UNROLL
-  for (int k = 0; k < 4; ++k)
-    idx[k] = kK4Order<T> ? idx32(kActQ8K4Order[2 * k], kActQ8K4Order[2 * k + 1])
-                         : idx32(2 * k, 2 * k + 1);
-  __m512 acc[NT][kAcc];
-  LS_UNROLL
-  for (int t = 0; t < NT; ++t) LS_UNROLL
-  for (int a = 0; a < kAcc; ++a) acc[t][a] = _mm512_setzero_ps();
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   Prefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
@@ -247,45 +278,36 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     decode<T>(row + c * chunk_bytes, ch);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
-      if constexpr (kK4Order<T>) {
-        // One load of [d_x | ds] and one product give every factor: lanes
-        // 0-7 s_j * d_x(j), spread over the dot's lanes by the permutes;
-        // lanes 8-15 m_j * ds_j, subtracted as they are.
-        const int8_t* xq = x.qk4_at(t0 + t) + 256 * c;
-        const __m512 prod = _mm512_mul_ps(ch.sm, _mm512_loadu_ps(x.dds_at(t0 + t) + 16 * c));
-        LS_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          const __m512i p =
-              _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], _mm512_loadu_si512(xq + 64 * k));
-          const __m512 f = _mm512_permutexvar_ps(idx[k], prod);
-          acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
-        }
-        acc[t][0] = _mm512_mask_sub_ps(acc[t][0], 0xFF00, acc[t][0], prod);
-      } else {
-        const int8_t* xq = x.q_at(t0 + t) + 256 * c;
-        const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
-        const __m512 sd = _mm512_castps256_ps512(_mm256_mul_ps(ch.s, dx));
-        LS_UNROLL
-        for (int k = 0; k < 4; ++k) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k],
-                                                _mm512_loadu_si512(xq + 64 * k));
-          const __m512 f = _mm512_permutexvar_ps(idx[k], sd);
-          acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
-        }
-        const __m256 ds = _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c);
-        acc[t][0] =
-            _mm512_fnmadd_ps(_mm512_zextps256_ps512(ch.m), _mm512_zextps256_ps512(ds), acc[t][0]);
+      const int8_t* xq = (kK4Order<T> ? x.qk4_at(t0 + t) : x.q_at(t0 + t)) + 256 * c;
+      __m512i p[4];
+      LS_UNROLL
+      for (int k = 0; k < 4; ++k) {
+        __m512i xv = _mm512_loadu_si512(xq + 64 * k);
+        if constexpr (T == GgmlType::Q8_0)
+          xv = _mm512_mask_sub_epi8(xv, ch.neg[k], _mm512_setzero_si512(), xv);
+        p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], xv);
       }
+      __m256i lo, hi;
+      sums(p, &lo, &hi);
+      const __m256 f = _mm256_mul_ps(ch.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
+      acc[t] =
+          _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi))));
+      if constexpr (T != GgmlType::Q8_0)
+        acc[t] =
+            _mm256_sub_ps(acc[t], _mm256_mul_ps(ch.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c)));
     }
   }
   LS_UNROLL
   for (int t = 0; t < NT; ++t) {
-    __m512 a = acc[t][0];
-    if constexpr (kAcc == 2) a = _mm512_add_ps(a, acc[t][1]);
-    float r = _mm512_reduce_add_ps(a);
-    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0)
-      if (nb % 8) r += dot_q8_legacy_tail(T, row, x, t0 + t, nb / 8 * 8, nb);
-    y[t * ldy] = r;
+    if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
+      if (n % 256) {
+        alignas(32) float a[8];
+        _mm256_store_ps(a, acc[t]);
+        y[t * ldy] = dot_q8_lanes_tail(T, row, x, t0 + t, a);
+        continue;
+      }
+    }
+    y[t * ldy] = hsum(acc[t]);
   }
 }
 
@@ -298,24 +320,15 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
 template <int NT>
 LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                          const RowPrefetch& pf) {
-  // Two chains for every token count: a token's sum must not depend on how
-  // many share the call (a batch gives each sequence its bits alone), and
-  // 8 tokens x 2 accumulators fit AVX-512's 32 registers.
-  constexpr int kAcc = 2;
   const int64_t n = x.n, n_chunks = n / 256;
   const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(0x30);
-  // Group g (16 values) -> its 32-block's d_x: lanes 2b, 2b+1 <- b.
-  const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  __m512i idx[4];  // zmm k covers groups 4k .. 4k+3, four lanes each
+  // 16 per-group values -> even groups (lo) in lanes 0-7, odd ones (hi) in 8-15.
+  const __m512i evens_odds =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const BlockSums sums(kNaturalPos);
+  __m256 acc[NT];
   LS_UNROLL
-  for (int k = 0; k < 4; ++k)
-    idx[k] = _mm512_setr_epi32(4 * k, 4 * k, 4 * k, 4 * k, 4 * k + 1, 4 * k + 1, 4 * k + 1,
-                               4 * k + 1, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 2, 4 * k + 3,
-                               4 * k + 3, 4 * k + 3, 4 * k + 3);
-  __m512 acc[NT][kAcc];
-  LS_UNROLL
-  for (int t = 0; t < NT; ++t) LS_UNROLL
-  for (int a = 0; a < kAcc; ++a) acc[t][a] = _mm512_setzero_ps();
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   Prefetcher pre(pf, n);
   const BlockQ6_K* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   for (int64_t c = 0; c < n_chunks; ++c) {
@@ -332,32 +345,36 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
       w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ab, 4), lo_mask),
                                      _mm512_and_si512(hh, hi_mask));
     }
-    const __m512 s = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
-                                   _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-                                       load16(reinterpret_cast<const uint8_t*>(b.scales)))));
-    const __m512 m = _mm512_mul_ps(s, _mm512_set1_ps(32.0f));  // exact: a power of two
+    const __m512 s16 = _mm512_permutexvar_ps(
+        evens_odds, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b.d)),
+                                  _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                      load16(reinterpret_cast<const uint8_t*>(b.scales))))));
+    const __m256 s_lo = _mm512_castps512_ps256(s16), s_hi = hi256(s16);
+    const __m256 thirty_two = _mm256_set1_ps(32.0f);
+    const __m256 m_lo = _mm256_mul_ps(s_lo, thirty_two);  // exact: a power of two
+    const __m256 m_hi = _mm256_mul_ps(s_hi, thirty_two);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
       const int8_t* xq = x.q_at(t0 + t) + 256 * c;
-      const __m512 dx = _mm512_permutexvar_ps(
-          pairs, _mm512_castps256_ps512(_mm256_loadu_ps(x.d_at(t0 + t) + 8 * c)));
-      const __m512 sd = _mm512_mul_ps(s, dx);
+      __m512i p[4];
       LS_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        const __m512i p =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
-        const __m512 f = _mm512_permutexvar_ps(idx[k], sd);
-        acc[t][k % kAcc] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(p), acc[t][k % kAcc]);
-      }
-      acc[t][0] = _mm512_fnmadd_ps(m, _mm512_loadu_ps(x.ds16_at(t0 + t) + 16 * c), acc[t][0]);
+      for (int k = 0; k < 4; ++k)
+        p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
+      __m256i i_lo, i_hi;
+      sums(p, &i_lo, &i_hi);
+      const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
+      const __m512 ds16 =
+          _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(t0 + t) + 16 * c));
+      __m256 a = acc[t];
+      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo)));
+      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi)));
+      a = _mm256_sub_ps(a, _mm256_mul_ps(m_lo, _mm512_castps512_ps256(ds16)));
+      a = _mm256_sub_ps(a, _mm256_mul_ps(m_hi, hi256(ds16)));
+      acc[t] = a;
     }
   }
   LS_UNROLL
-  for (int t = 0; t < NT; ++t) {
-    __m512 a = acc[t][0];
-    if constexpr (kAcc == 2) a = _mm512_add_ps(a, acc[t][1]);
-    y[t * ldy] = _mm512_reduce_add_ps(a);
-  }
+  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]);
 }
 
 template <int NT>

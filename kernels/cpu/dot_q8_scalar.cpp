@@ -1,34 +1,31 @@
-// Portable int8-activation dot (kernels/cpu/dot_q8.h): per block of 256 (or
-// 32 for Q4_0 / Q8_0) the weights are decoded into a small stack buffer by the
-// portable unpacker (kernels/cpu/unpack.h, tested bit for bit against the
-// reference), then, per token and per 32-block, an exact int32 dot and two
-// float terms: (s * d_x) * isum and m * ds. Q6_K has a scale per 16 values,
-// so its two halves of a 32-block are separate terms. The quants are already
-// signed here (nibble - 8, 6 bits - 32), so no offset is carried.
+// Portable int8-activation dot (kernels/cpu/dot_q8.h): the lane form of
+// kernels/cpu/q8_lanes.h written out in plain C++. Per chunk of 256 values
+// the weights are decoded into a small stack buffer by the portable unpacker
+// (kernels/cpu/unpack.h, tested bit for bit against the reference); then per
+// token and per block an exact int32 sum and the block's lane update. The
+// unpacker gives Q4_0 and Q6_K signed (nibble - 8, 6 bits - 32); the lane
+// form's u is the unsigned value, so its sum is the signed one plus offset *
+// sum(q_x), in integers.
 //
 // Also: the run-time choice of variant (dot_q8_fn) and the bound's R.
-// defines: dot_q8_scalar, dot_q8_legacy_tail, cpu_has_avx512_vnni, dot_q8_fn, dot_q8_name,
-//          dot_q8_bound_r (kernels/cpu/dot_q8.h)
+// defines: dot_q8_scalar, dot_q8_lanes_chunk, dot_q8_lanes_tail, cpu_has_avx512_vnni,
+//          dot_q8_fn, dot_q8_name, dot_q8_bound_r (kernels/cpu/dot_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <algorithm>
 #include <cassert>
 
 #include "kernels/cpu/dot_q8.h"
-#include "kernels/cpu/unpack.h"
+#include "kernels/cpu/q8_lanes.h"
 #include "kernels/quant_blocks.h"
 
 namespace ls {
 
 namespace {
-
-// Values decoded per step: a super-block for the K-quants, a block otherwise.
-int step_values(GgmlType t) {
-  return (t == GgmlType::Q4_0 || t == GgmlType::Q8_0) ? 32 : QK_K;
-}
 
 int32_t idot(const int8_t* a, const int8_t* b, int n) {
   int32_t s = 0;
@@ -36,56 +33,73 @@ int32_t idot(const int8_t* a, const int8_t* b, int n) {
   return s;
 }
 
-// Adds the terms of values [v0, v0 + nv) (decoded in u, at offset 0) to acc.
-void add_terms(GgmlType t, const G16Row& u, int nv, const ActQ8View& x, int64_t tok, int64_t v0,
-               float* acc) {
-  const int8_t* xq = x.q_at(tok) + v0;
-  const float* d = x.d_at(tok) + v0 / 32;
-  const float* ds = x.ds_at(tok) + v0 / 32;
-  for (int b = 0; b < nv / 32; ++b) {
-    if (t == GgmlType::Q6_K) {
-      for (int h = 0; h < 2; ++h) {
-        const int g = 2 * b + h;
-        *acc += (u.s[g] * d[b]) * static_cast<float>(idot(u.q + 16 * g, xq + 16 * g, 16));
-      }
-    } else {
-      *acc += (u.s[2 * b] * d[b]) * static_cast<float>(idot(u.q + 32 * b, xq + 32 * b, 32));
-      if (u.m) *acc -= u.m[2 * b] * ds[b];
-    }
-  }
+int32_t isum(const int8_t* a, int n) {
+  int32_t s = 0;
+  for (int i = 0; i < n; ++i) s += a[i];
+  return s;
 }
 
 }  // namespace
+
+void dot_q8_lanes_chunk(GgmlType t, const G16Row& u, int nv, const ActQ8View& x, int64_t tok,
+                        int64_t c, float* acc) {
+  const int64_t b0 = 8 * c;
+  const int8_t* xq = x.q_at(tok) + 256 * c;
+  const float* d = x.d_at(tok) + b0;
+  const float* ds = x.ds_at(tok) + b0;
+  const float* ds16 = x.ds16_at(tok) + 2 * b0;
+  for (int j = 0; j < nv / 32; ++j) {
+    const int8_t* q = u.q + 32 * j;
+    const int8_t* xj = xq + 32 * j;
+    float a = acc[j];
+    if (t == GgmlType::Q6_K) {
+      const int32_t lo = idot(q, xj, 16) + 32 * isum(xj, 16);
+      const int32_t hi = idot(q + 16, xj + 16, 16) + 32 * isum(xj + 16, 16);
+      const float s_lo = u.s[2 * j], s_hi = u.s[2 * j + 1];
+      a = a + (s_lo * d[j]) * static_cast<float>(lo);
+      a = a + (s_hi * d[j]) * static_cast<float>(hi);
+      a = a - (32.0f * s_lo) * ds16[2 * j];
+      a = a - (32.0f * s_hi) * ds16[2 * j + 1];
+    } else {
+      int32_t i = idot(q, xj, 32);
+      if (t == GgmlType::Q4_0) i += 8 * isum(xj, 32);
+      const float s = u.s[2 * j];
+      a = a + (s * d[j]) * static_cast<float>(i);
+      if (t == GgmlType::Q4_0) a = a - (8.0f * s) * ds[j];
+      if (u.m) a = a - u.m[2 * j] * ds[j];
+    }
+    acc[j] = a;
+  }
+}
 
 void dot_q8_scalar(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                    float* y, int64_t ldy, const RowPrefetch& pf) {
   (void)pf;
   assert(n_tok >= 1 && n_tok <= kDotMaxTokens);
-  const int step = step_values(t);
-  const uint64_t step_bytes = ggml_row_bytes(t, step);
+  const uint64_t chunk_bytes = ggml_row_bytes(t, QK_K);
   int8_t q[QK_K];
   float s[QK_K / 16], m[QK_K / 16];
   const G16Row u{q, s, g16_has_min(t) ? m : nullptr};
-  float acc[kDotMaxTokens] = {};
-  for (int64_t v0 = 0; v0 < x.n; v0 += step, row += step_bytes) {
-    unpack_g16_scalar(t, row, step, u);
-    for (int k = 0; k < n_tok; ++k) add_terms(t, u, step, x, t0 + k, v0, &acc[k]);
+  float acc[kDotMaxTokens][kQ8Lanes] = {};
+  for (int64_t c = 0; 256 * c < x.n; ++c, row += chunk_bytes) {
+    const int nv = static_cast<int>(std::min<int64_t>(256, x.n - 256 * c));
+    unpack_g16_scalar(t, row, nv, u);
+    for (int k = 0; k < n_tok; ++k) dot_q8_lanes_chunk(t, u, nv, x, t0 + k, c, acc[k]);
   }
-  for (int k = 0; k < n_tok; ++k) y[k * ldy] = acc[k];
+  for (int k = 0; k < n_tok; ++k) y[k * ldy] = q8_lanes_sum(acc[k]);
 }
 
-float dot_q8_legacy_tail(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok,
-                         int64_t b0, int64_t b1) {
-  const uint64_t bytes = ggml_row_bytes(t, 32);
-  int8_t q[32];
-  float s[2];
-  const G16Row u{q, s, nullptr};
-  float acc = 0;
-  for (int64_t b = b0; b < b1; ++b) {
-    unpack_g16_scalar(t, row + b * bytes, 32, u);
-    add_terms(t, u, 32, x, tok, 32 * b, &acc);
+float dot_q8_lanes_tail(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok,
+                        float* acc) {
+  const int64_t c = x.n / 256;
+  const int nv = static_cast<int>(x.n - 256 * c);
+  if (nv > 0) {
+    int8_t q[QK_K];
+    float s[QK_K / 16];
+    unpack_g16_scalar(t, row + c * ggml_row_bytes(t, QK_K), nv, {q, s, nullptr});
+    dot_q8_lanes_chunk(t, {q, s, nullptr}, nv, x, tok, c, acc);
   }
-  return acc;
+  return q8_lanes_sum(acc);
 }
 
 bool cpu_has_avx512_vnni() {

@@ -32,6 +32,11 @@
 // dot_q8.h. The weights are read once per call, n_tok 1..8 per pass over a
 // row, larger batches in tiles of 8. f32 (above) stays the exact oracle.
 //
+// Wide batches (prompts) take the GEMM instead (kernels/cpu/gemm_q8.h: tiles
+// of rows × tokens, each weight block decoded once per tile), from
+// gemm_q8_min_tokens tokens on; it computes the same bits, so the choice is
+// by speed alone (matmul_cpu_q8_auto below is the engine's).
+//
 // Work split (q8): rows in contiguous ranges claimed from an atomic cursor,
 // long at first and shorter as the job drains, so the threads end together;
 // weights that share x (q/k/v, gate/up) run as the parts of one job, one
@@ -41,7 +46,7 @@
 // the caller's, sized once.
 // defines: CpuMatmulScratch, matmul_cpu_supports(),
 //          matmul_cpu(), matmul_cpu_bound(), matmul_cpu_quantize(), matmul_cpu_q8(),
-//          matmul_cpu_q8_parts(), MatmulQ8Part, CpuMatmulTuning
+//          matmul_cpu_q8_parts(), matmul_cpu_q8_auto(), CpuMatmulTuning
 #pragma once
 
 #include <cstdint>
@@ -50,7 +55,9 @@
 
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/cpu_act.h"
+#include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_part.h"
 #include "kernels/ref/matmul.h"
 #include "runtime/status.h"
 #include "runtime/thread_pool.h"
@@ -94,6 +101,8 @@ class CpuMatmulScratch {
   };
   // The 8-bit activations of the q8 path (one buffer, shared by the threads).
   ActQ8Buffer& act() { return act_; }
+  // The GEMM's panel and tiles (wide batches, kernels/cpu/gemm_q8.h).
+  GemmQ8Scratch& gemm() { return gemm_; }
 
   Row row(int thread) {
     return {q_[thread].data(), sm_[thread].data(), sm_[thread].data() + max_n_in_ / 16};
@@ -104,6 +113,7 @@ class CpuMatmulScratch {
   std::vector<std::vector<int8_t>> q_;  // (threads, max_n_in)
   std::vector<std::vector<float>> sm_;  // (threads, 2 * max_n_in / 16): scales, then mins
   ActQ8Buffer act_;
+  GemmQ8Scratch gemm_;
 };
 
 // Whether matmul_cpu handles this weight (type and row length).
@@ -125,14 +135,15 @@ void matmul_cpu_q8(ThreadPool& pool, const WeightView& w, const ActQ8View& x, in
                    float* y, CpuIsa isa = cpu_isa_active(), const CpuMatmulTuning& tune = {});
 
 // Weights that share one input x, computed in one job (y = x · Wᵀ each).
-constexpr int kMatmulQ8MaxParts = 4;
-struct MatmulQ8Part {
-  WeightView w;
-  float* y;  // (n_tok, w.n_out)
-};
 void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
                          const ActQ8View& x, int64_t n_tok, CpuIsa isa = cpu_isa_active(),
                          const CpuMatmulTuning& tune = {});
+
+// The engine's choice: the GEMM from gemm_q8_min_tokens(isa) tokens on (its
+// panel and tiles in scratch.gemm()), the row-by-row dot below. Same bits.
+void matmul_cpu_q8_auto(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
+                        const ActQ8View& x, int64_t n_tok, CpuMatmulScratch& scratch,
+                        CpuIsa isa = cpu_isa_active(), const CpuMatmulTuning& tune = {});
 
 // The bound above for one output, given sum_i |w_i x_i|.
 inline double matmul_cpu_bound(int64_t n_in, double abs_products) {

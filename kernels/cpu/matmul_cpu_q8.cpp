@@ -13,7 +13,8 @@
 // starting each range with a cold miss. Which thread computes a row does not
 // change its result (each row is one fixed-order dot), so results do not
 // depend on the thread count or on the split.
-// defines: matmul_cpu_quantize, matmul_cpu_q8, matmul_cpu_q8_parts, parse_cpu_tuning
+// defines: matmul_cpu_quantize, matmul_cpu_q8, matmul_cpu_q8_parts, matmul_cpu_q8_auto,
+//          parse_cpu_tuning
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -144,6 +145,15 @@ void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_part
   j.divisor = static_cast<int64_t>(pool.size()) * std::max(1, tune.tasks_per_thread);
   JobQ8* jp = &j;
   pool.run(pool.size(), [jp](int64_t, int) { run_thread_q8(*jp); });
+}
+
+void matmul_cpu_q8_auto(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
+                        const ActQ8View& x, int64_t n_tok, CpuMatmulScratch& scratch, CpuIsa isa,
+                        const CpuMatmulTuning& tune) {
+  if (n_tok >= gemm_q8_min_tokens(isa))
+    gemm_q8_parts(pool, parts, n_parts, x, n_tok, scratch.gemm(), isa);
+  else
+    matmul_cpu_q8_parts(pool, parts, n_parts, x, n_tok, isa, tune);
 }
 
 Expected<CpuMatmulTuning> parse_cpu_tuning(const std::string& s, CpuMatmulTuning t) {

@@ -1,39 +1,49 @@
-// bench_cpu_matmul: the CPU compute tier's matmul (kernels/cpu/matmul_cpu)
-// at the Llama 70B shapes, against this machine's host memory bandwidth
-// measured in the same run (runtime/probe_host: a multi-threaded read of a
-// 2 GiB buffer, median of 5, per thread count).
+// bench_cpu_matmul: the CPU compute tier's matmul (kernels/cpu/matmul_cpu,
+// kernels/cpu/gemm_q8) at the Llama 70B (or 1B, 8B) shapes and at widths
+// from one token to a prompt, against this machine's roofline measured in
+// the same run: the host memory bandwidth (runtime/probe_host: a
+// multi-threaded read of a 2 GiB buffer, median of 5, per thread count) and
+// the peak rate of the kernels' multiply instruction (tests/bench/
+// bench_peak.h: vpmaddubsw on AVX2, vpdpbusd on AVX-512 VNNI, FMA for f32,
+// on every thread at once).
 //
 // Per type (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0), shape (n_in x n_out in ggml
 // order: 8192x8192 wq/wo, 8192x28672 gate/up, 28672x8192 down, 8192x1024
-// wk/wv), token count, thread count and ISA variant: GB/s of weight bytes
-// read (median, min, max of --reps calls after one warm-up) and its ratio to
-// the host read bandwidth at the same thread count. Each call reads a
-// different slice of a weight buffer of at least --weights-gib (4 GiB), so
-// shapes come from DRAM, as a real layer's weights do, not from the
+// wk/wv), token count, thread count, ISA variant and path: GB/s of weight
+// bytes read and GFLOP/s (2 n_in n_out n_tok per call; median, min, max of
+// --reps calls after one warm-up), and the ratio to the roofline:
+//     bound time = max(weight bytes / host GB/s, products / peak rate)
+//     ratio      = bound time / median time
+// (the "bound" column says which term is larger: mem, i8 or f32). Each call
+// reads a different slice of a weight buffer of at least --weights-gib (4
+// GiB), so shapes come from DRAM, as a real layer's weights do, not from the
 // last-level cache (512 MB was not enough on the GPU machine, whose L3 held
 // part of it: ratios above 1).
 // Weights are random bytes with finite fp16 scales (the speed does not
 // depend on the values; quantizing 235M floats would take minutes).
 //
 // Activations (--act): f32 (matmul_cpu: exact products) and q8 (x quantized,
-// then int8 dot products from the packed blocks: matmul_cpu_quantize +
-// matmul_cpu_q8, both inside the timed call, as the engine runs them). For
+// then int8 products: matmul_cpu_quantize and the product, both inside the
+// timed call, as the engine runs them). The q8 product has two paths
+// (--path): dot, the row-by-row dot (matmul_cpu_q8, made for decode), and
+// gemm, the tiled GEMM (gemm_q8_parts, made for prompts); the CPU backend
+// picks gemm from gemm_q8_min_tokens tokens on (same bits either way). For
 // q8 the sweeps below show what else limits the machine:
 //   --mem anon,huge,file  where the weights live: anonymous memory as the
 //       system gives it, anonymous with MADV_HUGEPAGE (2 MiB pages), or a
 //       file in the page cache mapped read-only (4 KiB pages, as a mapped
 //       GGUF model is read; the file is written under --file-dir)
-//   --tasks 4,16          row chunks per thread and matmul
-//   --pf 0,1,2            rows ahead that a thread prefetches (0: none)
-//   --hint 0,1,2,3        cache level of the prefetch (t0, t1, t2, nta)
-//   --shapes 70b|8b|l2    the model's matmul shapes; l2: one 8192 x 256 matrix
-//       (with --weights-gib 0, the kernel's compute rate from L2)
+//   --tasks 4,16          row chunks per thread and matmul (dot)
+//   --pf 0,1,2            rows ahead that a thread prefetches (0: none; dot)
+//   --hint 0,1,2,3        cache level of the prefetch (t0, t1, t2, nta; dot)
+//   --panel-kib 64,256    a token block's x panel (gemm; 0: half of L2)
+//   --shapes 70b|8b|1b|l2 the model's matmul shapes; l2: one 8192 x 256
+//       matrix (with --weights-gib 0, the kernel's compute rate from L2)
 //
 // Usage: ls_bench_cpu_matmul [--threads 1,2] [--ntok 1,8] [--isa best|all|avx512,...]
-//          [--types q4_k,...] [--act q8,f32] [--mem anon] [--tasks 4] [--pf 1]
-//          [--shapes 70b] [--file-dir /tmp] [--reps 9] [--host-bytes-gib 2] [--weights-gib 4]
-//          [--ref]
-//          [--json out.json]
+//          [--types q4_k,...] [--act q8,f32] [--path dot,gemm] [--mem anon] [--tasks 4]
+//          [--pf 1] [--panel-kib 0] [--shapes 70b] [--file-dir /tmp] [--reps 9]
+//          [--host-bytes-gib 2] [--weights-gib 4] [--ref] [--json out.json]
 // --ref adds the reference matmul_f32 (dequantize a row, f32 dot) at n_tok 1.
 #include <algorithm>
 #include <chrono>
@@ -54,6 +64,7 @@
 
 #include "io/ggml_type.h"
 #include "kernels/cpu/dot_q8.h"
+#include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/half.h"
@@ -62,6 +73,7 @@
 #include "runtime/probe_host.h"
 #include "runtime/thread_pool.h"
 #include "tests/bench/bench_cpu_util.h"
+#include "tests/bench/bench_peak.h"
 
 using namespace ls;
 
@@ -185,7 +197,8 @@ int main(int argc, char** argv) {
   double host_gib = 2, weights_gib = 4;
   bool with_ref = false;
   std::string json_out;
-  std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"};
+  std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"}, paths = {"dot", "gemm"};
+  std::vector<int> panel_kibs = {0};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
                    pfs = {CpuMatmulTuning{}.prefetch_rows},
                    hints = {CpuMatmulTuning{}.prefetch_hint};
@@ -216,6 +229,11 @@ int main(int argc, char** argv) {
       host_gib = std::atof(next().c_str());
     } else if (a == "--act") {
       acts = split(next());
+    } else if (a == "--path") {
+      paths = split(next());
+    } else if (a == "--panel-kib") {
+      panel_kibs.clear();
+      for (auto& s : split(next())) panel_kibs.push_back(std::atoi(s.c_str()));
     } else if (a == "--mem") {
       mems = split(next());
     } else if (a == "--tasks") {
@@ -256,6 +274,20 @@ int main(int argc, char** argv) {
   if (!host_or) return 1;
   const std::vector<double> host = *host_or;
   std::printf("core clock (a chain of dependent adds, one per cycle): %.2f GHz\n", core_ghz());
+  // The compute bound per (ISA, thread count): int8 products/s and f32 flops/s.
+  std::vector<std::vector<double>> peak_i8(3, std::vector<double>(most + 1, 0.0)),
+      peak_f32(3, std::vector<double>(most + 1, 0.0));
+  std::printf("bound: peak multiply rate, all threads at once\n%-10s %8s %14s %14s\n", "isa",
+              "threads", "int8 GMAC/s", "f32 GFLOP/s");
+  for (CpuIsa i : isas)
+    for (int th : threads) {
+      ThreadPool pool(th);
+      const int k = static_cast<int>(i);
+      peak_i8[k][th] = bench_peak_int8_macs(pool, i);
+      peak_f32[k][th] = bench_peak_f32_flops(pool, i);
+      std::printf("%-10s %8d %14.1f %14.1f\n", cpu_isa_name(i), th, peak_i8[k][th] / 1e9,
+                  peak_f32[k][th] / 1e9);
+    }
   std::printf("cpu: best matmul variant %s; q8 kernel %s\n\n", cpu_isa_name(cpu_isa_best()),
               dot_q8_name(cpu_isa_best()));
 
@@ -263,6 +295,9 @@ int main(int argc, char** argv) {
                                {8192, 28672, "gate/up"},
                                {28672, 8192, "down"},
                                {8192, 1024, "wk/wv"}};
+  if (shape_set == "1b")
+    shapes = {
+        {2048, 2048, "wq/wo"}, {2048, 8192, "gate/up"}, {8192, 2048, "down"}, {2048, 512, "wk/wv"}};
   if (shape_set == "8b")
     shapes = {{4096, 4096, "wq/wo"},
               {4096, 14336, "gate/up"},
@@ -272,9 +307,11 @@ int main(int argc, char** argv) {
   // (with --weights-gib 0 the buffer is just this matrix), so GB/s here is
   // what the kernel's instructions allow one thread.
   if (shape_set == "l2") shapes = {{8192, 256, "l2-resident"}};
-  std::printf("%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %3s %2s %2s %8s %10s %8s %8s %10s %6s\n",
-              "type", "n_in x n_out", "", "ntok", "thr", "isa", "act", "mem", "tpt", "pf", "h",
-              "MB", "GB/s med", "min", "max", "host GB/s", "ratio");
+  std::printf(
+      "%-5s %-11s %-7s %4s %3s %-10s %-4s %-4s %-4s %3s %2s %2s %5s %8s %9s %7s %7s %9s %8s "
+      "%-5s %6s\n",
+      "type", "n_in x n_out", "", "ntok", "thr", "isa", "act", "path", "mem", "tpt", "pf", "h",
+      "panel", "MB", "GB/s med", "min", "max", "GFLOP/s", "host", "bound", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   std::vector<float> x, y;
   for (const auto& tn : type_names) {
@@ -307,26 +344,44 @@ int main(int argc, char** argv) {
             CpuMatmulScratch scratch(th, s.n_in);
             scratch.act().reserve(nt, s.n_in);
             std::vector<std::vector<float>> ref_scratch(th);
+            GemmQ8Scratch gemm_scratch;
             struct Variant {
               std::string name;
               bool ref;
               CpuIsa isa;
               CpuAct act;
+              bool gemm;
               CpuMatmulTuning tune;
+              GemmQ8Tuning gtune;
             };
             std::vector<Variant> vs;
             for (CpuIsa i : isas)
               for (const std::string& an : acts) {
                 const CpuAct act = cpu_act_from_name(an).value_or(CpuAct::Q8);
                 if (act == CpuAct::F32) {
-                  vs.push_back({cpu_isa_name(i), false, i, act, {}});
+                  vs.push_back({cpu_isa_name(i), false, i, act, false, {}, {}});
                   continue;
                 }
-                for (int tp : tasks)
-                  for (int pf : pfs)
-                    for (int h : hints) vs.push_back({dot_q8_name(i), false, i, act, {tp, pf, h}});
+                for (const std::string& path : paths) {
+                  if (path == "gemm") {
+                    for (int kib : panel_kibs)
+                      vs.push_back({gemm_q8_kernel(i).name,
+                                    false,
+                                    i,
+                                    act,
+                                    true,
+                                    {},
+                                    {int64_t{kib} << 10, 0}});
+                    continue;
+                  }
+                  for (int tp : tasks)
+                    for (int pf : pfs)
+                      for (int h : hints)
+                        vs.push_back({dot_q8_name(i), false, i, act, false, {tp, pf, h}, {}});
+                }
               }
-            if (with_ref && nt == 1) vs.push_back({"ref", true, CpuIsa::Portable, CpuAct::F32, {}});
+            if (with_ref && nt == 1)
+              vs.push_back({"ref", true, CpuIsa::Portable, CpuAct::F32, false, {}, {}});
             for (const Variant& v : vs) {
               std::vector<double> gbps;
               uint64_t slice = 0;
@@ -337,7 +392,12 @@ int main(int argc, char** argv) {
                   matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
                 } else if (v.act == CpuAct::Q8) {
                   const ActQ8View xq = matmul_cpu_quantize(x.data(), nt, s.n_in, scratch, v.isa);
-                  matmul_cpu_q8(pool, w, xq, nt, y.data(), v.isa, v.tune);
+                  if (v.gemm) {
+                    const MatmulQ8Part part{w, y.data()};
+                    gemm_q8_parts(pool, &part, 1, xq, nt, gemm_scratch, v.isa, v.gtune);
+                  } else {
+                    matmul_cpu_q8(pool, w, xq, nt, y.data(), v.isa, v.tune);
+                  }
                 } else {
                   matmul_cpu(pool, w, x.data(), nt, y.data(), scratch, v.isa);
                 }
@@ -346,19 +406,37 @@ int main(int argc, char** argv) {
                 if (r >= 0) gbps.push_back(wbytes / sec / 1e9);
               }
               const Stats st = stats(gbps);
+              // The roofline: the weights once from memory, or the products at
+              // the peak rate, whichever takes longer.
+              const double macs = double(s.n_in) * s.n_out * nt;
+              const double t_mem = wbytes / (host[th] * 1e9);
+              const int ik = static_cast<int>(v.isa);
+              const double peak = v.ref                 ? 0
+                                  : v.act == CpuAct::Q8 ? peak_i8[ik][th]
+                                                        : peak_f32[ik][th] / 2;  // FMAs/s
+              const double t_cpu = peak > 0 ? macs / peak : 0;
+              const double t_med = wbytes / (st.med * 1e9);
+              const double gflops = 2 * macs / t_med / 1e9;
+              const char* bound = t_cpu > t_mem ? (v.act == CpuAct::Q8 ? "i8" : "f32") : "mem";
+              const double ratio = std::max(t_mem, t_cpu) / t_med;
               char shape[32];
               std::snprintf(shape, sizeof shape, "%ldx%ld", static_cast<long>(s.n_in),
                             static_cast<long>(s.n_out));
               const bool q8 = v.act == CpuAct::Q8;
+              const bool dot = q8 && !v.gemm;
               std::printf(
-                  "%-5s %-11s %-7s %4ld %3d %-10s %-4s %-4s %3s %2s %2s %8.1f %10.2f %8.2f %8.2f "
-                  "%10.2f %6.2f\n",
+                  "%-5s %-11s %-7s %4ld %3d %-10s %-4s %-4s %-4s %3s %2s %2s %5s %8.1f %9.2f %7.2f "
+                  "%7.2f %9.1f %8.2f %-5s %6.2f\n",
                   ggml_type_name(*t), shape, s.role, static_cast<long>(nt), th, v.name.c_str(),
-                  cpu_act_name(v.act), mem.c_str(),
-                  q8 ? std::to_string(v.tune.tasks_per_thread).c_str() : "-",
-                  q8 ? std::to_string(v.tune.prefetch_rows).c_str() : "-",
-                  q8 ? std::to_string(v.tune.prefetch_hint).c_str() : "-", wbytes / 1e6, st.med,
-                  st.min, st.max, host[th], st.med / host[th]);
+                  cpu_act_name(v.act),
+                  v.gemm ? "gemm"
+                  : q8   ? "dot"
+                         : "-",
+                  mem.c_str(), dot ? std::to_string(v.tune.tasks_per_thread).c_str() : "-",
+                  dot ? std::to_string(v.tune.prefetch_rows).c_str() : "-",
+                  dot ? std::to_string(v.tune.prefetch_hint).c_str() : "-",
+                  v.gemm ? std::to_string(v.gtune.panel_bytes >> 10).c_str() : "-", wbytes / 1e6,
+                  st.med, st.min, st.max, gflops, host[th], bound, ratio);
               std::fflush(stdout);
               rows.push_back({{"type", ggml_type_name(*t)},
                               {"n_in", s.n_in},
@@ -367,6 +445,13 @@ int main(int argc, char** argv) {
                               {"threads", th},
                               {"isa", v.name},
                               {"act", cpu_act_name(v.act)},
+                              {"path", v.gemm ? "gemm"
+                                       : q8   ? "dot"
+                                              : "f32"},
+                              {"panel_kib", v.gemm ? v.gtune.panel_bytes >> 10 : 0},
+                              {"gflops_median", gflops},
+                              {"peak_ops", peak},
+                              {"bound", bound},
                               {"mem", mem},
                               {"tasks_per_thread", q8 ? v.tune.tasks_per_thread : 0},
                               {"prefetch_hint", q8 ? v.tune.prefetch_hint : 0},
@@ -376,7 +461,8 @@ int main(int argc, char** argv) {
                               {"gbps_min", st.min},
                               {"gbps_max", st.max},
                               {"host_gbps", host[th]},
-                              {"ratio", st.med / host[th]}});
+                              {"ratio_host", st.med / host[th]},
+                              {"ratio", ratio}});
             }
           }
         }

@@ -221,6 +221,10 @@ Expected<std::vector<float>> run_turns(const Model& m, const TierPlan& plan, int
   opt.source.log = false;
   opt.cpu_backend = cpu_tier;
   opt.cpu_max_batch = cpu_max_batch;
+  // These tests pin the rule by the prompt's width alone: every CPU-tier
+  // layer on the CPU up to cpu_max_batch tokens (routing by the measured
+  // width has its own test, test_pipeline_batch.cpp).
+  opt.route_by_width = false;
   opt.balance.explore_every = explore_every;
   auto p = Pipeline::start(m, be, plan, opt, tracer, rc);
   if (!p) return p.error();

@@ -63,8 +63,10 @@ std::vector<SeqSpec> specs() {
 }
 
 // Runs the sequences on a pipeline of n_seq slots (1: each alone, in turn).
+// width_cpu_layers: CPU-tier layers a step of 2+ tokens keeps on the CPU
+// (-1: as the routing by width measures, PipelineOptions).
 std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const std::string& tiers,
-                         CpuAct act, int32_t chunk) {
+                         CpuAct act, int32_t chunk, int32_t width_cpu_layers = -1) {
   const Model& m = model();
   const int V = static_cast<int>(m.config().n_vocab);
   CpuBackend be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
@@ -78,6 +80,7 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
   opt.n_ctx = 64;
   opt.n_seq = n_seq;
   opt.chunk = chunk;
+  opt.width_cpu_layers = width_cpu_layers;
   opt.source.log = false;
   std::vector<Tier> t;
   for (char c : tiers)
@@ -145,15 +148,19 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
     // Cancelling from the callback ends the sequence at the next step in
     // both runs, so each sees the same rows.
     const auto alone = run(sp, 1, "AAAA", act, 512);
-    // Hybrid plans (H): steps wider than the CPU tier's batch (8) send its
-    // layers through the slots, each sequence's rows following them.
-    for (auto [n_seq, tiers, chunk] :
-         {std::tuple{3u, "AAAA", 512}, std::tuple{3u, "ABCA", 4}, std::tuple{8u, "AAAA", 2},
-          std::tuple{4u, "AHBH", 3}, std::tuple{3u, "HCHA", 512}}) {
-      const auto batch = run(sp, n_seq, tiers, act, chunk);
+    // Hybrid plans (H): a step keeps as many CPU-tier layers on the CPU as
+    // its width pays for (measured, or forced to 1 or 2 of 3 here) and sends
+    // the others through the slots, each sequence's rows following them;
+    // prompts over 64 tokens send all of them.
+    for (auto [n_seq, tiers, chunk, keep] :
+         {std::tuple{3u, "AAAA", 512, -1}, std::tuple{3u, "ABCA", 4, -1},
+          std::tuple{8u, "AAAA", 2, -1}, std::tuple{4u, "AHBH", 3, -1},
+          std::tuple{3u, "HCHA", 512, -1}, std::tuple{4u, "HHBH", 3, 1},
+          std::tuple{5u, "HHBH", 512, 2}}) {
+      const auto batch = run(sp, n_seq, tiers, act, chunk, keep);
       for (size_t i = 0; i < sp.size(); ++i) {
         INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk " << chunk
-                << ", sequence " << i);
+                << ", CPU layers kept " << keep << ", sequence " << i);
         CHECK(batch[i].tokens == alone[i].tokens);
         REQUIRE(batch[i].rows.size() == alone[i].rows.size());
         CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),

@@ -179,6 +179,31 @@ TEST_CASE("cpu_matmul: results do not depend on the thread count") {
   }
 }
 
+TEST_CASE("cpu_matmul: a token's bits do not depend on how many tokens share the call") {
+  // The f32 path is the oracle of the batched-equals-alone checks (issue 17):
+  // 13 tokens (passes of 8 and 5, and AVX2's 4 + 4 and 4 + 1) against each
+  // token alone, bit for bit, on every variant.
+  std::mt19937 rng(13);
+  const int64_t n_in = 512, n_out = 21, n_tok = 13;
+  ThreadPool pool(2);
+  CpuMatmulScratch scratch(2, n_in);
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const auto wbytes = random_weight(t, n_in, n_out, rng);
+    const WeightView w{t, wbytes.data(), n_in, n_out};
+    const auto x = random_x(n_tok * n_in, rng);
+    for (CpuIsa isa : supported_isas()) {
+      const std::string type = ggml_type_name(t), variant = cpu_isa_name(isa);
+      CAPTURE(type);
+      CAPTURE(variant);
+      std::vector<float> all(n_tok * n_out, NAN), one(n_tok * n_out, NAN);
+      matmul_cpu(pool, w, x.data(), n_tok, all.data(), scratch, isa);
+      for (int64_t k = 0; k < n_tok; ++k)
+        matmul_cpu(pool, w, x.data() + k * n_in, 1, one.data() + k * n_out, scratch, isa);
+      CHECK(std::memcmp(all.data(), one.data(), all.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
 TEST_CASE("cpu_matmul: types and shapes it does not handle go to the reference") {
   CHECK_FALSE(matmul_cpu_supports({GgmlType::F32, nullptr, 256, 4}));
   CHECK_FALSE(matmul_cpu_supports({GgmlType::F16, nullptr, 256, 4}));

@@ -1,0 +1,159 @@
+// The CPU tier's int8-activation matmul for wide batches (prompts; batched
+// decode): y = x · Wᵀ for n_tok tokens at once, tiled over (rows × tokens) so
+// that each weight block is decoded once per tile and multiplied from
+// registers by several tokens, and each token's activations by several rows.
+// It computes the lane form of kernels/cpu/q8_lanes.h, the same arithmetic as
+// the row-by-row dot (kernels/cpu/dot_q8.h): a token's output has the same
+// bits whether it is computed alone by the dot or inside a 512-token batch
+// here, on every ISA (tests/unit/kernels/test_cpu_gemm_q8.cpp checks it with
+// memcmp). So the CPU backend may pick either path by width alone.
+//
+// Layouts. Both operands are repacked into chunks of 256 values in which the
+// 8 blocks of 32 are interleaved by 4-byte groups:
+//     byte 32v + 4j + e of a chunk = value 32j + 4v + e      (v, j < 8; e < 4)
+// so 32 bytes (one ymm, "slice v") hold 4 values of each of the 8 blocks, and
+// maddubs + madd (or vpdpbusd) put block j's products in int32 lane j: the
+// sum over the 8 slices is the lane form's I_j with no horizontal step.
+//   x panel  (GemmQ8XChunk): every token's chunks, with the block factors
+//            (d_x, ds, Q6_K's ds16 split into lo/hi) beside them; built once
+//            per call (gemm_q8_pack_x).
+//   w tile   (GemmQ8WChunk): a few rows' chunks, unsigned u with the blocks'
+//            s and m; built per (row tile, token block) from the packed GGUF
+//            rows (gemm_q8_pack_w) and then used for every token of the block.
+// A row that ends inside a chunk (Q4_0 / Q8_0) is padded with zero quants and
+// zero factors: the padded lanes add +0 and keep their value, as the lane
+// form says.
+//
+// Tiles and reuse (per ISA; gemm_q8_kernel says which):
+//   avx2       : 2 rows × 4 tokens. Per slice: 2 weight vectors and 4 token
+//                vectors loaded, 8 maddubs into 8 int16 accumulators (no
+//                overflow: Q4_0 / Q4_K sum all 8 slices, at most 8 · 2 · 15 ·
+//                127; Q5_K 4, Q6_K 2, Q8_0 1, then madd to int32); per chunk
+//                and (row, token) the float step of the lane form.
+//   avx512vnni : 4 rows × 4 tokens, vpdpbusd into int32 (two slices per zmm).
+//   portable   : 1 × 1, plain C++ over the same layouts.
+// Blocking (gemm_q8_plan): a task is a range of rows (packed once per call,
+// about a quarter of L2) for a group of tokens (all of them unless rows are
+// few); within it, tokens in blocks whose panel fills about half of L2, and
+// per block each row tile (in L1) meets the block's tokens, a tile of tokens
+// at a time. So a weight row is read from memory and packed once per call,
+// and x comes from L2. Threads split rows, and tokens where rows are few.
+// defines: GemmQ8XChunk, GemmQ8WChunk, GemmQ8TileFn, GemmQ8Kernel, gemm_q8_kernel(),
+//          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
+//          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
+//          gemm_q8_parts(),
+//          gemm_q8_min_tokens()
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "io/ggml_type.h"
+#include "kernels/cpu/act_q8_cpu.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/matmul_part.h"
+#include "runtime/thread_pool.h"
+
+namespace ls {
+
+// One chunk of 256 values of one token.
+struct alignas(32) GemmQ8XChunk {
+  int8_t q[256];   // interleaved (see the top)
+  float d[8];      // d_x of block j (0 past the row's end)
+  float ds[8];     // ds of block j
+  float ds_lo[8];  // ds16 of block j's first 16 values (Q6_K)
+  float ds_hi[8];  // ... and of its last 16
+  int32_t sum[8];  // sum of block j's q (exact), for corrections of the weights' offsets
+};
+static_assert(sizeof(GemmQ8XChunk) == 416, "GemmQ8XChunk is 416 bytes");
+
+// One chunk of 256 values of one weight row, in the lane form's terms.
+struct alignas(32) GemmQ8WChunk {
+  uint8_t u[256];  // interleaved; Q8_0: signed bytes
+  float s[8];      // lane j: block j's scale (Q6_K: its lo group's)
+  float m[8];      // lane j: min or offset factor (0 when the type has none)
+  float s_hi[8];   // Q6_K: the hi group's scale
+  float m_hi[8];   // Q6_K: the hi group's offset factor
+};
+static_assert(sizeof(GemmQ8WChunk) == 384, "GemmQ8WChunk is 384 bytes");
+
+inline int64_t gemm_q8_chunks(int64_t n) {
+  return (n + 255) / 256;
+}
+
+// y[t * ldy + r] = row r of w · token t of x, for r < n_rows, t < n_tok (at
+// most the kernel's rows and toks); w: n_rows rows of nc chunks each, x:
+// n_tok tokens of nc chunks each.
+using GemmQ8TileFn = void (*)(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                              int n_tok, int64_t nc, float* y, int64_t ldy);
+struct GemmQ8Kernel {
+  GemmQ8TileFn tile;
+  int rows, toks;  // the tile's largest shape
+  const char* name;
+};
+void gemm_q8_tile_scalar(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                         int n_tok, int64_t nc, float* y, int64_t ldy);
+void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                       int n_tok, int64_t nc, float* y, int64_t ldy);
+void gemm_q8_tile_avx512vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                             int n_tok, int64_t nc, float* y, int64_t ldy);
+// The kernel for isa (Avx512 without VNNI runs avx2's, as dot_q8_fn).
+GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
+
+// Tokens [t0, t1) of x into panel (token t at panel + t * nc); isa picks
+// the packer (every one gives the same bytes).
+void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel,
+                    CpuIsa isa = CpuIsa::Portable);
+// One weight row of n values of type t into nc chunks.
+void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
+                    CpuIsa isa = CpuIsa::Portable);
+// The packers: portable (chunks c0.. of each token only), and AVX2.
+void gemm_q8_pack_x_from(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0,
+                         GemmQ8XChunk* panel);
+void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel);
+void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out);
+
+// The panel and the per-thread tiles; grows in reserve only.
+class GemmQ8Scratch {
+ public:
+  // tile_chunks per thread (GemmQ8Plan::tile_chunks), panel_chunks: n_tok ·
+  // gemm_q8_chunks(n).
+  void reserve(int n_threads, int64_t tile_chunks, int64_t panel_chunks);
+  GemmQ8XChunk* panel() { return panel_.data(); }
+  GemmQ8WChunk* tile(int thread) { return tiles_[thread].data(); }
+
+ private:
+  std::vector<GemmQ8XChunk> panel_;
+  std::vector<std::vector<GemmQ8WChunk>> tiles_;
+};
+
+// Knobs of the blocking (the defaults are what the engine runs;
+// bench_cpu_matmul sweeps them).
+struct GemmQ8Tuning {
+  int64_t panel_bytes = 0;  // a token block's panel; 0: half of this core's L2
+  int rows_per_task = 0;    // rows a task packs and computes; 0: from range_bytes
+  int64_t range_bytes = 0;  // those rows packed; 0: a quarter of L2 (and >= 4 tasks a thread)
+};
+
+// How gemm_q8_parts cuts a call (gemm_q8_plan computes it; the CPU backend
+// sizes the scratch with it).
+struct GemmQ8Plan {
+  int64_t tokens_per_block;  // tokens whose panel is read while a row tile stays in L1
+  int64_t rows_per_range;    // rows a task packs (whole tiles, at most 64)
+  int64_t token_groups;      // the tokens cut into this many tasks too (few rows)
+  int64_t tile_chunks;       // per-thread scratch: rows_per_range · chunks
+};
+GemmQ8Plan gemm_q8_plan(CpuIsa isa, int threads, int64_t n_tok, int64_t n, int64_t rows,
+                        const GemmQ8Tuning& tune = {});
+
+// y = x · Wᵀ for each part (parts share x, n_tok tokens of x.n values).
+// Requires matmul_cpu_supports(part.w) and x.n == part.w.n_in.
+void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, const ActQ8View& x,
+                   int64_t n_tok, GemmQ8Scratch& scratch, CpuIsa isa = cpu_isa_active(),
+                   const GemmQ8Tuning& tune = {});
+
+// From how many tokens the CPU backend runs gemm_q8_parts rather than the
+// row-by-row dot (measured: bench/results/, see gemm_q8.cpp).
+int64_t gemm_q8_min_tokens(CpuIsa isa);
+
+}  // namespace ls

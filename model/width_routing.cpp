@@ -1,0 +1,135 @@
+// The CPU tier's share by width: see width_routing.h.
+#include "model/width_routing.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace ls {
+
+int WidthRouting::bucket(int64_t width) {
+  int b = 0;
+  while (b + 1 < kBuckets && width > bucket_width(b)) ++b;
+  return b;
+}
+
+int64_t WidthRouting::bucket_width(int b) {
+  return b + 1 >= kBuckets ? INT64_MAX : int64_t{1} << b;
+}
+
+WidthRouting::WidthRouting(int32_t n_layer, int32_t n_set, int32_t n_streamed, double prior_cpu_s,
+                           double prior_gpu_s, double prior_copy_s, Options opt)
+    : n_layer_(n_layer),
+      n_set_(n_set),
+      n_streamed_(n_streamed),
+      prior_cpu_s_(prior_cpu_s),
+      prior_gpu_s_(prior_gpu_s),
+      opt_(opt),
+      copy_s_(prior_copy_s) {}
+
+void WidthRouting::set_cpu_set(int32_t n_set, int32_t n_streamed) {
+  n_set_ = n_set;
+  n_streamed_ = n_streamed;
+}
+
+void WidthRouting::set_layout(std::vector<Kind> kinds, int32_t slots, int32_t depth) {
+  kinds_ = std::move(kinds);
+  slots_ = std::max(1, slots);
+  depth_ = std::max(1, depth);
+  n_layer_ = static_cast<int32_t>(kinds_.size());
+  n_set_ = static_cast<int32_t>(std::count(kinds_.begin(), kinds_.end(), Kind::CpuSet));
+  n_streamed_ = static_cast<int32_t>(std::count(kinds_.begin(), kinds_.end(), Kind::Streamed));
+}
+
+// Two steps of the pipeline as the planner, copier and compute run them
+// (see the header); returns the second step's length.
+double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
+  const size_t n = kinds_.size();
+  std::vector<double> slot_free(static_cast<size_t>(slots_), 0.0);  // when each slot is free
+  std::vector<double> finish(2 * n, 0.0);  // when compute finished each layer of the two steps
+  double copier = 0, t = 0, end0 = 0;
+  for (size_t s = 0; s < 2; ++s) {
+    int32_t i_set = 0;
+    for (size_t l = 0; l < n; ++l) {
+      const size_t at = s * n + l;
+      // The planner is at most depth_ layers ahead of compute.
+      const double planned = at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0;
+      Kind kind = kinds_[l];
+      if (kind == Kind::CpuSet) kind = keeps(i_set++, n_set_, k) ? Kind::CpuSet : Kind::Streamed;
+      if (kind == Kind::Streamed) {
+        auto slot = std::min_element(slot_free.begin(), slot_free.end());
+        copier = std::max({copier, *slot, planned}) + copy_s_;
+        t = std::max(t, copier) + gpu;
+        *slot = t;
+      } else {
+        t = std::max(t, planned) + (kind == Kind::CpuSet ? cpu : gpu);
+      }
+      finish[at] = t;
+    }
+    if (s == 0) end0 = t;
+  }
+  return t - end0;
+}
+
+void WidthRouting::observe(const WidthSample& s) {
+  const size_t b = static_cast<size_t>(bucket(s.width));
+  auto blend = [&](double& avg, double x) { avg = avg > 0 ? avg + opt_.weight * (x - avg) : x; };
+  if (s.n_cpu > 0 && s.cpu_s > 0) blend(cpu_[b], s.cpu_s / s.n_cpu);
+  if (s.n_gpu > 0 && s.gpu_s > 0) blend(gpu_[b], s.gpu_s / s.n_gpu);
+  if (s.n_copied > 0 && s.copy_s > 0) blend(copy_s_, s.copy_s / s.n_copied);
+}
+
+double WidthRouting::cpu_layer_s(int b) const {
+  if (cpu_[static_cast<size_t>(b)] > 0) return cpu_[static_cast<size_t>(b)];
+  for (int n = b - 1; n >= 0; --n)  // the nearest narrower bucket measured, scaled by the width
+    if (cpu_[static_cast<size_t>(n)] > 0)
+      return cpu_[static_cast<size_t>(n)] * static_cast<double>(bucket_width(b)) /
+             static_cast<double>(bucket_width(n));
+  return prior_cpu_s_ * static_cast<double>(std::min<int64_t>(bucket_width(b), 1 << 20));
+}
+
+double WidthRouting::gpu_layer_s(int b) const {
+  if (gpu_[static_cast<size_t>(b)] > 0) return gpu_[static_cast<size_t>(b)];
+  for (int n = b - 1; n >= 0; --n)  // the GPU's layer hardly grows with the width: as measured
+    if (gpu_[static_cast<size_t>(n)] > 0) return gpu_[static_cast<size_t>(n)];
+  return prior_gpu_s_;
+}
+
+double WidthRouting::predict_s(int b, int32_t k) const {
+  const double cpu = cpu_layer_s(b), gpu = gpu_layer_s(b);
+  if (cpu <= 0 && copy_s_ <= 0) return 0;
+  if (!kinds_.empty()) return simulate(cpu, gpu, k);
+  const double chain = (n_layer_ - k) * gpu + k * cpu;
+  const double copy = (n_streamed_ + n_set_ - k) * copy_s_;
+  return std::max(chain, copy);
+}
+
+int32_t WidthRouting::cpu_layers(int b) const {
+  if (n_set_ <= 0) return 0;
+  if (b > bucket(opt_.max_width)) return 0;
+  if (b == 0) return n_set_;  // width 1: the balancer's plan (model/hybrid_balance.h)
+  if (cpu_layer_s(b) <= 0 || copy_s_ <= 0) return n_set_;  // nothing to weigh yet
+  int32_t best = 0;
+  double best_s = predict_s(b, 0);
+  for (int32_t k = 1; k <= n_set_; ++k) {
+    const double t = predict_s(b, k);
+    if (t < best_s) best = k, best_s = t;  // ties: fewer CPU layers (the cheaper guess)
+  }
+  return best;
+}
+
+std::string WidthRouting::summary() const {
+  std::string out;
+  char buf[160];
+  for (int b = 0; b < kBuckets; ++b) {
+    if (!measured(b)) continue;
+    std::snprintf(buf, sizeof buf, "%swidth <= %lld: %d of %d CPU layers (cpu %.1f ms, gpu %.2f ms a layer)",
+                  out.empty() ? "" : "; ", static_cast<long long>(bucket_width(b)), cpu_layers(b),
+                  n_set_, cpu_layer_s(b) * 1e3, gpu_layer_s(b) * 1e3);
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "%scopy %.1f ms a layer", out.empty() ? "" : "; ", copy_s_ * 1e3);
+  return out + buf;
+}
+
+}  // namespace ls

@@ -1,0 +1,118 @@
+// How many of the CPU tier's layers the CPU computes in a step of a given
+// width (tokens in the batch); the rest of them go to the GPU over PCIe.
+//
+// Why per width: a streamed layer costs its copy whatever the width, while a
+// CPU-tier layer's cost grows with it once the CPU's kernels stop being
+// memory-bound (at batch 1 the CPU reads a layer at its memory rate; at 32
+// tokens the int8 products dominate). So the best split moves towards PCIe
+// as the width grows, and a fixed rule ("wide steps stream everything")
+// either wastes the CPU at widths where it still pays or stalls the step
+// where it no longer does.
+//
+// The model of a step with k of the n_set CPU-set layers on the CPU, from
+// gpu(w) and cpu(w), the per-layer times at the width's bucket, and copy,
+// the per-layer copy time, each a running average of what the steps
+// measured (the compute actor feeds every step). With the step's layout
+// (set_layout: each layer's kind, the device slots, the planner's depth) a
+// step is simulated as the pipeline runs it: layers computed in order (the
+// chain), each streamed one copied in order into a free device slot no
+// earlier than the planner reaches it and computed once copied, its slot
+// free again when computed; two steps back to back, the second's length
+// the answer (the copier works ahead across steps). With few slots a long
+// CPU layer holds up the copies behind it, which max(chain, copies) misses:
+// on the 70b at 24 GiB (3 slots) that simple model predicted 350 ms for a
+// width-32 step that took 540, the simulation 490. Without a layout:
+//   chain(k) = (n_layer - k) * gpu(w) + k * cpu(w)
+//   copy(k)  = (n_streamed + n_set - k) * copy,   the step max(chain, copy).
+// k minimises the prediction (ties: fewer CPU layers). A bucket not
+// measured yet takes the nearest narrower bucket's CPU time scaled by the
+// width (pessimistic: linear in the width, as a compute-bound kernel), or
+// the prior at width 1; once a step runs there, its own measurement rules
+// (a bucket that keeps no CPU layer keeps its last measurement). Widths over
+// max_width (prompts) put no layer on the CPU.
+//
+// Pure logic, no threads: compute feeds it and publishes cpu_layers() per
+// bucket (HybridRoute); the planner routes by it; tests drive it directly.
+// defines: WidthSample, WidthRouting
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ls {
+
+// One step's measurements (seconds), for the routing of its width.
+struct WidthSample {
+  int64_t width = 1;     // tokens in the step's batch
+  int32_t n_cpu = 0;     // layers the CPU computed
+  int32_t n_gpu = 0;     // layers the GPU computed (resident and streamed)
+  int32_t n_copied = 0;  // layers copied over PCIe
+  double cpu_s = 0;      // the CPU tier's own time for its layers
+  double gpu_s = 0;      // the GPU's compute time (0: not timed)
+  double copy_s = 0;     // the copy engine's busy time
+};
+
+class WidthRouting {
+ public:
+  enum class Kind : uint8_t { Resident, Streamed, CpuSet };
+  // Whether the i-th of n CPU-set layers (in layer order) stays on the CPU
+  // when k of them do: every n/k-th, so those that go through PCIe are
+  // spread between the ones that stay (the copy engine has work while the
+  // CPU computes). The planner routes by it; the simulation assumes it.
+  static bool keeps(int32_t i, int32_t n, int32_t k) {
+    if (k >= n) return true;
+    if (k <= 0) return false;
+    return (int64_t{i} + 1) * k / n > int64_t{i} * k / n;
+  }
+  // Widths 1, 2, 3-4, 5-8, 9-16, 17-32, 33-64, 65-128, over 128.
+  static constexpr int kBuckets = 9;
+  static int bucket(int64_t width);
+  static int64_t bucket_width(int b);  // the widest width of bucket b (its representative)
+
+  struct Options {
+    int64_t max_width = 64;  // wider steps put nothing on the CPU (prompts)
+    double weight = 0.3;     // of a new measurement in the running averages
+  };
+  // n_layer: the model's layers; n_set: the CPU set (the layers in host
+  // memory the CPU computes at width 1); n_streamed: the other streamed
+  // layers. prior_*: per-layer seconds at width 1 measured at load (0:
+  // unknown; then the first steps measure them).
+  WidthRouting(int32_t n_layer, int32_t n_set, int32_t n_streamed, double prior_cpu_s,
+               double prior_gpu_s, double prior_copy_s, Options opt);
+  WidthRouting(int32_t n_layer, int32_t n_set, int32_t n_streamed, double prior_cpu_s,
+               double prior_gpu_s, double prior_copy_s)
+      : WidthRouting(n_layer, n_set, n_streamed, prior_cpu_s, prior_gpu_s, prior_copy_s,
+                     Options{}) {}
+
+  // The CPU set changed (the batch-1 balancer moved layers).
+  void set_cpu_set(int32_t n_set, int32_t n_streamed);
+  // The step's layout, for the simulation (and the CPU set's size from it).
+  void set_layout(std::vector<Kind> kinds, int32_t slots, int32_t depth);
+  void observe(const WidthSample& s);
+  // Layers of the CPU set the CPU computes in a step of bucket b (0..n_set).
+  int32_t cpu_layers(int b) const;
+  // Predicted seconds of a step of bucket b with k CPU layers (0: unknown).
+  double predict_s(int b, int32_t k) const;
+  // Per-layer seconds in use for bucket b (estimated where not measured).
+  double cpu_layer_s(int b) const;
+  double gpu_layer_s(int b) const;
+  double copy_layer_s() const { return copy_s_; }
+  bool measured(int b) const { return cpu_[static_cast<size_t>(b)] > 0; }
+  // "width 1: 25 of 25 CPU layers (cpu 6.1 ms, gpu 0.2 ms, copy 10.2 ms a layer); ..."
+  std::string summary() const;
+
+ private:
+  double simulate(double cpu, double gpu, int32_t k) const;
+
+  int32_t n_layer_, n_set_, n_streamed_;
+  std::vector<Kind> kinds_;  // empty: no layout, the max(chain, copy) model
+  int32_t slots_ = 1, depth_ = 1;
+  double prior_cpu_s_, prior_gpu_s_;
+  Options opt_;
+  std::array<double, kBuckets> cpu_{}, gpu_{};  // measured per-layer seconds (0: none)
+  double copy_s_ = 0;
+};
+
+}  // namespace ls

@@ -1,0 +1,281 @@
+// Tests of the CPU tier's GEMM (kernels/cpu/gemm_q8.h) and of the lane form
+// it shares with the row-by-row dot (kernels/cpu/q8_lanes.h):
+//   - bits: a token computed alone (width 1, the dot, portable) has the same
+//     bits as the same token inside a batch, through the dot in 8-token
+//     passes and through the GEMM with several blockings and thread counts,
+//     on every variant this CPU runs (memcmp), for every type, with tails
+//     (Q4_0 / Q8_0 rows that end inside a chunk), odd row counts and a
+//     512-token batch;
+//   - sums: weights and activations at their largest magnitudes (every
+//     nibble 15, every 6-bit value 63, Q8_0 -128; x at ±127), where an int16
+//     overflow in a kernel would show;
+//   - the reference: every output of the GEMM within the bound of dot_q8.h
+//     against matmul_act_q8_ref.
+// Outputs are poisoned with NaN first.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/act_q8_cpu.h"
+#include "kernels/cpu/dot_q8.h"
+#include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/matmul_cpu.h"
+#include "kernels/ref/act_q8.h"
+#include "runtime/thread_pool.h"
+#include "tests/unit/kernels/q8_bound.h"
+#include "tests/unit/kernels/random_quant.h"
+
+using namespace ls;
+
+namespace {
+
+const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                           GgmlType::Q6_K};
+
+// Each ISA this CPU supports, de-duplicated by the kernels it picks.
+std::vector<CpuIsa> isas() {
+  std::vector<CpuIsa> v;
+  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    if (!cpu_isa_supported(i)) {
+      MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
+      continue;
+    }
+    if (i == CpuIsa::Avx512 && !cpu_has_avx512_vnni()) {
+      MESSAGE("SKIPPED: avx512vnni (no AVX-512 VNNI on this CPU; avx2 covers it)");
+      continue;
+    }
+    v.push_back(i);
+  }
+  return v;
+}
+
+std::vector<float> nan_vec(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// Each token on its own: quantized alone, one row-by-row dot of width 1.
+std::vector<float> alone(const WeightView& w, const std::vector<float>& x, int64_t n_tok,
+                         CpuIsa isa) {
+  ThreadPool pool(1);
+  std::vector<float> y = nan_vec(n_tok * w.n_out);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    ActQ8Buffer buf;
+    buf.reserve(1, w.n_in);
+    quantize_act_q8_cpu(x.data() + t * w.n_in, 1, w.n_in, buf, isa);
+    matmul_cpu_q8(pool, w, buf.view(w.n_in), 1, y.data() + t * w.n_out, isa);
+  }
+  return y;
+}
+
+std::vector<float> gemm(const WeightView& w, const ActQ8View& xv, int64_t n_tok, CpuIsa isa,
+                        ThreadPool& pool, const GemmQ8Tuning& tune) {
+  std::vector<float> y = nan_vec(n_tok * w.n_out);
+  GemmQ8Scratch scratch;
+  const MatmulQ8Part part{w, y.data()};
+  gemm_q8_parts(pool, &part, 1, xv, n_tok, scratch, isa, tune);
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+// Rows of the largest magnitudes the type holds (see the top).
+std::vector<uint8_t> extreme_weight(GgmlType t, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  std::vector<uint8_t> w = test::random_weight(t, n_in, n_out, rng);  // finite scales
+  const GgmlTypeTraits tr = ggml_traits(t);
+  const auto halves = test::half_fields(t);
+  for (size_t off = 0; off < w.size(); off += tr.block_bytes)
+    for (size_t i = 0; i < tr.block_bytes; ++i) {
+      bool half = false;
+      for (size_t f : halves) half |= i == f || i == f + 1;
+      if (!half) w[off + i] = t == GgmlType::Q8_0 ? 0x80 : 0xFF;
+    }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every variant") {
+  std::mt19937 rng(2024);
+  ThreadPool pool1(1), pool3(3);
+  const auto vs = isas();
+  struct Shape {
+    int64_t n_in, n_out, n_tok;
+  };
+  for (GgmlType t : kTypes) {
+    const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
+    // Q4_0 / Q8_0: rows of 96 and 800 end inside a chunk.
+    std::vector<Shape> shapes = {{512, 37, 19}, {1024, 5, 70}};
+    if (legacy) shapes = {{96, 37, 19}, {800, 5, 70}, {512, 9, 11}};
+    for (const Shape& s : shapes) {
+      for (bool extreme : {false, true}) {
+        const auto wb = extreme ? extreme_weight(t, s.n_in, s.n_out, rng)
+                                : test::random_weight(t, s.n_in, s.n_out, rng);
+        const WeightView w{t, wb.data(), s.n_in, s.n_out};
+        auto x = test::random_x(s.n_in * s.n_tok, rng);
+        if (extreme)  // every block's largest value 127 after quantizing, signs mixed
+          for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 7 == 3) ? -8.0f : 8.0f;
+        const std::string type = ggml_type_name(t);
+        CAPTURE(type);
+        CAPTURE(s.n_in);
+        CAPTURE(s.n_out);
+        CAPTURE(s.n_tok);
+        CAPTURE(extreme);
+        const std::vector<float> want = alone(w, x, s.n_tok, CpuIsa::Portable);
+        for (CpuIsa isa : vs) {
+          const std::string variant = gemm_q8_kernel(isa).name;
+          CAPTURE(variant);
+          CHECK(same_bits(alone(w, x, s.n_tok, isa), want));
+          ActQ8Buffer buf;
+          buf.reserve(s.n_tok, s.n_in);
+          quantize_act_q8_cpu(x.data(), s.n_tok, s.n_in, buf, isa);
+          const ActQ8View xv = buf.view(s.n_in);
+          // The dot in passes of 8 tokens.
+          std::vector<float> y = nan_vec(s.n_tok * s.n_out);
+          matmul_cpu_q8(pool3, w, xv, s.n_tok, y.data(), isa);
+          CHECK(same_bits(y, want));
+          // The GEMM: one token block or several (a panel budget of one
+          // tile's tokens), rows in one range or many, 1 or 3 threads.
+          CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, {}), want));
+          CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {1, 1}), want));
+          CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {3 * 416 * 4, 4}), want));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu_gemm_q8: a 512-token batch has each token's bits alone") {
+  std::mt19937 rng(512);
+  ThreadPool pool(2);
+  const int64_t n_in = 256, n_out = 6, n_tok = 512;
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const auto wb = test::random_weight(t, n_in, n_out, rng);
+    const WeightView w{t, wb.data(), n_in, n_out};
+    const auto x = test::random_x(n_in * n_tok, rng);
+    const std::vector<float> want = alone(w, x, n_tok, CpuIsa::Portable);
+    for (CpuIsa isa : isas()) {
+      const std::string type = ggml_type_name(t), variant = gemm_q8_kernel(isa).name;
+      CAPTURE(type);
+      CAPTURE(variant);
+      ActQ8Buffer buf;
+      buf.reserve(n_tok, n_in);
+      quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, isa);
+      CHECK(same_bits(gemm(w, buf.view(n_in), n_tok, isa, pool, {}), want));
+    }
+  }
+}
+
+TEST_CASE("cpu_gemm_q8: every type and variant matches matmul_act_q8_ref within the bound") {
+  std::mt19937 rng(77);
+  ThreadPool pool(2);
+  double worst = 0;
+  for (GgmlType t : kTypes) {
+    const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
+    const int64_t n_in = legacy ? 800 : 768, n_out = 11, n_tok = 13;
+    const auto wb = test::random_weight(t, n_in, n_out, rng);
+    const WeightView w{t, wb.data(), n_in, n_out};
+    const uint64_t row_bytes = ggml_row_bytes(t, n_in);
+    const auto x = test::random_x(n_in * n_tok, rng);
+    std::vector<float> ref(n_out * n_tok);
+    matmul_act_q8_ref(w, x.data(), n_tok, ref.data());
+    std::vector<int8_t> q(n_in * n_tok);
+    std::vector<float> d(n_in / 32 * n_tok);
+    for (int64_t k = 0; k < n_tok; ++k)
+      quantize_act_q8_ref(x.data() + k * n_in, n_in, q.data() + k * n_in,
+                          d.data() + k * (n_in / 32));
+    for (CpuIsa isa : isas()) {
+      const std::string type = ggml_type_name(t), variant = gemm_q8_kernel(isa).name;
+      CAPTURE(type);
+      CAPTURE(variant);
+      ActQ8Buffer buf;
+      buf.reserve(n_tok, n_in);
+      quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, isa);
+      const std::vector<float> y = gemm(w, buf.view(n_in), n_tok, isa, pool, {});
+      int bad = 0;
+      for (int64_t k = 0; k < n_tok; ++k)
+        for (int64_t o = 0; o < n_out; ++o) {
+          const double bound = test::q8_bound(
+              n_in, test::q8_bound_t(t, wb.data() + o * row_bytes, n_in, q.data() + k * n_in,
+                                     d.data() + k * (n_in / 32)));
+          const double err = std::fabs(double(y[k * n_out + o]) - ref[k * n_out + o]);
+          if (!(err <= bound)) ++bad;  // NaN (unwritten) fails too
+          if (bound > 0) worst = std::max(worst, err / bound);
+        }
+      CHECK(bad == 0);
+    }
+  }
+  MESSAGE("cpu_gemm_q8: largest |y - y_ref| / bound = " << worst);
+  CHECK(worst > 0);  // the comparison ran
+}
+
+TEST_CASE("cpu_gemm_q8: parts sharing x are each the part alone") {
+  // q/k/v in Q4_K_M: Q4_K, Q4_K, Q6_K; rows that do not divide the ranges.
+  std::mt19937 rng(5);
+  ThreadPool pool(2);
+  const int64_t n_in = 512, n_tok = 10;
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
+  const int64_t n_outs[3] = {33, 8, 17};
+  std::vector<std::vector<uint8_t>> wb;
+  for (int p = 0; p < 3; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));
+  const auto x = test::random_x(n_in * n_tok, rng);
+  for (CpuIsa isa : isas()) {
+    ActQ8Buffer buf;
+    buf.reserve(n_tok, n_in);
+    quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, isa);
+    const ActQ8View xv = buf.view(n_in);
+    std::vector<std::vector<float>> got(3);
+    MatmulQ8Part parts[3];
+    for (int p = 0; p < 3; ++p) {
+      got[p] = nan_vec(n_outs[p] * n_tok);
+      parts[p] = {{types[p], wb[p].data(), n_in, n_outs[p]}, got[p].data()};
+    }
+    GemmQ8Scratch scratch;
+    gemm_q8_parts(pool, parts, 3, xv, n_tok, scratch, isa, {0, 6});
+    const std::string variant = gemm_q8_kernel(isa).name;
+    CAPTURE(variant);
+    for (int p = 0; p < 3; ++p)
+      CHECK(same_bits(got[p], gemm(parts[p].w, xv, n_tok, isa, pool, {})));
+  }
+}
+
+TEST_CASE("cpu_gemm_q8: the AVX2 packers give the portable packers' bytes") {
+  if (!cpu_isa_supported(CpuIsa::Avx2)) {
+    MESSAGE("SKIPPED: avx2 (not on this CPU)");
+    return;
+  }
+  std::mt19937 rng(8);
+  for (GgmlType t : kTypes) {
+    const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
+    for (int64_t n : legacy ? std::vector<int64_t>{512, 800} : std::vector<int64_t>{768}) {
+      const int64_t nc = gemm_q8_chunks(n), n_tok = 3;
+      const auto wb = test::random_weight(t, n, 1, rng);
+      std::vector<GemmQ8WChunk> a(nc), b(nc);
+      std::memset(a.data(), 0x5A, a.size() * sizeof(GemmQ8WChunk));
+      std::memset(b.data(), 0xA5, b.size() * sizeof(GemmQ8WChunk));
+      gemm_q8_pack_w(t, wb.data(), n, a.data(), CpuIsa::Portable);
+      gemm_q8_pack_w(t, wb.data(), n, b.data(), CpuIsa::Avx2);
+      const std::string type = ggml_type_name(t);
+      CAPTURE(type);
+      CAPTURE(n);
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(GemmQ8WChunk)) == 0);
+      if (t != GgmlType::Q4_0) continue;  // x does not depend on the type
+      const auto x = test::random_x(n * n_tok, rng);
+      ActQ8Buffer buf;
+      buf.reserve(n_tok, n);
+      quantize_act_q8_cpu(x.data(), n_tok, n, buf);
+      std::vector<GemmQ8XChunk> xa(nc * n_tok), xb(nc * n_tok);
+      std::memset(xa.data(), 0x5A, xa.size() * sizeof(GemmQ8XChunk));
+      std::memset(xb.data(), 0xA5, xb.size() * sizeof(GemmQ8XChunk));
+      gemm_q8_pack_x(buf.view(n), 0, n_tok, xa.data(), CpuIsa::Portable);
+      gemm_q8_pack_x(buf.view(n), 0, n_tok, xb.data(), CpuIsa::Avx2);
+      CHECK(std::memcmp(xa.data(), xb.data(), xa.size() * sizeof(GemmQ8XChunk)) == 0);
+    }
+  }
+}

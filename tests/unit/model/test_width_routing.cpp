@@ -1,0 +1,159 @@
+// The CPU tier's share by width (model/width_routing.h) and the planner's
+// spread of the layers that stay (HybridRoute::keeps_layer).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "actors/messages.h"
+#include "model/width_routing.h"
+
+using namespace ls;
+
+TEST_CASE("width routing: buckets are powers of two up to 128, then one for prompts") {
+  CHECK(WidthRouting::bucket(1) == 0);
+  CHECK(WidthRouting::bucket(2) == 1);
+  CHECK(WidthRouting::bucket(3) == 2);
+  CHECK(WidthRouting::bucket(4) == 2);
+  CHECK(WidthRouting::bucket(8) == 3);
+  CHECK(WidthRouting::bucket(9) == 4);
+  CHECK(WidthRouting::bucket(32) == 5);
+  CHECK(WidthRouting::bucket(33) == 6);
+  CHECK(WidthRouting::bucket(64) == 6);
+  CHECK(WidthRouting::bucket(65) == 7);
+  CHECK(WidthRouting::bucket(128) == 7);
+  CHECK(WidthRouting::bucket(129) == 8);
+  CHECK(WidthRouting::bucket(100000) == 8);
+}
+
+TEST_CASE("width routing: keeps_layer keeps exactly k of n, spread between the others") {
+  for (int32_t n : {1, 2, 7, 25}) {
+    for (int32_t k = 0; k <= n + 1; ++k) {
+      int32_t kept = 0, longest_gap = 0, gap = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        if (HybridRoute::keeps_layer(i, n, k)) {
+          ++kept;
+          gap = 0;
+        } else {
+          longest_gap = std::max(longest_gap, ++gap);
+        }
+      }
+      CAPTURE(n);
+      CAPTURE(k);
+      CHECK(kept == std::min(k, n));
+      // Evenly spread: no run of dropped layers longer than ceil((n - k) / (k + 1)) + 1.
+      if (k > 0 && k < n) CHECK(longest_gap <= (n - k + k) / k);
+    }
+  }
+}
+
+namespace {
+// A 70b-like hybrid plan: 80 layers, 39 resident, 25 on the CPU, 16 streamed.
+WidthRouting seventy(double cpu1_ms = 6.0) {
+  return WidthRouting(80, 25, 16, cpu1_ms * 1e-3, 0.25e-3, 10e-3);
+}
+WidthSample sample(int64_t width, double cpu_ms, double gpu_ms, int32_t n_cpu = 25) {
+  WidthSample s;
+  s.width = width;
+  s.n_cpu = n_cpu;
+  s.n_gpu = 80 - n_cpu;
+  s.n_copied = 41 - n_cpu;
+  s.cpu_s = n_cpu * cpu_ms * 1e-3;
+  s.gpu_s = (80 - n_cpu) * gpu_ms * 1e-3;
+  s.copy_s = (41 - n_cpu) * 10e-3;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("width routing: the split minimises the predicted step, and moves to PCIe as the "
+          "CPU's cost grows with the width") {
+  WidthRouting r = seventy();
+  // Width 1 is the batch-1 plan's (the balancer's) whatever the times.
+  CHECK(r.cpu_layers(0) == 25);
+  // Prompts (over max_width, 64) put nothing on the CPU.
+  CHECK(r.cpu_layers(WidthRouting::bucket(65)) == 0);
+  CHECK(r.cpu_layers(WidthRouting::bucket(4096)) == 0);
+  // Not measured at 32: the prior scaled by the width (6 ms x 32 a layer),
+  // so all but at most one layer (hidden under the copies) go through PCIe.
+  const int b32 = WidthRouting::bucket(32);
+  CHECK(r.cpu_layers(b32) <= 1);
+  // Measured at 32: a CPU layer takes 30 ms against a 10 ms copy; the best
+  // split balances (41 - k) * 10 ms of copies against the chain.
+  for (int i = 0; i < 10; ++i) r.observe(sample(32, 30.0, 0.4, 25));
+  const int32_t k = r.cpu_layers(b32);
+  CAPTURE(k);
+  for (int32_t j = 1; j <= 25; ++j) CHECK(r.predict_s(b32, k) <= r.predict_s(b32, j) + 1e-12);
+  CHECK(k >= 8);
+  CHECK(k <= 13);
+  // A CPU cheap enough that even all 25 layers' chain stays under the
+  // copies keeps every layer on the CPU.
+  const int b8 = WidthRouting::bucket(8);
+  for (int i = 0; i < 10; ++i) r.observe(sample(8, 5.0, 0.3, 25));
+  CHECK(r.cpu_layers(b8) == 25);
+  // Buckets between measured ones take the narrower one scaled: 16 from 8's
+  // 5 ms gives 10 ms a layer.
+  const int b16 = WidthRouting::bucket(16);
+  CHECK_FALSE(r.measured(b16));
+  CHECK(r.cpu_layer_s(b16) == doctest::Approx(10e-3));
+  CHECK(r.cpu_layers(b16) >= r.cpu_layers(b32));
+  CHECK(r.cpu_layers(b16) <= r.cpu_layers(b8));
+  // The summary names what was measured.
+  const std::string sum = r.summary();
+  CHECK(sum.find("width <= 32") != std::string::npos);
+  CHECK(sum.find("copy 10.0 ms") != std::string::npos);
+}
+
+// The step simulated on the 70b plan at 24 GiB of 2026-12-02 (39 resident
+// layers, then 26 CPU-tier ones spread between 15 streamed, 3 device slots,
+// depth 16), with the per-layer times measured there at each width (call
+// 3, raw-2026-12-02-s7/call3): the steps took 333 / 410 / 540 / 738 ms at
+// widths 8 / 16 / 32 / 64 keeping 15 / 9 / 6 / 4 CPU layers (chosen by the
+// max(chain, copy) model), ~40 ms a step more than the simulation gives.
+TEST_CASE("width routing: the simulated step on the 70b plan picks the split that was fastest") {
+  const std::string layout = std::string(39, 'A') + "HBHHBHBHHBHHBHHBHBHHBHHBHBHHBHHBHHBHBHHBH";
+  std::vector<WidthRouting::Kind> kinds;
+  for (char c : layout)
+    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
+                    : c == 'H' ? WidthRouting::Kind::CpuSet
+                               : WidthRouting::Kind::Streamed);
+  WidthRouting r(80, 26, 15, 6e-3, 0.27e-3, 10e-3);
+  r.set_layout(kinds, 3, 16);
+  auto feed = [&](int64_t w, double cpu_ms, double gpu_ms, double copy_ms) {
+    WidthSample s;
+    s.width = w;
+    s.n_cpu = 10;
+    s.n_gpu = 70;
+    s.n_copied = 31;
+    s.cpu_s = 10 * cpu_ms * 1e-3;
+    s.gpu_s = 70 * gpu_ms * 1e-3;
+    s.copy_s = 31 * copy_ms * 1e-3;
+    for (int i = 0; i < 20; ++i) r.observe(s);
+  };
+  feed(8, 15.1, 0.49, 9.4);
+  const int b8 = WidthRouting::bucket(8);
+  MESSAGE("width 8: " << r.cpu_layers(b8) << " CPU layers, " << r.predict_s(b8, r.cpu_layers(b8)) * 1e3
+                      << " ms; keeping 15 (measured 333 ms): " << r.predict_s(b8, 15) * 1e3 << " ms");
+  CHECK(r.cpu_layers(b8) >= 12);
+  CHECK(r.cpu_layers(b8) <= 18);
+  CHECK(r.predict_s(b8, 15) == doctest::Approx(0.281).epsilon(0.05));
+  feed(32, 43.7, 1.19, 9.4);
+  const int b32 = WidthRouting::bucket(32);
+  // Keeping 6 (as the simple model did) is simulated at ~490 ms, near the
+  // 540 measured; sending all 26 through PCIe at ~415 ms.
+  CHECK(r.predict_s(b32, 6) == doctest::Approx(0.492).epsilon(0.05));
+  CHECK(r.predict_s(b32, 0) == doctest::Approx(0.415).epsilon(0.05));
+  CHECK(r.cpu_layers(b32) == 0);
+  // Without slots to hold copies, the simple model's answer would stand:
+  // many slots make the chain and the copies overlap.
+  r.set_layout(kinds, 64, 80);
+  CHECK(r.cpu_layers(b32) >= 4);
+}
+
+TEST_CASE("width routing: without measurements or a CPU set it keeps what it has") {
+  WidthRouting none(32, 0, 4, 0, 0, 0);
+  for (int b = 0; b < WidthRouting::kBuckets; ++b) CHECK(none.cpu_layers(b) == 0);
+  WidthRouting blind(32, 6, 4, 0, 0, 0);  // no prior, nothing measured: nothing to weigh
+  CHECK(blind.cpu_layers(WidthRouting::bucket(16)) == 6);
+  CHECK(blind.cpu_layers(WidthRouting::bucket(200)) == 0);
+}
