@@ -27,8 +27,9 @@
 // k minimises the prediction (ties: fewer CPU layers). A bucket not
 // measured yet takes the nearest narrower bucket's CPU time scaled by the
 // width (pessimistic: linear in the width, as a compute-bound kernel), or
-// the prior at width 1; once a step runs there, its own measurement rules
-// (a bucket that keeps no CPU layer keeps its last measurement). Widths over
+// the prior at width 1, and keeps at least one CPU layer until a step there
+// has measured it; from then on its own measurement rules (a bucket that
+// keeps no CPU layer keeps its last measurement). Widths over
 // max_width (prompts) put no layer on the CPU.
 //
 // Pure logic, no threads: compute feeds it and publishes cpu_layers() per

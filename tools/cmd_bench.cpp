@@ -308,7 +308,10 @@ int run_bench(BenchArgs& a) {
     // the width); the second one is timed. A one-token prompt too, so that
     // rows of different prompt lengths are measured alike.
     std::vector<std::vector<std::chrono::steady_clock::time_point>> tok_t(width);
-    MovedBytes moved0;
+    // Bytes moved at the window's start and end (the first sequence to
+    // finish closes it: the steps after it are narrower).
+    MovedBytes moved0, moved_end;
+    std::atomic<bool> window_closed{false};
     // Prompts are prefilled in chunks beside the decoding sequences, so the
     // first sequences decode while the last still prefill. Each sequence goes
     // on until -n steps have run with every sequence decoding (counted from
@@ -319,6 +322,7 @@ int run_bench(BenchArgs& a) {
       std::vector<std::future<SeqEnd>> futs;
       std::vector<int> after_all(width, 0);  // tokens since every sequence decodes
       n_started = 0;
+      window_closed = false;
       for (int w = 0; w < width; ++w) {
         SeqRequest r;
         r.prompt = prompt;
@@ -331,7 +335,10 @@ int run_bench(BenchArgs& a) {
           if (!timed) return std::nullopt;
           times->push_back(std::chrono::steady_clock::now());
           if (times->size() == 1 && n_started.fetch_add(1) + 1 == width) moved0 = moved_bytes(e);
-          if (n_started.load() == width && ++after_all[w] >= a.steps) return std::nullopt;
+          if (n_started.load() == width && ++after_all[w] >= a.steps) {
+            if (!window_closed.exchange(true)) moved_end = moved_bytes(e);
+            return std::nullopt;
+          }
           if (a.io_only) return bos;
           const float* r = l + static_cast<size_t>(rows_n - 1) * V;
           int32_t best = 0;
@@ -365,10 +372,14 @@ int run_bench(BenchArgs& a) {
       size_t in_window = 0;
       for (const auto& v : tok_t)
         for (const auto& x : v) in_window += x > t0 && x <= t1;
-      // Sequence 0's steps inside the window: the steady state the bytes
-      // (moved0 is read at the window's start) and the rates are counted over.
+      // The window's start, then sequence 0's steps inside it: the steady
+      // state the bytes (moved0 is read at the start, moved_end at the end)
+      // and the rates are counted over. Sequence 0's token of the step that
+      // opens the window comes just before t0, so t0 itself is the first
+      // mark: one step per later token.
+      if (width > 1) t.push_back(t0);
       for (const auto& x : tok_t[0])
-        if (x >= t0 && x <= t1) t.push_back(x);
+        if (width > 1 ? x > t0 && x <= t1 : true) t.push_back(x);
       if (t1 > t0) {
         row.width_tok_s =
             static_cast<double>(in_window) / std::chrono::duration<double>(t1 - t0).count();
@@ -382,7 +393,7 @@ int run_bench(BenchArgs& a) {
                           std::chrono::duration<double>(last_first - t_start).count();
     }
     const StallTable table = e.tracer().stall_table();
-    const MovedBytes moved1 = moved_bytes(e);
+    const MovedBytes moved1 = window_closed ? moved_end : moved_bytes(e);
     Status fin = e.finish();
     if (run_bytes > 0) after = probe_once(e, o.source, probe_steps);
     if (pcie) h2d_after = h2d_once();
