@@ -20,9 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "model/cpu_backend.h"  // defines: CpuBackend
-#include "model/model.h"        // defines: open_model(), forward_resident()
-#include "model/synth.h"        // defines: synth_write()
+#include "model/cpu_backend.h"            // defines: CpuBackend
+#include "model/model.h"                  // defines: open_model(), forward_resident()
+#include "model/synth.h"                  // defines: synth_write()
+#include "tests/unit/sanitizer_subset.h"  // defines: sanitizer_subset()
 
 using namespace ls;
 
@@ -99,6 +100,18 @@ std::string text_file(const std::string& name, int sentences) {
   const std::string p = dir().file(name);
   std::ofstream(p) << t;
   return p;
+}
+
+// Sentences of text for a test that wants `full` of them (about 33 tokens,
+// half a window of 64, each). Sanitizer builds (tests/unit/sanitizer_subset.h)
+// take 10, 5 windows: each window runs the same code in the tool and in the
+// reference, so the Release run's 15 and 20 windows add no path, only time
+// (the two cases took 107 s and 75 s, a third of the ASan run, most of it in
+// the CLI). What the cases check still runs there: 4 or more windows, the
+// batch splits (-b 16, -b 24, -b 32), --chunks 2 below the window count,
+// every tier mix.
+int sentences(int full) {
+  return test::sanitizer_subset() ? 10 : full;
 }
 
 struct Estimate {
@@ -181,7 +194,7 @@ std::string args(const std::string& text, const std::string& more) {
 }  // namespace
 
 TEST_CASE("perplexity: llama.cpp's windows and estimates, equal to an independent computation") {
-  const std::string text = text_file("text.txt", 40);
+  const std::string text = text_file("text.txt", sentences(40));
   const Run r = run_tool(args(text, ""));
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(r.err.find("calculating perplexity over") != std::string::npos);
@@ -210,7 +223,7 @@ TEST_CASE("perplexity: llama.cpp's windows and estimates, equal to an independen
 }
 
 TEST_CASE("perplexity: streamed tier plans give the resident run's numbers") {
-  const std::string text = text_file("text-tiers.txt", 30);
+  const std::string text = text_file("text-tiers.txt", sentences(30));
   const Run resident = run_tool(args(text, "--tiers A -b 32"));
   REQUIRE_MESSAGE(resident.rc == 0, resident.err);
   parse(resident.out);
