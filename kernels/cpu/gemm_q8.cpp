@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/matmul_cpu.h"
 
 namespace ls {
@@ -40,6 +41,8 @@ struct JobG {
   const GemmQ8XChunk* panel;
   GemmQ8Scratch* scratch;
   GemmQ8Kernel k;
+  GemmQ8AmxTileFn amx;  // the AMX path's kernel, else null
+  GemmQ8AmxX* amx_panel;
   CpuIsa isa;
   int64_t n, nc, n_tok;
   GemmQ8Plan plan;
@@ -76,11 +79,67 @@ void run_task(const JobG& j, int64_t task, int thread) {
   }
 }
 
+// The same on the AMX path: rows packed in natural order and padded to
+// whole weight tiles of 16 (zeros), tokens 32 at a time (two groups of the
+// panel; a range of tokens starts on a group).
+void run_task_amx(const JobG& j, int64_t task, int thread) {
+  const int64_t range = task % j.n_ranges, group = task / j.n_ranges;
+  int p = 0;
+  while (range >= j.range_start[p + 1]) ++p;
+  const WeightView& w = j.parts[p].w;
+  float* y = j.parts[p].y;
+  const int64_t r0 = (range - j.range_start[p]) * j.plan.rows_per_range;
+  const int64_t r1 = std::min(w.n_out, r0 + j.plan.rows_per_range);
+  const int64_t g0 = group * j.tokens_per_group;
+  const int64_t g1 = std::min(j.n_tok, g0 + j.tokens_per_group);
+  GemmQ8WChunk* tile = j.scratch->tile(thread);
+  const uint8_t* rows = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = r0; r < r1; ++r)
+    gemm_q8_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc, j.isa);
+  gemm_q8_amx_natural(tile, (r1 - r0) * j.nc);
+  const int64_t padded = (r1 - r0 + kGemmQ8AmxRows - 1) / kGemmQ8AmxRows * kGemmQ8AmxRows;
+  std::fill(tile + (r1 - r0) * j.nc, tile + padded * j.nc, GemmQ8WChunk{});
+  for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
+    const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
+    for (int64_t r = r0; r < r1; r += kGemmQ8AmxRows) {
+      const int nr = static_cast<int>(std::min<int64_t>(kGemmQ8AmxRows, r1 - r));
+      for (int64_t t = b0; t < b1; t += kGemmQ8AmxToks) {
+        const int nt = static_cast<int>(std::min<int64_t>(kGemmQ8AmxToks, b1 - t));
+        const int ng = (nt + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
+        j.amx(w.type, tile + (r - r0) * j.nc, j.nc, j.amx_panel + t / kGemmQ8AmxGroup * j.nc, ng,
+              nr, nt, y + t * w.n_out + r, w.n_out);
+      }
+    }
+  }
+}
+
+// The AMX kernel, when this call takes the AMX path (else null).
+GemmQ8AmxTileFn amx_kernel(CpuIsa isa, int64_t n_tok, GemmQ8Amx amx) {
+  switch (amx) {
+    case GemmQ8Amx::Off:
+      return nullptr;
+    case GemmQ8Amx::On:
+      assert(cpu_amx_usable());
+      return cpu_amx_usable() ? gemm_q8_amx_tile_hw : nullptr;
+    case GemmQ8Amx::Emulated:
+      return gemm_q8_amx_tile_emu;
+    case GemmQ8Amx::Auto:
+      break;
+  }
+  return isa == CpuIsa::Avx512 && n_tok >= gemm_q8_amx_min_tokens() && gemm_q8_amx_enabled()
+             ? gemm_q8_amx_tile_hw
+             : nullptr;
+}
+
 }  // namespace
 
 GemmQ8Plan gemm_q8_plan(CpuIsa isa, int threads, int64_t n_tok, int64_t n, int64_t rows,
                         const GemmQ8Tuning& tune) {
-  const GemmQ8Kernel k = gemm_q8_kernel(isa);
+  return gemm_q8_plan_for(gemm_q8_kernel(isa), threads, n_tok, n, rows, tune);
+}
+
+GemmQ8Plan gemm_q8_plan_for(const GemmQ8Kernel& k, int threads, int64_t n_tok, int64_t n,
+                            int64_t rows, const GemmQ8Tuning& tune) {
   const int64_t nc = gemm_q8_chunks(n);
   GemmQ8Plan pl;
   // Tokens: a block's panel in about half of L2.
@@ -113,7 +172,8 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   JobG j;
   j.parts = parts;
   j.n_parts = n_parts;
-  j.k = gemm_q8_kernel(isa);
+  j.amx = amx_kernel(isa, n_tok, tune.amx);
+  j.k = j.amx ? GemmQ8Kernel{nullptr, kGemmQ8AmxRows, kGemmQ8AmxToks, "amx"} : gemm_q8_kernel(isa);
   j.isa = isa;
   j.n = x.n;
   j.nc = gemm_q8_chunks(x.n);
@@ -126,23 +186,43 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   }
   if (total_rows == 0) return;
   const int threads = pool.size();
-  j.plan = gemm_q8_plan(isa, threads, n_tok, x.n, total_rows, tune);
-  scratch.reserve(threads, j.plan.tile_chunks, n_tok * j.nc);
+  j.plan = gemm_q8_plan_for(j.k, threads, n_tok, x.n, total_rows, tune);
+  const int64_t n_groups_x = (n_tok + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
+  scratch.reserve(threads, j.plan.tile_chunks, j.amx ? 0 : n_tok * j.nc,
+                  j.amx ? n_groups_x * j.nc : 0);
   j.scratch = &scratch;
   j.panel = scratch.panel();
+  j.amx_panel = scratch.amx_panel();
+
+  if (j.amx) {  // the panel in tile layout, split over the threads by token groups
+    struct PackAmx {
+      const ActQ8View* x;
+      GemmQ8AmxX* panel;
+      int64_t n_tok, n_groups, n_tasks;
+    } pa{&x, j.amx_panel, n_tok, n_groups_x, std::min<int64_t>(n_groups_x, 4 * threads)};
+    const PackAmx* pp = &pa;
+    pool.run(pa.n_tasks, [pp](int64_t task, int) {
+      const int64_t ga = pp->n_groups * task / pp->n_tasks;
+      const int64_t gb = pp->n_groups * (task + 1) / pp->n_tasks;
+      gemm_q8_amx_pack_x(*pp->x, ga * kGemmQ8AmxGroup, std::min(pp->n_tok, gb * kGemmQ8AmxGroup),
+                         pp->panel);
+    });
+  }
 
   // The panel, split over the threads by tokens.
-  struct PackJob {
-    const ActQ8View* x;
-    GemmQ8XChunk* panel;
-    int64_t n_tok, n_tasks;
-    CpuIsa isa;
-  } pj{&x, scratch.panel(), n_tok, std::min<int64_t>(n_tok, 4 * threads), isa};
-  const PackJob* pp = &pj;
-  pool.run(pj.n_tasks, [pp](int64_t task, int) {
-    gemm_q8_pack_x(*pp->x, pp->n_tok * task / pp->n_tasks, pp->n_tok * (task + 1) / pp->n_tasks,
-                   pp->panel, pp->isa);
-  });
+  if (!j.amx) {
+    struct PackJob {
+      const ActQ8View* x;
+      GemmQ8XChunk* panel;
+      int64_t n_tok, n_tasks;
+      CpuIsa isa;
+    } pj{&x, scratch.panel(), n_tok, std::min<int64_t>(n_tok, 4 * threads), isa};
+    const PackJob* pp = &pj;
+    pool.run(pj.n_tasks, [pp](int64_t task, int) {
+      gemm_q8_pack_x(*pp->x, pp->n_tok * task / pp->n_tasks, pp->n_tok * (task + 1) / pp->n_tasks,
+                     pp->panel, pp->isa);
+    });
+  }
 
   const int64_t rb = j.plan.rows_per_range;
   j.range_start[0] = 0;
@@ -155,7 +235,12 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.tokens_per_group = (per_group + j.k.toks - 1) / j.k.toks * j.k.toks;
   const int64_t n_groups = (n_tok + j.tokens_per_group - 1) / j.tokens_per_group;
   const JobG* jp = &j;
-  pool.run(n_groups * j.n_ranges, [jp](int64_t task, int thread) { run_task(*jp, task, thread); });
+  pool.run(n_groups * j.n_ranges, [jp](int64_t task, int thread) {
+    if (jp->amx)
+      run_task_amx(*jp, task, thread);
+    else
+      run_task(*jp, task, thread);
+  });
 }
 
 // Measured on the AVX2 machine (2-core AMD EPYC, Zen 1, shared and busy:

@@ -41,7 +41,7 @@
 // defines: GemmQ8XChunk, GemmQ8WChunk, GemmQ8TileFn, GemmQ8Kernel, gemm_q8_kernel(),
 //          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
-//          gemm_q8_parts(),
+//          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
 //          gemm_q8_min_tokens()
 #pragma once
 
@@ -76,6 +76,20 @@ struct alignas(32) GemmQ8WChunk {
   float m_hi[8];   // Q6_K: the hi group's offset factor
 };
 static_assert(sizeof(GemmQ8WChunk) == 384, "GemmQ8WChunk is 384 bytes");
+
+// AMX (kernels/cpu/gemm_q8_amx.h): one chunk of 256 values of a group of 16
+// tokens, as the tile multiply reads it. Block j is a B tile of 8 rows of 64
+// bytes: row k, bytes 4t + e = token t's value 32j + 4k + e (the "VNNI"
+// layout: four consecutive values of one token side by side), so one
+// multiply of a 16-row weight tile by it gives the 16 x 16 exact sums I_j of
+// the lane form at once. The factors are per block, 16 tokens wide (a
+// token past the batch's end has zeros everywhere).
+struct alignas(64) GemmQ8AmxX {
+  int8_t b[8][512];
+  float d[8][16], ds[8][16], ds_lo[8][16], ds_hi[8][16];
+};
+static_assert(sizeof(GemmQ8AmxX) == 6144, "GemmQ8AmxX is 6 KiB");
+inline constexpr int kGemmQ8AmxGroup = 16;  // tokens a GemmQ8AmxX holds
 
 inline int64_t gemm_q8_chunks(int64_t n) {
   return (n + 255) / 256;
@@ -117,22 +131,33 @@ void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk
 class GemmQ8Scratch {
  public:
   // tile_chunks per thread (GemmQ8Plan::tile_chunks), panel_chunks: n_tok ·
-  // gemm_q8_chunks(n).
-  void reserve(int n_threads, int64_t tile_chunks, int64_t panel_chunks);
+  // gemm_q8_chunks(n) (the AMX path: token groups · chunks, in amx_chunks).
+  void reserve(int n_threads, int64_t tile_chunks, int64_t panel_chunks, int64_t amx_chunks = 0);
   GemmQ8XChunk* panel() { return panel_.data(); }
+  GemmQ8AmxX* amx_panel() { return amx_panel_.data(); }
   GemmQ8WChunk* tile(int thread) { return tiles_[thread].data(); }
 
  private:
   std::vector<GemmQ8XChunk> panel_;
+  std::vector<GemmQ8AmxX> amx_panel_;
   std::vector<std::vector<GemmQ8WChunk>> tiles_;
 };
 
 // Knobs of the blocking (the defaults are what the engine runs;
 // bench_cpu_matmul sweeps them).
+// Whether the AMX tile multiply computes the products (kernels/cpu/gemm_q8_amx.h).
+enum class GemmQ8Amx {
+  Auto,      // where the CPU has it (gemm_q8_amx_enabled) and the call is wide enough
+  Off,       // the ISA's tile kernel
+  On,        // the AMX path (the CPU must have it)
+  Emulated,  // the AMX path with the tile unit emulated in plain C++ (tests, any CPU)
+};
+
 struct GemmQ8Tuning {
   int64_t panel_bytes = 0;  // a token block's panel; 0: half of this core's L2
   int rows_per_task = 0;    // rows a task packs and computes; 0: from range_bytes
   int64_t range_bytes = 0;  // those rows packed; 0: a quarter of L2 (and >= 4 tasks a thread)
+  GemmQ8Amx amx = GemmQ8Amx::Auto;
 };
 
 // How gemm_q8_parts cuts a call (gemm_q8_plan computes it; the CPU backend
@@ -145,6 +170,9 @@ struct GemmQ8Plan {
 };
 GemmQ8Plan gemm_q8_plan(CpuIsa isa, int threads, int64_t n_tok, int64_t n, int64_t rows,
                         const GemmQ8Tuning& tune = {});
+// The same for a kernel's tile shape (the AMX path's: 16 rows x 32 tokens).
+GemmQ8Plan gemm_q8_plan_for(const GemmQ8Kernel& k, int threads, int64_t n_tok, int64_t n,
+                            int64_t rows, const GemmQ8Tuning& tune = {});
 
 // y = x · Wᵀ for each part (parts share x, n_tok tokens of x.n values).
 // Requires matmul_cpu_supports(part.w) and x.n == part.w.n_in.

@@ -37,6 +37,9 @@
 //   --pf 0,1,2            rows ahead that a thread prefetches (0: none; dot)
 //   --hint 0,1,2,3        cache level of the prefetch (t0, t1, t2, nta; dot)
 //   --panel-kib 64,256    a token block's x panel (gemm; 0: half of L2)
+//   --amx off,on          gemm on the ISA's tile kernel, on AMX's tile unit
+//       (kernels/cpu/gemm_q8_amx.h; "on" where the CPU has it; its bound is
+//       the memory's alone: no peak of the tile unit is measured)
 //   --shapes 70b|8b|1b|l2 the model's matmul shapes; l2: one 8192 x 256
 //       matrix (with --weights-gib 0, the kernel's compute rate from L2)
 //
@@ -65,6 +68,7 @@
 #include "io/ggml_type.h"
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/half.h"
@@ -199,6 +203,7 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"}, paths = {"dot", "gemm"};
   std::vector<int> panel_kibs = {0};
+  std::vector<std::string> amx_names = {"off", "on"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
                    pfs = {CpuMatmulTuning{}.prefetch_rows},
                    hints = {CpuMatmulTuning{}.prefetch_hint};
@@ -234,6 +239,8 @@ int main(int argc, char** argv) {
     } else if (a == "--panel-kib") {
       panel_kibs.clear();
       for (auto& s : split(next())) panel_kibs.push_back(std::atoi(s.c_str()));
+    } else if (a == "--amx") {
+      amx_names = split(next());
     } else if (a == "--mem") {
       mems = split(next());
     } else if (a == "--tasks") {
@@ -364,14 +371,16 @@ int main(int argc, char** argv) {
                 }
                 for (const std::string& path : paths) {
                   if (path == "gemm") {
-                    for (int kib : panel_kibs)
-                      vs.push_back({gemm_q8_kernel(i).name,
-                                    false,
-                                    i,
-                                    act,
-                                    true,
-                                    {},
-                                    {int64_t{kib} << 10, 0}});
+                    for (const std::string& am : amx_names) {
+                      const bool amx = am == "on";
+                      if (amx && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
+                      GemmQ8Tuning gt{int64_t{0}, 0, 0, amx ? GemmQ8Amx::On : GemmQ8Amx::Off};
+                      for (int kib : panel_kibs) {
+                        gt.panel_bytes = int64_t{kib} << 10;
+                        vs.push_back({amx ? "amx" : gemm_q8_kernel(i).name, false, i, act, true,
+                                      {}, gt});
+                      }
+                    }
                     continue;
                   }
                   for (int tp : tasks)
@@ -411,8 +420,10 @@ int main(int argc, char** argv) {
               const double macs = double(s.n_in) * s.n_out * nt;
               const double t_mem = wbytes / (host[th] * 1e9);
               const int ik = static_cast<int>(v.isa);
-              const double peak = v.ref                 ? 0
-                                  : v.act == CpuAct::Q8 ? peak_i8[ik][th]
+              // (AMX: no peak measured; its products are 8x VNNI's a cycle,
+              // so the bound is the memory's.)
+              const double peak = v.ref || v.gtune.amx == GemmQ8Amx::On ? 0
+                                  : v.act == CpuAct::Q8                 ? peak_i8[ik][th]
                                                         : peak_f32[ik][th] / 2;  // FMAs/s
               const double t_cpu = peak > 0 ? macs / peak : 0;
               const double t_med = wbytes / (st.med * 1e9);

@@ -24,6 +24,7 @@
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/ref/act_q8.h"
 #include "runtime/thread_pool.h"
@@ -79,6 +80,21 @@ std::vector<float> gemm(const WeightView& w, const ActQ8View& xv, int64_t n_tok,
   const MatmulQ8Part part{w, y.data()};
   gemm_q8_parts(pool, &part, 1, xv, n_tok, scratch, isa, tune);
   return y;
+}
+
+// The AMX path: emulated on every CPU, and the tile unit where this one has it.
+std::vector<GemmQ8Amx> amx_modes() {
+  std::vector<GemmQ8Amx> v{GemmQ8Amx::Emulated};
+  if (cpu_amx_usable())
+    v.push_back(GemmQ8Amx::On);
+  else
+    MESSAGE("SKIPPED: amx on the tile unit (no AMX on this CPU; emulated instead)");
+  return v;
+}
+
+GemmQ8Tuning with_amx(GemmQ8Tuning t, GemmQ8Amx a) {
+  t.amx = a;
+  return t;
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -145,6 +161,14 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, {}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {1, 1}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {3 * 416 * 4, 4}), want));
+          for (GemmQ8Amx a : amx_modes()) {
+            const std::string amx = a == GemmQ8Amx::On ? "amx" : "amx emulated";
+            CAPTURE(amx);
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_amx({}, a)), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({1, 1}, a)), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({3 * 416 * 4, 4}, a)),
+                            want));
+          }
         }
       }
     }
@@ -168,6 +192,8 @@ TEST_CASE("cpu_gemm_q8: a 512-token batch has each token's bits alone") {
       buf.reserve(n_tok, n_in);
       quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, isa);
       CHECK(same_bits(gemm(w, buf.view(n_in), n_tok, isa, pool, {}), want));
+      for (GemmQ8Amx a : amx_modes())
+        CHECK(same_bits(gemm(w, buf.view(n_in), n_tok, isa, pool, with_amx({}, a)), want));
     }
   }
 }

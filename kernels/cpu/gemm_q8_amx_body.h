@@ -1,0 +1,163 @@
+// The AMX tile kernel's body (kernels/cpu/gemm_q8_amx.h), written once for
+// two policies: the hardware's tile instructions (gemm_q8_amx.cpp) and their
+// emulation (gemm_q8_amx_emu.cpp). Each includes it after defining
+// LS_AMX_TARGET (the function attribute of its ISA) and
+// the policy class, which has:
+//     config(), release()                  the tile shapes below / back to init
+//     load<T>(p, stride), store<T>(p, stride), zero<T>()
+//     dp_us<C, A, B>(), dp_ss<C, A, B>()   C += A · B, A unsigned / signed bytes
+// Tiles: 0, 1: the int32 sums of token groups 0 and 1 (16 x 16); 2: 16
+// weight rows' block (32 bytes); 3, 4: the groups' block (8 x 64); 5, 6, 7:
+// the same for half a block (Q6_K's groups of 16 values).
+//
+// The float step is GCC vector code, 16 tokens a vector: one AVX-512
+// instruction per operation in the hardware build, emulated lane by lane
+// elsewhere, with the lane form's IEEE operations either way (contraction is
+// off in both files: a multiply then an add).
+// (no defines: a body for gemm_q8_amx.cpp and gemm_q8_amx_emu.cpp)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "io/ggml_type.h"
+#include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/q8_lanes.h"
+
+// Internal to the file that includes it: the two builds differ in their ISA.
+namespace ls {
+namespace {
+
+typedef float LsAmxV16f __attribute__((vector_size(64)));
+typedef int32_t LsAmxV16i __attribute__((vector_size(64)));
+
+template <class V>
+LS_AMX_TARGET inline V amx_load16(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The shapes of the tiles above, as LDTILECFG reads them (palette 1).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 32, 64, 64, 16, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 8, 8, 16, 4, 4};
+};
+static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
+
+template <class Ops, ls::GgmlType TY>
+LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::GemmQ8AmxX* x,
+                            int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
+  using ls::GgmlType;
+  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
+  constexpr int R = ls::kGemmQ8AmxGroup;  // rows of a weight tile (16, as the group)
+  Ops o;
+  o.config();
+  // The lane form's accumulators: row, group, lane j; 16 tokens a vector.
+  alignas(64) LsAmxV16f acc[R][2][8];
+  for (auto& r : acc)
+    for (auto& g : r)
+      for (auto& l : g) l = LsAmxV16f{};  // +0, as the lane form starts
+  // The tiles' sums as stored: [g] the block (Q6_K: its lo half), [2 + g] Q6_K's hi half.
+  alignas(64) int32_t cb[4][R][16];
+  const int64_t stride = nc * static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
+  const bool two = n_groups > 1;
+  for (int64_t c = 0; c < nc; ++c) {
+    const ls::GemmQ8WChunk* wc = w + c;  // row r: wc[r * nc]
+    const ls::GemmQ8AmxX* xc0 = x + c;
+    const ls::GemmQ8AmxX* xc1 = x + nc + c;
+    for (int j = 0; j < 8; ++j) {
+      if constexpr (kQ6) {
+        for (int h = 0; h < 2; ++h) {
+          o.template load<5>(wc->u + 32 * j + 16 * h, stride);
+          o.template load<6>(xc0->b[j] + 256 * h, 64);
+          o.template zero<0>();
+          o.template dp_us<0, 5, 6>();
+          o.template store<0>(cb[2 * h], 64);
+          if (two) {
+            o.template load<7>(xc1->b[j] + 256 * h, 64);
+            o.template zero<1>();
+            o.template dp_us<1, 5, 7>();
+            o.template store<1>(cb[2 * h + 1], 64);
+          }
+        }
+      } else {
+        o.template load<2>(wc->u + 32 * j, stride);
+        o.template load<3>(xc0->b[j], 64);
+        o.template zero<0>();
+        if constexpr (kQ8)
+          o.template dp_ss<0, 2, 3>();
+        else
+          o.template dp_us<0, 2, 3>();
+        o.template store<0>(cb[0], 64);
+        if (two) {
+          o.template load<4>(xc1->b[j], 64);
+          o.template zero<1>();
+          if constexpr (kQ8)
+            o.template dp_ss<1, 2, 4>();
+          else
+            o.template dp_us<1, 2, 4>();
+          o.template store<1>(cb[1], 64);
+        }
+      }
+      // The float step of lane j, chunk c: every (row, token) pair.
+      for (int g = 0; g < n_groups; ++g) {
+        const ls::GemmQ8AmxX* xg = g ? xc1 : xc0;
+        const LsAmxV16f d = amx_load16<LsAmxV16f>(xg->d[j]);
+        for (int r = 0; r < R; ++r) {
+          const ls::GemmQ8WChunk& wr = wc[r * nc];
+          LsAmxV16f a = acc[r][g][j];
+          if constexpr (kQ6) {
+            const LsAmxV16f lo =
+                __builtin_convertvector(amx_load16<LsAmxV16i>(cb[g][r]), LsAmxV16f);
+            const LsAmxV16f hi =
+                __builtin_convertvector(amx_load16<LsAmxV16i>(cb[2 + g][r]), LsAmxV16f);
+            a = a + (wr.s[j] * d) * lo;
+            a = a + (wr.s_hi[j] * d) * hi;
+            a = a - wr.m[j] * amx_load16<LsAmxV16f>(xg->ds_lo[j]);
+            a = a - wr.m_hi[j] * amx_load16<LsAmxV16f>(xg->ds_hi[j]);
+          } else {
+            const LsAmxV16f I = __builtin_convertvector(amx_load16<LsAmxV16i>(cb[g][r]), LsAmxV16f);
+            a = a + (wr.s[j] * d) * I;
+            if constexpr (!kQ8) a = a - wr.m[j] * amx_load16<LsAmxV16f>(xg->ds[j]);
+          }
+          acc[r][g][j] = a;
+        }
+      }
+    }
+  }
+  o.release();
+  for (int r = 0; r < n_rows; ++r)
+    for (int t = 0; t < n_tok; ++t) {
+      float lanes[8];
+      for (int j = 0; j < 8; ++j) lanes[j] = acc[r][t / 16][j][t % 16];
+      y[t * ldy + r] = ls::q8_lanes_sum(lanes);
+    }
+}
+
+// The kernel for a type (the types gemm_q8_parts takes).
+template <class Ops>
+LS_AMX_TARGET void amx_tile_any(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
+                                const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
+                                float* y, int64_t ldy) {
+  using ls::GgmlType;
+  switch (t) {
+    case GgmlType::Q4_0:
+      return amx_tile<Ops, GgmlType::Q4_0>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    case GgmlType::Q8_0:
+      return amx_tile<Ops, GgmlType::Q8_0>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    case GgmlType::Q4_K:
+      return amx_tile<Ops, GgmlType::Q4_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    case GgmlType::Q5_K:
+      return amx_tile<Ops, GgmlType::Q5_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    case GgmlType::Q6_K:
+      return amx_tile<Ops, GgmlType::Q6_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    default:
+      return;
+  }
+}
+
+}  // namespace
+}  // namespace ls
