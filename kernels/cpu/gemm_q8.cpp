@@ -95,8 +95,7 @@ void run_task_amx(const JobG& j, int64_t task, int thread) {
   GemmQ8WChunk* tile = j.scratch->tile(thread);
   const uint8_t* rows = static_cast<const uint8_t*>(w.data);
   for (int64_t r = r0; r < r1; ++r)
-    gemm_q8_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc, j.isa);
-  gemm_q8_amx_natural(tile, (r1 - r0) * j.nc);
+    gemm_q8_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc, j.isa, true);
   const int64_t padded = (r1 - r0 + kGemmQ8AmxRows - 1) / kGemmQ8AmxRows * kGemmQ8AmxRows;
   std::fill(tile + (r1 - r0) * j.nc, tile + padded * j.nc, GemmQ8WChunk{});
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {

@@ -118,14 +118,16 @@ GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
 // the packer (every one gives the same bytes).
 void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel,
                     CpuIsa isa = CpuIsa::Portable);
-// One weight row of n values of type t into nc chunks.
+// One weight row of n values of type t into nc chunks (natural: u in the
+// values' own order, block j = bytes 32j.., for the AMX path).
 void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                    CpuIsa isa = CpuIsa::Portable);
+                    CpuIsa isa = CpuIsa::Portable, bool natural = false);
 // The packers: portable (chunks c0.. of each token only), and AVX2.
 void gemm_q8_pack_x_from(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0,
                          GemmQ8XChunk* panel);
 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel);
-void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out);
+void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
+                         bool natural = false);
 
 // The panel and the per-thread tiles; grows in reserve only.
 class GemmQ8Scratch {

@@ -1,7 +1,7 @@
 // The AMX path's hardware tile kernel, the process's permission to use the
 // tile registers, and the path's packers (kernels/cpu/gemm_q8_amx.h).
 // defines: cpu_amx_usable, gemm_q8_amx_enabled, gemm_q8_amx_min_tokens, gemm_q8_amx_tile_hw,
-//          gemm_q8_amx_pack_x, gemm_q8_amx_natural (kernels/cpu/gemm_q8_amx.h)
+//          gemm_q8_amx_pack_x (kernels/cpu/gemm_q8_amx.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -151,15 +151,6 @@ void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* 
         }
       }
     }
-}
-
-void gemm_q8_amx_natural(GemmQ8WChunk* w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint8_t nat[256];
-    for (int v = 0; v < 8; ++v)
-      for (int j = 0; j < 8; ++j) std::memcpy(nat + 32 * j + 4 * v, w[i].u + 32 * v + 4 * j, 4);
-    std::memcpy(w[i].u, nat, sizeof nat);
-  }
 }
 
 }  // namespace ls

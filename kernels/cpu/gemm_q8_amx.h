@@ -27,7 +27,7 @@
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); cpu_amx_usable asks
 // once for the whole process.
 // defines: cpu_amx_usable(), gemm_q8_amx_enabled(), GemmQ8AmxTileFn, gemm_q8_amx_tile_hw(),
-//          gemm_q8_amx_tile_emu(), gemm_q8_amx_pack_x(), gemm_q8_amx_natural(),
+//          gemm_q8_amx_tile_emu(), gemm_q8_amx_pack_x(),
 //          gemm_q8_amx_min_tokens(), kGemmQ8AmxRows, kGemmQ8AmxToks
 #pragma once
 
@@ -52,7 +52,7 @@ int64_t gemm_q8_amx_min_tokens();
 
 // y[t * ldy + r] = row r · token t for r < n_rows (<= 16), t < n_tok (<= 16
 // · n_groups, n_groups 1 or 2). w: 16 rows of nc natural-order chunks
-// (gemm_q8_amx_natural; rows past n_rows are read, so they must be there:
+// (gemm_q8_pack_w's natural order; rows past n_rows are read, so they must be there:
 // zeros do), row r chunk c at w[r * nc + c]; x: n_groups groups of nc
 // chunks, group g chunk c at x[g * nc + c].
 using GemmQ8AmxTileFn = void (*)(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
@@ -66,7 +66,5 @@ void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const G
 // t / 16 at its place t % 16, group g chunk c at panel[g * nc + c]); a group's
 // places from t1 on are zeroed.
 void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel);
-// n chunks packed by gemm_q8_pack_w (interleaved u) into natural order, in place.
-void gemm_q8_amx_natural(GemmQ8WChunk* w, int64_t n);
 
 }  // namespace ls

@@ -60,71 +60,90 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
   for (auto& r : acc)
     for (auto& g : r)
       for (auto& l : g) l = LsAmxV16f{};  // +0, as the lane form starts
-  // The tiles' sums as stored: [g] the block (Q6_K: its lo half), [2 + g] Q6_K's hi half.
-  alignas(64) int32_t cb[4][R][16];
+  // The tiles' sums as stored, two steps' worth: [step & 1][g] the block
+  // (Q6_K: its lo half), [step & 1][2 + g] Q6_K's hi half.
+  alignas(64) int32_t cb[2][4][R][16];
   const int64_t stride = nc * static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
   const bool two = n_groups > 1;
-  for (int64_t c = 0; c < nc; ++c) {
-    const ls::GemmQ8WChunk* wc = w + c;  // row r: wc[r * nc]
+  // The tile multiplies of step (c, j) into cb[buf].
+  auto multiply = [&](int64_t c, int j, int buf) LS_AMX_TARGET {
+    const ls::GemmQ8WChunk* wc = w + c;
     const ls::GemmQ8AmxX* xc0 = x + c;
     const ls::GemmQ8AmxX* xc1 = x + nc + c;
-    for (int j = 0; j < 8; ++j) {
-      if constexpr (kQ6) {
-        for (int h = 0; h < 2; ++h) {
-          o.template load<5>(wc->u + 32 * j + 16 * h, stride);
-          o.template load<6>(xc0->b[j] + 256 * h, 64);
-          o.template zero<0>();
-          o.template dp_us<0, 5, 6>();
-          o.template store<0>(cb[2 * h], 64);
-          if (two) {
-            o.template load<7>(xc1->b[j] + 256 * h, 64);
-            o.template zero<1>();
-            o.template dp_us<1, 5, 7>();
-            o.template store<1>(cb[2 * h + 1], 64);
-          }
-        }
-      } else {
-        o.template load<2>(wc->u + 32 * j, stride);
-        o.template load<3>(xc0->b[j], 64);
+    if constexpr (kQ6) {
+      for (int h = 0; h < 2; ++h) {
+        o.template load<5>(wc->u + 32 * j + 16 * h, stride);
+        o.template load<6>(xc0->b[j] + 256 * h, 64);
         o.template zero<0>();
-        if constexpr (kQ8)
-          o.template dp_ss<0, 2, 3>();
-        else
-          o.template dp_us<0, 2, 3>();
-        o.template store<0>(cb[0], 64);
+        o.template dp_us<0, 5, 6>();
+        o.template store<0>(cb[buf][2 * h], 64);
         if (two) {
-          o.template load<4>(xc1->b[j], 64);
+          o.template load<7>(xc1->b[j] + 256 * h, 64);
           o.template zero<1>();
-          if constexpr (kQ8)
-            o.template dp_ss<1, 2, 4>();
-          else
-            o.template dp_us<1, 2, 4>();
-          o.template store<1>(cb[1], 64);
+          o.template dp_us<1, 5, 7>();
+          o.template store<1>(cb[buf][2 * h + 1], 64);
         }
       }
-      // The float step of lane j, chunk c: every (row, token) pair.
+    } else {
+      o.template load<2>(wc->u + 32 * j, stride);
+      o.template load<3>(xc0->b[j], 64);
+      o.template zero<0>();
+      if constexpr (kQ8)
+        o.template dp_ss<0, 2, 3>();
+      else
+        o.template dp_us<0, 2, 3>();
+      o.template store<0>(cb[buf][0], 64);
+      if (two) {
+        o.template load<4>(xc1->b[j], 64);
+        o.template zero<1>();
+        if constexpr (kQ8)
+          o.template dp_ss<1, 2, 4>();
+        else
+          o.template dp_us<1, 2, 4>();
+        o.template store<1>(cb[buf][1], 64);
+      }
+    }
+  };
+  // Steps (c, j) in order; the tile unit multiplies step i + 1 while the
+  // vector units run step i's float step (the sums go to the other buffer:
+  // nothing waits on a tile store just made).
+  const int64_t steps = nc * 8;
+  multiply(0, 0, 0);
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t c = i / 8;
+    const int j = static_cast<int>(i % 8), buf = static_cast<int>(i & 1);
+    if (i + 1 < steps) multiply((i + 1) / 8, static_cast<int>((i + 1) % 8), buf ^ 1);
+    // The float step of lane j, chunk c: every (row, token) pair.
+    const ls::GemmQ8WChunk* wc = w + c;
+    const ls::GemmQ8AmxX* xg[2] = {x + c, x + nc + c};
+    LsAmxV16f d[2] = {}, dl[2] = {}, dh[2] = {};
+    for (int g = 0; g < n_groups; ++g) {
+      d[g] = amx_load16<LsAmxV16f>(xg[g]->d[j]);
+      if constexpr (kQ6) {
+        dl[g] = amx_load16<LsAmxV16f>(xg[g]->ds_lo[j]);
+        dh[g] = amx_load16<LsAmxV16f>(xg[g]->ds_hi[j]);
+      } else {
+        dl[g] = amx_load16<LsAmxV16f>(xg[g]->ds[j]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const ls::GemmQ8WChunk& wr = wc[r * nc];
+      const float s = wr.s[j], m = wr.m[j];
       for (int g = 0; g < n_groups; ++g) {
-        const ls::GemmQ8AmxX* xg = g ? xc1 : xc0;
-        const LsAmxV16f d = amx_load16<LsAmxV16f>(xg->d[j]);
-        for (int r = 0; r < R; ++r) {
-          const ls::GemmQ8WChunk& wr = wc[r * nc];
-          LsAmxV16f a = acc[r][g][j];
-          if constexpr (kQ6) {
-            const LsAmxV16f lo =
-                __builtin_convertvector(amx_load16<LsAmxV16i>(cb[g][r]), LsAmxV16f);
-            const LsAmxV16f hi =
-                __builtin_convertvector(amx_load16<LsAmxV16i>(cb[2 + g][r]), LsAmxV16f);
-            a = a + (wr.s[j] * d) * lo;
-            a = a + (wr.s_hi[j] * d) * hi;
-            a = a - wr.m[j] * amx_load16<LsAmxV16f>(xg->ds_lo[j]);
-            a = a - wr.m_hi[j] * amx_load16<LsAmxV16f>(xg->ds_hi[j]);
-          } else {
-            const LsAmxV16f I = __builtin_convertvector(amx_load16<LsAmxV16i>(cb[g][r]), LsAmxV16f);
-            a = a + (wr.s[j] * d) * I;
-            if constexpr (!kQ8) a = a - wr.m[j] * amx_load16<LsAmxV16f>(xg->ds[j]);
-          }
-          acc[r][g][j] = a;
+        LsAmxV16f a = acc[r][g][j];
+        const LsAmxV16f I =
+            __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][g][r]), LsAmxV16f);
+        a = a + (s * d[g]) * I;
+        if constexpr (kQ6) {
+          const LsAmxV16f hi =
+              __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][2 + g][r]), LsAmxV16f);
+          a = a + (wr.s_hi[j] * d[g]) * hi;
+          a = a - m * dl[g];
+          a = a - wr.m_hi[j] * dh[g];
+        } else if constexpr (!kQ8) {
+          a = a - m * dl[g];
         }
+        acc[r][g][j] = a;
       }
     }
   }

@@ -69,8 +69,9 @@ void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* pa
     gemm_q8_pack_x_avx2(x, t0, t1, panel);
 }
 
-void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out, CpuIsa isa) {
-  if (isa != CpuIsa::Portable) return gemm_q8_pack_w_avx2(t, row, n, out);
+void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out, CpuIsa isa,
+                    bool natural) {
+  if (isa != CpuIsa::Portable) return gemm_q8_pack_w_avx2(t, row, n, out, natural);
   const int64_t nc = gemm_q8_chunks(n);
   const uint64_t chunk_bytes = ggml_row_bytes(t, QK_K);
   const bool has_min = g16_has_min(t);
@@ -87,7 +88,12 @@ void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out
       for (int i = 0; i < nv; ++i) q[i] = static_cast<int8_t>(q[i] + offset);
     GemmQ8WChunk& o = out[c];
     const int nb = nv / 32;
-    interleave(q, nb, o.u);
+    if (natural) {
+      std::memset(o.u, 0, sizeof o.u);
+      std::memcpy(o.u, q, 32 * static_cast<size_t>(nb));
+    } else {
+      interleave(q, nb, o.u);
+    }
     for (int j = 0; j < 8; ++j) {
       const bool in = j < nb;
       const float s_lo = in ? s[2 * j] : 0.0f, s_hi = in ? s[2 * j + 1] : 0.0f;

@@ -61,7 +61,8 @@ LS_AVX2 inline void evens_odds(const float* p, __m256* even, __m256* odd) {
 
 }  // namespace
 
-LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out) {
+LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
+                                 bool natural) {
   const int64_t full = n / QK_K;
   const uint64_t chunk_bytes = ggml_row_bytes(t, QK_K);
   const bool has_min = g16_has_min(t);
@@ -76,7 +77,10 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
       r[j] =
           _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)), offset);
     GemmQ8WChunk& o = out[c];
-    transpose8x8_epi32(r, o.u);
+    if (natural)
+      for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(o.u + 32 * j), r[j]);
+    else
+      transpose8x8_epi32(r, o.u);
     __m256 s_lo, s_hi;
     evens_odds(s, &s_lo, &s_hi);
     _mm256_store_ps(o.s, s_lo);
@@ -102,7 +106,8 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
   }
   // A Q4_0 / Q8_0 row that ends inside a chunk: its last chunk as the
   // portable packer makes it.
-  if (full * QK_K < n) gemm_q8_pack_w(t, row, n - full * QK_K, out + full, CpuIsa::Portable);
+  if (full * QK_K < n)
+    gemm_q8_pack_w(t, row, n - full * QK_K, out + full, CpuIsa::Portable, natural);
 }
 
 LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
@@ -144,8 +149,9 @@ LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, Gem
 #else  // not x86: never called (gemm_q8_parts packs with these only on AVX2 CPUs), but must link.
 
 namespace ls {
-void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out) {
-  gemm_q8_pack_w(t, row, n, out, CpuIsa::Portable);
+void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
+                         bool natural) {
+  gemm_q8_pack_w(t, row, n, out, CpuIsa::Portable, natural);
 }
 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
   gemm_q8_pack_x_from(x, t0, t1, 0, panel);
