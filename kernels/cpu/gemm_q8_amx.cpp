@@ -124,9 +124,12 @@ bool gemm_q8_amx_enabled() {
   return on;
 }
 
-// Not measured yet on the GPU machine's Xeon: the VNNI GEMM's own threshold.
+// Measured on the GPU machine's Xeon (16 threads, the 70b shapes, Q4_K and
+// Q6_K; bench/results/2026-12-02-h200-amx.md): at 8 tokens the AMX path
+// reads 0.80-0.91x the VNNI tile's GB/s (a token group of 16 half empty),
+// at 16 1.05-1.30x, at 32 1.35-1.62x, at 64 1.36-1.64x.
 int64_t gemm_q8_amx_min_tokens() {
-  return 8;
+  return 16;
 }
 
 void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel) {
