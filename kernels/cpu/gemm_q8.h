@@ -32,6 +32,9 @@
 //                and (row, token) the float step of the lane form.
 //   avx512vnni : 4 rows × 4 tokens, vpdpbusd into int32 (two slices per zmm).
 //   portable   : 1 × 1, plain C++ over the same layouts.
+//   amx        : 16 rows × 32 tokens on the tile unit, from 16 tokens on
+//                CPUs that have it (kernels/cpu/gemm_q8_amx.h: natural-order
+//                weights and its own x panel, GemmQ8AmxX; same bits).
 // Blocking (gemm_q8_plan): a task is a range of rows (packed once per call,
 // about a quarter of L2) for a group of tokens (all of them unless rows are
 // few); within it, tokens in blocks whose panel fills about half of L2, and

@@ -126,8 +126,8 @@ bool gemm_q8_amx_enabled() {
 
 // Measured on the GPU machine's Xeon (16 threads, the 70b shapes, Q4_K and
 // Q6_K; bench/results/2026-12-02-h200-amx.md): at 8 tokens the AMX path
-// reads 0.80-0.91x the VNNI tile's GB/s (a token group of 16 half empty),
-// at 16 1.05-1.30x, at 32 1.35-1.62x, at 64 1.36-1.64x.
+// reads 0.79-0.90x the VNNI tile's GB/s (a token group of 16 half empty),
+// at 16 1.04-1.29x, at 32 1.09-1.57x, at 64 1.35-1.64x.
 int64_t gemm_q8_amx_min_tokens() {
   return 16;
 }
