@@ -271,17 +271,27 @@ Expected<SeqEnd> Pipeline::wait(std::future<SeqEnd>& done) {
 }
 
 Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from) {
+  SeqRequest r;
+  r.cb = std::move(cb);
+  r.logits_from = logits_from;
+  return run_slot0(prompt, std::move(r));
+}
+
+Status Pipeline::run_request(std::span<const int32_t> prompt, FeedCallback feed) {
+  SeqRequest r;
+  r.feed = std::move(feed);
+  return run_slot0(prompt, std::move(r));
+}
+
+Status Pipeline::run_slot0(std::span<const int32_t> prompt, SeqRequest r) {
   rc_->set_busy(true);
   struct Idle {
     RunControl* rc;
     ~Idle() { rc->set_busy(false); }
   } idle{rc_};
-  SeqRequest r;
   r.prompt.assign(prompt.begin(), prompt.end());
-  r.cb = std::move(cb);
   r.slot = 0;
   r.pos0 = n_past_;
-  r.logits_from = logits_from;
   r.keep_cache = true;  // the next request continues it (a chat), or rewinds
   std::promise<SeqEnd> done;
   std::future<SeqEnd> fut = done.get_future();

@@ -87,7 +87,13 @@ class Pipeline {
   // them in prompt order, the last row last.
   Status run_request(std::span<const int32_t> prompt, StepCallback cb,
                      size_t logits_from = SIZE_MAX);
+  // The same with a FeedCallback (speculative decoding: several tokens a
+  // step, rewinds); the slot keeps the positions before the end's.
+  Status run_request(std::span<const int32_t> prompt, FeedCallback feed);
   uint32_t n_past() const { return n_past_; }
+  // Keep only the first n positions of slot 0's cache for the next request
+  // (n <= n_past(): a draft model gives up its rejected proposals).
+  void truncate(uint32_t n) { n_past_ = std::min(n_past_, n); }
   // Start the next request at position 0 again (between requests): the cache
   // positions are overwritten before they are read.
   void rewind() { n_past_ = 0; }
@@ -109,6 +115,7 @@ class Pipeline {
  private:
   struct Graph;
   Pipeline() = default;
+  Status run_slot0(std::span<const int32_t> prompt, SeqRequest r);
   std::unique_ptr<HostLink> host_link_;  // when the backend brings no link of its own
   DeviceLink* link_ = nullptr;
   std::unique_ptr<Graph> g_;

@@ -159,7 +159,8 @@ void SamplerActor::form_batch(Batch& b) {
   if (paged_)
     for (size_t i = 0; i < running_.size();) {
       Seq& s = running_[i];
-      if (s.token >= 0 && !kv_.reserve(static_cast<uint32_t>(s.req.slot), s.pos + 1)) {
+      if (!s.next.empty() &&
+          !kv_.reserve(static_cast<uint32_t>(s.req.slot), s.pos + uint32_t(s.next.size()))) {
         finish(i, false, kv_full(s.pos));
         continue;
       }
@@ -169,11 +170,10 @@ void SamplerActor::form_batch(Batch& b) {
   order_.clear();
   for (size_t i = 0; i < running_.size(); ++i) {
     Seq& s = running_[i];
-    if (s.token < 0) continue;
-    b.add(s.token, static_cast<int32_t>(s.pos), s.req.slot, true);
-    ++s.pos;
-    s.token = -1;
-    s.rows = 1;
+    if (s.next.empty()) continue;
+    for (int32_t t : s.next) b.add(t, static_cast<int32_t>(s.pos++), s.req.slot, true);
+    s.rows = static_cast<int32_t>(s.next.size());
+    s.next.clear();
     order_.push_back(i);
   }
   // Alone, a prompt goes whole; beside decoding sequences, chunk_ tokens a step.
@@ -230,15 +230,34 @@ void SamplerActor::run() {
     for (size_t i : order_) {
       Seq& s = running_[i];
       if (s.rows == 0) continue;
-      const std::optional<int32_t> tok = s.req.cb ? s.req.cb(out->step, row, s.rows) : std::nullopt;
-      row += static_cast<int64_t>(s.rows) * out->n_vocab;
+      const int32_t rows = s.rows;
       s.rows = 0;
-      if (s.fed < s.req.prompt.size()) continue;  // a prompt chunk that is not the last
+      const bool mid_prompt = s.fed < s.req.prompt.size();  // a chunk that is not the last
+      if (s.req.feed) {
+        std::optional<SeqFeed> f = s.req.feed(out->step, row, rows, s.pos);
+        row += static_cast<int64_t>(rows) * out->n_vocab;
+        if (mid_prompt) continue;
+        // Rewound to f->pos (never before the request's start nor past the
+        // next position); what does not fit the context is not fed.
+        if (f) {
+          s.pos = std::clamp(f->pos, s.req.pos0, s.pos);
+          const uint32_t room = s.req.max_pos > s.pos ? s.req.max_pos - s.pos : 0;
+          if (f->tokens.size() > room) f->tokens.resize(room);
+        }
+        if (!f || f->tokens.empty())
+          ended.push_back(i);
+        else
+          s.next = std::move(f->tokens);
+        continue;
+      }
+      const std::optional<int32_t> tok = s.req.cb ? s.req.cb(out->step, row, rows) : std::nullopt;
+      row += static_cast<int64_t>(rows) * out->n_vocab;
+      if (mid_prompt) continue;
       // The sequence ends when its callback says so or its context is full.
       if (!tok || s.pos >= s.req.max_pos)
         ended.push_back(i);
       else
-        s.token = *tok;
+        s.next.assign(1, *tok);
     }
     std::sort(ended.begin(), ended.end());
     for (size_t k = ended.size(); k-- > 0;) finish(ended[k], false);

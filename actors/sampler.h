@@ -23,7 +23,7 @@
 // hold is refused at submit (Pipeline::submit); one that waits while
 // nothing runs, so that nothing will free blocks, ends at once with the
 // message rather than wait for ever.
-// defines: StepCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
+// defines: StepCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
 #pragma once
 
 #include <condition_variable>
@@ -50,10 +50,28 @@ namespace ls {
 using StepCallback =
     std::function<std::optional<int32_t>(int64_t step, const float* logits, int32_t n_rows)>;
 
+// What a sequence feeds next in place of one token (speculative decoding's
+// verify steps, model/speculative.h): tokens, each with a logits row, at
+// positions pos, pos + 1, ...; pos is at most the sequence's next position
+// and at least its first: below it, the positions from pos on are given up
+// (rejected drafts: their cache entries are overwritten before anything
+// reads them, since a token attends to positions up to its own only).
+struct SeqFeed {
+  std::vector<int32_t> tokens;
+  uint32_t pos = 0;
+};
+// The callback of such a sequence: the step's rows as StepCallback's, and
+// the sequence's next position. nullopt ends the sequence there; a feed of
+// no tokens ends it at the feed's pos (its cache, and SeqEnd::pos, hold the
+// positions before it: the accepted ones).
+using FeedCallback = std::function<std::optional<SeqFeed>(int64_t step, const float* logits,
+                                                          int32_t n_rows, uint32_t next_pos)>;
+
 // A sequence to run (Pipeline::submit).
 struct SeqRequest {
   std::vector<int32_t> prompt;  // at least one token
   StepCallback cb;
+  FeedCallback feed;  // instead of cb: tokens to feed (and where) after each step
   int32_t slot = -1;    // key/value slot; -1: the first free one
   uint32_t pos0 = 0;    // the prompt's first position (a slot's kept cache: a chat)
   uint32_t max_pos = 0; // the sequence ends when its next position reaches this (the context)
@@ -114,7 +132,7 @@ class SamplerActor {
     std::promise<SeqEnd> done;
     uint32_t pos = 0;     // the next position to write
     size_t fed = 0;       // prompt tokens sent so far
-    int32_t token = -1;   // the sampled token to send next (>= 0 once the prompt is done)
+    std::vector<int32_t> next;  // the tokens to send next (once the prompt is done)
     int32_t rows = 0;     // its logits rows in the step in flight
     bool cancelled = false;
   };

@@ -126,7 +126,7 @@ double Sampler::uniform01() {
   return double(rng_() >> 11) * 0x1.0p-53;  // 53 random bits: every double in [0, 1) on the grid
 }
 
-int32_t Sampler::sample(const float* logits) {
+Sampler::Dist Sampler::distribution(const float* logits) {
   const size_t n = size_t(n_vocab_);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   // Copy, with NaN as -inf, +inf as the largest float and -0 as +0, so the
@@ -141,7 +141,7 @@ int32_t Sampler::sample(const float* logits) {
   if (penalty_on(params_)) apply_penalty();
   const int32_t best = argmax();
   // Greedy, and the degenerate row where every token is masked out.
-  if (params_.temp <= 0.0f || work_[size_t(best)] == kNegInf) return best;
+  if (params_.temp <= 0.0f || work_[size_t(best)] == kNegInf) return {best, 0, 0.0};
   const float top = work_[size_t(best)];  // every filter keeps it
   auto logit = [&](uint64_t key) { return work_[size_t(candidate_id(key))]; };
   auto begin = cand_.begin();
@@ -214,16 +214,40 @@ int32_t Sampler::sample(const float* logits) {
     prob_[i] = std::exp((double(logit(cand_[i])) - double(top)) * inv_t);
     sum += prob_[i];
   }
+  return {best, n_cand, sum};
+}
+
+// The draw from the live set, skipping `skip` (-1: none) whose weight the
+// caller took out of sum.
+int32_t Sampler::draw(const Dist& d, double sum, int32_t skip) {
   const double u = uniform01() * sum;
   double cum = 0.0;
-  size_t last_nonzero = 0;
-  for (size_t i = 0; i < n_cand; ++i) {
-    if (prob_[i] == 0.0) continue;  // never drawn
+  size_t last_nonzero = SIZE_MAX;
+  for (size_t i = 0; i < d.n; ++i) {
+    if (prob_[i] == 0.0 || candidate_id(cand_[i]) == skip) continue;  // never drawn
     cum += prob_[i];
     last_nonzero = i;
     if (u < cum) return candidate_id(cand_[i]);
   }
-  return candidate_id(cand_[last_nonzero]);  // u rounded up to sum
+  return last_nonzero == SIZE_MAX ? d.best : candidate_id(cand_[last_nonzero]);  // u rounded up
+}
+
+int32_t Sampler::sample(const float* logits) {
+  const Dist d = distribution(logits);
+  return d.n == 0 ? d.best : draw(d, d.sum, -1);
+}
+
+int32_t Sampler::verify(const float* logits, int32_t draft, double bias) {
+  const Dist d = distribution(logits);
+  if (d.n == 0) return d.best;  // greedy: the draft stands only if it is the argmax
+  double p_draft = 0.0;
+  for (size_t i = 0; i < d.n; ++i)
+    if (candidate_id(cand_[i]) == draft) p_draft = prob_[i];
+  // Accept with probability p(draft) (the draft's own q is 1: min(1, p/q) = p).
+  if (uniform01() * d.sum < bias * p_draft) return draft;
+  // Rejected: the residual max(0, p - q) normalised, i.e. p without the draft.
+  const double rest = d.sum - p_draft;
+  return rest > 0.0 ? draw(d, rest, draft) : draft;
 }
 
 }  // namespace ls

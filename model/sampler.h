@@ -46,6 +46,17 @@ class Sampler {
 
   // Choose the next token from one row of logits (n_vocab floats; not modified).
   int32_t sample(const float* logits);
+  // Speculative sampling (Leviathan et al. 2023, Chen et al. 2023) for a
+  // draft proposed with certainty (a deterministic draft: its q is a point
+  // mass): returns `draft` with probability p(draft), p this sampler's
+  // distribution for the row (the whole chain: penalty, filters,
+  // temperature), else a token drawn from p without the draft, renormalised
+  // (the residual max(0, p - q)). So the token returned follows p exactly,
+  // as sample() does. Greedy (temp <= 0): the argmax, which equals the draft
+  // exactly when plain greedy decoding would have chosen it. bias: tests
+  // only (accept with probability bias * p(draft): a wrong acceptor that the
+  // statistical test must catch).
+  int32_t verify(const float* logits, int32_t draft, double bias = 1.0);
   // Record a token that is now part of the context (prompt tokens and sampled
   // ones), for the repeat penalty. O(1).
   void accept(int32_t token);
@@ -57,6 +68,15 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
  private:
+  // The chain up to the draw: greedy (n = 0: the answer is best), or the
+  // live candidates cand_[0, n) with their unnormalised prob_, summing to sum.
+  struct Dist {
+    int32_t best;
+    size_t n;
+    double sum;
+  };
+  Dist distribution(const float* logits);
+  int32_t draw(const Dist& d, double sum, int32_t skip);
   void apply_penalty();    // on work_
   int32_t argmax() const;  // of work_, lowest id on ties
   double uniform01();      // [0, 1) from 53 raw bits

@@ -14,6 +14,7 @@
 #include "model/sampler.h"
 #include "tools/commands.h"
 #include "tools/decode_parallel.h"
+#include "tools/decode_speculative.h"
 #include "tools/engine_flags.h"
 
 namespace ls {
@@ -31,6 +32,7 @@ struct DecodeArgs {
   int n_predict = 64;
   bool no_bos = false, special = false, ids = false, chat = false, no_display_prompt = false;
   SamplerParams sp;
+  SpecOptions spec;
 };
 
 struct Stats {
@@ -95,6 +97,42 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
   return s;
 }
 
+// The same request with verify steps (--draft): the draft proposes, the
+// target checks several tokens a pass; the tokens are the target's own.
+Status generate_spec(Engine& e, SpeculativeDecoder& spec, Sampler& sampler,
+                     std::span<const int32_t> prompt, int n, Stats& st,
+                     std::vector<int32_t>& out_ids, bool* hit_eog) {
+  const Model& m = e.model();
+  Detokenizer detok(*m.tokenizer);
+  const auto t0 = Clock::now();
+  Clock::time_point t_first;
+  int count = 0;
+  *hit_eog = false;
+  Status s = spec.run(e, sampler, prompt, n, [&](int32_t tok) {
+    if (count == 0) t_first = Clock::now();
+    out_ids.push_back(tok);
+    ++count;
+    if (m.tokenizer->is_eog(tok)) {
+      *hit_eog = true;
+      return false;
+    }
+    const std::string text = detok.push(tok);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  const std::string rest = detok.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fflush(stdout);
+  if (count > 0) {
+    st.prompt_s += std::chrono::duration<double>(t_first - t0).count();
+    st.gen_s += seconds_since(t_first);
+  }
+  st.prompt_tokens += prompt.size();
+  st.generated += static_cast<size_t>(count);
+  return s;
+}
+
 void print_summary(const Stats& s, const Engine& e) {
   const double dec = s.decode_tok_s();
   std::fprintf(stderr,
@@ -130,10 +168,20 @@ int run_decode(DecodeArgs& a) {
   } else if (parallel) {
     lines.assign(a.engine.n_seq, a.prompt);  // the same prompt in every sequence
   }
+  std::unique_ptr<SpeculativeDecoder> spec;
+  if (!a.spec.draft.empty()) {
+    if (parallel) return fail("--draft runs one sequence: drop --parallel");
+    if (!a.dump_logits.empty()) return fail("--dump-logits and --draft: give one of them");
+    auto sd = SpeculativeDecoder::make(a.spec, a.engine);  // before the model: its memory first
+    if (!sd) return fail(sd.error().message);
+    spec = std::move(*sd);
+  }
   auto er = Engine::open(a.engine);
   if (!er) return fail(er.error().message);
   Engine& e = **er;
   const Model& m = e.model();
+  if (spec)
+    if (Status st = spec->attach(m); !st.ok()) return fail(st.error().message);
   Sampler sampler(a.sp, static_cast<int32_t>(m.config().n_vocab));
 
   std::FILE* dump = nullptr;
@@ -147,6 +195,10 @@ int run_decode(DecodeArgs& a) {
       if (f) std::fclose(f);
     }
   } closer{dump};
+  auto gen = [&](std::span<const int32_t> p, Stats& st, std::vector<int32_t>& out, bool* eog) {
+    return spec ? generate_spec(e, *spec, sampler, p, a.n_predict, st, out, eog)
+                : generate(e, sampler, p, a.n_predict, dump, st, out, eog);
+  };
 
   const bool add_bos = m.tokenizer->add_bos_default() && !a.no_bos;
   if (parallel) {
@@ -183,7 +235,7 @@ int run_decode(DecodeArgs& a) {
       std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
       std::fflush(stdout);
     }
-    status = generate(e, sampler, prompt, a.n_predict, dump, st, out_ids, &eog);
+    status = gen(prompt, st, out_ids, &eog);
     if (status.ok() && !eog && static_cast<int>(st.generated) < a.n_predict)
       std::fprintf(stderr, "\nlayerstream: the context (%u tokens) is full; stopped\n", n_ctx);
   } else {
@@ -217,7 +269,7 @@ int run_decode(DecodeArgs& a) {
       for (int32_t t : turn) sampler.accept(t);
       std::vector<int32_t> reply;
       Stats ts;
-      status = generate(e, sampler, toks, a.n_predict, dump, ts, reply, &eog);
+      status = gen(toks, ts, reply, &eog);
       st.add(ts);
       if (!status.ok()) break;
       // Each turn's rates: the context only grows in a chat, and so does
@@ -249,6 +301,7 @@ int run_decode(DecodeArgs& a) {
   const int sig = e.interrupt_signal();
   Status fin = e.finish();
   print_summary(st, e);
+  if (spec) std::fprintf(stderr, "layerstream: %s\n", spec->report().to_text(spec->name()).c_str());
   if (sig != 0) {
     // The shell's convention: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
     std::fprintf(stderr, "layerstream: %s\n",
@@ -290,6 +343,16 @@ Command add_decode(CLI::App& app) {
   sub->add_flag("--chat", a->chat, "Interactive chat (keeps the KV cache across turns)");
   sub->add_option("--system", a->system, "System prompt for --chat");
   sub->add_flag("--no-display-prompt", a->no_display_prompt, "Do not echo the prompt");
+  sub->add_option("--draft,--model-draft", a->spec.draft,
+                  "Speculative decoding: a draft model (GGUF, same tokenizer), 'lookup' "
+                  "(prompt lookup, no model), or 'replay:FILE:ALPHA' (a benchmark tool: the "
+                  "model's own greedy ids from FILE, a share 1 - ALPHA of them made wrong)");
+  sub->add_option("--draft-max", a->spec.k_max, "Most draft tokens a step")->capture_default_str();
+  sub->add_option("--draft-min", a->spec.k_min, "Fewest draft tokens a step")
+      ->capture_default_str();
+  sub->add_option("--draft-p-min", a->spec.p_min,
+                  "A draft model stops proposing below this probability")
+      ->capture_default_str();
   return [a] { return run_decode(*a); };
 }
 

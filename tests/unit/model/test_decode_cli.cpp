@@ -403,3 +403,62 @@ TEST_CASE("bench: --batch reports a row per width, in all and per sequence, besi
   for (const char* w : {"\n| 1 | ", "\n| 3 | "}) CHECK(text.find(w) != std::string::npos);
   CHECK(text.find("error") == std::string::npos);
 }
+
+TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every draft kind") {
+  const std::vector<std::string> greedy = {"--temp", "0", "-n", "40", "-t", "2"};
+  const std::vector<int32_t> plain = decode_ids(greedy);
+  // The replay draft: plain's own ids, 30 % of positions made wrong.
+  const std::string ids_file = temp_dir().file("plain.ids");
+  {
+    std::ofstream f(ids_file);
+    for (int32_t t : plain) f << t << ' ';
+  }
+  struct Kind {
+    std::string draft;
+    std::vector<std::string> k;
+  };
+  const std::vector<Kind> kinds = {
+      {"lookup", {"--draft-min", "4", "--draft-max", "4"}},
+      {"replay:" + ids_file + ":0.7", {"--draft-min", "1", "--draft-max", "1"}},
+      {"replay:" + ids_file + ":0.7", {"--draft-min", "5", "--draft-max", "5"}},
+      {"replay:" + ids_file + ":1", {"--draft-min", "8", "--draft-max", "8"}},
+      // The model as its own draft: every proposal stands (the all-accepted path).
+      {tiny_model(), {"--draft-min", "3", "--draft-max", "3", "--draft-p-min", "0"}},
+      {"lookup", {}},  // K chosen by the run
+  };
+  for (const Kind& k : kinds) {
+    std::vector<std::string> a = greedy;
+    a.insert(a.end(), {"--draft", k.draft});
+    a.insert(a.end(), k.k.begin(), k.k.end());
+    CAPTURE(k.draft);
+    const RunResult r = run_decode([&] {
+      std::vector<std::string> full = {"-m", tiny_model(), "-p", kPrompt, "--no-display-prompt",
+                                       "--ids"};
+      full.insert(full.end(), a.begin(), a.end());
+      return full;
+    }());
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    CHECK(parse_ids(r.out) == plain);
+    const size_t at = r.err.find("speculative (");
+    REQUIRE(at != std::string::npos);
+    MESSAGE(r.err.substr(at, r.err.find('\n', at) - at));
+    if (k.draft.rfind("replay:", 0) == 0 && k.draft.back() == '7') {
+      // Both paths were taken: drafts that stood and drafts that did not.
+      CHECK(r.err.find(" 0 accepted") == std::string::npos);
+      CHECK(r.err.find("(100.0 %)") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("decode --draft: bad drafts are refused by name") {
+  const std::string m = tiny_model();
+  check_fails({"-m", m, "-p", "x", "--draft", "replay:/nonexistent/ids:0.7"},
+              {"/nonexistent/ids"});
+  check_fails({"-m", m, "-p", "x", "--draft", "replay:" + m + ":1.5"}, {"replay:FILE:ALPHA"});
+  check_fails({"-m", m, "-p", "x", "--draft", "self"}, {"--draft self"});
+  check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--draft-max", "0"}, {"--draft-max"});
+  check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--parallel", "2"}, {"--parallel"});
+  check_fails({"-m", m, "-p", "x", "--draft", "/nonexistent/draft.gguf"},
+              {"/nonexistent/draft.gguf"});
+}

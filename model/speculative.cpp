@@ -1,0 +1,112 @@
+// defines: LookupDraft::propose, ReplayDraft, spec_verify, SpecK (model/speculative.h)
+#include "model/speculative.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ls {
+
+std::vector<int32_t> LookupDraft::propose(std::span<const int32_t> ctx, int k) {
+  const size_t len = ctx.size();
+  for (int n = std::min<int>(max_, static_cast<int>(len) - 1); n >= min_ && n >= 1; --n) {
+    const std::span<const int32_t> tail = ctx.subspan(len - n);
+    // The latest earlier occurrence with at least one token after it.
+    for (size_t j = len - n; j-- > 0;) {
+      if (!std::equal(tail.begin(), tail.end(), ctx.begin() + j)) continue;
+      const size_t from = j + n, to = std::min(len, from + static_cast<size_t>(k));
+      return {ctx.begin() + from, ctx.begin() + to};
+    }
+  }
+  return {};
+}
+
+ReplayDraft::ReplayDraft(std::vector<int32_t> tokens, double alpha, size_t n_prompt,
+                         int32_t n_vocab, uint64_t seed)
+    : tokens_(std::move(tokens)),
+      alpha_(alpha),
+      n_prompt_(n_prompt),
+      n_vocab_(n_vocab),
+      seed_(seed) {}
+
+std::vector<int32_t> ReplayDraft::propose(std::span<const int32_t> ctx, int k) {
+  std::vector<int32_t> out;
+  if (ctx.size() < n_prompt_) return out;
+  for (size_t g = ctx.size() - n_prompt_; g < tokens_.size() && out.size() < size_t(k); ++g) {
+    // splitmix64 of (seed, position): the same positions are wrong whatever K is.
+    uint64_t z = seed_ * 0x9E3779B97F4A7C15ull + g + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+    const int32_t t = tokens_[g];
+    out.push_back(u < alpha_ ? t : (t + 1) % n_vocab_);
+  }
+  return out;
+}
+
+SpecVerified spec_verify(Sampler& s, const float* rows, size_t n_vocab,
+                         std::span<const int32_t> drafts) {
+  SpecVerified v;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const int32_t t = s.verify(rows + i * n_vocab, drafts[i]);
+    s.accept(t);
+    v.tokens.push_back(t);
+    if (t != drafts[i]) return v;
+    ++v.accepted;
+  }
+  const int32_t t = s.sample(rows + drafts.size() * n_vocab);
+  s.accept(t);
+  v.tokens.push_back(t);
+  return v;
+}
+
+// With a prior of one accepted and one rejected draft: an estimate that
+// never reaches 0 (a run of rejections does not stop drafting for good; a
+// costly draft stops by its cost), 0.5 before any step.
+double SpecK::acceptance() const {
+  return (accepted_ + 1) / (trials_ + 2);
+}
+
+void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
+  drafted_ += k;
+  accepted_ += accepted;
+  // A chain stops at its first rejection: the drafts after it were not tried.
+  trials_ += accepted + (accepted < k ? 1 : 0);
+  draft_s_ += draft_s;
+  auto& [sec, n] = verify_[k + 1];
+  sec += verify_s;
+  ++n;
+}
+
+// The mean of the measured width, else of the nearest measured one (a
+// verify step's cost grows slowly with its width when weights stream).
+double SpecK::verify_cost(int width) const {
+  if (verify_.empty()) return 1.0;
+  auto best = verify_.begin();
+  for (auto it = verify_.begin(); it != verify_.end(); ++it)
+    if (std::abs(it->first - width) < std::abs(best->first - width)) best = it;
+  return best->second.first / best->second.second;
+}
+
+int SpecK::next() {
+  ++steps_;
+  const double a = std::min(acceptance(), 0.999);
+  const double c_draft = drafted_ > 0 ? draft_s_ / drafted_ : 0.0;
+  int best_k = k_min_;
+  double best = -1;
+  for (int k = k_min_; k <= k_max_; ++k) {
+    const double expect = a * (1 - std::pow(a, k)) / (1 - a);
+    const double rate = (expect + 1) / (k * c_draft + verify_cost(k + 1));
+    if (rate > best * (1 + 1e-9)) {
+      best = rate;
+      best_k = k;
+    }
+  }
+  // Not drafting learns nothing more: every 16th step drafts a little
+  // anyway, so a first bad estimate (a slow first draft, early rejections)
+  // is measured again.
+  if (best_k == 0 && k_max_ > 0 && steps_ % 16 == 0) return std::min(k_max_, 2);
+  return best_k;
+}
+
+}  // namespace ls

@@ -1,0 +1,109 @@
+// Speculative decoding's logic, apart from any engine: drafts that propose
+// the next tokens, the check of a verify step's rows against them, and the
+// choice of how many to propose.
+//
+// A verify step feeds the target the last accepted token and the K drafts
+// (one step of width K + 1: when the weights are streamed, it costs about
+// what a step of width 1 does), which gives K + 1 rows of logits: row i is
+// the target's distribution for the token after draft i (row 0: after the
+// last accepted token). spec_verify walks them with Sampler::verify: draft
+// i + 1 stands while the target would have produced it; at the first that
+// does not, the token the target produces there ends the step; when all
+// stand, row K gives one more token. So each step emits accepted + 1
+// tokens, and the sequence is the target's own: token for token plain
+// greedy decoding with greedy sampling, the target's distribution with
+// sampling (Sampler::verify's rejection scheme).
+//
+// Drafts here are deterministic (a proposal is made with certainty), which
+// keeps Sampler::verify's acceptance rule simple and exact:
+//   lookup   prompt lookup: the tokens that followed the latest earlier
+//            occurrence of the context's last n tokens (n = 3, 2, 1), no model;
+//   replay   a benchmark tool: the target's own earlier greedy output, each
+//            position replaced by a wrong token with probability 1 - alpha
+//            (fixed per position by a seed), so a verify pipeline can be
+//            measured at a known acceptance rate.
+// A draft model (greedy proposals from a small model) is in
+// tools/decode_speculative.cpp: it needs an engine.
+//
+// SpecK picks K per step from what the steps measured: the acceptance rate
+// (per drafted token, over the run) and the cost of drafting a token and of
+// a verify step at each width, maximising the expected tokens per second
+// (E[accepted] + 1) / (K · draft cost + verify cost(K + 1)), where E[accepted]
+// = a (1 - a^K) / (1 - a) for a chain at acceptance a.
+// defines: Draft, LookupDraft, ReplayDraft, SpecVerified, spec_verify(), SpecK
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/sampler.h"
+
+namespace ls {
+
+class Draft {
+ public:
+  virtual ~Draft() = default;
+  virtual std::string name() const = 0;
+  // Up to k tokens to follow ctx (every token so far: prompt and output).
+  virtual std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) = 0;
+};
+
+class LookupDraft : public Draft {
+ public:
+  explicit LookupDraft(int ngram_max = 3, int ngram_min = 1) : max_(ngram_max), min_(ngram_min) {}
+  std::string name() const override { return "lookup"; }
+  std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) override;
+
+ private:
+  int max_, min_;
+};
+
+class ReplayDraft : public Draft {
+ public:
+  // tokens: the target's greedy output after a prompt of n_prompt tokens;
+  // alpha: the share of positions proposed right.
+  ReplayDraft(std::vector<int32_t> tokens, double alpha, size_t n_prompt, int32_t n_vocab,
+              uint64_t seed = 1);
+  std::string name() const override { return "replay"; }
+  std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) override;
+
+ private:
+  std::vector<int32_t> tokens_;
+  double alpha_;
+  size_t n_prompt_;
+  int32_t n_vocab_;
+  uint64_t seed_;
+};
+
+// What one verify step gave.
+struct SpecVerified {
+  std::vector<int32_t> tokens;  // emitted: the accepted drafts, then the target's token
+  int accepted = 0;             // drafts that stood
+};
+// rows: drafts.size() + 1 rows of n_vocab logits (see the top). Each emitted
+// token is also accepted into the sampler (its repeat-penalty history).
+SpecVerified spec_verify(Sampler& s, const float* rows, size_t n_vocab,
+                         std::span<const int32_t> drafts);
+
+class SpecK {
+ public:
+  SpecK(int k_min, int k_max) : k_min_(k_min), k_max_(k_max) {}
+  // K for the next verify step.
+  int next();
+  // A step proposed k (and drafting took draft_s) and k + 1 tokens were
+  // verified in verify_s, accepting `accepted`.
+  void record(int k, int accepted, double draft_s, double verify_s);
+  double acceptance() const;  // per drafted token, with a prior of 1 in 2
+
+ private:
+  double verify_cost(int width) const;
+  int k_min_, k_max_;
+  double drafted_ = 0, accepted_ = 0, trials_ = 0, draft_s_ = 0;
+  int64_t steps_ = 0;
+  std::map<int, std::pair<double, int>> verify_;  // width -> (seconds, steps)
+};
+
+}  // namespace ls

@@ -1,0 +1,127 @@
+// model/speculative.h and Sampler::verify: the drafts' proposals, the walk
+// over a verify step's rows, the choice of K, and the statistics of
+// speculative sampling (the tokens must follow the target's distribution: a
+// chi-square test over many draws, which must also catch a wrong acceptor).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "model/sampler.h"
+#include "model/speculative.h"
+
+using namespace ls;
+
+TEST_CASE("speculative: lookup proposes what followed the latest earlier occurrence") {
+  LookupDraft d;
+  const std::vector<int32_t> ctx = {1, 2, 3, 9, 1, 2, 3, 7, 8, 5, 1, 2, 3};
+  // "1 2 3" last seen at 4..6, followed by 7 8 5 1 2 3.
+  CHECK(d.propose(ctx, 3) == std::vector<int32_t>{7, 8, 5});
+  CHECK(d.propose(ctx, 10) == std::vector<int32_t>{7, 8, 5, 1, 2, 3});
+  CHECK(d.propose(std::vector<int32_t>{4, 5, 6}, 3).empty());  // nothing repeats
+  // Shorter n-grams when the longer ones never occurred before.
+  CHECK(d.propose(std::vector<int32_t>{6, 1, 4, 4, 1}, 2) == std::vector<int32_t>{4, 4});
+}
+
+TEST_CASE("speculative: replay proposes the output with a share alpha right, fixed per position") {
+  std::vector<int32_t> out(4000);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(i % 50);
+  ReplayDraft d(out, 0.7, 2, 50);
+  std::vector<int32_t> ctx = {40, 41};  // the prompt
+  size_t right = 0;
+  std::vector<int32_t> first;
+  for (size_t g = 0; g < out.size(); g += 8) {
+    ctx.resize(2 + g, 0);
+    const std::vector<int32_t> p = d.propose(ctx, 8);
+    REQUIRE(p.size() == std::min<size_t>(8, out.size() - g));
+    for (size_t i = 0; i < p.size(); ++i) right += p[i] == out[g + i];
+    if (g == 0) first = p;
+  }
+  const double share = double(right) / double(out.size());
+  MESSAGE("replay at alpha 0.7: " << share << " right");
+  CHECK(share > 0.66);
+  CHECK(share < 0.74);
+  ctx.resize(2);
+  CHECK(d.propose(ctx, 8) == first);  // the same positions are wrong every time
+}
+
+namespace {
+// Rows where the target's greedy choice is `best[i]` for row i.
+std::vector<float> rows_with(const std::vector<int32_t>& best, int n_vocab) {
+  std::vector<float> r(best.size() * n_vocab, 0.0f);
+  for (size_t i = 0; i < best.size(); ++i) r[i * n_vocab + best[i]] = 5.0f;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("speculative: greedy verify keeps drafts while they are the argmax, then the target's") {
+  const int V = 10;
+  SamplerParams sp;
+  sp.temp = 0;
+  Sampler s(sp, V);
+  const std::vector<float> rows = rows_with({3, 4, 5, 6}, V);
+  SpecVerified all = spec_verify(s, rows.data(), V, std::vector<int32_t>{3, 4, 5});
+  CHECK(all.accepted == 3);
+  CHECK(all.tokens == std::vector<int32_t>{3, 4, 5, 6});  // the bonus token from the last row
+  SpecVerified some = spec_verify(s, rows.data(), V, std::vector<int32_t>{3, 9, 5});
+  CHECK(some.accepted == 1);
+  CHECK(some.tokens == std::vector<int32_t>{3, 4});  // the correction ends the step
+  SpecVerified none = spec_verify(s, rows.data(), V, std::vector<int32_t>{});
+  CHECK(none.tokens == std::vector<int32_t>{3});  // no drafts: a plain step
+}
+
+TEST_CASE(
+    "speculative: K grows with acceptance when a wide verify step costs what a narrow one does") {
+  SpecK flat(0, 8);
+  for (int i = 0; i < 20; ++i) flat.record(4, 4, 0.0001, 0.1);  // every draft accepted
+  for (int w = 1; w <= 9; ++w) flat.record(w - 1, w - 1, 0.0001, 0.1);
+  CHECK(flat.next() == 8);
+  // On a compute-bound machine a step's cost grows with its width: with few
+  // drafts accepted, not drafting wins.
+  SpecK steep(0, 8);
+  for (int w = 1; w <= 9; ++w)
+    for (int i = 0; i < 4; ++i) steep.record(w - 1, 0, 0.0001, 0.1 * w);
+  CHECK(steep.acceptance() < 0.1);
+  CHECK(steep.next() == 0);
+}
+
+namespace {
+// Draws of speculative sampling from one row (draft fixed), against the
+// row's distribution under the same sampler settings: Pearson's statistic.
+double chi_square(double bias, int32_t draft, int n_draws) {
+  const int V = 8;
+  const std::vector<float> logits = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f, 1.5f, -1.0f, 0.7f};
+  SamplerParams sp;
+  sp.temp = 0.9f;
+  sp.top_k = 0;
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  sp.seed = 12345;
+  Sampler s(sp, V);
+  std::vector<double> p(V);
+  double z = 0;
+  for (int i = 0; i < V; ++i) z += p[i] = std::exp(double(logits[i]) / double(sp.temp));
+  std::vector<int> count(V, 0);
+  for (int k = 0; k < n_draws; ++k) ++count[s.verify(logits.data(), draft, bias)];
+  double x2 = 0;
+  for (int i = 0; i < V; ++i) {
+    const double e = n_draws * p[i] / z;
+    x2 += (count[i] - e) * (count[i] - e) / e;
+  }
+  return x2;
+}
+}  // namespace
+
+TEST_CASE("speculative: sampling follows the target's distribution; a wrong acceptor is caught") {
+  // 7 degrees of freedom: P(X2 > 24.32) = 0.001.
+  const double crit = 24.32;
+  for (int32_t draft : {3, 6, 1}) {
+    const double ok = chi_square(1.0, draft, 40000);
+    MESSAGE("draft " << draft << ": chi-square " << ok);
+    CHECK(ok < crit);
+  }
+  // Accepting a draft twice as often as p(draft) skews the draws.
+  const double bad = chi_square(2.0, 6, 40000);
+  MESSAGE("biased acceptor: chi-square " << bad);
+  CHECK(bad > crit);
+}

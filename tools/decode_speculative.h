@@ -1,0 +1,63 @@
+// decode's speculative decoding (--draft): the drafts of model/speculative.h
+// plus a draft model, and the request that feeds the target verify steps
+// through the pipeline (Pipeline::run_request with a FeedCallback).
+// defines: SpecOptions, SpecReport, SpeculativeDecoder
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "actors/engine.h"
+#include "model/sampler.h"
+#include "model/speculative.h"
+
+namespace ls {
+
+struct SpecOptions {
+  // "" (off), "lookup", "replay:FILE:ALPHA" (benchmarks: FILE holds the
+  // target's greedy output ids, e.g. from decode --ids), or a GGUF draft model.
+  std::string draft;
+  int k_max = 16, k_min = 0;  // --draft-max, --draft-min: drafts a step
+  float p_min = 0.8f;         // --draft-p-min: a draft model stops below this probability
+};
+
+// What a run's verify steps did.
+struct SpecReport {
+  size_t steps = 0, drafted = 0, accepted = 0, emitted = 0;
+  double draft_s = 0, verify_s = 0;
+  std::string to_text(const std::string& draft) const;
+};
+
+class SpeculativeDecoder {
+ public:
+  // Opens a draft model (before the target: its device memory is then
+  // taken out of what the target plans with), on the target's backend kind.
+  static Expected<std::unique_ptr<SpeculativeDecoder>> make(const SpecOptions& o,
+                                                            const EngineOptions& target);
+  ~SpeculativeDecoder();
+  // Checks against the target (vocabulary).
+  Status attach(const Model& target);
+  // One request: prompt fed at the target's n_past, then tokens generated
+  // with verify steps, each handed to emit (false: stop after it) until n.
+  Status run(Engine& target, Sampler& s, std::span<const int32_t> prompt, int n,
+             const std::function<bool(int32_t)>& emit);
+  const SpecReport& report() const { return report_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  SpeculativeDecoder() = default;
+  SpecOptions opt_;
+  std::unique_ptr<Engine> draft_engine_;
+  std::unique_ptr<Draft> draft_;
+  std::vector<int32_t> replay_;  // replay:FILE's ids (the draft is made per run)
+  double replay_alpha_ = 0;
+  std::vector<int32_t> ctx_;  // every token of the conversation so far
+  SpecReport report_;
+  std::string name_;
+};
+
+}  // namespace ls
