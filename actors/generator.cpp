@@ -152,7 +152,10 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     }
     bool stopped = false;
     const std::string text = q.stops->push(q.detok->push(t), &stopped);
-    if (q.sink.on_token) q.sink.on_token(t, text);
+    if (q.sink.on_token && !q.sink.on_token(t, text)) {
+      q.end(GenEnd{FinishReason::Cancelled, 0, 0, {}, {}});
+      return std::nullopt;
+    }
     if (stopped) {
       q.end(GenEnd{FinishReason::Stop, 0, 0, {}, {}});
       return std::nullopt;

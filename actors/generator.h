@@ -55,7 +55,8 @@ struct GenSink {
   // Each sampled token but an end-of-generation one, and the text it
   // releases: possibly empty while text is held back (an incomplete UTF-8
   // character, or what may be the start of a stop string). Sampler actor.
-  std::function<void(int32_t token, std::string_view text)> on_token;
+  // Returns false to end the request there (FinishReason::Cancelled).
+  std::function<bool(int32_t token, std::string_view text)> on_token;
   // Exactly once, after the last on_token: the sampler actor, the reaper,
   // or the thread that stopped the generator.
   std::function<void(const GenEnd&)> on_end;

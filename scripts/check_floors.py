@@ -27,7 +27,8 @@ FLOORS = [
     ("tests",   "tests/*",                                  "*"),
     ("tools",   "tools/*",                                  "engine actors model kernels io runtime"),
     ("engine",  "actors/engine.h actors/engine.cpp "
-                "actors/pipeline.h actors/pipeline.cpp",    "actors model kernels io runtime"),
+                "actors/pipeline.h actors/pipeline.cpp "
+                "actors/generator.h actors/generator.cpp",  "actors model kernels io runtime"),
     ("actors",  "actors/*",                                 "model kernels io runtime"),
     ("model",   "model/*",                                  "kernels io runtime"),
     # Pure functions of buffers: of the floors below, the type table, errors as

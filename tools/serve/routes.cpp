@@ -235,11 +235,12 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
 
   GenSink sink;
   sink.on_token = [st](int32_t, std::string_view text) {
-    if (text.empty()) return;  // held back (a partial character, a stop string's start)
+    if (text.empty()) return true;  // held back (a partial character, a stop string's start)
     if (st->stream)
       st->out->push(sse_frame(st->chunk(text)));
     else
       st->text.append(text);
+    return true;
   };
   sink.on_end = [st](const GenEnd& e) {
     const Usage u{e.prompt_tokens, e.completion_tokens};
