@@ -19,7 +19,7 @@ import sys
 
 # ---- The floor plan -------------------------------------------------------------
 # Top to bottom. A file belongs to the first row whose patterns match its path
-# (so the engine, four files of actors/, is picked out before the actors are).
+# (so the engine, six files of actors/, is picked out before the actors are).
 # "may include" names floors (all their files) or single files, and only ones
 # below (the script checks that too); "*" is anything.
 FLOORS = [

@@ -163,7 +163,10 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
     if (!f.get(name)) continue;
     int64_t n = -1;
-    f.integer(name, n, name[0] == 'n' ? -1 : 1, 1 << 30);
+    const bool llama = name[0] == 'n';  // llama-server's n_predict takes -1: no limit
+    f.integer(name, n, llama ? -1 : 1, 1 << 30);
+    if (llama && n == 0 && !f.error())
+      return f.fail(bad_request("'n_predict' must be -1 (no limit) or at least 1 (got 0)", name));
     r.max_tokens = static_cast<int32_t>(n);
   }
   if (const json* s = f.get("stop")) {

@@ -94,6 +94,8 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       {R"({"prompt":"x","top_k":1.5})", "top_k", "must be an integer"},
       {R"({"prompt":"x","max_tokens":0})", "max_tokens", "between 1 and"},
       {R"({"prompt":"x","max_tokens":"many"})", "max_tokens", "an integer (got a string)"},
+      // Found by the fuzzer: n_predict 0 passed the range check of -1..
+      {R"({"prompt":"x","n_predict":-0})", "n_predict", "-1 (no limit) or at least 1"},
       {R"({"prompt":"x","stream":"yes"})", "stream", "must be a boolean"},
       {R"({"prompt":"x","stop":[1]})", "stop[]", "must be a string"},
       {R"({"prompt":"x","stop":[""]})", "stop", "must not be empty"},
