@@ -9,6 +9,7 @@ pkgs=(
   libboost-dev liburing-dev libconcurrentqueue-dev doctest-dev  # Boost.Asio + Beast: control plane, server
   libcli11-dev nlohmann-json3-dev
   python3                    # scripts/check_floors.py, the first step of scripts/test.sh
+  curl                       # tests/serve/: the server's endpoints and raw SSE frames
   clang libclang-rt-14-dev   # libFuzzer for the GGUF reader's fuzz target
 )
 # For the server's tests (tests/serve/), not the build: headless Chromium for

@@ -4,6 +4,8 @@
 # default model with --parallel 64, on loopback. Every stream must equal
 # the same request alone, with no 5xx; TTFT and inter-token latency are
 # printed (and written to BUILD_DIR/serve-test/load.json). Skipped without node.
+# LS_SERVE_THREADS: the server's -t (default 1: on a 2-core CI machine shared
+# with other tests, the CPU backend's spinning thread pool slows to a crawl).
 #   tests/serve/test_load.sh LAYERSTREAM BUILD_DIR [CLIENTS REQUESTS MAX_TOKENS]
 set -euo pipefail
 bin=$(realpath "$1")
@@ -17,7 +19,7 @@ fi
 work="$build/serve-test"
 mkdir -p "$work"
 log="$work/server-load.log"
-"$bin" serve --port 0 --parallel 64 -c 256 --max-queue 256 > "$log" 2>&1 &
+"$bin" serve --port 0 -t "${LS_SERVE_THREADS:-1}" --parallel 64 -c 256 --max-queue 256 > "$log" 2>&1 &
 pid=$!
 trap 'kill -9 $pid 2> /dev/null || true' EXIT
 url=
