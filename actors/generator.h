@@ -75,12 +75,12 @@ struct GenStart {
 
 // Counters since start (Prometheus counters), and gauges of now.
 struct GenStats {
-  uint64_t requests = 0;  // started
+  uint64_t requests = 0;                // started
   uint64_t finished[4] = {0, 0, 0, 0};  // by FinishReason
   uint64_t refused_busy = 0;
   uint64_t prompt_tokens = 0, completion_tokens = 0;
-  uint32_t in_flight = 0;  // started, not ended (queued, prefilling or decoding)
-  uint32_t waiting = 0;    // of those, without a token yet (queued or prefilling)
+  uint32_t in_flight = 0;        // started, not ended (queued, prefilling or decoding)
+  uint32_t waiting = 0;          // of those, without a token yet (queued or prefilling)
   double tokens_per_second = 0;  // sampled tokens over the last few seconds
   KvUsage kv;
   uint32_t n_seq = 0, n_ctx = 0;
@@ -123,7 +123,7 @@ class Generator {
   Engine& engine_;
   const Options opt_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // a request started, or stop
+  std::condition_variable cv_;              // a request started, or stop
   std::vector<std::shared_ptr<Req>> live_;  // in flight (mu_)
   uint64_t next_id_ = 1;
   bool stopping_ = false;

@@ -53,7 +53,9 @@ ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s,
 
 ControlPlane::~ControlPlane() = default;
 
-int ControlPlane::signal() const { return impl_->signal_.load(); }
+int ControlPlane::signal() const {
+  return impl_->signal_.load();
+}
 
 ControlPlane::Impl::Impl(RunControl& rc, const Tracer& tracer, int watchdog_s, bool signals)
     : rc_(rc), tracer_(tracer), watchdog_s_(watchdog_s), signals_(io_), timer_(io_) {

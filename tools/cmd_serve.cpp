@@ -18,9 +18,11 @@ struct ServeArgs {
 };
 
 int run_serve_command(ServeArgs& a) {
-  if (Status st = finish_engine_flags(a.o.engine, a.text); !st.ok()) return fail(st.error().message);
+  if (Status st = finish_engine_flags(a.o.engine, a.text); !st.ok())
+    return fail(st.error().message);
   auto body = parse_bytes(a.max_body);
-  if (!body || *body == 0) return fail("--max-body must be a size such as 4MiB (got '" + a.max_body + "')");
+  if (!body || *body == 0)
+    return fail("--max-body must be a size such as 4MiB (got '" + a.max_body + "')");
   auto header = parse_bytes(a.max_header);
   if (!header || *header < 1024 || *header > (1u << 30))
     return fail("--max-header must be a size from 1KiB to 1GiB (got '" + a.max_header + "')");

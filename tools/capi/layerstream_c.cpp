@@ -35,8 +35,8 @@ struct ls_seq {
   void* user = nullptr;
   uint64_t id = 0;
   std::mutex mu;
-  std::condition_variable cv;                       // a token (poll mode) or the end
-  std::deque<std::pair<int32_t, std::string>> got;  // poll mode: tokens not taken yet
+  std::condition_variable cv;                          // a token (poll mode) or the end
+  std::deque<std::pair<int32_t, std::string>> got;     // poll mode: tokens not taken yet
   std::vector<std::pair<int32_t, std::string>> taken;  // the last poll's (their text)
   bool submitted = false, ended = false;
   ls_finish finish = LS_FINISH_NONE;
@@ -55,10 +55,14 @@ ls_status fail(ls_status s, std::string msg) {
 
 ls_finish finish_of(ls::FinishReason r) {
   switch (r) {
-    case ls::FinishReason::Stop: return LS_FINISH_STOP;
-    case ls::FinishReason::Length: return LS_FINISH_LENGTH;
-    case ls::FinishReason::Cancelled: return LS_FINISH_CANCELLED;
-    case ls::FinishReason::Error: return LS_FINISH_ERROR;
+    case ls::FinishReason::Stop:
+      return LS_FINISH_STOP;
+    case ls::FinishReason::Length:
+      return LS_FINISH_LENGTH;
+    case ls::FinishReason::Cancelled:
+      return LS_FINISH_CANCELLED;
+    case ls::FinishReason::Error:
+      return LS_FINISH_ERROR;
   }
   return LS_FINISH_ERROR;
 }
@@ -150,8 +154,8 @@ uint32_t ls_engine_n_vocab(const ls_engine* e) {
   return e ? e->engine->model().config().n_vocab : 0;
 }
 
-ls_status ls_tokenize(ls_engine* e, const char* text, ptrdiff_t len, int add_bos,
-                      int parse_special, int32_t* out, size_t cap, size_t* n_out) {
+ls_status ls_tokenize(ls_engine* e, const char* text, ptrdiff_t len, int add_bos, int parse_special,
+                      int32_t* out, size_t cap, size_t* n_out) {
   if (!e || !text || !n_out || (!out && cap))
     return fail(LS_ERR_INVALID_ARGUMENT, "ls_tokenize: null argument");
   try {
@@ -178,10 +182,9 @@ ls_status ls_detokenize(ls_engine* e, const int32_t* ids, size_t n, char* out, s
   std::vector<int32_t> v(ids, ids + n);
   for (int32_t id : v)
     if (id < 0 || id >= tok.n_vocab())
-      return fail(LS_ERR_INVALID_ARGUMENT,
-                  "ls_detokenize: token id " + std::to_string(id) +
-                      " is outside the vocabulary (0.." + std::to_string(tok.n_vocab() - 1) +
-                      ")");
+      return fail(LS_ERR_INVALID_ARGUMENT, "ls_detokenize: token id " + std::to_string(id) +
+                                               " is outside the vocabulary (0.." +
+                                               std::to_string(tok.n_vocab() - 1) + ")");
   try {
     const std::string s = ls::detokenize(tok, v);
     *n_out = s.size();
@@ -216,8 +219,9 @@ ls_status ls_seq_create(ls_engine* e, const int32_t* prompt, size_t n, const ls_
   *out = nullptr;
   if (n == 0) return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_create: the prompt is empty");
   if (s->max_tokens == 0 || s->max_tokens < -1)
-    return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_create: max_tokens must be -1 or at least 1 (got " +
-                                             std::to_string(s->max_tokens) + ")");
+    return fail(LS_ERR_INVALID_ARGUMENT,
+                "ls_seq_create: max_tokens must be -1 or at least 1 (got " +
+                    std::to_string(s->max_tokens) + ")");
   if (s->repeat_last_n < -1)
     return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_create: repeat_last_n must be -1 or more");
   auto* q = new (std::nothrow) ls_seq();
@@ -285,10 +289,14 @@ ls_status ls_seq_submit(ls_seq* q, ls_token_callback cb, void* user) {
       q->submitted = false;
     }
     switch (st.refusal) {
-      case ls::GenRefusal::Busy: return fail(LS_ERR_BUSY, st.message);
-      case ls::GenRefusal::TooLong: return fail(LS_ERR_CONTEXT, st.message);
-      case ls::GenRefusal::Stopped: return fail(LS_ERR_ENGINE, st.message);
-      default: return fail(LS_ERR_INVALID_ARGUMENT, st.message);
+      case ls::GenRefusal::Busy:
+        return fail(LS_ERR_BUSY, st.message);
+      case ls::GenRefusal::TooLong:
+        return fail(LS_ERR_CONTEXT, st.message);
+      case ls::GenRefusal::Stopped:
+        return fail(LS_ERR_ENGINE, st.message);
+      default:
+        return fail(LS_ERR_INVALID_ARGUMENT, st.message);
     }
   }
   std::lock_guard<std::mutex> lock(q->mu);
@@ -315,7 +323,9 @@ ls_status ls_seq_poll(ls_seq* q, ls_token* out, size_t cap, size_t* n_out, int t
     out[i] = ls_token{q->taken[i].first, q->taken[i].second.data(), q->taken[i].second.size()};
   *n_out = q->taken.size();
   *finished = q->ended && q->got.empty();
-  if (!any) return fail(LS_ERR_TIMEOUT, "ls_seq_poll: nothing within " + std::to_string(timeout_ms) + " ms");
+  if (!any)
+    return fail(LS_ERR_TIMEOUT,
+                "ls_seq_poll: nothing within " + std::to_string(timeout_ms) + " ms");
   return LS_OK;
 }
 
@@ -335,7 +345,8 @@ ls_status ls_seq_wait(ls_seq* q, int timeout_ms, ls_finish* finish, size_t* n_to
   std::unique_lock<std::mutex> lock(q->mu);
   if (!q->submitted) return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_wait: not submitted");
   if (!wait_for(q, lock, timeout_ms, [q] { return q->ended; }))
-    return fail(LS_ERR_TIMEOUT, "ls_seq_wait: not ended within " + std::to_string(timeout_ms) + " ms");
+    return fail(LS_ERR_TIMEOUT,
+                "ls_seq_wait: not ended within " + std::to_string(timeout_ms) + " ms");
   if (finish) *finish = q->finish;
   if (n_tokens) *n_tokens = q->n_tokens;
   if (q->finish == LS_FINISH_ERROR) return fail(LS_ERR_ENGINE, q->error);

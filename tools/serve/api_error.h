@@ -13,9 +13,10 @@ namespace ls {
 struct ApiError {
   int status = 400;
   std::string message;
-  std::string type = "invalid_request_error";  // OpenAI's: invalid_request_error, authentication_error, ...
-  std::string param;                           // the request field at fault; empty: null
-  std::string code;                            // e.g. model_not_found, invalid_api_key; empty: null
+  std::string type =
+      "invalid_request_error";  // OpenAI's: invalid_request_error, authentication_error, ...
+  std::string param;            // the request field at fault; empty: null
+  std::string code;             // e.g. model_not_found, invalid_api_key; empty: null
 };
 
 // The JSON body of the error (one line, no newline).

@@ -14,15 +14,23 @@ using json = nlohmann::json;
 // The JSON type as the error message names it.
 const char* type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a number";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a number";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    default: return "an unknown type";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    default:
+      return "an unknown type";
   }
 }
 
@@ -58,8 +66,8 @@ class Fields {
       if (!v->is_number()) return fail(wrong_type(name, "a number", *v));
       const double d = v->get<double>();
       if (!std::isfinite(d) || d < lo || d > hi)
-        return fail(bad_request("'" + std::string(name) + "' must be between " + fmt(lo) +
-                                    " and " + fmt(hi) + " (got " + fmt(d) + ")",
+        return fail(bad_request("'" + std::string(name) + "' must be between " + fmt(lo) + " and " +
+                                    fmt(hi) + " (got " + fmt(d) + ")",
                                 name));
       out = static_cast<float>(d);
     }
@@ -85,15 +93,16 @@ class Fields {
       }
       if (out < lo || out > hi)
         return fail(bad_request("'" + std::string(name) + "' must be between " +
-                                    std::to_string(lo) + " and " + std::to_string(hi) +
-                                    " (got " + std::to_string(out) + ")",
+                                    std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                                    std::to_string(out) + ")",
                                 name));
     }
   }
   // A field the engine does not do: absent, null, or its no-op value.
   void only(const char* name, const json& noop, const char* why) {
     if (const json* v = get(name))
-      if (*v != noop) fail(bad_request("'" + std::string(name) + "' is not supported: " + why, name));
+      if (*v != noop)
+        fail(bad_request("'" + std::string(name) + "' is not supported: " + why, name));
   }
 
  private:
@@ -122,7 +131,9 @@ std::variant<json, ApiError> parse_object(std::string_view body) {
     }
     return bad_request("the request body is not valid JSON" + where);
   }
-  if (!j.is_object()) return bad_request(std::string("the request body must be a JSON object (got ") + type_name(j) + ")");
+  if (!j.is_object())
+    return bad_request(std::string("the request body must be a JSON object (got ") + type_name(j) +
+                       ")");
   return j;
 }
 
@@ -224,9 +235,8 @@ std::optional<ApiError> read_ids(const json& a, const char* field, std::vector<i
   for (const json& e : a) {
     if (!e.is_number_integer() && !e.is_number_unsigned())
       return wrong_type(std::string(field) + "[]", "an integer token id", e);
-    const int64_t id = e.is_number_unsigned() && e.get<uint64_t>() > (1ull << 31)
-                           ? (1ll << 31)
-                           : e.get<int64_t>();
+    const int64_t id =
+        e.is_number_unsigned() && e.get<uint64_t>() > (1ull << 31) ? (1ll << 31) : e.get<int64_t>();
     if (id < 0 || id > std::numeric_limits<int32_t>::max())
       return bad_request("'" + std::string(field) + "' holds token id " + std::to_string(id) +
                              ", outside 0.." + std::to_string(std::numeric_limits<int32_t>::max()),
@@ -297,9 +307,9 @@ Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerP
     cm.role = role->get<std::string>();
     if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for it
     if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
-      return bad_request("'" + at + ".role' must be system, user or assistant (got '" +
-                             cm.role + "')",
-                         at + ".role");
+      return bad_request(
+          "'" + at + ".role' must be system, user or assistant (got '" + cm.role + "')",
+          at + ".role");
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       return bad_request("'" + at + ".content' is required", at + ".content");
@@ -310,7 +320,8 @@ Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerP
       for (const json& part : *content) {
         auto type = part.is_object() ? part.find("type") : part.end();
         if (!part.is_object() || type == part.end() || *type != json("text"))
-          return bad_request("'" + at + ".content' parts must be {\"type\": \"text\", ...}: "
+          return bad_request("'" + at +
+                                 ".content' parts must be {\"type\": \"text\", ...}: "
                                  "text only",
                              at + ".content");
         auto text = part.find("text");

@@ -37,7 +37,7 @@ struct GenerateRequest {
   int32_t max_tokens = -1;        // -1: the server's default (until the context is full)
   std::vector<std::string> stop;  // at most kMaxStop, none empty
   bool stream = false;
-  bool include_usage = false;     // stream_options.include_usage: a last chunk with usage
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
 };
 
 inline constexpr size_t kMaxStop = 16;

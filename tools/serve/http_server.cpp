@@ -66,7 +66,7 @@ struct HttpServer::Impl {
   net::signal_set signals{io};
   std::shared_ptr<IoGate> gate = std::make_shared<IoGate>();
   std::list<std::weak_ptr<Connection>> conns;  // I/O thread only
-  bool draining = false;                        // I/O thread only
+  bool draining = false;                       // I/O thread only
   std::thread thread;
   bool stopped = false;
 
@@ -107,14 +107,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buf_;
   net::steady_timer wake_;  // a stream's waker cancels it: something to write
   bool idle_ = false;
-  bool gone_ = false;       // the client left while a response was being made
-  uint64_t epoch_ = 0;      // the response being made; the watcher's own
+  bool gone_ = false;   // the client left while a response was being made
+  uint64_t epoch_ = 0;  // the response being made; the watcher's own
 };
 
 namespace {
 
 constexpr auto kAwait = net::use_awaitable;
-inline auto redirect(error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+inline auto redirect(error_code& ec) {
+  return net::redirect_error(net::use_awaitable, ec);
+}
 
 HttpResponse refusal(const ApiError& e) {
   HttpResponse r;
@@ -179,8 +181,8 @@ net::awaitable<void> Connection::watch(std::shared_ptr<Connection> self,
 // A response made over time. SSE: the head at once (chunked), then each
 // frame as it comes; else the whole response at the end. Returns false when
 // the client is gone.
-net::awaitable<bool> Connection::serve_stream(std::shared_ptr<ResponseStream> rs,
-                                              unsigned version, bool keep) {
+net::awaitable<bool> Connection::serve_stream(std::shared_ptr<ResponseStream> rs, unsigned version,
+                                              bool keep) {
   const uint64_t epoch = ++epoch_;
   std::weak_ptr<Connection> weak = weak_from_this();
   std::shared_ptr<IoGate> gate = srv_.gate;
@@ -288,12 +290,16 @@ net::awaitable<void> Connection::run(std::shared_ptr<Connection> self) {
                          (len ? std::to_string(*len) + " bytes" : std::string("too large")) +
                          "; this server takes at most " + std::to_string(lim.max_body) +
                          " bytes (--max-body)",
-                     "invalid_request_error", {}, "body_too_large"};
+                     "invalid_request_error",
+                     {},
+                     "body_too_large"};
       } else if (ec == http::error::header_limit) {
         e = ApiError{431,
                      "the request's headers are larger than " + std::to_string(lim.max_header) +
                          " bytes (--max-header)",
-                     "invalid_request_error", {}, {}};
+                     "invalid_request_error",
+                     {},
+                     {}};
       } else {
         e = bad_request("malformed HTTP request: " + ec.message());
       }
@@ -334,10 +340,11 @@ net::awaitable<void> Connection::run(std::shared_ptr<Connection> self) {
 
 net::awaitable<void> HttpServer::Impl::refuse(tcp::socket sock) {
   beast::tcp_stream s(std::move(sock));
-  HttpResponse r = refusal(server_error(
-      503, "too many connections: " + std::to_string(lim.max_connections) +
-               " are open (--max-connections); try again later",
-      "unavailable_error"));
+  HttpResponse r =
+      refusal(server_error(503,
+                           "too many connections: " + std::to_string(lim.max_connections) +
+                               " are open (--max-connections); try again later",
+                           "unavailable_error"));
   http::response<http::string_body> res{http::status::service_unavailable, 11};
   res.set(http::field::content_type, r.content_type);
   res.set(http::field::retry_after, "1");

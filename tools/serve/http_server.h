@@ -34,13 +34,13 @@ namespace ls {
 
 struct HttpLimits {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;                    // 0: any free port (port() says which)
-  uint64_t max_body = 4ull << 20;          // bytes of a request body
-  uint32_t max_header = 16u << 10;         // bytes of a request's start line and headers
-  uint32_t max_connections = 256;          // open at once; more get 503
-  int read_timeout_s = 30;                 // a whole request, from its first byte
-  int idle_timeout_s = 60;                 // a kept-alive connection between requests
-  int write_timeout_s = 60;                // one write to a client
+  uint16_t port = 8080;             // 0: any free port (port() says which)
+  uint64_t max_body = 4ull << 20;   // bytes of a request body
+  uint32_t max_header = 16u << 10;  // bytes of a request's start line and headers
+  uint32_t max_connections = 256;   // open at once; more get 503
+  int read_timeout_s = 30;          // a whole request, from its first byte
+  int idle_timeout_s = 60;          // a kept-alive connection between requests
+  int write_timeout_s = 60;         // one write to a client
 };
 
 class HttpServer {

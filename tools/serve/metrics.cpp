@@ -58,8 +58,7 @@ std::string metrics_text(const GenStats* g, const HttpCounters& http) {
         "Generation requests started and not ended (queued, prefilling or decoding).",
         g->in_flight);
     one(out, "layerstream_requests_waiting", "gauge",
-        "Requests in flight without a token yet: the queue (and prompts being read).",
-        g->waiting);
+        "Requests in flight without a token yet: the queue (and prompts being read).", g->waiting);
     one(out, "layerstream_kv_blocks_used", "gauge",
         "Paged key/value cache blocks held by sequences.", g->kv.used);
     one(out, "layerstream_kv_blocks_total", "gauge", "Paged key/value cache blocks in the pool.",
@@ -68,7 +67,8 @@ std::string metrics_text(const GenStats* g, const HttpCounters& http) {
         g->n_seq);
     one(out, "layerstream_context_tokens", "gauge", "Positions per sequence (-c).", g->n_ctx);
   }
-  head(out, "layerstream_http_requests_total", "counter", "HTTP requests answered, by route and status.");
+  head(out, "layerstream_http_requests_total", "counter",
+       "HTTP requests answered, by route and status.");
   for (const auto& [key, n] : http.snapshot())
     sample(out, "layerstream_http_requests_total", static_cast<double>(n),
            "path=\"" + key.first + "\",code=\"" + std::to_string(key.second) + "\"");

@@ -29,10 +29,10 @@ class HttpCounters {
     std::lock_guard<std::mutex> lock(mu_);
     return by_route_;
   }
-  std::atomic<uint32_t> connections{0};            // open now
-  std::atomic<uint64_t> connections_refused{0};    // past --max-connections
-  std::atomic<uint64_t> timeouts{0};               // read, idle or write timeouts
-  std::atomic<uint64_t> disconnects{0};            // clients gone before their response ended
+  std::atomic<uint32_t> connections{0};          // open now
+  std::atomic<uint64_t> connections_refused{0};  // past --max-connections
+  std::atomic<uint64_t> timeouts{0};             // read, idle or write timeouts
+  std::atomic<uint64_t> disconnects{0};          // clients gone before their response ended
 
  private:
   mutable std::mutex mu_;

@@ -45,14 +45,13 @@ std::string completion_body(const ResponseMeta& m, std::string_view text,
   return dump(j);
 }
 
-std::string chat_body(const ResponseMeta& m, std::string_view text,
-                      std::string_view finish_reason, const Usage& u) {
+std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                      const Usage& u) {
   json j = head(m, "chat.completion");
-  j["choices"] = json::array(
-      {{{"index", 0},
-        {"message", {{"role", "assistant"}, {"content", std::string(text)}}},
-        {"logprobs", nullptr},
-        {"finish_reason", reason(finish_reason)}}});
+  j["choices"] = json::array({{{"index", 0},
+                               {"message", {{"role", "assistant"}, {"content", std::string(text)}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", reason(finish_reason)}}});
   j["usage"] = usage_json(u);
   return dump(j);
 }

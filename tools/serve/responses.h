@@ -27,8 +27,8 @@ struct Usage {
 // A whole answer (stream: false). finish_reason: "stop" or "length".
 std::string completion_body(const ResponseMeta& m, std::string_view text,
                             std::string_view finish_reason, const Usage& u);
-std::string chat_body(const ResponseMeta& m, std::string_view text,
-                      std::string_view finish_reason, const Usage& u);
+std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                      const Usage& u);
 
 // Stream chunks (JSON for sse_frame). A text piece has no finish_reason
 // (empty: null); the last chunk has one and may carry text too.

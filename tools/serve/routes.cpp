@@ -68,9 +68,9 @@ void Routes::set_ready(Generator* g) {
 }
 
 std::string Routes::route_label(const std::string& t) {
-  for (const char* known : {"/", "/health", "/metrics", "/v1/models", "/models",
-                            "/v1/completions", "/completions", "/v1/chat/completions",
-                            "/chat/completions", "/tokenize", "/detokenize"})
+  for (const char* known :
+       {"/", "/health", "/metrics", "/v1/models", "/models", "/v1/completions", "/completions",
+        "/v1/chat/completions", "/chat/completions", "/tokenize", "/detokenize"})
     if (t == known) return t;
   return "other";
 }
@@ -87,8 +87,12 @@ Reply Routes::handle(const HttpRequest& r) {
   const bool get = r.method == "GET";
   const bool post = r.method == "POST";
   auto method_not_allowed = [&](const char* allow) {
-    HttpResponse resp = error_response(ApiError{
-        405, r.method + " " + t + ": this endpoint takes " + allow, "invalid_request_error", {}, {}});
+    HttpResponse resp =
+        error_response(ApiError{405,
+                                r.method + " " + t + ": this endpoint takes " + allow,
+                                "invalid_request_error",
+                                {},
+                                {}});
     resp.headers.emplace_back("Allow", allow);
     return resp;
   };
@@ -116,7 +120,9 @@ Reply Routes::handle(const HttpRequest& r) {
                                    r.authorization.empty()
                                        ? "no API key: send the header 'Authorization: Bearer KEY'"
                                        : "invalid API key",
-                                   "authentication_error", {}, "invalid_api_key"});
+                                   "authentication_error",
+                                   {},
+                                   "invalid_api_key"});
   if (t == "/metrics") {
     if (!get) return method_not_allowed("GET");
     GenStats st;
@@ -129,8 +135,7 @@ Reply Routes::handle(const HttpRequest& r) {
   if (t == "/v1/models" || t == "/models") {
     if (!get) return method_not_allowed("GET");
     return json_response(200, models_body(s_.model_id, created_, g->n_ctx(),
-                                          g->model().config().n_vocab,
-                                          g->stats().n_seq));
+                                          g->model().config().n_vocab, g->stats().n_seq));
   }
   if (!post) return method_not_allowed("POST");
   if (t == "/tokenize") return tokenize(r);
@@ -199,8 +204,9 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e);
   GenerateRequest& q = std::get<GenerateRequest>(parsed);
   if (!q.model.empty() && q.model != s_.model_id && q.model != s_.model_file)
-    return error_response(not_found("The model '" + q.model + "' does not exist: this server serves '" +
-                                        s_.model_id + "' (GET /v1/models)",
+    return error_response(not_found("The model '" + q.model +
+                                        "' does not exist: this server serves '" + s_.model_id +
+                                        "' (GET /v1/models)",
                                     "model", "model_not_found"));
 
   // The prompt's tokens: the chat template's text (its special tokens
@@ -263,8 +269,9 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
       return;
     }
     st->text += e.tail;
-    st->out->finish(json_response(200, st->meta.chat ? chat_body(st->meta, st->text, reason, u)
-                                                     : completion_body(st->meta, st->text, reason, u)));
+    st->out->finish(json_response(200, st->meta.chat
+                                           ? chat_body(st->meta, st->text, reason, u)
+                                           : completion_body(st->meta, st->text, reason, u)));
   };
   const GenStart started = g.start(std::move(prompt), gp, std::move(sink));
   if (!started.ok()) {

@@ -27,11 +27,11 @@
 namespace ls {
 
 struct ServeSettings {
-  std::string model_id;      // what /v1/models lists and requests may name (--alias)
-  std::string model_file;    // -m as given: requests may name it too
-  std::string api_key;       // empty: none needed
-  SamplerParams sampling;    // the defaults a request overrides (--temp, --top-k, ...)
-  int32_t n_predict = -1;    // max_tokens when a request gives none (-1: until the context is full)
+  std::string model_id;    // what /v1/models lists and requests may name (--alias)
+  std::string model_file;  // -m as given: requests may name it too
+  std::string api_key;     // empty: none needed
+  SamplerParams sampling;  // the defaults a request overrides (--temp, --top-k, ...)
+  int32_t n_predict = -1;  // max_tokens when a request gives none (-1: until the context is full)
 };
 
 class Routes {

@@ -63,8 +63,8 @@ int run_serve(ServeOptions& o) {
     return 1;
   }
   HttpServer& server = **http;
-  std::fprintf(stderr, "layerstream: listening on http://%s:%u (loading %s)\n",
-               o.http.host.c_str(), server.port(), o.engine.model.c_str());
+  std::fprintf(stderr, "layerstream: listening on http://%s:%u (loading %s)\n", o.http.host.c_str(),
+               server.port(), o.engine.model.c_str());
 
   auto er = Engine::open(o.engine);
   if (!er) {
@@ -99,11 +99,13 @@ int run_serve(ServeOptions& o) {
     server.drain();
     const uint32_t n = gen.in_flight();
     std::fprintf(stderr, "layerstream: %s: draining %u request%s (at most %d s)\n",
-                 last_signal == SIGINT ? "SIGINT" : last_signal == SIGTERM ? "SIGTERM" : "stop", n,
-                 n == 1 ? "" : "s", o.drain_timeout_s);
+                 last_signal == SIGINT    ? "SIGINT"
+                 : last_signal == SIGTERM ? "SIGTERM"
+                                          : "stop",
+                 n, n == 1 ? "" : "s", o.drain_timeout_s);
     if (!gen.wait_idle(o.drain_timeout_s * 1000)) {
-      std::fprintf(stderr, "layerstream: cancelling %u request%s still running\n",
-                   gen.in_flight(), gen.in_flight() == 1 ? "" : "s");
+      std::fprintf(stderr, "layerstream: cancelling %u request%s still running\n", gen.in_flight(),
+                   gen.in_flight() == 1 ? "" : "s");
       gen.cancel_all();
       (void)gen.wait_idle(5000);
     }

@@ -16,9 +16,9 @@ namespace ls {
 struct ServeOptions {
   EngineOptions engine;
   HttpLimits http;
-  ServeSettings settings;      // model_id empty: the model file's name without .gguf
-  uint32_t max_queue = 64;     // requests waiting beyond --parallel; more get 429
-  int drain_timeout_s = 30;    // SIGTERM: how long requests in flight may still run
+  ServeSettings settings;    // model_id empty: the model file's name without .gguf
+  uint32_t max_queue = 64;   // requests waiting beyond --parallel; more get 429
+  int drain_timeout_s = 30;  // SIGTERM: how long requests in flight may still run
 };
 
 // Returns the process's exit code (0 after a drain; 1 on an error, said on stderr).

@@ -118,11 +118,13 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
     CHECK(e.message.find(c.says) != std::string::npos);
   }
   // Their no-op values are what clients send by default: accepted.
-  ok_completion(R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
+  ok_completion(
+      R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
 }
 
 TEST_CASE("serve request: malformed JSON and non-objects say so, with the position") {
-  for (const char* body : {"", "{", R"({"prompt": "x",})", "not json", "\xff\xfe", R"({"prompt":"\ud800"})"}) {
+  for (const char* body :
+       {"", "{", R"({"prompt": "x",})", "not json", "\xff\xfe", R"({"prompt":"\ud800"})"}) {
     CAPTURE(body);
     const ApiError e = err_completion(body);
     CHECK(e.status == 400);
@@ -151,8 +153,10 @@ TEST_CASE("serve request: chat messages are checked one by one") {
   CHECK(err_chat(R"({"messages":"hi"})").message.find("must be an array") != std::string::npos);
   CHECK(err_chat(R"({"messages":[{"role":"tool","content":"x"}]})").param == "messages[0].role");
   CHECK(err_chat(R"({"messages":[{"role":"user"}]})").param == "messages[0].content");
-  CHECK(err_chat(R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"image_url"}]}]})")
-            .param == "messages[1].content");
+  CHECK(
+      err_chat(
+          R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"image_url"}]}]})")
+          .param == "messages[1].content");
   CHECK(err_chat(R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})")
             .param == "tools");
 }

@@ -58,7 +58,8 @@ TEST_CASE("serve sse: chunk and body shapes are OpenAI's") {
 }
 
 TEST_CASE("serve sse: error bodies carry message, type, param and code") {
-  json e = json::parse(api_error_body(ApiError{401, "invalid API key", "authentication_error", {}, "invalid_api_key"}));
+  json e = json::parse(api_error_body(
+      ApiError{401, "invalid API key", "authentication_error", {}, "invalid_api_key"}));
   CHECK(e["error"]["message"] == "invalid API key");
   CHECK(e["error"]["type"] == "authentication_error");
   CHECK(e["error"]["param"].is_null());
@@ -68,7 +69,9 @@ TEST_CASE("serve sse: error bodies carry message, type, param and code") {
   CHECK(b["error"]["code"].is_null());
 }
 
-TEST_CASE("serve sse: a response stream hands frames over, wakes its reader, and tells the producer when abandoned") {
+TEST_CASE(
+    "serve sse: a response stream hands frames over, wakes its reader, and tells the producer when "
+    "abandoned") {
   auto rs = std::make_shared<ResponseStream>(true);
   int wakes = 0, cancels = 0;
   rs->push(sse_frame("1"));  // before the reader is there
@@ -110,13 +113,16 @@ TEST_CASE("serve metrics: the Prometheus text names every series with HELP and T
   g.in_flight = 2;
   g.waiting = 1;
   const std::string t = metrics_text(&g, http);
-  CHECK(t.find("# TYPE layerstream_requests_total counter\nlayerstream_requests_total 5\n") != std::string::npos);
-  CHECK(t.find("layerstream_requests_finished_total{reason=\"cancelled\"} 2\n") != std::string::npos);
+  CHECK(t.find("# TYPE layerstream_requests_total counter\nlayerstream_requests_total 5\n") !=
+        std::string::npos);
+  CHECK(t.find("layerstream_requests_finished_total{reason=\"cancelled\"} 2\n") !=
+        std::string::npos);
   CHECK(t.find("layerstream_kv_blocks_used 7\n") != std::string::npos);
   CHECK(t.find("layerstream_kv_blocks_total 64\n") != std::string::npos);
   CHECK(t.find("layerstream_requests_waiting 1\n") != std::string::npos);
   CHECK(t.find("layerstream_tokens_per_second") != std::string::npos);
-  CHECK(t.find("layerstream_http_requests_total{path=\"/v1/completions\",code=\"200\"} 2\n") != std::string::npos);
+  CHECK(t.find("layerstream_http_requests_total{path=\"/v1/completions\",code=\"200\"} 2\n") !=
+        std::string::npos);
   CHECK(t.find("layerstream_http_connections 3\n") != std::string::npos);
   // Loading: no generation series yet, ready 0.
   const std::string l = metrics_text(nullptr, http);
