@@ -284,10 +284,13 @@ net::awaitable<void> Connection::run(std::shared_ptr<Connection> self) {
         break;
       ApiError e;
       if (ec == http::error::body_limit) {
-        const auto len = parser.content_length();
+        // The header's field, not parser.content_length(): that asserts the
+        // header is done, and a Content-Length past the limit fails it
+        // before it is (Beast's debug builds abort there).
+        const std::string len(parser.get()[http::field::content_length]);
         e = ApiError{413,
                      "the request body is " +
-                         (len ? std::to_string(*len) + " bytes" : std::string("too large")) +
+                         (len.empty() ? std::string("too large") : len + " bytes") +
                          "; this server takes at most " + std::to_string(lim.max_body) +
                          " bytes (--max-body)",
                      "invalid_request_error",
