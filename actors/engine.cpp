@@ -241,7 +241,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     e->backend_ = make_cpu_backend(*e->model_, opt);
   }
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
-  e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s);
+  e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s,
+                                               opt.handle_signals);
   // The CPU tier's own backend (hybrid plans): its KV cache holds the CPU layers' keys.
   const bool hybrid = e->plan_.n_cpu > 0 || e->plan_.rebalance;
   if (hybrid) e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));

@@ -76,6 +76,9 @@ struct EngineOptions {
   std::string trace_path;  // --trace FILE
   bool stats = false;      // --stats
   int watchdog_s = 10;     // stall watchdog (0: off)
+  // SIGINT/SIGTERM stop the run (the control plane); false leaves them to the
+  // caller: the server drains its requests first, then stops the run.
+  bool handle_signals = true;
   bool print_plan = true;
   BackendFactory make_backend;      // empty: CPU (see BackendFactory)
   DeviceMemoryProbe device_memory;  // empty: CPU planning (see DeviceMemory)

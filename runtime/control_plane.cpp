@@ -2,7 +2,11 @@
 
 #include <time.h>
 
-#include <asio.hpp>
+// Boost.Asio (libboost-dev), the project's one Asio flavour: the HTTP server
+// (tools/serve/) runs on Boost.Beast, which needs it.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -26,16 +30,16 @@ constexpr double kComputingCpuPerTick = 0.1;
 }  // namespace
 
 struct ControlPlane::Impl {
-  Impl(RunControl& rc, const Tracer& tracer, int watchdog_s);
+  Impl(RunControl& rc, const Tracer& tracer, int watchdog_s, bool signals);
   ~Impl();
   void arm_timer();
 
   RunControl& rc_;
   const Tracer& tracer_;
   int watchdog_s_;
-  asio::io_context io_;
-  asio::signal_set signals_;
-  asio::steady_timer timer_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer timer_;
   std::thread thread_;
   std::atomic<int> signal_{0};
   uint64_t last_progress_ = 0;
@@ -44,20 +48,22 @@ struct ControlPlane::Impl {
   bool reported_ = false;
 };
 
-ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s)
-    : impl_(std::make_unique<Impl>(rc, tracer, watchdog_s)) {}
+ControlPlane::ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s, bool signals)
+    : impl_(std::make_unique<Impl>(rc, tracer, watchdog_s, signals)) {}
 
 ControlPlane::~ControlPlane() = default;
 
-int ControlPlane::signal() const { return impl_->signal_.load(); }
+int ControlPlane::signal() const {
+  return impl_->signal_.load();
+}
 
-ControlPlane::Impl::Impl(RunControl& rc, const Tracer& tracer, int watchdog_s)
-    : rc_(rc),
-      tracer_(tracer),
-      watchdog_s_(watchdog_s),
-      signals_(io_, SIGINT, SIGTERM),
-      timer_(io_) {
-  signals_.async_wait([this](const asio::error_code& ec, int sig) {
+ControlPlane::Impl::Impl(RunControl& rc, const Tracer& tracer, int watchdog_s, bool signals)
+    : rc_(rc), tracer_(tracer), watchdog_s_(watchdog_s), signals_(io_), timer_(io_) {
+  if (signals) {
+    signals_.add(SIGINT);
+    signals_.add(SIGTERM);
+  }
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
     signal_.store(sig);
     rc_.cancel(sig == SIGINT ? "interrupted (Ctrl-C)" : "terminated (SIGTERM)");
@@ -69,7 +75,7 @@ ControlPlane::Impl::Impl(RunControl& rc, const Tracer& tracer, int watchdog_s)
 
 void ControlPlane::Impl::arm_timer() {
   timer_.expires_after(std::chrono::seconds(1));
-  timer_.async_wait([this](const asio::error_code& ec) {
+  timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
     const uint64_t p = rc_.progress();
     const double cpu_s = process_cpu_seconds();
@@ -95,7 +101,7 @@ void ControlPlane::Impl::arm_timer() {
 }
 
 ControlPlane::Impl::~Impl() {
-  asio::error_code ec;
+  boost::system::error_code ec;
   signals_.cancel(ec);
   timer_.cancel();
   io_.stop();

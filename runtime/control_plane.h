@@ -19,8 +19,10 @@ namespace ls {
 
 class ControlPlane {
  public:
-  // watchdog_s = 0 turns the watchdog off.
-  ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s);
+  // watchdog_s = 0 turns the watchdog off. signals = false leaves SIGINT and
+  // SIGTERM to the caller (the server drains its requests before it stops
+  // the run, tools/serve/http_server.h).
+  ControlPlane(RunControl& rc, const Tracer& tracer, int watchdog_s, bool signals = true);
   ~ControlPlane();  // stops the thread, restores default signal handling
   ControlPlane(const ControlPlane&) = delete;
   ControlPlane& operator=(const ControlPlane&) = delete;
@@ -30,7 +32,7 @@ class ControlPlane {
 
  private:
   // Asio's io_context, signal_set and timer, and the thread that runs them:
-  // behind a pointer so that <asio.hpp> (about 7 s of compile time per
+  // behind a pointer so that Boost.Asio (about 7 s of compile time per
   // translation unit) stays in control_plane.cpp and out of every file that
   // includes actors/engine.h.
   struct Impl;

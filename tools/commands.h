@@ -24,5 +24,6 @@ Command add_logits(CLI::App& app);
 Command add_nvme(CLI::App& app);
 Command add_convert(CLI::App& app);
 Command add_perplexity(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace ls

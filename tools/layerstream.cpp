@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(ls::add_perplexity);
   add(ls::add_logits);
   add(ls::add_nvme);
+  add(ls::add_serve);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

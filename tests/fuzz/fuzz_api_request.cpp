@@ -1,0 +1,72 @@
+// libFuzzer target for the server's request parser (tools/serve/api_request.h),
+// the part of `layerstream serve` that reads untrusted bytes. Each input goes
+// through all four parsers (completion, chat, tokenize, detokenize); none may
+// crash, hang or leak, and what they return keeps the parser's promises: an
+// error is a 400 with a message, whose body is valid JSON; a request's
+// fields are in their documented ranges (stop strings counted, non-empty and
+// bounded; sampling values in range; token ids not negative; roles known).
+// Run with scripts/fuzz.sh; seeds in tests/fuzz/corpus_api_request.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "tools/serve/api_request.h"
+
+namespace {
+
+void fail(const char* why) {
+  std::fprintf(stderr, "fuzz_api_request: %s\n", why);
+  __builtin_trap();
+}
+
+void check_error(const ls::ApiError& e) {
+  if (e.status != 400) fail("an error that is not a 400");
+  if (e.message.empty()) fail("an error without a message");
+  if (!nlohmann::json::accept(ls::api_error_body(e))) fail("an error body that is not JSON");
+}
+
+void check_generate(const ls::Parsed<ls::GenerateRequest>& p) {
+  if (auto* e = std::get_if<ls::ApiError>(&p)) return check_error(*e);
+  const ls::GenerateRequest& r = std::get<ls::GenerateRequest>(p);
+  if (r.stop.size() > ls::kMaxStop) fail("too many stop strings");
+  for (const std::string& s : r.stop)
+    if (s.empty() || s.size() > ls::kMaxStopBytes) fail("a stop string out of bounds");
+  if (r.max_tokens == 0 || r.max_tokens < -1) fail("max_tokens out of range");
+  if (!(r.sampling.temp >= 0 && r.sampling.temp <= 2)) fail("temperature out of range");
+  if (!(r.sampling.top_p >= 0 && r.sampling.top_p <= 1)) fail("top_p out of range");
+  if (!(r.sampling.min_p >= 0 && r.sampling.min_p <= 1)) fail("min_p out of range");
+  if (r.sampling.top_k < 0 || r.sampling.repeat_last_n < -1) fail("an integer out of range");
+  for (int32_t id : r.prompt_ids)
+    if (id < 0) fail("a negative token id");
+  if (r.chat) {
+    if (r.messages.empty()) fail("a chat without messages");
+    for (const ls::ChatMessage& m : r.messages)
+      if (m.role != "system" && m.role != "user" && m.role != "assistant") fail("an unknown role");
+  } else if (r.prompt.empty() && r.prompt_ids.empty()) {
+    fail("a completion without a prompt");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const ls::SamplerParams defaults;
+  check_generate(ls::parse_completion_request(body, defaults));
+  check_generate(ls::parse_chat_request(body, defaults));
+  auto t = ls::parse_tokenize_request(body);
+  if (auto* e = std::get_if<ls::ApiError>(&t)) check_error(*e);
+  auto d = ls::parse_detokenize_request(body);
+  if (auto* e = std::get_if<ls::ApiError>(&d)) {
+    check_error(*e);
+  } else {
+    for (int32_t id : std::get<ls::DetokenizeRequest>(d).tokens)
+      if (id < 0) fail("a negative token id to detokenize");
+  }
+  return 0;
+}

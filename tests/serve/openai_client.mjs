@@ -1,0 +1,91 @@
+// The official OpenAI client (npm `openai`, pinned in package-lock.json)
+// against `layerstream serve` on loopback: completions, chat, both streamed
+// and whole, usage, and the errors a client sees as typed exceptions.
+//   node openai_client.mjs BASE_URL API_KEY MODEL_ID
+// Prints one line per check; exits 1 at the first that fails.
+import OpenAI from "openai";
+
+const [baseURL, apiKey, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: baseURL + "/v1", apiKey, maxRetries: 0, timeout: 30000 });
+
+function check(cond, what) {
+  if (!cond) {
+    console.log("FAIL: " + what);
+    process.exit(1);
+  }
+  console.log("ok: " + what);
+}
+
+async function expectError(promise, Type, status, what) {
+  try {
+    await promise;
+  } catch (e) {
+    check(e instanceof Type && e.status === status, `${what}: ${Type.name} ${status} (${e.status}: ${e.message})`);
+    return e;
+  }
+  check(false, what + ": no error was raised");
+}
+
+const prompt = "And God said, Let there be";
+
+// Models.
+const models = await client.models.list();
+check(models.data.length === 1 && models.data[0].id === model, `models.list: [${models.data.map((m) => m.id)}]`);
+
+// Completions, whole and streamed: the same greedy text.
+const whole = await client.completions.create({ model, prompt, max_tokens: 20, temperature: 0 });
+check(whole.object === "text_completion" && whole.choices[0].text.length > 0, `completions: "${whole.choices[0].text}"`);
+check(whole.choices[0].finish_reason === "length" && whole.usage.completion_tokens === 20 &&
+      whole.usage.total_tokens === whole.usage.prompt_tokens + 20, `completions usage: ${JSON.stringify(whole.usage)}`);
+let streamed = "", last = null, chunks = 0;
+for await (const c of await client.completions.create({ model, prompt, max_tokens: 20, temperature: 0, stream: true })) {
+  streamed += c.choices[0].text;
+  last = c.choices[0].finish_reason;
+  chunks++;
+}
+check(streamed === whole.choices[0].text && last === "length", `completions stream: ${chunks} chunks, same text, finish ${last}`);
+
+// Chat, whole and streamed, with usage in the stream.
+const messages = [{ role: "system", content: "Answer from the scriptures." }, { role: "user", content: "Who made the heaven and the earth?" }];
+const chat = await client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0 });
+const reply = chat.choices[0].message.content;
+check(chat.object === "chat.completion" && chat.choices[0].message.role === "assistant" && reply.length > 0, `chat: "${reply}"`);
+let sreply = "", role = null, usage = null, finish = null;
+const stream = await client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0, stream: true, stream_options: { include_usage: true } });
+for await (const c of stream) {
+  if (c.usage) usage = c.usage;
+  const ch = c.choices[0];
+  if (!ch) continue;
+  if (ch.delta.role) role = ch.delta.role;
+  if (ch.delta.content) sreply += ch.delta.content;
+  if (ch.finish_reason) finish = ch.finish_reason;
+}
+check(sreply === reply && role === "assistant" && finish === chat.choices[0].finish_reason, `chat stream: same reply, role ${role}, finish ${finish}`);
+check(usage && usage.completion_tokens === chat.usage.completion_tokens && usage.prompt_tokens === chat.usage.prompt_tokens, `chat stream usage: ${JSON.stringify(usage)}`);
+
+// Stop strings: the text ends before the first one.
+const cut = whole.choices[0].text.trim().split(" ")[1];
+const stopped = await client.completions.create({ model, prompt, max_tokens: 20, temperature: 0, stop: [cut] });
+check(stopped.choices[0].finish_reason === "stop" && !stopped.choices[0].text.includes(cut) &&
+      whole.choices[0].text.startsWith(stopped.choices[0].text), `stop ["${cut}"]: "${stopped.choices[0].text}"`);
+
+// Seeded sampling repeats itself.
+const s1 = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 1, seed: 7 });
+const s2 = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 1, seed: 7 });
+check(s1.choices[0].text === s2.choices[0].text, `seed 7 twice: same text "${s1.choices[0].text}"`);
+
+// Errors, as the client's typed exceptions.
+let e = await expectError(client.completions.create({ model: "gpt-4o", prompt, max_tokens: 4 }), OpenAI.NotFoundError, 404, "unknown model");
+check(e.code === "model_not_found" && e.param === "model", `unknown model: code ${e.code}, param ${e.param}`);
+e = await expectError(client.completions.create({ model, prompt, temperature: "hot" }), OpenAI.BadRequestError, 400, "wrong type");
+check(e.param === "temperature", `wrong type: param ${e.param}: ${e.message}`);
+e = await expectError(client.completions.create({ model, prompt: "In the beginning ".repeat(400), max_tokens: 4 }), OpenAI.BadRequestError, 400, "prompt past the context");
+check(e.code === "context_length_exceeded" && /context is \d+ tokens/.test(e.message), `context: ${e.message}`);
+e = await expectError(client.chat.completions.create({ model, messages: [{ role: "tool", content: "x" }] }), OpenAI.BadRequestError, 400, "bad role");
+check(e.param === "messages[0].role", `bad role: param ${e.param}`);
+// An error on a streamed request comes before the stream: the same exception.
+await expectError(client.chat.completions.create({ model, messages: [], stream: true }), OpenAI.BadRequestError, 400, "stream: no messages");
+const wrongKey = new OpenAI({ baseURL: baseURL + "/v1", apiKey: "not-the-key", maxRetries: 0 });
+e = await expectError(wrongKey.models.list(), OpenAI.AuthenticationError, 401, "wrong API key");
+check(e.code === "invalid_api_key", `wrong API key: code ${e.code}`);
+console.log("PASS: the openai client");

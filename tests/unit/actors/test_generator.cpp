@@ -1,0 +1,192 @@
+// The serving core (actors/generator.h) on the trained KJV model, on the
+// CPU: a request's greedy tokens are the same alone and among others
+// (continuous batching), its budget and stop strings end it with the right
+// reason and usage, refusals name what is wrong, and a cancel frees the
+// sequence's slot and key/value blocks.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/engine.h"
+#include "actors/generator.h"
+#include "model/tokenizer.h"
+
+using namespace ls;
+
+namespace {
+
+std::unique_ptr<Engine> open_kjv(uint32_t n_seq) {
+  EngineOptions o;
+  o.model = std::string(LS_SOURCE_DIR) + "/model/weights/kjv-target-q8_0.gguf";
+  o.n_seq = n_seq;
+  o.n_ctx = 256;
+  o.threads = 2;
+  o.print_plan = false;
+  o.handle_signals = false;
+  o.watchdog_s = 0;
+  o.cpu_layers = 0;
+  auto e = Engine::open(o);
+  REQUIRE_MESSAGE(e.has_value(), (e ? "" : e.error().message));
+  return std::move(*e);
+}
+
+// One request's outcome, filled by its sink.
+struct Outcome {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> ids;
+  std::string text;
+  bool ended = false;
+  GenEnd end;
+
+  GenSink sink() {
+    GenSink s;
+    s.on_token = [this](int32_t t, std::string_view text) {
+      ids.push_back(t);
+      this->text.append(text);
+      return true;
+    };
+    s.on_end = [this](const GenEnd& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      end = e;
+      text += e.tail;
+      ended = true;
+      cv.notify_all();
+    };
+    return s;
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(60), [this] { return ended; }));
+  }
+};
+
+GenParams greedy(int max_tokens) {
+  GenParams p;
+  p.sampling.temp = 0;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("generator: greedy tokens are the same alone and among other requests") {
+  auto e = open_kjv(4);
+  Generator g(*e, {});
+  const Tokenizer& tok = *e->model().tokenizer;
+  const std::vector<std::string> prompts = {"In the beginning", "And the LORD said unto Moses",
+                                            "Blessed are the", "The LORD is my shepherd"};
+  std::vector<std::vector<int32_t>> alone;
+  for (const std::string& p : prompts) {
+    Outcome o;
+    REQUIRE(g.start(tok.encode(p, true, false), greedy(12), o.sink()).ok());
+    o.wait();
+    CHECK(o.end.reason == FinishReason::Length);
+    CHECK(o.end.completion_tokens == 12);
+    CHECK(o.end.prompt_tokens == tok.encode(p, true, false).size());
+    alone.push_back(o.ids);
+  }
+  // All at once, twice over (8 requests on 4 slots: half wait and join).
+  std::vector<std::unique_ptr<Outcome>> many;
+  for (int round = 0; round < 2; ++round)
+    for (const std::string& p : prompts) {
+      many.push_back(std::make_unique<Outcome>());
+      REQUIRE(g.start(tok.encode(p, true, false), greedy(12), many.back()->sink()).ok());
+    }
+  for (size_t i = 0; i < many.size(); ++i) {
+    many[i]->wait();
+    CHECK(many[i]->ids == alone[i % prompts.size()]);
+  }
+  CHECK(g.wait_idle(5000));
+  const GenStats st = g.stats();
+  CHECK(st.requests == 12);
+  CHECK(st.finished[static_cast<int>(FinishReason::Length)] == 12);
+  CHECK(st.completion_tokens == 12 * 12);
+  CHECK(st.in_flight == 0);
+  CHECK(st.kv.used == 0);
+}
+
+TEST_CASE("generator: a stop string ends the text before it, reason stop") {
+  auto e = open_kjv(1);
+  Generator g(*e, {});
+  const Tokenizer& tok = *e->model().tokenizer;
+  const auto prompt = tok.encode("In the beginning", true, false);
+  Outcome free_run;
+  REQUIRE(g.start(prompt, greedy(24), free_run.sink()).ok());
+  free_run.wait();
+  // Stop at the second word of the free run's text.
+  const size_t cut = free_run.text.find(' ', 1);
+  REQUIRE(cut != std::string::npos);
+  const std::string stop = free_run.text.substr(cut, 4);
+  GenParams p = greedy(24);
+  p.stop = {stop};
+  Outcome o;
+  REQUIRE(g.start(prompt, p, o.sink()).ok());
+  o.wait();
+  CHECK(o.end.reason == FinishReason::Stop);
+  CHECK(o.text == free_run.text.substr(0, free_run.text.find(stop)));
+  CHECK(o.end.completion_tokens < 24);
+}
+
+TEST_CASE("generator: refusals name the lengths and limits") {
+  auto e = open_kjv(1);
+  Generator g(*e, Generator::Options{0});  // no queue: one request at a time
+  std::vector<int32_t> long_prompt(300, 5);
+  GenStart r = g.start(long_prompt, greedy(4), {});
+  CHECK(r.refusal == GenRefusal::TooLong);
+  CHECK(r.message.find("256") != std::string::npos);
+  CHECK(r.message.find("300") != std::string::npos);
+  r = g.start(std::vector<int32_t>(200, 5), greedy(100), {});
+  CHECK(r.refusal == GenRefusal::TooLong);
+  CHECK(r.message.find("300 were requested (200 in the prompt, max_tokens 100)") !=
+        std::string::npos);
+  CHECK(g.start({}, greedy(4), {}).refusal == GenRefusal::Invalid);
+  r = g.start({1, 999999}, greedy(4), {});
+  CHECK(r.refusal == GenRefusal::Invalid);
+  CHECK(r.message.find("999999") != std::string::npos);
+  CHECK(g.start({1, 2}, greedy(0), {}).refusal == GenRefusal::Invalid);
+
+  Outcome running;
+  REQUIRE(g.start({1, 2, 3}, greedy(200), running.sink()).ok());
+  r = g.start({1, 2, 3}, greedy(4), {});
+  CHECK(r.refusal == GenRefusal::Busy);
+  CHECK(r.message.find("--max-queue 0") != std::string::npos);
+  CHECK(g.stats().refused_busy == 1);
+  g.cancel_all();
+  running.wait();
+}
+
+TEST_CASE("generator: a cancel ends the request and frees its blocks at the next step") {
+  auto e = open_kjv(2);
+  Generator g(*e, {});
+  Outcome o;
+  const GenStart s = g.start({1, 2, 3, 4}, greedy(-1), o.sink());
+  REQUIRE(s.ok());
+  // Wait until it decodes, then cancel.
+  for (int i = 0; i < 2000 && g.stats().kv.used == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(g.stats().kv.used > 0);
+  g.cancel(s.id);
+  o.wait();
+  CHECK(o.end.reason == FinishReason::Cancelled);
+  CHECK(g.wait_idle(2000));
+  const GenStats st = g.stats();
+  CHECK(st.kv.used == 0);
+  CHECK(st.in_flight == 0);
+  CHECK(st.finished[static_cast<int>(FinishReason::Cancelled)] == 1);
+  // A sink that returns false ends its own request.
+  Outcome self;
+  GenSink sk = self.sink();
+  sk.on_token = [](int32_t, std::string_view) { return false; };
+  REQUIRE(g.start({1, 2, 3}, greedy(50), sk).ok());
+  self.wait();
+  CHECK(self.end.reason == FinishReason::Cancelled);
+  CHECK(self.end.completion_tokens == 1);
+}

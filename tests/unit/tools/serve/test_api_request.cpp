@@ -1,0 +1,184 @@
+// The server's request parser (tools/serve/api_request.h): every field
+// checked for its type and range, the first fault named by `param` with a
+// 400, sampling fields mapped onto the sampler's settings over the server's
+// defaults, and no exception for any input.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <variant>
+
+#include "tools/serve/api_request.h"
+
+using namespace ls;
+
+namespace {
+
+SamplerParams defaults() {
+  SamplerParams p;
+  p.temp = 0.8f;
+  p.top_k = 40;
+  return p;
+}
+
+GenerateRequest ok_completion(const std::string& body) {
+  auto r = parse_completion_request(body, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) FAIL("unexpected error: ", e->message);
+  return std::get<GenerateRequest>(r);
+}
+
+ApiError err_completion(const std::string& body) {
+  auto r = parse_completion_request(body, defaults());
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  return std::get<ApiError>(r);
+}
+
+ApiError err_chat(const std::string& body) {
+  auto r = parse_chat_request(body, defaults());
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  return std::get<ApiError>(r);
+}
+
+}  // namespace
+
+TEST_CASE("serve request: sampling fields map onto the sampler over the server's defaults") {
+  GenerateRequest r = ok_completion(
+      R"({"prompt":"In the beginning","temperature":0,"top_p":0.5,"top_k":7,"min_p":0.1,)"
+      R"("repeat_penalty":1.1,"repeat_last_n":-1,"seed":42,"max_tokens":16,"stop":["\n","Amen"]})");
+  CHECK(r.prompt == "In the beginning");
+  CHECK(r.sampling.temp == 0.0f);
+  CHECK(r.sampling.top_p == doctest::Approx(0.5));
+  CHECK(r.sampling.top_k == 7);
+  CHECK(r.sampling.min_p == doctest::Approx(0.1));
+  CHECK(r.sampling.repeat_penalty == doctest::Approx(1.1));
+  CHECK(r.sampling.repeat_last_n == -1);
+  CHECK(r.sampling.seed == 42u);
+  CHECK(r.max_tokens == 16);
+  REQUIRE(r.stop.size() == 2);
+  CHECK(r.stop[1] == "Amen");
+  CHECK_FALSE(r.stream);
+
+  GenerateRequest d = ok_completion(R"({"prompt":"x"})");
+  CHECK(d.sampling.temp == doctest::Approx(0.8));  // the server's default stays
+  CHECK(d.sampling.top_k == 40);
+  CHECK(d.sampling.seed == kSamplerRandomSeed);
+  CHECK(d.max_tokens == -1);
+  CHECK(ok_completion(R"({"prompt":"x","seed":-1})").sampling.seed == kSamplerRandomSeed);
+  // Clients' names for the budget, and JavaScript's integral floats.
+  CHECK(ok_completion(R"({"prompt":"x","max_completion_tokens":5})").max_tokens == 5);
+  CHECK(ok_completion(R"({"prompt":"x","n_predict":6})").max_tokens == 6);
+  CHECK(ok_completion(R"({"prompt":"x","max_tokens":7.0})").max_tokens == 7);
+  CHECK(ok_completion(R"({"prompt":"x","stop":"\n"})").stop.size() == 1);
+  CHECK(ok_completion(R"({"prompt":"x","max_tokens":null,"stop":null})").max_tokens == -1);
+}
+
+TEST_CASE("serve request: prompts as text, one-element arrays and token ids") {
+  CHECK(ok_completion(R"({"prompt":["one"]})").prompt == "one");
+  GenerateRequest ids = ok_completion(R"({"prompt":[1,2,3]})");
+  CHECK(ids.prompt_ids == std::vector<int32_t>{1, 2, 3});
+  CHECK(err_completion(R"({"prompt":["a","b"]})").message.find("2 prompts") != std::string::npos);
+  CHECK(err_completion(R"({"prompt":[1,-2]})").param == "prompt");
+  CHECK(err_completion(R"({"prompt":""})").param == "prompt");
+  CHECK(err_completion(R"({"prompt":[]})").param == "prompt");
+  CHECK(err_completion(R"({})").message == "'prompt' is required");
+}
+
+TEST_CASE("serve request: wrong types and ranges are 400s that name the field") {
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* says;
+  } cases[] = {
+      {R"({"prompt":"x","temperature":"hot"})", "temperature", "must be a number (got a string)"},
+      {R"({"prompt":"x","temperature":3})", "temperature", "between 0 and 2"},
+      {R"({"prompt":"x","top_p":-0.1})", "top_p", "between 0 and 1"},
+      {R"({"prompt":"x","top_k":1.5})", "top_k", "must be an integer"},
+      {R"({"prompt":"x","max_tokens":0})", "max_tokens", "between 1 and"},
+      {R"({"prompt":"x","max_tokens":"many"})", "max_tokens", "an integer (got a string)"},
+      // Found by the fuzzer: n_predict 0 passed the range check of -1..
+      {R"({"prompt":"x","n_predict":-0})", "n_predict", "-1 (no limit) or at least 1"},
+      {R"({"prompt":"x","stream":"yes"})", "stream", "must be a boolean"},
+      {R"({"prompt":"x","stop":[1]})", "stop[]", "must be a string"},
+      {R"({"prompt":"x","stop":[""]})", "stop", "must not be empty"},
+      {R"({"prompt":"x","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})",
+       "stop", "at most 16"},
+      {R"({"prompt":"x","model":5})", "model", "must be a string"},
+      {R"({"prompt":"x","n":2})", "n", "not supported"},
+      {R"({"prompt":"x","logprobs":true})", "logprobs", "not supported"},
+      {R"({"prompt":"x","frequency_penalty":0.5})", "frequency_penalty", "repeat_penalty"},
+      {R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage",
+       "a boolean"},
+      {R"({"prompt":{"text":"x"}})", "prompt", "a string or an array of token ids"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.body);
+    const ApiError e = err_completion(c.body);
+    CHECK(e.status == 400);
+    CHECK(e.type == "invalid_request_error");
+    CHECK(e.param == c.param);
+    CHECK(e.message.find(c.says) != std::string::npos);
+  }
+  // Their no-op values are what clients send by default: accepted.
+  ok_completion(
+      R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
+}
+
+TEST_CASE("serve request: malformed JSON and non-objects say so, with the position") {
+  for (const char* body :
+       {"", "{", R"({"prompt": "x",})", "not json", "\xff\xfe", R"({"prompt":"\ud800"})"}) {
+    CAPTURE(body);
+    const ApiError e = err_completion(body);
+    CHECK(e.status == 400);
+    CHECK(e.message.find("not valid JSON") != std::string::npos);
+  }
+  CHECK(err_completion("[1,2]").message.find("must be a JSON object (got an array)") !=
+        std::string::npos);
+  CHECK(err_completion("42").message.find("JSON object") != std::string::npos);
+}
+
+TEST_CASE("serve request: chat messages are checked one by one") {
+  auto r = parse_chat_request(
+      R"({"messages":[{"role":"developer","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":" there"}]}],"stream":true,"stream_options":{"include_usage":true}})",
+      defaults());
+  REQUIRE(std::holds_alternative<GenerateRequest>(r));
+  const GenerateRequest& q = std::get<GenerateRequest>(r);
+  CHECK(q.chat);
+  REQUIRE(q.messages.size() == 2);
+  CHECK(q.messages[0].role == "system");
+  CHECK(q.messages[1].content == "Hi there");
+  CHECK(q.stream);
+  CHECK(q.include_usage);
+
+  CHECK(err_chat(R"({})").param == "messages");
+  CHECK(err_chat(R"({"messages":[]})").message.find("at least one") != std::string::npos);
+  CHECK(err_chat(R"({"messages":"hi"})").message.find("must be an array") != std::string::npos);
+  CHECK(err_chat(R"({"messages":[{"role":"tool","content":"x"}]})").param == "messages[0].role");
+  CHECK(err_chat(R"({"messages":[{"role":"user"}]})").param == "messages[0].content");
+  CHECK(
+      err_chat(
+          R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"image_url"}]}]})")
+          .param == "messages[1].content");
+  CHECK(err_chat(R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})")
+            .param == "tools");
+}
+
+TEST_CASE("serve request: tokenize and detokenize bodies") {
+  auto t = parse_tokenize_request(R"({"content":"In the beginning","add_special":true})");
+  REQUIRE(std::holds_alternative<TokenizeRequest>(t));
+  CHECK(std::get<TokenizeRequest>(t).add_special);
+  CHECK(std::get<ApiError>(parse_tokenize_request(R"({"content":3})")).param == "content");
+  auto d = parse_detokenize_request(R"({"tokens":[5,6]})");
+  REQUIRE(std::holds_alternative<DetokenizeRequest>(d));
+  CHECK(std::get<DetokenizeRequest>(d).tokens.size() == 2);
+  CHECK(std::get<ApiError>(parse_detokenize_request(R"({"tokens":["a"]})")).param == "tokens[]");
+  CHECK(std::get<ApiError>(parse_detokenize_request(R"({"tokens":[4294967296]})")).param ==
+        "tokens");
+}
+
+TEST_CASE("serve request: every prefix of a valid body parses or fails cleanly") {
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"Hello \u00e9"}],"temperature":0.5,"stop":["x"],"max_tokens":3})";
+  for (size_t n = 0; n <= body.size(); ++n) {
+    auto r = parse_chat_request(std::string_view(body).substr(0, n), defaults());
+    CHECK((n == body.size()) == std::holds_alternative<GenerateRequest>(r));
+  }
+}

@@ -1,0 +1,370 @@
+#include "tools/serve/api_request.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+namespace ls {
+namespace {
+
+using json = nlohmann::json;
+
+// The JSON type as the error message names it.
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a number";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "an integer";
+    default:
+      return "an unknown type";
+  }
+}
+
+ApiError wrong_type(const std::string& field, const char* want, const json& got) {
+  return bad_request("'" + field + "' must be " + want + " (got " + type_name(got) + ")", field);
+}
+
+// Reads the fields of one request object; the first error is kept and every
+// later getter does nothing, so a parser reads as a list of fields.
+class Fields {
+ public:
+  explicit Fields(const json& o) : o_(o) {}
+  const std::optional<ApiError>& error() const { return err_; }
+  void fail(ApiError e) {
+    if (!err_) err_ = std::move(e);
+  }
+  // The value of a field present and not null, else nullptr.
+  const json* get(const char* name) const {
+    if (err_) return nullptr;
+    auto it = o_.find(name);
+    if (it == o_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  void boolean(const char* name, bool& out) {
+    if (const json* v = get(name)) {
+      if (!v->is_boolean()) return fail(wrong_type(name, "a boolean", *v));
+      out = v->get<bool>();
+    }
+  }
+  // A number within [lo, hi].
+  void number(const char* name, float& out, double lo, double hi) {
+    if (const json* v = get(name)) {
+      if (!v->is_number()) return fail(wrong_type(name, "a number", *v));
+      const double d = v->get<double>();
+      if (!std::isfinite(d) || d < lo || d > hi)
+        return fail(bad_request("'" + std::string(name) + "' must be between " + fmt(lo) + " and " +
+                                    fmt(hi) + " (got " + fmt(d) + ")",
+                                name));
+      out = static_cast<float>(d);
+    }
+  }
+  // An integer within [lo, hi].
+  void integer(const char* name, int64_t& out, int64_t lo, int64_t hi) {
+    if (const json* v = get(name)) {
+      // 1.0 is an integer to JavaScript, whose clients send it so.
+      if (v->is_number_float()) {
+        const double d = v->get<double>();
+        if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e15)
+          return fail(wrong_type(name, "an integer", *v));
+        out = static_cast<int64_t>(d);
+      } else if (v->is_number_unsigned()) {
+        const uint64_t u = v->get<uint64_t>();
+        out = u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                  ? std::numeric_limits<int64_t>::max()
+                  : static_cast<int64_t>(u);
+      } else if (v->is_number_integer()) {
+        out = v->get<int64_t>();
+      } else {
+        return fail(wrong_type(name, "an integer", *v));
+      }
+      if (out < lo || out > hi)
+        return fail(bad_request("'" + std::string(name) + "' must be between " +
+                                    std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                                    std::to_string(out) + ")",
+                                name));
+    }
+  }
+  // A field the engine does not do: absent, null, or its no-op value.
+  void only(const char* name, const json& noop, const char* why) {
+    if (const json* v = get(name))
+      if (*v != noop)
+        fail(bad_request("'" + std::string(name) + "' is not supported: " + why, name));
+  }
+
+ private:
+  static std::string fmt(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", d);
+    return buf;
+  }
+  const json& o_;
+  std::optional<ApiError> err_;
+};
+
+// The body as one JSON object, or the error that says why not.
+std::variant<json, ApiError> parse_object(std::string_view body) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Parse again with exceptions for the position (bounded: the body
+    // already failed once, and exceptions stay inside this function).
+    std::string where;
+    try {
+      const json again = json::parse(body.begin(), body.end());
+      (void)again;
+    } catch (const json::parse_error& e) {
+      where = std::string(": ") + e.what();
+    } catch (...) {
+    }
+    return bad_request("the request body is not valid JSON" + where);
+  }
+  if (!j.is_object())
+    return bad_request(std::string("the request body must be a JSON object (got ") + type_name(j) +
+                       ")");
+  return j;
+}
+
+// Sampling and the common fields of both generate endpoints.
+void read_generate_fields(Fields& f, GenerateRequest& r) {
+  if (const json* m = f.get("model")) {
+    if (!m->is_string()) return f.fail(wrong_type("model", "a string", *m));
+    r.model = m->get<std::string>();
+  }
+  f.boolean("stream", r.stream);
+  if (const json* so = f.get("stream_options")) {
+    if (!so->is_object()) return f.fail(wrong_type("stream_options", "an object", *so));
+    auto it = so->find("include_usage");
+    if (it != so->end() && !it->is_null()) {
+      if (!it->is_boolean())
+        return f.fail(wrong_type("stream_options.include_usage", "a boolean", *it));
+      r.include_usage = it->get<bool>();
+    }
+  }
+  f.number("temperature", r.sampling.temp, 0.0, 2.0);
+  f.number("top_p", r.sampling.top_p, 0.0, 1.0);
+  f.number("min_p", r.sampling.min_p, 0.0, 1.0);
+  int64_t v = r.sampling.top_k;
+  f.integer("top_k", v, 0, 1 << 20);
+  r.sampling.top_k = static_cast<int32_t>(v);
+  f.number("repeat_penalty", r.sampling.repeat_penalty, 0.0, 10.0);
+  v = r.sampling.repeat_last_n;
+  f.integer("repeat_last_n", v, -1, 1 << 20);
+  r.sampling.repeat_last_n = static_cast<int32_t>(v);
+  // seed: any integer; -1 (llama-server's) or absent: a random one.
+  if (f.get("seed")) {
+    int64_t seed = 0;
+    f.integer("seed", seed, std::numeric_limits<int64_t>::min(),
+              std::numeric_limits<int64_t>::max());
+    r.sampling.seed = seed == -1 ? kSamplerRandomSeed : static_cast<uint64_t>(seed);
+  }
+  // max_tokens (OpenAI), max_completion_tokens (its newer name for chat), n_predict (llama-server).
+  for (const char* name : {"max_tokens", "max_completion_tokens", "n_predict"}) {
+    if (!f.get(name)) continue;
+    int64_t n = -1;
+    const bool llama = name[0] == 'n';  // llama-server's n_predict takes -1: no limit
+    f.integer(name, n, llama ? -1 : 1, 1 << 30);
+    if (llama && n == 0 && !f.error())
+      return f.fail(bad_request("'n_predict' must be -1 (no limit) or at least 1 (got 0)", name));
+    r.max_tokens = static_cast<int32_t>(n);
+  }
+  if (const json* s = f.get("stop")) {
+    std::vector<std::string> stops;
+    if (s->is_string()) {
+      stops.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      if (s->size() > kMaxStop)
+        return f.fail(bad_request("'stop' holds at most " + std::to_string(kMaxStop) +
+                                      " strings (got " + std::to_string(s->size()) + ")",
+                                  "stop"));
+      for (const json& e : *s) {
+        if (!e.is_string()) return f.fail(wrong_type("stop[]", "a string", e));
+        stops.push_back(e.get<std::string>());
+      }
+    } else {
+      return f.fail(wrong_type("stop", "a string or an array of strings", *s));
+    }
+    for (const std::string& st : stops) {
+      if (st.empty()) return f.fail(bad_request("'stop' strings must not be empty", "stop"));
+      if (st.size() > kMaxStopBytes)
+        return f.fail(bad_request("'stop' strings are at most " + std::to_string(kMaxStopBytes) +
+                                      " bytes (got " + std::to_string(st.size()) + ")",
+                                  "stop"));
+    }
+    r.stop = std::move(stops);
+  }
+  // What OpenAI defines and the engine does not do: refused when asked for.
+  f.only("n", json(1), "one choice per request");
+  f.only("best_of", json(1), "one choice per request");
+  f.only("logprobs", json(false), "no log probabilities");
+  f.only("top_logprobs", json(0), "no log probabilities");
+  f.only("echo", json(false), "the prompt is not echoed");
+  f.only("suffix", json(""), "no insertion");
+  f.only("frequency_penalty", json(0), "use repeat_penalty");
+  f.only("presence_penalty", json(0), "use repeat_penalty");
+  if (const json* lb = f.get("logit_bias"))
+    if (!(lb->is_object() && lb->empty()))
+      f.fail(bad_request("'logit_bias' is not supported", "logit_bias"));
+  if (const json* t = f.get("tools"))
+    if (!(t->is_array() && t->empty()))
+      f.fail(bad_request("'tools' is not supported: no tool calls", "tools"));
+  if (const json* rf = f.get("response_format")) {
+    if (!rf->is_object()) return f.fail(wrong_type("response_format", "an object", *rf));
+    auto it = rf->find("type");
+    if (it == rf->end() || *it != json("text"))
+      f.fail(bad_request("'response_format' must be {\"type\": \"text\"}: no JSON mode",
+                         "response_format"));
+  }
+}
+
+// Token ids from a JSON array (range checks against the vocabulary are the
+// server's: it knows the model).
+std::optional<ApiError> read_ids(const json& a, const char* field, std::vector<int32_t>& out) {
+  for (const json& e : a) {
+    if (!e.is_number_integer() && !e.is_number_unsigned())
+      return wrong_type(std::string(field) + "[]", "an integer token id", e);
+    const int64_t id =
+        e.is_number_unsigned() && e.get<uint64_t>() > (1ull << 31) ? (1ll << 31) : e.get<int64_t>();
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      return bad_request("'" + std::string(field) + "' holds token id " + std::to_string(id) +
+                             ", outside 0.." + std::to_string(std::numeric_limits<int32_t>::max()),
+                         field);
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Parsed<GenerateRequest> parse_completion_request(std::string_view body,
+                                                 const SamplerParams& defaults) {
+  auto pj = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&pj)) return *e;
+  const json& j = std::get<json>(pj);
+  GenerateRequest r;
+  r.sampling = defaults;
+  Fields f(j);
+  const json* p = f.get("prompt");
+  if (!p && !f.error()) return bad_request("'prompt' is required", "prompt");
+  if (p) {
+    // A string; an array of one string; an array of token ids.
+    if (p->is_string()) {
+      r.prompt = p->get<std::string>();
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+      r.prompt = (*p)[0].get<std::string>();
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_string()) {
+      return bad_request("'prompt' holds " + std::to_string(p->size()) +
+                             " prompts; this server takes one per request",
+                         "prompt");
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_array()) {
+      return bad_request("'prompt' as arrays of token arrays: one prompt per request", "prompt");
+    } else if (p->is_array()) {
+      if (auto e = read_ids(*p, "prompt", r.prompt_ids)) return *e;
+      if (r.prompt_ids.empty()) return bad_request("'prompt' must not be empty", "prompt");
+    } else {
+      return wrong_type("prompt", "a string or an array of token ids", *p);
+    }
+    if (!p->is_array() && r.prompt.empty())
+      return bad_request("'prompt' must not be empty", "prompt");
+  }
+  read_generate_fields(f, r);
+  if (f.error()) return *f.error();
+  return r;
+}
+
+Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerParams& defaults) {
+  auto pj = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&pj)) return *e;
+  const json& j = std::get<json>(pj);
+  GenerateRequest r;
+  r.chat = true;
+  r.sampling = defaults;
+  Fields f(j);
+  const json* ms = f.get("messages");
+  if (!ms) return bad_request("'messages' is required", "messages");
+  if (!ms->is_array()) return wrong_type("messages", "an array", *ms);
+  if (ms->empty()) return bad_request("'messages' must hold at least one message", "messages");
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const json& m = (*ms)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return wrong_type(at, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      return bad_request("'" + at + ".role' must be a string", at + ".role");
+    ChatMessage cm;
+    cm.role = role->get<std::string>();
+    if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for it
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
+      return bad_request(
+          "'" + at + ".role' must be system, user or assistant (got '" + cm.role + "')",
+          at + ".role");
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      return bad_request("'" + at + ".content' is required", at + ".content");
+    } else if (content->is_string()) {
+      cm.content = content->get<std::string>();
+    } else if (content->is_array()) {
+      // Content parts: text only.
+      for (const json& part : *content) {
+        auto type = part.is_object() ? part.find("type") : part.end();
+        if (!part.is_object() || type == part.end() || *type != json("text"))
+          return bad_request("'" + at +
+                                 ".content' parts must be {\"type\": \"text\", ...}: "
+                                 "text only",
+                             at + ".content");
+        auto text = part.find("text");
+        if (text == part.end() || !text->is_string())
+          return bad_request("'" + at + ".content[].text' must be a string", at + ".content");
+        cm.content += text->get<std::string>();
+      }
+    } else {
+      return wrong_type(at + ".content", "a string or an array of text parts", *content);
+    }
+    r.messages.push_back(std::move(cm));
+  }
+  read_generate_fields(f, r);
+  if (f.error()) return *f.error();
+  return r;
+}
+
+Parsed<TokenizeRequest> parse_tokenize_request(std::string_view body) {
+  auto pj = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&pj)) return *e;
+  const json& j = std::get<json>(pj);
+  TokenizeRequest r;
+  Fields f(j);
+  const json* c = f.get("content");
+  if (!c) return bad_request("'content' is required", "content");
+  if (!c->is_string()) return wrong_type("content", "a string", *c);
+  r.content = c->get<std::string>();
+  f.boolean("add_special", r.add_special);
+  f.boolean("parse_special", r.parse_special);
+  if (f.error()) return *f.error();
+  return r;
+}
+
+Parsed<DetokenizeRequest> parse_detokenize_request(std::string_view body) {
+  auto pj = parse_object(body);
+  if (auto* e = std::get_if<ApiError>(&pj)) return *e;
+  const json& j = std::get<json>(pj);
+  DetokenizeRequest r;
+  auto t = j.find("tokens");
+  if (t == j.end() || t->is_null()) return bad_request("'tokens' is required", "tokens");
+  if (!t->is_array()) return wrong_type("tokens", "an array of token ids", *t);
+  if (auto e = read_ids(*t, "tokens", r.tokens)) return *e;
+  return r;
+}
+
+}  // namespace ls

@@ -1,0 +1,67 @@
+// Request bodies of the OpenAI API, JSON to a checked request: POST
+// /v1/completions, /v1/chat/completions, /tokenize, /detokenize. Every
+// field is checked for its type and range, and a request that is wrong gets
+// an ApiError (400) naming the field (`param`) and what was expected, never
+// an exception: this is the part of the server that reads untrusted bytes,
+// and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
+// defines and the engine does not do (n > 1, logprobs, tools, penalties
+// other than repeat) are refused by name when asked for, and accepted at
+// their no-op values, which clients send by default; unknown fields are
+// ignored, as llama-server does.
+// defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
+// parse_chat_request(), parse_tokenize_request(), parse_detokenize_request()
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/chat.h"
+#include "model/sampler.h"
+#include "tools/serve/api_error.h"
+
+namespace ls {
+
+// A completion or a chat completion, checked.
+struct GenerateRequest {
+  bool chat = false;
+  std::string model;  // empty when absent
+  // /v1/completions: the prompt as text, or as token ids (prompt_ids non-empty).
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  // /v1/chat/completions: the messages (roles system, user, assistant).
+  std::vector<ChatMessage> messages;
+  SamplerParams sampling;         // the server's defaults, overridden per request
+  int32_t max_tokens = -1;        // -1: the server's default (until the context is full)
+  std::vector<std::string> stop;  // at most kMaxStop, none empty
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+};
+
+inline constexpr size_t kMaxStop = 16;
+inline constexpr size_t kMaxStopBytes = 512;
+
+struct TokenizeRequest {
+  std::string content;
+  bool add_special = false;   // the BOS, as the model wants it
+  bool parse_special = true;  // special tokens written in the text become their ids
+};
+
+struct DetokenizeRequest {
+  std::vector<int32_t> tokens;
+};
+
+template <typename T>
+using Parsed = std::variant<T, ApiError>;
+
+// `defaults`: the server's sampling settings (serve's --temp, --top-k, ...),
+// which a request's fields override.
+Parsed<GenerateRequest> parse_completion_request(std::string_view body,
+                                                 const SamplerParams& defaults);
+Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerParams& defaults);
+Parsed<TokenizeRequest> parse_tokenize_request(std::string_view body);
+Parsed<DetokenizeRequest> parse_detokenize_request(std::string_view body);
+
+}  // namespace ls

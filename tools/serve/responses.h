@@ -1,0 +1,50 @@
+// The JSON bodies of the OpenAI API's answers: a completion and a chat
+// completion, whole or as the chunks of a stream, with `usage`; the model
+// list. Shapes as api.openai.com sends them (the official clients parse
+// them): ids "cmpl-N" and "chatcmpl-N", `created` in Unix seconds, one
+// choice at index 0.
+// defines: ResponseMeta, Usage, completion_body(), completion_chunk(), chat_body(),
+// chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ls {
+
+struct ResponseMeta {
+  bool chat = false;
+  std::string id;     // cmpl-N / chatcmpl-N
+  std::string model;  // the served model's id
+  int64_t created = 0;
+};
+
+struct Usage {
+  size_t prompt_tokens = 0, completion_tokens = 0;
+};
+
+// A whole answer (stream: false). finish_reason: "stop" or "length".
+std::string completion_body(const ResponseMeta& m, std::string_view text,
+                            std::string_view finish_reason, const Usage& u);
+std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                      const Usage& u);
+
+// Stream chunks (JSON for sse_frame). A text piece has no finish_reason
+// (empty: null); the last chunk has one and may carry text too.
+std::string completion_chunk(const ResponseMeta& m, std::string_view text,
+                             std::string_view finish_reason = {});
+// The first chat chunk: delta {"role": "assistant", "content": ""}.
+std::string chat_role_chunk(const ResponseMeta& m);
+// A chat chunk: delta {"content": text}, or {} when text is empty and
+// finish_reason is given (the last).
+std::string chat_chunk(const ResponseMeta& m, std::string_view text,
+                       std::string_view finish_reason = {});
+// stream_options.include_usage: the chunk after the last, with no choices.
+std::string usage_chunk(const ResponseMeta& m, const Usage& u);
+
+// GET /v1/models: the one model served, with its context and vocabulary.
+std::string models_body(std::string_view id, int64_t created, uint32_t n_ctx, uint32_t n_vocab,
+                        uint32_t n_parallel);
+
+}  // namespace ls

@@ -1,0 +1,297 @@
+#include "tools/serve/routes.h"
+
+#include <chrono>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "model/tokenizer.h"
+#include "tools/serve/api_request.h"
+#include "tools/serve/chat_page.h"
+#include "tools/serve/responses.h"
+#include "tools/serve/sse.h"
+
+namespace ls {
+namespace {
+
+using json = nlohmann::json;
+
+HttpResponse json_response(int status, std::string body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse error_response(const ApiError& e) {
+  HttpResponse r = json_response(e.status, api_error_body(e));
+  if (e.status == 429) r.headers.emplace_back("Retry-After", "1");
+  if (e.status == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return r;
+}
+
+// llama-server's answer while the model loads (clients poll /health for it).
+HttpResponse loading_response() {
+  return error_response(ApiError{503, "Loading model", "unavailable_error", {}, {}});
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Equal, in a time that does not depend on where they differ (the API key;
+// its length is no secret worth the trouble).
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+}  // namespace
+
+Routes::Routes(ServeSettings s, HttpCounters& http) : s_(std::move(s)), http_(http) {}
+
+void Routes::set_ready(Generator* g) {
+  const Model& m = g->model();
+  std::string tmpl;
+  const std::string* tp = nullptr;
+  if (auto t = m.file->get_string("tokenizer.chat_template")) {
+    tmpl = *t;
+    tp = &tmpl;
+  }
+  chat_format_ = chat_format_for(tp, m.tokenizer->family() == TokenizerFamily::Llama3Bpe);
+  created_ = unix_now();
+  gen_.store(g);  // publishes the two above
+}
+
+std::string Routes::route_label(const std::string& t) {
+  for (const char* known :
+       {"/", "/health", "/metrics", "/v1/models", "/models", "/v1/completions", "/completions",
+        "/v1/chat/completions", "/chat/completions", "/tokenize", "/detokenize"})
+    if (t == known) return t;
+  return "other";
+}
+
+bool Routes::authorized(const HttpRequest& r) const {
+  if (s_.api_key.empty()) return true;
+  static constexpr std::string_view kBearer = "Bearer ";
+  if (r.authorization.compare(0, kBearer.size(), kBearer) != 0) return false;
+  return same_secret(r.authorization.substr(kBearer.size()), s_.api_key);
+}
+
+Reply Routes::handle(const HttpRequest& r) {
+  const std::string& t = r.target;
+  const bool get = r.method == "GET";
+  const bool post = r.method == "POST";
+  auto method_not_allowed = [&](const char* allow) {
+    HttpResponse resp =
+        error_response(ApiError{405,
+                                r.method + " " + t + ": this endpoint takes " + allow,
+                                "invalid_request_error",
+                                {},
+                                {}});
+    resp.headers.emplace_back("Allow", allow);
+    return resp;
+  };
+  // Open to all: the page (it asks for the key itself) and the health check.
+  if (t == "/") {
+    if (!get) return method_not_allowed("GET");
+    HttpResponse page;
+    page.content_type = "text/html; charset=utf-8";
+    page.body.assign(kChatPageHtml, kChatPageHtml_len);
+    return page;
+  }
+  Generator* g = gen_.load();
+  if (t == "/health") {
+    if (!get) return method_not_allowed("GET");
+    if (!g) return loading_response();
+    return json_response(200, R"({"status":"ok"})");
+  }
+  const bool known = route_label(t) != "other";
+  if (!known)
+    return error_response(not_found("no endpoint " + r.method + " " + t +
+                                    " (see GET /v1/models, POST /v1/completions, POST "
+                                    "/v1/chat/completions)"));
+  if (!authorized(r))
+    return error_response(ApiError{401,
+                                   r.authorization.empty()
+                                       ? "no API key: send the header 'Authorization: Bearer KEY'"
+                                       : "invalid API key",
+                                   "authentication_error",
+                                   {},
+                                   "invalid_api_key"});
+  if (t == "/metrics") {
+    if (!get) return method_not_allowed("GET");
+    GenStats st;
+    if (g) st = g->stats();
+    HttpResponse resp = json_response(200, metrics_text(g ? &st : nullptr, http_));
+    resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return resp;
+  }
+  if (!g) return loading_response();
+  if (t == "/v1/models" || t == "/models") {
+    if (!get) return method_not_allowed("GET");
+    return json_response(200, models_body(s_.model_id, created_, g->n_ctx(),
+                                          g->model().config().n_vocab, g->stats().n_seq));
+  }
+  if (!post) return method_not_allowed("POST");
+  if (t == "/tokenize") return tokenize(r);
+  if (t == "/detokenize") return detokenize(r);
+  return generate(r, t == "/v1/chat/completions" || t == "/chat/completions");
+}
+
+HttpResponse Routes::tokenize(const HttpRequest& r) {
+  auto p = parse_tokenize_request(r.body);
+  if (auto* e = std::get_if<ApiError>(&p)) return error_response(*e);
+  const TokenizeRequest& q = std::get<TokenizeRequest>(p);
+  const Tokenizer& tok = *gen_.load()->model().tokenizer;
+  const std::vector<int32_t> ids =
+      tok.encode(q.content, q.add_special && tok.add_bos_default(), q.parse_special);
+  return json_response(200, json({{"tokens", ids}}).dump());
+}
+
+HttpResponse Routes::detokenize(const HttpRequest& r) {
+  auto p = parse_detokenize_request(r.body);
+  if (auto* e = std::get_if<ApiError>(&p)) return error_response(*e);
+  const DetokenizeRequest& q = std::get<DetokenizeRequest>(p);
+  const Tokenizer& tok = *gen_.load()->model().tokenizer;
+  for (int32_t id : q.tokens)
+    if (id >= tok.n_vocab())
+      return error_response(bad_request("token id " + std::to_string(id) +
+                                            " is outside the vocabulary (0.." +
+                                            std::to_string(tok.n_vocab() - 1) + ")",
+                                        "tokens"));
+  const std::string text = ls::detokenize(tok, q.tokens);
+  return json_response(
+      200, json({{"content", text}}).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// What one generation's sink writes into: the response's identity, the text
+// so far (stream: false) and the stream. on_token and on_end run one after
+// the other (the sampler actor, or the reaper for the end), never at once.
+namespace {
+struct GenState {
+  ResponseMeta meta;
+  bool stream = false, include_usage = false;
+  std::string text;
+  std::shared_ptr<ResponseStream> out;
+  const std::atomic<bool>* draining = nullptr;
+
+  std::string chunk(std::string_view piece, std::string_view reason = {}) const {
+    return meta.chat ? chat_chunk(meta, piece, reason) : completion_chunk(meta, piece, reason);
+  }
+};
+
+// A generation that ended without its text: the error (SSE: an error event,
+// then [DONE], as OpenAI's streams end on an error).
+ApiError end_error(const GenEnd& e, bool draining) {
+  if (e.reason == FinishReason::Cancelled)
+    return server_error(503, draining ? "the server is shutting down: the request was cancelled"
+                                      : "the request was cancelled");
+  return server_error(500, "generation failed: " + e.error);
+}
+}  // namespace
+
+Reply Routes::generate(const HttpRequest& r, bool chat) {
+  Generator& g = *gen_.load();
+  if (draining_.load())
+    return error_response(server_error(503, "the server is shutting down", "unavailable_error"));
+  auto parsed = chat ? parse_chat_request(r.body, s_.sampling)
+                     : parse_completion_request(r.body, s_.sampling);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return error_response(*e);
+  GenerateRequest& q = std::get<GenerateRequest>(parsed);
+  if (!q.model.empty() && q.model != s_.model_id && q.model != s_.model_file)
+    return error_response(not_found("The model '" + q.model +
+                                        "' does not exist: this server serves '" + s_.model_id +
+                                        "' (GET /v1/models)",
+                                    "model", "model_not_found"));
+
+  // The prompt's tokens: the chat template's text (its special tokens
+  // parsed), the completion's text (with the BOS the model wants), or ids.
+  const Tokenizer& tok = *g.model().tokenizer;
+  std::vector<int32_t> prompt;
+  if (chat) {
+    const std::string text = chat_render(chat_format_, q.messages, true);
+    prompt = tok.encode(text, tok.add_bos_default() && !chat_bos_in_text(chat_format_), true);
+  } else if (!q.prompt_ids.empty()) {
+    prompt = std::move(q.prompt_ids);
+  } else {
+    prompt = tok.encode(q.prompt, tok.add_bos_default(), true);
+  }
+  GenParams gp;
+  gp.sampling = q.sampling;
+  gp.max_tokens = q.max_tokens > 0 ? q.max_tokens : s_.n_predict;
+  // Without a budget, up to the context's end (no 400 for a prompt that
+  // leaves little room; the answer ends with finish_reason "length").
+  gp.stop = std::move(q.stop);
+
+  auto st = std::make_shared<GenState>();
+  st->meta.chat = chat;
+  st->meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
+  st->meta.model = s_.model_id;
+  st->meta.created = unix_now();
+  st->stream = q.stream;
+  st->include_usage = q.include_usage;
+  st->out = std::make_shared<ResponseStream>(q.stream);
+  st->draining = &draining_;
+  if (q.stream && chat) st->out->push(sse_frame(chat_role_chunk(st->meta)));
+
+  GenSink sink;
+  sink.on_token = [st](int32_t, std::string_view text) {
+    if (text.empty()) return true;  // held back (a partial character, a stop string's start)
+    if (st->stream)
+      st->out->push(sse_frame(st->chunk(text)));
+    else
+      st->text.append(text);
+    return true;
+  };
+  sink.on_end = [st](const GenEnd& e) {
+    const Usage u{e.prompt_tokens, e.completion_tokens};
+    const bool text_end = e.reason == FinishReason::Stop || e.reason == FinishReason::Length;
+    const char* reason = finish_reason_name(e.reason);
+    if (st->stream) {
+      HttpResponse last;
+      if (text_end) {
+        last.body = sse_frame(st->chunk(e.tail, reason));
+        if (st->include_usage) last.body += sse_frame(usage_chunk(st->meta, u));
+      } else {
+        last.body = sse_frame(api_error_body(end_error(e, st->draining->load())));
+      }
+      last.body += kSseDone;
+      st->out->finish(std::move(last));
+      return;
+    }
+    if (!text_end) {
+      st->out->finish(error_response(end_error(e, st->draining->load())));
+      return;
+    }
+    st->text += e.tail;
+    st->out->finish(json_response(200, st->meta.chat
+                                           ? chat_body(st->meta, st->text, reason, u)
+                                           : completion_body(st->meta, st->text, reason, u)));
+  };
+  const GenStart started = g.start(std::move(prompt), gp, std::move(sink));
+  if (!started.ok()) {
+    switch (started.refusal) {
+      case GenRefusal::Busy:
+        return error_response(ApiError{429, started.message, "rate_limit_error", {}, "queue_full"});
+      case GenRefusal::TooLong:
+        return error_response(ApiError{400, started.message, "invalid_request_error",
+                                       chat ? "messages" : "prompt", "context_length_exceeded"});
+      case GenRefusal::Stopped:
+        return error_response(server_error(503, started.message, "unavailable_error"));
+      default:
+        return error_response(bad_request(started.message, chat ? "messages" : "prompt"));
+    }
+  }
+  // The client leaving cancels the sequence: its slot and key/value blocks
+  // are free at the next step.
+  const uint64_t id = started.id;
+  st->out->on_abandon([&g, id] { g.cancel(id); });
+  return st->out;
+}
+
+}  // namespace ls
