@@ -5,7 +5,7 @@ folders against the table below (Chromium's checkdeps is the model).
 A folder is a floor; a file may include its own floor and what its row of the
 table allows, which is always something below it. A violation is printed as
 `file:line: #include "path": rule` and the script exits 1; a clean tree prints
-one line and exits 0. ARCHITECTURE.md explains the floors.
+one line and exits 0. docs/architecture.md explains the floors.
 
 Usage: scripts/check_floors.py [--root DIR]   (default: the checkout holding
 this script). CI runs it first in scripts/test.sh; tests/scripts/

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 jobs=$(nproc)
-# The floor plan (ARCHITECTURE.md): under a second, so before the build.
+# The floor plan (docs/architecture.md): under a second, so before the build.
 python3 scripts/check_floors.py
 # ccache when the machine has it: unchanged files are cache hits on the next run.
 launcher=()
