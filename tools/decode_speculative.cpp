@@ -169,6 +169,10 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
     draft_ = std::make_unique<ReplayDraft>(replay_, replay_alpha_, ctx_.size(),
                                            static_cast<int32_t>(n_vocab));
   SpecK chooser(opt_.k_min, opt_.k_max);
+  // Drafting shows in the trace on its own track (the verify steps are the
+  // pipeline's, K + 1 wide).
+  if (track_ == kNoTrack) track_ = target.tracer().register_track("draft", -1);
+  const int track = track_;
   std::vector<int32_t> drafts;  // fed after the last token in the step in flight
   int count = 0;
   bool stop = false;
@@ -177,7 +181,8 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
   bool first = true;
   Status s_run = target.pipeline().run_request(
       prompt,
-      [&](int64_t, const float* rows, int32_t n_rows, uint32_t next_pos) -> std::optional<SeqFeed> {
+      [&](int64_t step, const float* rows, int32_t n_rows,
+          uint32_t next_pos) -> std::optional<SeqFeed> {
         std::vector<int32_t> got;
         int accepted = 0;
         if (first) {  // the prompt's last row
@@ -216,7 +221,10 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
         if (stop) return SeqFeed{{}, keep};
         const int k = chooser.next();
         const auto t0 = Clock::now();
-        drafts = k > 0 ? draft_->propose(ctx_, k) : std::vector<int32_t>{};
+        {
+          TraceScope span(target.tracer(), track, "draft", SpanKind::Busy, -1, step);
+          drafts = k > 0 ? draft_->propose(ctx_, k) : std::vector<int32_t>{};
+        }
         last_draft_s = since(t0);
         report_.draft_s += last_draft_s;
         SeqFeed f;

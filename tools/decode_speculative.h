@@ -58,6 +58,8 @@ class SpeculativeDecoder {
   std::vector<int32_t> ctx_;  // every token of the conversation so far
   SpecReport report_;
   std::string name_;
+  static constexpr int kNoTrack = -2;
+  int track_ = kNoTrack;  // the trace's "draft" track (written from the sampler's thread)
 };
 
 }  // namespace ls
