@@ -1,10 +1,20 @@
 // A persistent pool of worker threads for data-parallel loops (the CPU
-// backend's matmuls, synth's generators). One job at a time: run(n, fn)
-// calls fn(task, thread) for task = 0..n-1, spread over the workers and the
-// calling thread, and returns when all are done. Tasks are handed out by an
-// atomic counter, so uneven tasks balance themselves. Workers spin briefly
-// before sleeping, so back-to-back jobs (one per matmul, many per token) do
-// not pay a futex wake-up each. Nothing is allocated per job.
+// backend's matmuls, synth's generators). One job at a time, from one
+// calling thread: run(n, fn) calls fn(task, thread) for task = 0..n-1,
+// spread over the workers and the calling thread, and returns when all are
+// done. Tasks are handed out by an atomic counter, so uneven tasks balance
+// themselves. Workers spin briefly before sleeping, so back-to-back jobs
+// (one per matmul, many per token) do not pay a futex wake-up each. Nothing
+// is allocated per job.
+//
+// run returns when every task is done, not when every worker has looked in:
+// on a machine whose cores are shared (a build beside a -t 2 decode), a
+// worker that is not scheduled in time takes no task, and the job goes on
+// without it (before 2026-12-02 each job waited for every worker to be
+// scheduled once: decode at -t 2 fell from 335 to 124 tok/s beside a
+// two-job build on the 2-core dev machine). A late worker finds the job's
+// tasks gone; two job slots, used in turn, each with a count of the workers
+// looking at it, keep such a worker from reading a job being set up.
 // defines: ThreadPool, default_thread_count()
 #pragma once
 
@@ -30,21 +40,28 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
   // fn(task, thread_index); thread_index in [0, size()) is stable per thread,
-  // for per-thread scratch buffers.
+  // for per-thread scratch buffers. One caller at a time.
   void run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn);
 
  private:
+  // One job. gen: the run it holds (kSettingUp while run() fills it in);
+  // inside: workers between checking gen and leaving.
+  struct Job {
+    std::atomic<uint64_t> gen{0};
+    std::atomic<int> inside{0};
+    const std::function<void(int64_t, int)>* fn = nullptr;
+    int64_t n_tasks = 0;
+    std::atomic<int64_t> next{0}, done{0};
+  };
+  static constexpr uint64_t kSettingUp = ~uint64_t{0};
   void worker(int index);
-  void drain(int index);
+  static void work(Job& j, int index);
 
   int n_threads_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_;
-  const std::function<void(int64_t, int)>* fn_ = nullptr;
-  int64_t n_tasks_ = 0;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> active_{0};
+  Job jobs_[2];                     // run g uses jobs_[g % 2]
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};  // read without the lock after each wake-up
 };
