@@ -25,5 +25,6 @@ Command add_nvme(CLI::App& app);
 Command add_convert(CLI::App& app);
 Command add_perplexity(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_calibrate(CLI::App& app);
 
 }  // namespace ls

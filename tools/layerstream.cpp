@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(ls::add_logits);
   add(ls::add_nvme);
   add(ls::add_serve);
+  add(ls::add_calibrate);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -247,4 +249,37 @@ TEST_CASE("perplexity: a text shorter than two windows is an error, as in llama.
   const Run missing = run_tool(args(dir().file("nope.txt"), ""));
   CHECK(missing.rc == 1);
   CHECK(missing.err.find("nope.txt: cannot read") != std::string::npos);
+}
+
+TEST_CASE("calibrate: a cosine per layer, a skip table, the JSON beside; bad input refused") {
+  const std::string text = text_file("calib.txt", 12);
+  const std::string out = dir().file("calib.json");
+  const Run r = run_tool("calibrate -m " + model_path() + " -f " + text + " -c 32 --chunks 3 -o " +
+                         out + " -t 2");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  CHECK(j["cosine"].size() == 4);  // the tiny preset's layers
+  for (const auto& c : j["cosine"]) {
+    CHECK(c.get<double>() <= 1.0 + 1e-9);
+    CHECK(c.get<double>() >= -1.0 - 1e-9);
+  }
+  REQUIRE(j["skip"].size() == 2);  // half the layers
+  // Skipping the most similar layer first: the order is by cosine.
+  const int first = j["order"][0].get<int>();
+  for (const auto& c : j["cosine"]) CHECK(c.get<double>() <= j["cosine"][first].get<double>());
+  CHECK(j["skip"][0]["layers"].size() == 1);
+  CHECK(j["skip"][0]["top1_agreement"].get<double>() <= 1.0);
+  CHECK(j["skip"][1]["bytes_saved"].get<uint64_t>() > j["skip"][0]["bytes_saved"].get<uint64_t>());
+  CHECK(r.out.find("perplexity") != std::string::npos);
+  // Bad input: a clear error and a non-zero exit.
+  const Run missing = run_tool("calibrate -m " + model_path() + " -f /nonexistent/text.txt");
+  CHECK(missing.rc != 0);
+  CHECK(missing.err.find("/nonexistent/text.txt") != std::string::npos);
+  const Run short_text = run_tool("calibrate -m " + model_path() + " -f " + text + " -c 100000");
+  CHECK(short_text.rc != 0);
+  CHECK(short_text.err.find("fewer than one window") != std::string::npos);
+  const Run too_many = run_tool("calibrate -m " + model_path() + " -f " + text + " --max-skip 4");
+  CHECK(too_many.rc != 0);
+  CHECK(too_many.err.find("--max-skip") != std::string::npos);
 }
