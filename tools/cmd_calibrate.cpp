@@ -165,7 +165,8 @@ int run_calibrate(CalibrateArgs& a) {
     for (size_t w = 0; w < n_win; ++w) {
       if (Status st = forward(m, *be, wins[w], skip, logits, nullptr); !st.ok())
         return fail(st.error().message);
-      for (uint32_t i = 0; i < a.n_ctx; ++i, ++pos) agree += argmax(&logits[i * V], V) == full_top[pos];
+      for (uint32_t i = 0; i < a.n_ctx; ++i, ++pos)
+        agree += argmax(&logits[i * V], V) == full_top[pos];
       for (uint32_t i = 0; i + 1 < a.n_ctx; ++i)
         s_nll += nll(&logits[i * V], V, toks[w * a.n_ctx + i + 1]);
     }
@@ -174,8 +175,11 @@ int run_calibrate(CalibrateArgs& a) {
     const double ppl = std::exp(s_nll / scored), agreement = double(agree) / double(pos);
     std::printf("%7d  %-18s %10.4f  %15.4f  %16.2f\n", k, names.c_str(), ppl, agreement,
                 saved / 1e6);
-    j["skip"].push_back({{"n", k}, {"layers", layers}, {"perplexity", ppl},
-                         {"top1_agreement", agreement}, {"bytes_saved", saved}});
+    j["skip"].push_back({{"n", k},
+                         {"layers", layers},
+                         {"perplexity", ppl},
+                         {"top1_agreement", agreement},
+                         {"bytes_saved", saved}});
   }
   j["perplexity_full"] = std::exp(full_nll / scored);
   const std::string out = a.out.empty() ? a.model + ".layerskip.json" : a.out;

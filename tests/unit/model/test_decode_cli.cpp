@@ -322,15 +322,15 @@ std::map<int, std::vector<int32_t>> parse_parallel_ids(const std::string& out) {
 
 TEST_CASE("decode: --parallel runs each line of -f as its own sequence, as it runs alone") {
   const std::vector<std::string> lines = {"The quick brown fox", "Hello",
-                                          "jumps over the lazy dog and then some more words",
-                                          "A", "lazy dog"};
+                                          "jumps over the lazy dog and then some more words", "A",
+                                          "lazy dog"};
   const std::string path = temp_dir().file("prompts.txt");
   {
     std::ofstream f(path);
     for (const auto& l : lines) f << l << "\n\n";  // blank lines are skipped
   }
-  const RunResult r = run_decode({"-m", tiny_model(), "-f", path, "--parallel", "3", "-n", "6",
-                                  "--temp", "0", "--ids"});
+  const RunResult r = run_decode(
+      {"-m", tiny_model(), "-f", path, "--parallel", "3", "-n", "6", "--temp", "0", "--ids"});
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("5 sequences, 3 at once") != std::string::npos);
@@ -347,8 +347,12 @@ TEST_CASE("decode: --parallel runs each line of -f as its own sequence, as it ru
 TEST_CASE("decode: --parallel with --chat, an empty prompt file, or 0 is refused") {
   check_fails({"-m", tiny_model(), "--parallel", "2", "--chat"}, {"--chat", "--parallel"});
   const std::string empty = temp_dir().file("empty-prompts.txt");
-  { std::ofstream f(empty); f << "\n\n"; }
-  check_fails({"-m", tiny_model(), "--parallel", "2", "-f", empty}, {"empty-prompts.txt", "no prompt"});
+  {
+    std::ofstream f(empty);
+    f << "\n\n";
+  }
+  check_fails({"-m", tiny_model(), "--parallel", "2", "-f", empty},
+              {"empty-prompts.txt", "no prompt"});
   check_fails({"-m", tiny_model(), "--parallel", "0", "-p", "hi"}, {"--parallel"}, false);
 }
 
@@ -432,8 +436,8 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
     a.insert(a.end(), k.k.begin(), k.k.end());
     CAPTURE(k.draft);
     const RunResult r = run_decode([&] {
-      std::vector<std::string> full = {"-m", tiny_model(), "-p", kPrompt, "--no-display-prompt",
-                                       "--ids"};
+      std::vector<std::string> full = {"-m",    tiny_model(),          "-p",
+                                       kPrompt, "--no-display-prompt", "--ids"};
       full.insert(full.end(), a.begin(), a.end());
       return full;
     }());
@@ -453,8 +457,7 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
 
 TEST_CASE("decode --draft: bad drafts are refused by name") {
   const std::string m = tiny_model();
-  check_fails({"-m", m, "-p", "x", "--draft", "replay:/nonexistent/ids:0.7"},
-              {"/nonexistent/ids"});
+  check_fails({"-m", m, "-p", "x", "--draft", "replay:/nonexistent/ids:0.7"}, {"/nonexistent/ids"});
   check_fails({"-m", m, "-p", "x", "--draft", "replay:" + m + ":1.5"}, {"replay:FILE:ALPHA"});
   check_fails({"-m", m, "-p", "x", "--draft", "self"}, {"--draft self"});
   check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--draft-max", "0"}, {"--draft-max"});
