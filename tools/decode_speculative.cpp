@@ -164,6 +164,10 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
   if (n <= 0) return ok();
   const Model& m = target.model();
   const size_t n_vocab = m.config().n_vocab;
+  // The context is what the target's cache holds, then the prompt: a chat's
+  // previous reply ended with a token that was emitted but not fed, and the
+  // next prompt starts with it (decode's carry), so it is not counted twice.
+  ctx_.resize(std::min<size_t>(ctx_.size(), target.pipeline().n_past()));
   ctx_.insert(ctx_.end(), prompt.begin(), prompt.end());
   if (!replay_.empty())  // this request's output is the replay's from its start
     draft_ = std::make_unique<ReplayDraft>(replay_, replay_alpha_, ctx_.size(),
