@@ -93,7 +93,8 @@ struct RunResult {
 
 // Run `layerstream decode ARGS...`; `exec` so that the wait status is the
 // binary's own, not the shell's (a crash shows up as a signal).
-RunResult run_decode(const std::vector<std::string>& args) {
+RunResult run_decode(const std::vector<std::string>& args,
+                     const std::string& stdin_file = "/dev/null") {
   static int n = 0;
   const std::string out = temp_dir().file("out" + std::to_string(n) + ".txt");
   const std::string err = temp_dir().file("err" + std::to_string(n) + ".txt");
@@ -102,7 +103,7 @@ RunResult run_decode(const std::vector<std::string>& args) {
   cmd += shell_quote(LS_BINARY);
   cmd += " decode";
   for (const std::string& a : args) (cmd += ' ') += shell_quote(a);
-  (cmd += " </dev/null >") += shell_quote(out);
+  (cmd += " <" + shell_quote(stdin_file) + " >") += shell_quote(out);
   (cmd += " 2>") += shell_quote(err);
   const int status = std::system(cmd.c_str());
   RunResult r;
@@ -464,4 +465,30 @@ TEST_CASE("decode --draft: bad drafts are refused by name") {
   check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--parallel", "2"}, {"--parallel"});
   check_fails({"-m", m, "-p", "x", "--draft", "/nonexistent/draft.gguf"},
               {"/nonexistent/draft.gguf"});
+}
+
+TEST_CASE("decode --draft --chat: each turn's reply is plain greedy decoding's") {
+  const std::string turns = temp_dir().file("turns.txt");
+  std::ofstream(turns) << "Who made the heaven?\nAnd the earth?\nAnd the sea?\n\n";
+  // The trained default model (beside the binary): a random model's greedy
+  // choice hardly depends on what the cache holds, a trained one's does.
+  const std::string model =
+      (fs::path(LS_BINARY).parent_path() / "layerstream-default.gguf").string();
+  if (!fs::exists(model)) {
+    MESSAGE("SKIPPED: no default model beside the binary (" << model << ")");
+    return;
+  }
+  auto chat = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"-m", model, "--chat", "-n", "16", "--temp", "0", "-t", "2"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const RunResult r = run_decode(a, turns);
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  const std::string plain = chat({});
+  CHECK(!plain.empty());
+  CHECK(chat({"--draft", "lookup", "--draft-min", "3", "--draft-max", "3"}) == plain);
+  CHECK(chat({"--draft", model, "--draft-min", "2", "--draft-max", "2", "--draft-p-min", "0"}) ==
+        plain);
 }
