@@ -5,6 +5,7 @@
 
 #include "model/cpu_backend.h"
 #include "model/default_model.h"
+#include "model/layer_skip.h"
 #include "model/kv_blocks.h"
 #include "runtime/units.h"
 
@@ -214,6 +215,19 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   auto m = open_model(opt.model);
   if (!m) return m.error();
   e->model_ = std::move(*m);
+  if (!opt.skip_layers.empty()) {
+    auto skip = parse_skip_layers(opt.skip_layers, e->model_->config().n_layer, opt.model);
+    if (!skip) return skip.error();
+    const uint32_t n_before = e->model_->config().n_layer;
+    const uint64_t saved = skip_layers(*e->model_, *skip);
+    std::string names;
+    for (uint32_t l : *skip) names += (names.empty() ? "" : ",") + std::to_string(l);
+    if (opt.print_plan)
+      std::fprintf(stderr,
+                   "layer skip: %zu of %u layers left out (%s): %s a step never read, copied "
+                   "or computed\n",
+                   skip->size(), n_before, names.c_str(), human_bytes(saved).c_str());
+  }
   const LlamaConfig& c = e->model_->config();
   if (opt.n_ctx == 0) opt.n_ctx = std::min<uint32_t>(c.n_ctx_train, 4096);
   if (opt.n_ctx > c.n_ctx_train)

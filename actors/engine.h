@@ -63,6 +63,9 @@ struct EngineOptions {
   uint32_t kv_blocks = 0;
   KvType kv_type = KvType::F16;
   std::string vram_budget, ram_budget;  // sizes ("24GiB"); empty: the hardware's (CPU: unlimited)
+  // --skip-layers: layers left out of the model (model/layer_skip.h), a list
+  // or auto:N from the model's calibration; empty: none.
+  std::string skip_layers;
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
   // depth: layers planned ahead of compute; 0 picks kDepthStreaming, or

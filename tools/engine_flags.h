@@ -57,6 +57,9 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "Device memory for the run, e.g. 24GiB (default: what the device has; CPU: all)");
   sub->add_option("--ram-budget", o.ram_budget,
                   "Host memory for RAM-tier layers and staging, e.g. 48GiB (default: available)");
+  sub->add_option("--skip-layers", o.skip_layers,
+                  "Leave layers out: a list (5,8 or 4-6), or auto:N, the N layers that change "
+                  "the hidden state least by the model's calibration (layerstream calibrate)");
   sub->add_option("--tiers", o.tiers,
                   "Force tiers per layer: A resident, H computed on the CPU, B RAM, C storage "
                   "(e.g. AAHBHB, or C "

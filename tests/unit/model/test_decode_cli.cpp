@@ -492,3 +492,20 @@ TEST_CASE("decode --draft --chat: each turn's reply is plain greedy decoding's")
   CHECK(chat({"--draft", model, "--draft-min", "2", "--draft-max", "2", "--draft-p-min", "0"}) ==
         plain);
 }
+
+TEST_CASE("decode --skip-layers: the same ids from every tier; bad specs refused by name") {
+  const std::vector<std::string> g = {"--temp", "0", "-n", "16", "-t", "2", "--skip-layers", "1,2"};
+  auto with = [&](const char* tiers) {
+    std::vector<std::string> a = g;
+    a.insert(a.end(), {"--tiers", tiers});
+    return decode_ids(a);
+  };
+  const std::vector<int32_t> resident = with("A");
+  CHECK(with("B") == resident);  // streamed from RAM
+  CHECK(with("C") == resident);  // read from storage
+  CHECK(decode_ids({"--temp", "0", "-n", "16", "-t", "2"}) != resident);  // it does skip
+  const std::string m = tiny_model();
+  check_fails({"-m", m, "-p", "x", "--skip-layers", "4"}, {"--skip-layers 4", "(0..3)"});
+  check_fails({"-m", m, "-p", "x", "--skip-layers", "0-3"}, {"leaves none"});
+  check_fails({"-m", m, "-p", "x", "--skip-layers", "auto:1"}, {"layerstream calibrate"});
+}
