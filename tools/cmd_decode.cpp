@@ -344,7 +344,8 @@ Command add_decode(CLI::App& app) {
   sub->add_option("--system", a->system, "System prompt for --chat");
   sub->add_flag("--no-display-prompt", a->no_display_prompt, "Do not echo the prompt");
   sub->add_option("--draft,--model-draft", a->spec.draft,
-                  "Speculative decoding: a draft model (GGUF, same tokenizer), 'lookup' "
+                  "Speculative decoding: a draft model (GGUF, same tokenizer), 'self:LIST' or "
+                  "'self:auto:N' (the model without those layers, as --skip-layers), 'lookup' "
                   "(prompt lookup, no model), or 'replay:FILE:ALPHA' (a benchmark tool: the "
                   "model's own greedy ids from FILE, a share 1 - ALPHA of them made wrong)");
   sub->add_option("--draft-max", a->spec.k_max, "Most draft tokens a step")->capture_default_str();

@@ -107,8 +107,8 @@ Expected<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::make(
     d->name_ = "lookup";
   } else if (k == "self") {
     return make_error(
-        "--draft self (the target's resident layers as the draft) is not built "
-        "yet; use lookup or a draft model");
+        "--draft self needs the layers the draft leaves out: self:LIST or "
+        "self:auto:N (as --skip-layers)");
   } else if (k.rfind("replay:", 0) == 0) {
     const size_t colon = k.rfind(':');
     const std::string file = k.substr(7, colon > 7 ? colon - 7 : 0);
@@ -125,8 +125,14 @@ Expected<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::make(
     d->replay_alpha_ = alpha;
     d->name_ = "replay";
   } else {
+    // A draft model; self:SPEC is the model itself with the layers SPEC
+    // names left out (--skip-layers): layer-skip self-speculation. On the
+    // CPU it shares the mapped file with the model; on a GPU its layers take
+    // their own memory.
+    const bool self = k.rfind("self:", 0) == 0;
     EngineOptions eo;
-    eo.model = k;
+    eo.model = self ? target.model : k;
+    if (self) eo.skip_layers = k.substr(5);
     eo.backend = target.backend;
     eo.threads = target.threads;
     eo.cpu_act = target.cpu_act;
@@ -140,7 +146,7 @@ Expected<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::make(
     if (!e) return make_error("--draft %s: %s", k.c_str(), e.error().message.c_str());
     d->draft_engine_ = std::move(*e);
     d->draft_ = std::make_unique<EngineDraft>(*d->draft_engine_, o.p_min);
-    d->name_ = "model " + k;
+    d->name_ = self ? "self, without layers " + k.substr(5) : "model " + k;
   }
   return d;
 }

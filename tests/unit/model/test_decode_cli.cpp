@@ -429,6 +429,8 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
       {"replay:" + ids_file + ":1", {"--draft-min", "8", "--draft-max", "8"}},
       // The model as its own draft: every proposal stands (the all-accepted path).
       {tiny_model(), {"--draft-min", "3", "--draft-max", "3", "--draft-p-min", "0"}},
+      // Self-speculation: the model without two of its layers.
+      {"self:1,2", {"--draft-min", "3", "--draft-max", "3", "--draft-p-min", "0"}},
       {"lookup", {}},  // K chosen by the run
   };
   for (const Kind& k : kinds) {
@@ -460,7 +462,8 @@ TEST_CASE("decode --draft: bad drafts are refused by name") {
   const std::string m = tiny_model();
   check_fails({"-m", m, "-p", "x", "--draft", "replay:/nonexistent/ids:0.7"}, {"/nonexistent/ids"});
   check_fails({"-m", m, "-p", "x", "--draft", "replay:" + m + ":1.5"}, {"replay:FILE:ALPHA"});
-  check_fails({"-m", m, "-p", "x", "--draft", "self"}, {"--draft self"});
+  check_fails({"-m", m, "-p", "x", "--draft", "self"}, {"--draft self", "self:LIST"});
+  check_fails({"-m", m, "-p", "x", "--draft", "self:9"}, {"--skip-layers 9"});
   check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--draft-max", "0"}, {"--draft-max"});
   check_fails({"-m", m, "-p", "x", "--draft", "lookup", "--parallel", "2"}, {"--parallel"});
   check_fails({"-m", m, "-p", "x", "--draft", "/nonexistent/draft.gguf"},
@@ -501,8 +504,8 @@ TEST_CASE("decode --skip-layers: the same ids from every tier; bad specs refused
     return decode_ids(a);
   };
   const std::vector<int32_t> resident = with("A");
-  CHECK(with("B") == resident);  // streamed from RAM
-  CHECK(with("C") == resident);  // read from storage
+  CHECK(with("B") == resident);                                           // streamed from RAM
+  CHECK(with("C") == resident);                                           // read from storage
   CHECK(decode_ids({"--temp", "0", "-n", "16", "-t", "2"}) != resident);  // it does skip
   const std::string m = tiny_model();
   check_fails({"-m", m, "-p", "x", "--skip-layers", "4"}, {"--skip-layers 4", "(0..3)"});
