@@ -49,6 +49,20 @@ struct Stats {
   double decode_tok_s() const { return generated > 1 && gen_s > 0 ? (generated - 1) / gen_s : 0.0; }
 };
 
+// A request's end: the text still held back, and its times and counts.
+void finish_request(Detokenizer& detok, Clock::time_point t0, Clock::time_point t_first, int count,
+                    size_t n_prompt, Stats& st) {
+  const std::string rest = detok.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fflush(stdout);
+  if (count > 0) {
+    st.prompt_s += std::chrono::duration<double>(t_first - t0).count();
+    st.gen_s += seconds_since(t_first);
+  }
+  st.prompt_tokens += n_prompt;
+  st.generated += static_cast<size_t>(count);
+}
+
 // One request through the pipeline: the prompt as one batch, then up to n
 // sampled tokens, streamed as text. The callback runs on the sampler actor.
 Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, int n,
@@ -84,15 +98,7 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
         if (count >= n) return std::nullopt;  // the last token need not be fed
         return tok;
       });
-  const std::string rest = detok.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
-  if (count > 0) {
-    st.prompt_s += std::chrono::duration<double>(t_first - t0).count();
-    st.gen_s += seconds_since(t_first);
-  }
-  st.prompt_tokens += prompt.size();
-  st.generated += static_cast<size_t>(count);
+  finish_request(detok, t0, t_first, count, prompt.size(), st);
   if (!write_error.ok()) return write_error;
   return s;
 }
@@ -121,15 +127,7 @@ Status generate_spec(Engine& e, SpeculativeDecoder& spec, Sampler& sampler,
     std::fflush(stdout);
     return true;
   });
-  const std::string rest = detok.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fflush(stdout);
-  if (count > 0) {
-    st.prompt_s += std::chrono::duration<double>(t_first - t0).count();
-    st.gen_s += seconds_since(t_first);
-  }
-  st.prompt_tokens += prompt.size();
-  st.generated += static_cast<size_t>(count);
+  finish_request(detok, t0, t_first, count, prompt.size(), st);
   return s;
 }
 

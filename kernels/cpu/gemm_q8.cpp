@@ -52,20 +52,39 @@ struct JobG {
 // One row range of one part, for one group of tokens: its rows packed once,
 // then token block by token block (the block's panel in L2), row tile by row
 // tile (in L1), the kernel over the block's token tiles.
-void run_task(const JobG& j, int64_t task, int thread) {
+// A task's rows [r0, r1) of one part and tokens [g0, g1), its rows packed
+// into the thread's tile (natural: the AMX path's order).
+struct TaskRows {
+  const WeightView* w;
+  float* y;
+  int64_t r0, r1, g0, g1;
+  GemmQ8WChunk* tile;
+};
+TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   const int64_t range = task % j.n_ranges, group = task / j.n_ranges;
   int p = 0;
   while (range >= j.range_start[p + 1]) ++p;
-  const WeightView& w = j.parts[p].w;
-  float* y = j.parts[p].y;
-  const int64_t r0 = (range - j.range_start[p]) * j.plan.rows_per_range;
-  const int64_t r1 = std::min(w.n_out, r0 + j.plan.rows_per_range);
-  const int64_t g0 = group * j.tokens_per_group;
-  const int64_t g1 = std::min(j.n_tok, g0 + j.tokens_per_group);
-  GemmQ8WChunk* tile = j.scratch->tile(thread);
-  const uint8_t* rows = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = r0; r < r1; ++r)
-    gemm_q8_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc, j.isa);
+  TaskRows t;
+  t.w = &j.parts[p].w;
+  t.y = j.parts[p].y;
+  t.r0 = (range - j.range_start[p]) * j.plan.rows_per_range;
+  t.r1 = std::min(t.w->n_out, t.r0 + j.plan.rows_per_range);
+  t.g0 = group * j.tokens_per_group;
+  t.g1 = std::min(j.n_tok, t.g0 + j.tokens_per_group);
+  t.tile = j.scratch->tile(thread);
+  const uint8_t* rows = static_cast<const uint8_t*>(t.w->data);
+  for (int64_t r = t.r0; r < t.r1; ++r)
+    gemm_q8_pack_w(t.w->type, rows + r * j.row_bytes[p], j.n, t.tile + (r - t.r0) * j.nc, j.isa,
+                   natural);
+  return t;
+}
+
+void run_task(const JobG& j, int64_t task, int thread) {
+  const TaskRows tr = pack_task(j, task, thread, false);
+  const WeightView& w = *tr.w;
+  float* y = tr.y;
+  const int64_t r0 = tr.r0, r1 = tr.r1, g0 = tr.g0, g1 = tr.g1;
+  GemmQ8WChunk* tile = tr.tile;
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
     const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
     for (int64_t r = r0; r < r1; r += j.k.rows) {
@@ -83,19 +102,11 @@ void run_task(const JobG& j, int64_t task, int thread) {
 // whole weight tiles of 16 (zeros), tokens 32 at a time (two groups of the
 // panel; a range of tokens starts on a group).
 void run_task_amx(const JobG& j, int64_t task, int thread) {
-  const int64_t range = task % j.n_ranges, group = task / j.n_ranges;
-  int p = 0;
-  while (range >= j.range_start[p + 1]) ++p;
-  const WeightView& w = j.parts[p].w;
-  float* y = j.parts[p].y;
-  const int64_t r0 = (range - j.range_start[p]) * j.plan.rows_per_range;
-  const int64_t r1 = std::min(w.n_out, r0 + j.plan.rows_per_range);
-  const int64_t g0 = group * j.tokens_per_group;
-  const int64_t g1 = std::min(j.n_tok, g0 + j.tokens_per_group);
-  GemmQ8WChunk* tile = j.scratch->tile(thread);
-  const uint8_t* rows = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = r0; r < r1; ++r)
-    gemm_q8_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc, j.isa, true);
+  const TaskRows tr = pack_task(j, task, thread, true);
+  const WeightView& w = *tr.w;
+  float* y = tr.y;
+  const int64_t r0 = tr.r0, r1 = tr.r1, g0 = tr.g0, g1 = tr.g1;
+  GemmQ8WChunk* tile = tr.tile;
   const int64_t padded = (r1 - r0 + kGemmQ8AmxRows - 1) / kGemmQ8AmxRows * kGemmQ8AmxRows;
   std::fill(tile + (r1 - r0) * j.nc, tile + padded * j.nc, GemmQ8WChunk{});
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
