@@ -30,6 +30,7 @@ struct Generator::Req {
   std::atomic<bool> cancel_asked{false};
   size_t prompt_tokens = 0;
   int32_t max_tokens = -1;
+  bool ignore_eos = false;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<Detokenizer> detok;
   std::unique_ptr<StopScanner> stops;
@@ -128,6 +129,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   auto q = std::make_shared<Req>();
   q->prompt_tokens = prompt.size();
   q->max_tokens = p.max_tokens;
+  q->ignore_eos = p.ignore_eos;
   q->sampler = std::make_unique<Sampler>(p.sampling, n_vocab);
   for (int32_t t : prompt) q->sampler->accept(t);
   // A continuation: the prompt's tokens are not re-rendered, so the first
@@ -150,7 +152,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     ++q.completion;
     count_token();
     if (!q.first.exchange(true)) first_tokens_.fetch_add(1);
-    if (tok.is_eog(t)) {
+    if (!q.ignore_eos && tok.is_eog(t)) {
       q.end(GenEnd{FinishReason::Stop, 0, 0, q.tail(), {}});
       return std::nullopt;
     }

@@ -34,6 +34,9 @@ struct GenParams {
   SamplerParams sampling;
   int32_t max_tokens = -1;        // tokens to sample at most; -1: until the context is full
   std::vector<std::string> stop;  // the text ends before the first of these (not included)
+  // An end-of-generation token is a token like any other (its text, if any,
+  // is streamed): benchmarks run a fixed count of tokens (llama-server's ignore_eos).
+  bool ignore_eos = false;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };

@@ -144,6 +144,7 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     r.model = m->get<std::string>();
   }
   f.boolean("stream", r.stream);
+  f.boolean("ignore_eos", r.ignore_eos);
   if (const json* so = f.get("stream_options")) {
     if (!so->is_object()) return f.fail(wrong_type("stream_options", "an object", *so));
     auto it = so->find("include_usage");

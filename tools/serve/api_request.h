@@ -38,6 +38,7 @@ struct GenerateRequest {
   std::vector<std::string> stop;  // at most kMaxStop, none empty
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
+  bool ignore_eos = false;     // llama-server's: an end-of-generation token does not end it
 };
 
 inline constexpr size_t kMaxStop = 16;

@@ -227,6 +227,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   // Without a budget, up to the context's end (no 400 for a prompt that
   // leaves little room; the answer ends with finish_reason "length").
   gp.stop = std::move(q.stop);
+  gp.ignore_eos = q.ignore_eos;
 
   auto st = std::make_shared<GenState>();
   st->meta.chat = chat;

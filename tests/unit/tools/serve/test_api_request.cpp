@@ -97,6 +97,7 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       // Found by the fuzzer: n_predict 0 passed the range check of -1..
       {R"({"prompt":"x","n_predict":-0})", "n_predict", "-1 (no limit) or at least 1"},
       {R"({"prompt":"x","stream":"yes"})", "stream", "must be a boolean"},
+      {R"({"prompt":"x","ignore_eos":1})", "ignore_eos", "must be a boolean"},
       {R"({"prompt":"x","stop":[1]})", "stop[]", "must be a string"},
       {R"({"prompt":"x","stop":[""]})", "stop", "must not be empty"},
       {R"({"prompt":"x","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})",
@@ -147,6 +148,11 @@ TEST_CASE("serve request: chat messages are checked one by one") {
   CHECK(q.messages[1].content == "Hi there");
   CHECK(q.stream);
   CHECK(q.include_usage);
+  CHECK_FALSE(q.ignore_eos);
+  CHECK(std::get<GenerateRequest>(
+            parse_chat_request(R"({"messages":[{"role":"user","content":"a"}],"ignore_eos":true})",
+                               defaults()))
+            .ignore_eos);
 
   CHECK(err_chat(R"({})").param == "messages");
   CHECK(err_chat(R"({"messages":[]})").message.find("at least one") != std::string::npos);
