@@ -282,15 +282,19 @@ TEST_CASE("cpu_gemm_q8: the AVX2 packers give the portable packers' bytes") {
     for (int64_t n : legacy ? std::vector<int64_t>{512, 800} : std::vector<int64_t>{768}) {
       const int64_t nc = gemm_q8_chunks(n), n_tok = 3;
       const auto wb = test::random_weight(t, n, 1, rng);
-      std::vector<GemmQ8WChunk> a(nc), b(nc);
-      std::memset(a.data(), 0x5A, a.size() * sizeof(GemmQ8WChunk));
-      std::memset(b.data(), 0xA5, b.size() * sizeof(GemmQ8WChunk));
-      gemm_q8_pack_w(t, wb.data(), n, a.data(), CpuIsa::Portable);
-      gemm_q8_pack_w(t, wb.data(), n, b.data(), CpuIsa::Avx2);
       const std::string type = ggml_type_name(t);
       CAPTURE(type);
       CAPTURE(n);
-      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(GemmQ8WChunk)) == 0);
+      // Interleaved (the AVX2 / AVX-512 tiles) and natural order (AMX).
+      for (bool natural : {false, true}) {
+        CAPTURE(natural);
+        std::vector<GemmQ8WChunk> a(nc), b(nc);
+        std::memset(a.data(), 0x5A, a.size() * sizeof(GemmQ8WChunk));
+        std::memset(b.data(), 0xA5, b.size() * sizeof(GemmQ8WChunk));
+        gemm_q8_pack_w(t, wb.data(), n, a.data(), CpuIsa::Portable, natural);
+        gemm_q8_pack_w(t, wb.data(), n, b.data(), CpuIsa::Avx2, natural);
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(GemmQ8WChunk)) == 0);
+      }
       if (t != GgmlType::Q4_0) continue;  // x does not depend on the type
       const auto x = test::random_x(n * n_tok, rng);
       ActQ8Buffer buf;
