@@ -4,6 +4,9 @@
 # default model with --parallel 64, on loopback. Every stream must equal
 # the same request alone, with no 5xx; TTFT and inter-token latency are
 # printed (and written to BUILD_DIR/serve-test/load.json). Skipped without node.
+# First, on the same server, scripts/serve_load.py (the GPU machine's
+# throughput client, Python's standard library) with 4 clients: it must see
+# every request end with its 96 tokens and a decode window with a rate.
 # LS_SERVE_THREADS: the server's -t (default 1: on a 2-core CI machine shared
 # with other tests, the CPU backend's spinning thread pool slows to a crawl).
 #   tests/serve/test_load.sh LAYERSTREAM BUILD_DIR [CLIENTS REQUESTS MAX_TOKENS]
@@ -12,10 +15,6 @@ bin=$(realpath "$1")
 build=$(realpath "$2")
 clients=${3:-64} requests=${4:-128} max_tokens=${5:-24}
 here=$(cd "$(dirname "$0")" && pwd)
-if ! command -v node > /dev/null; then
-  echo "SKIPPED: the load test: node is not installed"
-  exit 77
-fi
 work="$build/serve-test"
 mkdir -p "$work"
 log="$work/server-load.log"
@@ -29,6 +28,21 @@ for _ in $(seq 1 300); do
   kill -0 $pid 2> /dev/null || { cat "$log"; exit 1; }
   sleep 0.05
 done
-node "$here/load.mjs" "$url" "$clients" "$requests" "$max_tokens" "$work/load.json"
+python3 "$here/../../scripts/serve_load.py" "$url" 4 8 96 4096 "$work/serve_load_py.json" > /dev/null
+python3 - "$work/serve_load_py.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["completed"] == 4 and r["tokens"] == 4 * 96, r
+assert r["decode_tok_s"] > 0 and r["window_samples"] >= 2, r
+print(f"PASS: serve_load.py: 4 clients, 4 x 96 tokens, {r['decode_tok_s']:.1f} tok/s decoding")
+PY
+status=0
+if command -v node > /dev/null; then
+  node "$here/load.mjs" "$url" "$clients" "$requests" "$max_tokens" "$work/load.json"
+else
+  echo "SKIPPED: the load test (load.mjs): node is not installed"
+  status=77
+fi
 kill -TERM $pid
 wait $pid
+exit $status
