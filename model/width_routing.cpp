@@ -2,6 +2,7 @@
 #include "model/width_routing.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -74,7 +75,14 @@ double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
 void WidthRouting::observe(const WidthSample& s) {
   const size_t b = static_cast<size_t>(bucket(s.width));
   auto blend = [&](double& avg, double x) { avg = avg > 0 ? avg + opt_.weight * (x - avg) : x; };
-  if (s.n_cpu > 0 && s.cpu_s > 0) blend(cpu_[b], s.cpu_s / s.n_cpu);
+  if (s.n_cpu > 0 && s.cpu_s > 0) {
+    // A probe's measurement replaces the stale average it was made to check.
+    if (probe_due(static_cast<int>(b))) cpu_[b] = 0;
+    blend(cpu_[b], s.cpu_s / s.n_cpu);
+    since_cpu_[b] = 0;
+  } else if (s.n_cpu == 0 && since_cpu_[b] < INT32_MAX) {
+    ++since_cpu_[b];
+  }
   if (s.n_gpu > 0 && s.gpu_s > 0) blend(gpu_[b], s.gpu_s / s.n_gpu);
   if (s.n_copied > 0 && s.copy_s > 0) blend(copy_s_, s.copy_s / s.n_copied);
 }
@@ -119,7 +127,13 @@ int32_t WidthRouting::cpu_layers(int b) const {
   // has measured it: a guess of none would never be corrected (on the 70b,
   // width 8 guessed from width 1 sent everything through PCIe at 20 tok/s,
   // where keeping 15 measured gives 24).
-  return measured(b) ? best : std::max(best, 1);
+  if (!measured(b) || probe_due(b)) return std::max(best, 1);
+  return best;
+}
+
+bool WidthRouting::probe_due(int b) const {
+  return opt_.probe_every > 0 && measured(b) &&
+         since_cpu_[static_cast<size_t>(b)] >= opt_.probe_every;
 }
 
 std::string WidthRouting::summary() const {

@@ -29,8 +29,17 @@
 // width (pessimistic: linear in the width, as a compute-bound kernel), or
 // the prior at width 1, and keeps at least one CPU layer until a step there
 // has measured it; from then on its own measurement rules (a bucket that
-// keeps no CPU layer keeps its last measurement). Widths over
-// max_width (prompts) put no layer on the CPU.
+// keeps no CPU layer keeps its last measurement, until it is probed: after
+// probe_every steps of that bucket with no CPU layer, one step keeps one
+// layer on the CPU, and what it measures replaces the stale average). Widths
+// over max_width (prompts) put no layer on the CPU.
+//
+// Why the probe: a bucket's first measurement can be a cold one (the first
+// wide step allocates scratch and faults its pages in). Blended from there,
+// an inflated CPU time sent every layer through PCIe and, with nothing left
+// on the CPU to measure, stayed so for the whole run: on the 70b at 24 GiB
+// one run of four kept 0 CPU layers at width 8 (20.2 tok/s) where the
+// others kept 13-15 (22.9-24.1; bench/results/2026-12-02-h200-gemm-pack.md).
 //
 // Pure logic, no threads: compute feeds it and publishes cpu_layers() per
 // bucket (HybridRoute); the planner routes by it; tests drive it directly.
@@ -75,6 +84,7 @@ class WidthRouting {
   struct Options {
     int64_t max_width = 64;  // wider steps put nothing on the CPU (prompts)
     double weight = 0.3;     // of a new measurement in the running averages
+    int32_t probe_every = 32;  // steps of a bucket at 0 CPU layers before one keeps 1 (0: never)
   };
   // n_layer: the model's layers; n_set: the CPU set (the layers in host
   // memory the CPU computes at width 1); n_streamed: the other streamed
@@ -92,7 +102,8 @@ class WidthRouting {
   // The step's layout, for the simulation (and the CPU set's size from it).
   void set_layout(std::vector<Kind> kinds, int32_t slots, int32_t depth);
   void observe(const WidthSample& s);
-  // Layers of the CPU set the CPU computes in a step of bucket b (0..n_set).
+  // Layers of the CPU set the CPU computes in a step of bucket b (0..n_set);
+  // 1 where the choice is 0 and the bucket is due a probe (see the top).
   int32_t cpu_layers(int b) const;
   // Predicted seconds of a step of bucket b with k CPU layers (0: unknown).
   double predict_s(int b, int32_t k) const;
@@ -106,6 +117,7 @@ class WidthRouting {
 
  private:
   double simulate(double cpu, double gpu, int32_t k) const;
+  bool probe_due(int b) const;  // a measured bucket, probe_every steps without a CPU layer
 
   int32_t n_layer_, n_set_, n_streamed_;
   std::vector<Kind> kinds_;  // empty: no layout, the max(chain, copy) model
@@ -113,6 +125,7 @@ class WidthRouting {
   double prior_cpu_s_, prior_gpu_s_;
   Options opt_;
   std::array<double, kBuckets> cpu_{}, gpu_{};  // measured per-layer seconds (0: none)
+  std::array<int32_t, kBuckets> since_cpu_{};   // steps of the bucket since a CPU measurement
   double copy_s_ = 0;
 };
 

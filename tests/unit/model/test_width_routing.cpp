@@ -157,3 +157,41 @@ TEST_CASE("width routing: without measurements or a CPU set it keeps what it has
   CHECK(blind.cpu_layers(WidthRouting::bucket(16)) == 6);
   CHECK(blind.cpu_layers(WidthRouting::bucket(200)) == 0);
 }
+
+TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is probed and recovers") {
+  WidthRouting::Options o;
+  o.probe_every = 8;
+  WidthRouting r(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
+  const int b8 = WidthRouting::bucket(8);
+  // The first width-8 step was cold: 500 ms a CPU layer against a 10 ms
+  // copy (the max(chain, copy) model then keeps none on the CPU).
+  r.observe(sample(8, 500.0, 0.3, 1));
+  REQUIRE(r.measured(b8));
+  CHECK(r.cpu_layers(b8) == 0);
+  // Steps with no CPU layer measure nothing on the CPU; the choice holds
+  // until probe_every of them have run, then one step keeps one layer.
+  for (int i = 0; i < 7; ++i) {
+    r.observe(sample(8, 0.0, 0.3, 0));
+    CHECK(r.cpu_layers(b8) == 0);
+  }
+  r.observe(sample(8, 0.0, 0.3, 0));
+  CHECK(r.cpu_layers(b8) == 1);
+  // The probe measures the warm cost, 5 ms: it replaces the stale 500 (a
+  // blend would still say 351.5 and keep everything on PCIe).
+  r.observe(sample(8, 5.0, 0.3, 1));
+  CHECK(r.cpu_layer_s(b8) == doctest::Approx(5e-3));
+  CHECK(r.cpu_layers(b8) == 25);
+  // A probe that confirms the cost keeps the bucket at 0 until the next one.
+  WidthRouting q(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
+  q.observe(sample(8, 500.0, 0.3, 1));
+  for (int i = 0; i < 8; ++i) q.observe(sample(8, 0.0, 0.3, 0));
+  CHECK(q.cpu_layers(b8) == 1);
+  q.observe(sample(8, 500.0, 0.3, 1));
+  CHECK(q.cpu_layers(b8) == 0);
+  // probe_every 0: never probed.
+  o.probe_every = 0;
+  WidthRouting never(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
+  never.observe(sample(8, 500.0, 0.3, 1));
+  for (int i = 0; i < 100; ++i) never.observe(sample(8, 0.0, 0.3, 0));
+  CHECK(never.cpu_layers(b8) == 0);
+}
