@@ -221,7 +221,10 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     const uint32_t n_before = e->model_->config().n_layer;
     const uint64_t saved = skip_layers(*e->model_, *skip);
     std::string names;
-    for (uint32_t l : *skip) names += (names.empty() ? "" : ",") + std::to_string(l);
+    for (uint32_t l : *skip) {
+      if (!names.empty()) names += ',';
+      names += std::to_string(l);
+    }
     if (opt.print_plan)
       std::fprintf(stderr,
                    "layer skip: %zu of %u layers left out (%s): %s a step never read, copied "
