@@ -25,6 +25,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "kernels/cpu/q45_k_avx2.h"
+
 #define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace ls {
@@ -65,33 +67,18 @@ LS_AVX2 inline void evens_odds(const float* p, __m256* even, __m256* odd) {
 // nibble vectors are the chunk's blocks 2c (low nibbles) and 2c + 1 (high),
 // and its 8 scales and mins are the 8 lanes of s and m, so nothing goes
 // through the unpacker's buffer and its per-16 pairs (the general path
-// below spends about half its time there: 48 -> ~25 ns a chunk on the dev
-// machine). Same bytes and floats: d * sc and dmin * mn, one multiply each,
+// below spends about half its time there: 26.6 -> 17.2 ns a chunk on the
+// GPU machine's Xeon, bench/results/2026-12-02-h200-gemm-pack.md). Same bytes and floats: d * sc and dmin * mn, one multiply each,
 // as the unpacker's (tests/unit/kernels/test_cpu_gemm_q8.cpp compares the
 // packers).
 template <bool kFive>
 LS_AVX2 inline void pack_q45_k_chunk(const uint8_t* block, GemmQ8WChunk& o, bool natural) {
   using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   const Block& b = *reinterpret_cast<const Block*>(block);
-  const __m256i lo_mask = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
   __m256i h = _mm256_setzero_si256();
   if constexpr (kFive) h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
   __m256i r[8];
-  for (int c = 0; c < 4; ++c) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
-    __m256i lo = _mm256_and_si256(v, lo_mask);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo_mask);
-    if constexpr (kFive) {  // bit 2c of qh[l] adds 16 to the first, bit 2c + 1 to the second
-      const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
-      const __m256i b1 = _mm256_set1_epi8(static_cast<char>(2u << (2 * c)));
-      lo = _mm256_or_si256(
-          lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0), sixteen));
-      hi = _mm256_or_si256(
-          hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1), sixteen));
-    }
-    r[2 * c] = lo;
-    r[2 * c + 1] = hi;
-  }
+  for (int c = 0; c < 4; ++c) q45_k_values<kFive>(b.qs, h, c, &r[2 * c], &r[2 * c + 1]);
   if (natural)
     for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(o.u + 32 * j), r[j]);
   else

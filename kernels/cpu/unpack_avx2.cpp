@@ -21,6 +21,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "kernels/cpu/q45_k_avx2.h"
+
 #define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace ls {
@@ -89,32 +91,19 @@ LS_AVX2 void unpack_q8_0(const BlockQ8_0* b, int64_t nb, const G16Row& out) {
   }
 }
 
-// Q4_K / Q5_K: per 64 values c, the 32 bytes qs[32c..] give values 64c + l
-// (low nibbles) and 64c + 32 + l (high nibbles). Q5_K: bit 2c of qh[l] adds
-// 16 to the first, bit 2c + 1 to the second (compare-equal against the bit
-// turns it into a byte mask, ANDed with 16).
+// Q4_K / Q5_K: the block's values as kernels/cpu/q45_k_avx2.h reads them.
 template <bool kFive>
 LS_AVX2 void unpack_q45_k(const uint8_t* blocks, int64_t nb, const G16Row& out) {
   using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
   const Block* b = reinterpret_cast<const Block*>(blocks);
-  const __m256i lo_mask = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
   int8_t* q = out.q;
   for (int64_t i = 0; i < nb; ++i) {
     scales_k4(b[i].scales, half(b[i].d), half(b[i].dmin), out.s + 16 * i, out.m + 16 * i);
     __m256i h = _mm256_setzero_si256();
     if constexpr (kFive) h = load32(b[i].qh);
     for (int c = 0; c < 4; ++c, q += 64) {
-      const __m256i v = load32(b[i].qs + 32 * c);
-      __m256i lo = _mm256_and_si256(v, lo_mask);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo_mask);
-      if constexpr (kFive) {
-        const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1u << (2 * c)));
-        const __m256i b1 = _mm256_set1_epi8(static_cast<char>(2u << (2 * c)));
-        lo = _mm256_or_si256(
-            lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b0), b0), sixteen));
-        hi = _mm256_or_si256(
-            hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, b1), b1), sixteen));
-      }
+      __m256i lo, hi;
+      q45_k_values<kFive>(b[i].qs, h, c, &lo, &hi);
       store32(q, lo);
       store32(q + 32, hi);
     }
