@@ -98,7 +98,12 @@ def pct(xs, p):
 def main():
     if len(sys.argv) < 6:
         sys.exit(__doc__)
-    url, clients, prompt_tokens, max_tokens, vocab = sys.argv[1], *map(int, sys.argv[2:6])
+    try:
+        url, clients, prompt_tokens, max_tokens, vocab = sys.argv[1], *map(int, sys.argv[2:6])
+    except ValueError as e:
+        sys.exit(f"serve_load.py: CLIENTS PROMPT_TOKENS MAX_TOKENS VOCAB must be integers ({e})")
+    if min(clients, prompt_tokens, max_tokens, vocab) < 1:
+        sys.exit("serve_load.py: CLIENTS PROMPT_TOKENS MAX_TOKENS VOCAB must be at least 1")
     out_path = sys.argv[6] if len(sys.argv) > 6 else None
     samples, stop = [], threading.Event()
 
@@ -107,7 +112,10 @@ def main():
             samples.append((time.monotonic(), *counters(url)))
             time.sleep(0.1)
 
-    bos = bos_id(url)
+    try:
+        bos = bos_id(url)
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"serve_load.py: no layerstream server answering POST /tokenize at {url}: {e}")
     results = [dict() for _ in range(clients)]
     threads = [threading.Thread(target=stream, args=(url, {
         "prompt": prompt_ids(prompt_tokens, vocab, w, bos), "max_tokens": max_tokens,
