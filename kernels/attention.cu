@@ -3,6 +3,7 @@
 
 #include "kernels/attention.cuh"
 #include "kernels/attention_prefill.cuh"
+#include "kernels/pdl.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -19,6 +20,8 @@ __global__ void attention_split_kernel(AttentionParams p) {
   __shared__ float q_sh[kAttentionMaxHeadDim];
   __shared__ float m_sh[kWarps], l_sh[kWarps];
   __shared__ float acc_sh[kWarps][kAttentionMaxHeadDim];
+  pdl_trigger();
+  pdl_wait();
   const int s = blockIdx.x, h = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -104,6 +107,8 @@ __global__ void attention_split_kernel(AttentionParams p) {
 }
 
 __global__ void attention_reduce_kernel(AttentionParams p) {
+  pdl_trigger();
+  pdl_wait();
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
   const int HD = p.head_dim;
@@ -151,14 +156,12 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
   if (p.kv_f32)
-    attention_split_kernel<float><<<grid, 32 * kWarps, 0, stream>>>(p);
+    LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else
-    attention_split_kernel<__half><<<grid, 32 * kWarps, 0, stream>>>(p);
-  LS_CUDA_TRY(cudaGetLastError());
+    LS_CUDA_TRY(launch_pdl(attention_split_kernel<__half>, grid, dim3(32 * kWarps), 0, stream, p));
   if (p.n_split > 1) {
     const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
-    attention_reduce_kernel<<<g2, p.head_dim, 0, stream>>>(p);
-    LS_CUDA_TRY(cudaGetLastError());
+    LS_CUDA_TRY(launch_pdl(attention_reduce_kernel, g2, dim3(p.head_dim), 0, stream, p));
   }
   return ok();
 }

@@ -65,6 +65,15 @@
 // The small shapes (4096 x 4096: 0.31-0.48) carry a fixed cost of about 3 us
 // per call (Q4_K: 6.7 us for 9.4 MB, 16.0 us for 33 MB): one wave of blocks,
 // the first loads' latency and the reduction, not the loop.
+//
+// Several matrices a launch (GemvQ8Params::more; the q, k, v of a layer, its
+// gate and up): the grid covers their row groups in turn, so one launch's
+// ramp and tail serve them all. Programmatic dependent launch
+// (kernels/pdl.cuh): a block issues its first tile's copies before it waits
+// for the kernel that writes x. A persistent form (blocks looping over row
+// groups, the next group's copy in flight during the current one's
+// arithmetic) was measured slower on the 8b's shapes (gate|up 38.6 vs ~31
+// us, 2026-12-02 call 2) and dropped.
 // defines: gemv_q8_supports, gemv_q8_launch
 #include "kernels/gemv_q8.cuh"
 
@@ -72,6 +81,7 @@
 
 #include "kernels/act_q8.h"
 #include "kernels/gemv_q.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/quant_blocks.h"
 #include "runtime/cuda_util.cuh"
 
@@ -381,16 +391,25 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
   constexpr int kTileXB = 32 * XB;                 // x-blocks per tile
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
   __shared__ float part[kWarps][KR * NT];
+  pdl_trigger();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n_warps = blockDim.x >> 5;  // 1 .. kWarps
   uint8_t* const wsm = smem + warp * stages * KR * kSR;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * KR;
+  // The matrix of this block's rows: the first, or one of p.more.
+  const uint8_t* W = p.w;
+  float* Y = p.y;
+  int64_t n_out = p.n_out, g = blockIdx.x;
+  for (int i = 0; i < p.n_more && g >= (n_out + KR - 1) / KR; ++i) {
+    g -= (n_out + KR - 1) / KR;
+    W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
+  }
+  const int64_t row0 = g * KR;
   const uint8_t* rowp[KR];
 #pragma unroll
   for (int r = 0; r < KR; ++r) {
     // A row past n_out re-reads the last row (its sum is never stored).
-    const int64_t row = row0 + r < p.n_out ? row0 + r : p.n_out - 1;
-    rowp[r] = p.w + row * p.row_bytes;
+    const int64_t row = row0 + r < n_out ? row0 + r : n_out - 1;
+    rowp[r] = W + row * p.row_bytes;
   }
   const int64_t n_xb = p.n_in / kActQ8Block;
   const int n_tiles = static_cast<int>((n_xb + kTileXB - 1) / kTileXB);
@@ -417,7 +436,10 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
 #pragma unroll
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 
+  // The first weights are on their way before the wait for x (the kernels
+  // before this one write x; nothing in a step writes weights).
   if (my_tiles > 0) issue(warp, wsm);
+  pdl_wait();
   for (int i = 0; i < my_tiles; ++i) {
     const int tile = warp + i * n_warps;
     uint8_t* const st = wsm + (stages == 2 ? (i & 1) : 0) * KR * kSR;
@@ -529,11 +551,11 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
   if (threadIdx.x < KR * NT) {
     const int r = threadIdx.x / NT, t = threadIdx.x % NT;
     const int64_t row = row0 + r;
-    if (row < p.n_out) {
+    if (row < n_out) {
       float s = part[0][threadIdx.x];
 #pragma unroll
       for (int w = 1; w < n_warps; ++w) s += part[w][threadIdx.x];
-      p.y[t * p.n_out + row] = s;
+      Y[t * n_out + row] = s;
     }
   }
 }
@@ -541,7 +563,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
 template <GgmlType T, int NT, int KR, int XB = 1>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
-  const int64_t groups = (p.n_out + KR - 1) / KR;
+  int64_t groups = (p.n_out + KR - 1) / KR;
+  for (int i = 0; i < p.n_more; ++i) groups += (p.more[i].n_out + KR - 1) / KR;
   if (groups > 0x7fffffff) return make_error("gemv_q8: n_out %lld too large", (long long)p.n_out);
   const int64_t n_tiles = (p.n_in / kActQ8Block + 32 * XB - 1) / (32 * XB);
   // XB 1: always 4 warps (as measured in run 1); XB 2: no more warps than
@@ -554,9 +577,8 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
         gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
     LS_CUDA_TRY(e);
   }
-  gemv_q8_v5<T, NT, KR, XB>
-      <<<static_cast<unsigned>(groups), 32 * n_warps, smem, stream>>>(p, stages);
-  LS_CUDA_LAUNCH_TRY();
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB>, dim3(static_cast<unsigned>(groups)),
+                         dim3(32 * n_warps), smem, stream, p, stages));
   return ok();
 }
 
@@ -607,6 +629,12 @@ bool gemv_q8_supports(GgmlType t) {
 
 Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream) {
   if (p.n_in <= 0 || p.n_out <= 0) return make_error("gemv_q8: empty shape");
+  if (p.n_more < 0 || p.n_more > GemvQ8Params::kMaxMore)
+    return make_error("gemv_q8: %d more matrices (at most %d)", p.n_more, GemvQ8Params::kMaxMore);
+  for (int i = 0; i < p.n_more; ++i)
+    if (!p.more[i].w || !p.more[i].y || p.more[i].n_out <= 0 ||
+        reinterpret_cast<uintptr_t>(p.more[i].w) % 16)
+      return make_error("gemv_q8: matrix %d of the launch is empty or not 16-byte aligned", i + 1);
   if (reinterpret_cast<uintptr_t>(p.w) % 16 || reinterpret_cast<uintptr_t>(p.x.q) % 16 ||
       reinterpret_cast<uintptr_t>(p.x.ds) % 8)
     return make_error("gemv_q8: W and x.q must be 16-byte aligned, x.ds 8-byte");

@@ -25,6 +25,17 @@ struct GemvQ8Params {
   // bytes; for the K-quants at n_tok <= 2 with the default rows, other cases
   // run 1); 0 = the default: 2 where it applies (measured faster), else 1.
   int lane_blocks = 0;
+  // Further matrices of the same type, n_in and row_bytes that read the same
+  // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
+  // of (w, y, n_out) above, then those of each more[i].
+  struct Seg {
+    const uint8_t* w = nullptr;
+    float* y = nullptr;
+    int64_t n_out = 0;
+  };
+  static constexpr int kMaxMore = 2;
+  Seg more[kMaxMore];
+  int n_more = 0;
 };
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.

@@ -272,6 +272,21 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   return ok();
 }
 
+bool MatmulContext::takes_q8(GgmlType type, int64_t n_tok) const {
+  return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(type) &&
+         gemv_env_version() != 2;
+}
+
+ActQ8Device MatmulContext::gemv_x() const {
+  return {impl_->xq, impl_->xds};
+}
+
+void MatmulContext::note_gemv_x(const float* x, int64_t n_in, int64_t n_tok) {
+  impl_->xq_src = x;
+  impl_->xq_n_in = n_in;
+  impl_->xq_n_tok = n_tok;
+}
+
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
                        int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream) {
   MatmulContext::Impl& im = *ctx.impl();
@@ -335,8 +350,11 @@ MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
 // A decode batch: 8-bit x and dp4a (kernels/gemv_q8.cu) for the types it
 // covers, f32 x (kernels/gemv_q.cu) for the rest and under LS_GEMV_VERSION=2.
 // x_unchanged: the previous call's 8-bit x is this x (q/k/v, gate/up).
+// more / n_more: further weights of w's type and shape reading the same x,
+// in the same launch (8-bit GEMV only; the caller checks).
 Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
-                cudaStream_t stream, bool x_unchanged) {
+                cudaStream_t stream, bool x_unchanged, const WeightView* more = nullptr,
+                float* const* y_more = nullptr, int n_more = 0) {
   MatmulContext::Impl& im = *ctx.impl();
   const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
   if (n_tok > kGemvMaxTok) {  // f32 x only (pick_path): kGemvMaxTok tokens a launch
@@ -355,7 +373,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     }
     return ok();
   }
-  if (im.act_q8 && gemv_q8_supports(w.type) && gemv_env_version() != 2) {
+  if (ctx.takes_q8(w.type, n_tok)) {
     LS_TRY(ctx.reserve_gemv_x(w.n_in));
     const ActQ8Device xq{im.xq, im.xds};
     if (!(x_unchanged && im.xq_src == x && im.xq_n_in == w.n_in && im.xq_n_tok == n_tok)) {
@@ -372,6 +390,9 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
                    row_bytes,
                    static_cast<int>(n_tok)};
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
+    for (int i = 0; i < n_more; ++i)
+      p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};
+    p.n_more = n_more;
     return gemv_q8_launch(w.type, p, stream);
   }
   GemvParams p{static_cast<const uint8_t*>(w.data),
@@ -457,13 +478,23 @@ Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int6
 }
 
 Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* const* y, int n_w,
-                            const float* x, int64_t n_tok, cudaStream_t stream) {
+                            const float* x, int64_t n_tok, cudaStream_t stream, bool x_unchanged) {
   MatmulContext::Impl& im = *ctx.impl();
   for (int i = 0; i < n_w; ++i) LS_TRY(check_weight(w[i], x, n_tok));
   if (n_tok == 0 || n_w <= 0) return ok();
   const MatmulPath path = pick_path(im, n_tok);
   if (path == MatmulPath::Gemv) {
-    for (int i = 0; i < n_w; ++i) LS_TRY(run_gemv(ctx, w[i], x, n_tok, y[i], stream, i > 0));
+    // Runs of consecutive weights of one 8-bit-GEMV type and n_in share a launch.
+    for (int i = 0; i < n_w;) {
+      int j = i + 1;
+      if (ctx.takes_q8(w[i].type, n_tok))
+        while (j < n_w && j - i <= GemvQ8Params::kMaxMore && w[j].type == w[i].type &&
+               w[j].n_in == w[i].n_in)
+          ++j;
+      LS_TRY(run_gemv(ctx, w[i], x, n_tok, y[i], stream, x_unchanged || i > 0, w + i + 1, y + i + 1,
+                      j - i - 1));
+      i = j;
+    }
     return ok();
   }
   if (im.prefill == PrefillPath::Legacy) {  // as before 2026-11-30: x converted per weight

@@ -15,6 +15,7 @@
 
 #include <memory>
 
+#include "kernels/quantize_act.cuh"
 #include "kernels/ref/matmul.h"  // WeightView
 #include "runtime/status.h"
 
@@ -66,6 +67,15 @@ class MatmulContext {
   // decode is captured into a CUDA graph: matmul_cuda grows the scratch on
   // demand only outside a capture.
   Status reserve_gemv_x(int64_t max_n_in);
+  // For a kernel that writes its output's 8-bit form itself (rmsnorm and
+  // swiglu with their q8 outputs, kernels/rmsnorm.cuh): whether a decode
+  // matmul of this type and width reads 8-bit x, and the scratch to write
+  // it to (reserve_gemv_x first). After that kernel is enqueued,
+  // note_gemv_x(x, ...) says the scratch holds x's quantization, and a
+  // matmul of x with x_unchanged reuses it.
+  bool takes_q8(GgmlType type, int64_t n_tok) const;
+  ActQ8Device gemv_x() const;
+  void note_gemv_x(const float* x, int64_t n_in, int64_t n_tok);
   struct Impl;
   Impl* impl() { return impl_.get(); }
 
@@ -84,10 +94,13 @@ Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int6
 // The matmuls of one input: y[i] (n_tok, w[i].n_out) = x · w[i]ᵀ for
 // i < n_w (q, k, v of one normed hidden state; gate and up). The same
 // results as n_w calls of matmul_cuda; for a GEMM batch x is converted to
-// f16 once (a decode batch's 8-bit x once), and PrefillPath::Overlap hides the dequantization of w[i+1]
-// behind the GEMM of w[i]. The y[i] must not overlap x.
+// f16 once (a decode batch's 8-bit x once, and weights of one type with an
+// 8-bit GEMV run as one launch), and PrefillPath::Overlap hides the
+// dequantization of w[i+1] behind the GEMM of w[i]. The y[i] must not
+// overlap x. x_unchanged: as matmul_cuda's, for the first weight.
 Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* const* y, int n_w,
-                            const float* x, int64_t n_tok, cudaStream_t stream);
+                            const float* x, int64_t n_tok, cudaStream_t stream,
+                            bool x_unchanged = false);
 
 // The GEMM step alone: y (n_tok, n_out) f32 = x16 (n_tok, n_in) · w16ᵀ, both
 // f16 row-major on the device, f32 accumulation. Uses cuBLAS unless the path

@@ -5,10 +5,12 @@
 // without fast math), q by round-half-even, and the sum of the 32 q by
 // __reduce_add_sync. The blocks of all n_tok rows are one flat range, since
 // n_in is a multiple of 32. Memory-trivial next to any GEMV that reads it.
+// Programmatic dependent launch (kernels/pdl.cuh): waits before reading x.
 // defines: quantize_act_q8_cuda
 #include "kernels/quantize_act.cuh"
 
 #include "kernels/act_q8.h"
+#include "kernels/pdl.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -19,6 +21,8 @@ constexpr int kThreads = 256;  // 8 blocks of 32 values per CUDA block
 __global__ void __launch_bounds__(kThreads)
     quantize_act_q8(const float* __restrict__ x, int64_t n_blocks, int8_t* __restrict__ q,
                     float2* __restrict__ ds) {
+  pdl_trigger();
+  pdl_wait();
   const int lane = threadIdx.x & 31;
   const int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
   if (b >= n_blocks) return;  // the whole warp: b is warp-uniform
@@ -44,8 +48,8 @@ Status quantize_act_q8_cuda(const float* x, int64_t n_tok, int64_t n_in, ActQ8De
   if (n_blocks == 0) return ok();
   const int64_t grid = (n_blocks + kThreads / 32 - 1) / (kThreads / 32);
   if (grid > 0x7fffffff) return make_error("quantize_act_q8: %lld blocks", (long long)n_blocks);
-  quantize_act_q8<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x, n_blocks, out.q, out.ds);
-  LS_CUDA_LAUNCH_TRY();
+  LS_CUDA_TRY(launch_pdl(quantize_act_q8, dim3(static_cast<unsigned>(grid)), dim3(kThreads), 0,
+                         stream, x, n_blocks, out.q, out.ds));
   return ok();
 }
 

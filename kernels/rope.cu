@@ -1,5 +1,6 @@
 // RoPE kernel: see rope.cuh for the convention, layout and mapping.
 #include "kernels/rope.cuh"
+#include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -14,17 +15,8 @@ __global__ void rope_f32_kernel(RopeCudaParams p) {
   const int64_t th = id / n_pair;
   const int32_t h = static_cast<int32_t>(th % p.n_head);
   const int64_t t = th / p.n_head;
-  double theta = p.pos[t] * static_cast<double>(p.freq_scale) *
-                 pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
-  if (p.freq_factors) theta /= p.freq_factors[i];
-  double s, c;
-  sincos(theta, &s, &c);
-  const float cf = static_cast<float>(c), sf = static_cast<float>(s);
-  float* v = p.x + t * p.row_stride + static_cast<int64_t>(h) * p.head_dim + 2 * i;
-  const float x0 = v[0], x1 = v[1];
-  // __fmul_rn/__fadd_rn: no FMA contraction, so the result matches the CPU's rounding.
-  v[0] = __fsub_rn(__fmul_rn(x0, cf), __fmul_rn(x1, sf));
-  v[1] = __fadd_rn(__fmul_rn(x0, sf), __fmul_rn(x1, cf));
+  rope_rotate_pair(p.x + t * p.row_stride + static_cast<int64_t>(h) * p.head_dim + 2 * i, p.pos[t],
+                   i, p);
 }
 
 }  // namespace

@@ -1,12 +1,18 @@
 // The CUDA backend (see cuda_backend.h). A layer, on one stream:
-//   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused)
+//   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused;
+//                                               a decode batch's 8-bit xn for the GEMVs too)
 //   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill)
-//   rope(q), rope(k); cache[seq, pos] = k, v   (f16; f32 with --kv-type f32; paged: the
-//                                               row of (seq, pos) through the block table)
+//   rope(q), rope(k); cache[seq, pos] = k, v   one kernel (f16; f32 with --kv-type f32;
+//                                               paged: the row of (seq, pos) through the
+//                                               block table)
 //   att = attention(q, cache)                   decode and prefill, split over long contexts
 //   o = att · Wo
 //   h += o; xn = rmsnorm(h) · ffn_norm          fused
 //   o = (silu(xn · Wgate) · (xn · Wup)) · Wdown; the add h += o is left to the next norm
+//                                               (swiglu makes down's 8-bit x too)
+// The kernels of a captured decode layer are launched with programmatic
+// dependent launch (kernels/pdl.cuh): each starts its weight loads while the
+// one before it ends.
 #include "model/cuda_backend.h"
 
 #include <cuda_fp16.h>
@@ -15,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <tuple>
 #include <cstring>
@@ -25,10 +32,10 @@
 #include "kernels/attention.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
-#include "kernels/kv_store.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/rmsnorm.cuh"
-#include "kernels/rope.cuh"
+#include "kernels/rope_kv.cuh"
 #include "kernels/swiglu.cuh"
 #include "model/cuda_kv_pool.cuh"
 #include "model/cuda_link.cuh"
@@ -534,6 +541,14 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   if (n == 0) return ok();
   const int64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff;
 
+  // A decode batch whose GEMVs read 8-bit x gets it from the kernel that
+  // makes x (the norms, swiglu) instead of a quantize_act launch.
+  MatmulContext& mm = *s.mm;
+  auto q8_for = [&](std::initializer_list<GgmlType> types) {
+    for (GgmlType t : types)
+      if (!mm.takes_q8(t, n)) return ActQ8Device{nullptr, nullptr};
+    return mm.gemv_x();
+  };
   RmsNormParams np;
   np.h = s.h;
   np.add = s.pending_add ? s.o : nullptr;
@@ -542,31 +557,26 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.n = E;
   np.n_out = n;
   np.eps = c.rms_eps;
+  np.q8 = q8_for({w.wq.type, w.wk.type, w.wv.type});
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
     const WeightView qkv[3] = {w.wq, w.wk, w.wv};
     float* const out[3] = {s.q, s.k, s.v};
-    LS_TRY(matmul_cuda_shared_x(*s.mm, qkv, out, 3, s.xn, n, s.stream));
+    LS_TRY(matmul_cuda_shared_x(mm, qkv, out, 3, s.xn, n, s.stream, np.q8.q != nullptr));
   }
 
-  RopeCudaParams rp;
-  rp.pos = s.pos;
-  rp.freq_factors = s.g.rope_freqs;
-  rp.n_tok = n;
-  rp.head_dim = static_cast<int32_t>(c.head_dim);
-  rp.n_rot = static_cast<int32_t>(c.n_rot);
-  rp.freq_base = c.rope_freq_base;
-  rp.freq_scale = c.rope_freq_scale;
-  rp.x = s.q;
-  rp.n_head = static_cast<int32_t>(c.n_head);
-  rp.row_stride = E;
-  LS_TRY(rope_f32_cuda(rp, s.stream));
-  rp.x = s.k;
-  rp.n_head = static_cast<int32_t>(c.n_head_kv);
-  rp.row_stride = KV;
-  LS_TRY(rope_f32_cuda(rp, s.stream));
-
-  KvStoreParams kp;
+  RopeKvParams rk;  // rope(q), rope(k), then k and v into the cache: one kernel
+  rk.rope.pos = s.pos;
+  rk.rope.freq_factors = s.g.rope_freqs;
+  rk.rope.n_tok = n;
+  rk.rope.head_dim = static_cast<int32_t>(c.head_dim);
+  rk.rope.n_rot = static_cast<int32_t>(c.n_rot);
+  rk.rope.freq_base = c.rope_freq_base;
+  rk.rope.freq_scale = c.rope_freq_scale;
+  rk.q = s.q;
+  rk.n_head = static_cast<int32_t>(c.n_head);
+  KvStoreParams& kp = rk.kv;
   kp.k = s.k;
   kp.v = s.v;
   kp.pos = s.pos;
@@ -578,7 +588,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   kp.n_embd_kv = static_cast<int32_t>(KV);
   kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
   kp.f32 = s.kv_f32;
-  LS_TRY(kv_store_cuda(kp, s.stream));
+  LS_TRY(rope_kv_store_cuda(rk, s.stream));
 
   AttentionParams ap;
   ap.q = s.q;
@@ -603,19 +613,23 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
 
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;
+  np.q8 = q8_for({w.w_gate.type, w.w_up.type});
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {
     const WeightView gu[2] = {w.w_gate, w.w_up};
     float* const out[2] = {s.gate, s.up};
-    LS_TRY(matmul_cuda_shared_x(*s.mm, gu, out, 2, s.xn, n, s.stream));
+    LS_TRY(matmul_cuda_shared_x(mm, gu, out, 2, s.xn, n, s.stream, np.q8.q != nullptr));
   }
   SwigluParams sp;
   sp.gate = s.gate;
   sp.up = s.up;
   sp.out = s.gate;
   sp.n = n * F;
+  sp.q8 = q8_for({w.w_down.type});
   LS_TRY(swiglu_f32_cuda(sp, s.stream));
-  LS_TRY(s.matmul(w.w_down, s.gate, n, s.o));
+  if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
+  LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));
   s.pending_add = true;
   return ok();
 }
@@ -645,7 +659,11 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   auto it = s.graph_cache.find(key);
   if (it == s.graph_cache.end()) {
     LS_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
-    Status st = enqueue_layer(s, il, w);
+    Status st = ok();
+    {
+      const PdlScope pdl;  // the layer's kernels overlap their neighbours (kernels/pdl.cuh)
+      st = enqueue_layer(s, il, w);
+    }
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(s.stream, &g);
     if (!st.ok()) {
