@@ -105,6 +105,25 @@ TEST_CASE("sampler: greedy picks the argmax and ties go to the lowest id") {
   SamplerParams p = plain(0.0f, 1);
   Sampler s(p, int32_t(big.size()));
   CHECK(s.sample(big.data()) == argmax_lowest(big));
+  // Ties of the maximum in different lanes of the vectorised pass, in the
+  // tail past its last whole block, and a row of -inf, NaN and -0.
+  for (size_t n : {size_t(37), size_t(1000), size_t(128256)}) {
+    std::vector<float> row = random_logits(n, 5);
+    const size_t a = n - 1, b = n / 2 + 3, c = 17;
+    row[a] = row[b] = row[c] = 1e9f;
+    Sampler t(p, int32_t(n));
+    CHECK(t.sample(row.data()) == int32_t(c));
+    row[c] = 0.0f;
+    CHECK(t.sample(row.data()) == int32_t(b));
+    row[b] = 0.0f;
+    CHECK(t.sample(row.data()) == int32_t(a));
+  }
+  std::vector<float> odd(40, -std::numeric_limits<float>::infinity());
+  odd[3] = std::nanf("");
+  CHECK(Sampler(p, 40).sample(odd.data()) == 0);  // all masked: id 0
+  odd[21] = -0.0f;
+  odd[33] = 0.0f;
+  CHECK(Sampler(p, 40).sample(odd.data()) == 21);  // -0 and +0 tie: the lower id
 }
 
 TEST_CASE("sampler: the same seed gives the same 1000 draws, another seed others") {
