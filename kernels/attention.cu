@@ -1,7 +1,10 @@
 // Attention kernels: see attention.cuh for the mapping and the two passes.
 #include <cfloat>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode.cuh"
 #include "kernels/attention_prefill.cuh"
 #include "kernels/pdl.cuh"
 #include "runtime/cuda_util.cuh"
@@ -155,7 +158,14 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
     return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
-  if (p.kv_f32)
+  // The grouped-query decode kernel where it applies; LS_ATTENTION_V3=1 keeps this one (A/B).
+  static const bool v3_only = [] {
+    const char* e = std::getenv("LS_ATTENTION_V3");
+    return e && std::string(e) == "1";
+  }();
+  if (!v3_only && attention_decode_supported(p)) {
+    LS_TRY(attention_decode_cuda(p, stream));
+  } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<__half>, grid, dim3(32 * kWarps), 0, stream, p));

@@ -34,7 +34,7 @@ struct GemvQ8Params {
     int64_t n_out = 0;
   };
   static constexpr int kMaxMore = 2;
-  Seg more[kMaxMore];
+  Seg more[kMaxMore] = {};
   int n_more = 0;
 };
 

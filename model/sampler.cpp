@@ -119,21 +119,43 @@ void Sampler::apply_penalty() {
 // element to the next: the one-pass loop, whose every compare waited for
 // the load of work_[best], took ~0.2 ms of a 128k vocabulary, 5 % of a
 // token of a resident 8b on the H200.
-int32_t Sampler::argmax() const {
-  const float* w = work_.data();
-  const size_t n = size_t(n_vocab_);
+// Values are taken as distribution() cleans them: NaN loses to everything
+// (a compare with NaN is false), +inf counts as the largest float, -0 ties
+// +0; a row with nothing above -inf gives id 0.
+namespace {
+inline float clamp_top(float x) {
+  return x > FLT_MAX ? FLT_MAX : x;
+}
+int32_t argmax_row(const float* w, size_t n) {
   constexpr size_t kLanes = 16;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   float m[kLanes];
-  for (size_t j = 0; j < kLanes; ++j) m[j] = w[0];
+  for (size_t j = 0; j < kLanes; ++j) m[j] = kNegInf;
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) m[j] = w[i + j] > m[j] ? w[i + j] : m[j];
-  float top = m[0];
-  for (size_t j = 1; j < kLanes; ++j) top = m[j] > top ? m[j] : top;
-  for (; i < n; ++i) top = w[i] > top ? w[i] : top;
-  for (size_t k = 0; k < n; ++k)
-    if (w[k] == top) return int32_t(k);
+    for (size_t j = 0; j < kLanes; ++j) {
+      const float x = clamp_top(w[i + j]);
+      m[j] = x > m[j] ? x : m[j];
+    }
+  float top = kNegInf;
+  for (size_t j = 0; j < kLanes; ++j) top = m[j] > top ? m[j] : top;
+  for (; i < n; ++i) top = clamp_top(w[i]) > top ? clamp_top(w[i]) : top;
+  if (top == kNegInf) return 0;
+  // The first block of 16 that holds top (a branch a block, not an element), then its index.
+  size_t b = 0;
+  for (; b + kLanes <= n; b += kLanes) {
+    int hit = 0;
+    for (size_t j = 0; j < kLanes; ++j) hit |= clamp_top(w[b + j]) == top;
+    if (hit) break;
+  }
+  for (size_t k = b; k < n; ++k)
+    if (clamp_top(w[k]) == top) return int32_t(k);
   return 0;
+}
+}  // namespace
+
+int32_t Sampler::argmax() const {
+  return argmax_row(work_.data(), size_t(n_vocab_));
 }
 
 double Sampler::uniform01() {
@@ -143,6 +165,10 @@ double Sampler::uniform01() {
 Sampler::Dist Sampler::distribution(const float* logits) {
   const size_t n = size_t(n_vocab_);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // Greedy with no penalty: the argmax of the row as it is (the same id as
+  // of the cleaned copy below), without making the copy: ~0.1-0.2 ms of a
+  // 128k vocabulary a token otherwise.
+  if (params_.temp <= 0.0f && !penalty_on(params_)) return {argmax_row(logits, n), 0, 0.0};
   // Copy, with NaN as -inf, +inf as the largest float and -0 as +0, so the
   // order is total and differences of logits stay finite.
   for (size_t i = 0; i < n; ++i) {

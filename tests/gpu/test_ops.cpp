@@ -319,6 +319,12 @@ TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and p
     for (int i = 0; i < 100; ++i) c.pos.push_back(i), c.seq.push_back(0);
     cases.push_back(c);
   }
+  {  // GQA 8, one split (64 entries x 16 heads), each block over three
+     // sub-ranges of the grouped decode kernel (kernels/attention_decode.cuh)
+    Case c{"64 entries at 500.., 16 heads over 2, one split", 16, 2, 128, 600, 2, {}, {}};
+    for (int i = 0; i < 64; ++i) c.pos.push_back(500 + i), c.seq.push_back(i & 1);
+    cases.push_back(c);
+  }
   for (const Case& cs : cases) {
     const int64_t n_tok = static_cast<int64_t>(cs.pos.size());
     const int32_t kv = cs.n_head_kv * cs.hd;

@@ -1,0 +1,219 @@
+// Decode attention over the G query heads of a KV head: see attention_decode.cuh.
+#include "kernels/attention_decode.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cfloat>
+
+#include "kernels/pdl.cuh"
+#include "runtime/cuda_util.cuh"
+
+namespace ls {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kSub = kAttentionDecodeSub;
+
+// 8 consecutive values of a cache row as floats (16 bytes of f16, 32 of f32).
+__device__ __forceinline__ void load8(const __half* p, float (&f)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __half22float2(h[i]);
+    f[2 * i] = v.x, f[2 * i + 1] = v.y;
+  }
+}
+__device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+}
+
+// kPer consecutive values of a cache row as floats (kPer 2 or 4).
+template <int kPer>
+__device__ __forceinline__ void load_n(const __half* p, float (&f)[kPer]) {
+  if constexpr (kPer == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+    const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+    f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
+  } else {
+    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(p));
+    f[0] = a.x, f[1] = a.y;
+  }
+}
+template <int kPer>
+__device__ __forceinline__ void load_n(const float* p, float (&f)[kPer]) {
+  if constexpr (kPer == 4) {
+    const float4 a = *reinterpret_cast<const float4*>(p);
+    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w;
+  } else {
+    const float2 a = *reinterpret_cast<const float2*>(p);
+    f[0] = a.x, f[1] = a.y;
+  }
+}
+
+template <typename T, int HD, int G>
+__global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionParams p) {
+  constexpr int kWarps = kThreads / 32, kPer = HD / 32;  // values of a row a lane
+  __shared__ float q_sh[G][HD];
+  __shared__ float s_sh[G][kSub];
+  __shared__ int64_t row_sh[kSub];  // the cache row of each position of the sub-range
+  __shared__ float m_sh[G], l_sh[G], c_sh[G];
+  __shared__ float red_sh[kWarps][G][HD];
+  pdl_trigger();
+  pdl_wait();
+  const int s = blockIdx.x, kvh = blockIdx.y;
+  const int64_t t = blockIdx.z;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int32_t KV = p.n_head_kv * HD;
+  const float* q = p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(kvh) * G * HD;
+  for (int i = tid; i < G * HD; i += kThreads) q_sh[i / HD][i % HD] = q[i];
+  if (tid < G) {
+    m_sh[tid] = -FLT_MAX;
+    l_sh[tid] = 0.0f;
+  }
+  const int32_t pos = p.pos[t], sq = p.seq[t];
+  const int32_t begin = s * p.chunk;
+  const int32_t end = s == p.n_split - 1 ? pos + 1 : min(begin + p.chunk, pos + 1);
+  const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
+  const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + lane * kPer;
+  // A lane's kPer values of the row for each head; the warps split the positions.
+  float acc[G][kPer];
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) acc[g][j] = 0.0f;
+  __syncthreads();
+
+  for (int32_t c0 = begin; c0 < end; c0 += kSub) {
+    const int n = min(kSub, end - c0);
+    // 1. Scores, a thread per position.
+    for (int i = tid; i < n; i += kThreads) {
+      const int64_t row = kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV;
+      row_sh[i] = row;
+      const T* k = kc + row;
+      float d[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) d[g] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < HD; e += 8) {
+        float kf[8];
+        load8(k + e, kf);
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) d[g] = fmaf(q_sh[g][e + j], kf[j], d[g]);
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g) s_sh[g][i] = d[g] * p.scale;
+    }
+    __syncthreads();
+    // 2. Per head (a warp each): the running max, the rescale, p and l.
+    for (int g = warp; g < G; g += kWarps) {
+      float mx = -FLT_MAX;
+      for (int i = lane; i < n; i += 32) mx = fmaxf(mx, s_sh[g][i]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_old = m_sh[g], m_new = fmaxf(m_old, mx);
+      float sum = 0.0f;
+      for (int i = lane; i < n; i += 32) {
+        const float e = expf(s_sh[g][i] - m_new);
+        s_sh[g][i] = e;
+        sum += e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      __syncwarp();
+      if (lane == 0) {
+        const float corr = expf(m_old - m_new);  // 0 on the first sub-range (m_old = -FLT_MAX)
+        c_sh[g] = corr;
+        l_sh[g] = l_sh[g] * corr + sum;
+        m_sh[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // 3. Values: warp w takes positions w, w + 4, ...; a lane kPer values of each row.
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) acc[g][j] *= c_sh[g];
+#pragma unroll 4
+    for (int i = warp; i < n; i += kWarps) {
+      float v[kPer];
+      load_n<kPer>(vc + row_sh[i], v);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float w = s_sh[g][i];
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) acc[g][j] = fmaf(w, v[j], acc[g][j]);
+      }
+    }
+    __syncthreads();  // s_sh, row_sh and c_sh are read before the next sub-range writes them
+  }
+  // The warps' sums, then out = acc / l or the split's record.
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) red_sh[warp][g][lane * kPer + j] = acc[g][j];
+  __syncthreads();
+  for (int k = tid; k < G * HD; k += kThreads) {
+    const int g = k / HD, d = k % HD;
+    float a = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) a += red_sh[w][g][d];
+    const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
+    const float L = l_sh[g];
+    if (p.n_split == 1) {
+      p.out[row * HD + d] = L > 0.0f ? a / L : 0.0f;
+    } else {
+      float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
+      if (d == 0) {
+        rec[0] = m_sh[g];
+        rec[1] = L;
+      }
+      rec[2 + d] = a;
+    }
+  }
+}
+
+template <typename T, int HD>
+Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
+  switch (p.n_head / p.n_head_kv) {
+    case 1:
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 1>, grid, dim3(kThreads), 0, stream, p));
+      return ok();
+    case 2:
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 2>, grid, dim3(kThreads), 0, stream, p));
+      return ok();
+    case 4:
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 4>, grid, dim3(kThreads), 0, stream, p));
+      return ok();
+    default:
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 8>, grid, dim3(kThreads), 0, stream, p));
+      return ok();
+  }
+}
+
+}  // namespace
+
+bool attention_decode_supported(const AttentionParams& p) {
+  const int32_t g = p.n_head_kv > 0 ? p.n_head / p.n_head_kv : 0;
+  return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
+         p.n_head % p.n_head_kv == 0 && (g == 1 || g == 2 || g == 4 || g == 8);
+}
+
+Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {
+  if (!attention_decode_supported(p))
+    return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
+                      p.n_head, p.n_head_kv);
+  const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
+                  static_cast<unsigned>(p.n_tok));
+  if (p.kv_f32)
+    return p.head_dim == 64 ? launch_hd<float, 64>(p, grid, stream)
+                            : launch_hd<float, 128>(p, grid, stream);
+  return p.head_dim == 64 ? launch_hd<__half, 64>(p, grid, stream)
+                          : launch_hd<__half, 128>(p, grid, stream);
+}
+
+}  // namespace ls
