@@ -254,15 +254,24 @@ void ComputeActor::run() {
     out.step = step;
     out.n_rows = static_cast<int32_t>(b.n_logits());
     out.n_vocab = static_cast<int32_t>(c.n_vocab);
-    logits_.resize(static_cast<size_t>(out.n_rows) * c.n_vocab);
+    // Greedy steps take the argmax where the logits are (only ids cross);
+    // an I/O-only run computes nothing, and its rows and ids are zeros.
+    if (b.argmax_only) {
+      ids_.assign(static_cast<size_t>(out.n_rows), 0);
+      out.ids = ids_.data();
+    } else {
+      logits_.resize(static_cast<size_t>(out.n_rows) * c.n_vocab);
+      out.logits = logits_.data();
+    }
     if (!io_only_) {
       TraceScope span(tracer_, track, "head", SpanKind::Busy, -1, step);
-      if (Status st = be_.finish(logits_.data()); !st.ok()) {
+      const Status st = b.argmax_only ? be_.finish_argmax(ids_.data(), out.n_rows, out.n_vocab)
+                                      : be_.finish(logits_.data());
+      if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;
       }
     }
-    out.logits = logits_.data();
     widths_.next_step.store(step + 1);  // before the client can see this step end
     if (!to_sampler_.push(out, rc_)) return;
     if ((balancer_ || routing_) && !io_only_) rebalance(step, b, track);

@@ -80,6 +80,7 @@ class ComputeActor {
   // once and searched; nothing allocated per job.
   std::vector<LayerJob> early_;
   std::vector<float> logits_;
+  std::vector<int32_t> ids_;  // an argmax_only step's tokens
   std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
   StepWidths& widths_;
   // CPU-tier layers' caches: positions [0, end) of a slot are current on

@@ -143,11 +143,10 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   Req* raw = q.get();
   SeqRequest sr;
   sr.prompt = std::move(prompt);
-  sr.cb = [this, raw, &tok, vocab](int64_t, const float* logits,
-                                   int32_t rows) -> std::optional<int32_t> {
+  // The token chosen (by the sampler from the rows, or the argmax on the
+  // device for a greedy request): what follows is the same.
+  auto emit = [this, raw, &tok](int32_t t) -> std::optional<int32_t> {
     Req& q = *raw;
-    if (q.ended.load()) return std::nullopt;
-    const int32_t t = q.sampler->sample(logits + static_cast<size_t>(rows - 1) * vocab);
     q.sampler->accept(t);
     ++q.completion;
     count_token();
@@ -172,6 +171,16 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     }
     return t;
   };
+  sr.cb = [raw, emit, vocab](int64_t, const float* logits,
+                             int32_t rows) -> std::optional<int32_t> {
+    if (raw->ended.load()) return std::nullopt;
+    return emit(raw->sampler->sample(logits + static_cast<size_t>(rows - 1) * vocab));
+  };
+  if (greedy_plain(p.sampling))
+    sr.on_argmax = [raw, emit](int64_t, int32_t t) -> std::optional<int32_t> {
+      if (raw->ended.load()) return std::nullopt;
+      return emit(t);
+    };
   std::promise<SeqEnd> done;
   q->done = done.get_future();
   {

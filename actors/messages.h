@@ -100,7 +100,8 @@ struct HybridRoute {
 // after the sampler's next StepInput.
 struct StepOutput {
   int64_t step = -1;
-  const float* logits = nullptr;  // n_rows x n_vocab
+  const float* logits = nullptr;  // n_rows x n_vocab; null in an argmax_only step
+  const int32_t* ids = nullptr;   // n_rows greedy tokens, in an argmax_only step
   int32_t n_rows = 0;
   int32_t n_vocab = 0;
 };

@@ -270,9 +270,11 @@ Expected<SeqEnd> Pipeline::wait(std::future<SeqEnd>& done) {
   return done.get();
 }
 
-Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from) {
+Status Pipeline::run_request(std::span<const int32_t> prompt, StepCallback cb, size_t logits_from,
+                             ArgmaxCallback on_argmax) {
   SeqRequest r;
   r.cb = std::move(cb);
+  r.on_argmax = std::move(on_argmax);
   r.logits_from = logits_from;
   return run_slot0(prompt, std::move(r));
 }

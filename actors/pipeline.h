@@ -84,9 +84,10 @@ class Pipeline {
   // pool ran dry). Slot 0 keeps the request's cache for the next one. The
   // prompt's step has logits for its last row, and for every row from
   // `logits_from` on (perplexity scores a window's rows): its callback gets
-  // them in prompt order, the last row last.
+  // them in prompt order, the last row last. on_argmax: a greedy request's
+  // ArgmaxCallback (actors/sampler.h), or none.
   Status run_request(std::span<const int32_t> prompt, StepCallback cb,
-                     size_t logits_from = SIZE_MAX);
+                     size_t logits_from = SIZE_MAX, ArgmaxCallback on_argmax = {});
   // The same with a FeedCallback (speculative decoding: several tokens a
   // step, rewinds); the slot keeps the positions before the end's.
   Status run_request(std::span<const int32_t> prompt, FeedCallback feed);

@@ -195,6 +195,13 @@ void SamplerActor::form_batch(Batch& b) {
     order_.push_back(i);
   }
   if (paged_ && b.size() > 0) b.kv_table = kv_.table();
+  // A step whose every row is one greedy sequence's only row ends with the
+  // argmaxes alone (Backend::finish_argmax): no logits rows cross.
+  b.argmax_only = b.n_logits() > 0;
+  for (size_t i : order_) {
+    const Seq& s = running_[i];
+    if (s.rows > 0 && (!s.req.on_argmax || s.req.feed || s.rows != 1)) b.argmax_only = false;
+  }
 }
 
 void SamplerActor::run() {
@@ -226,6 +233,7 @@ void SamplerActor::run() {
     TraceScope span(tracer_, track, "sample", SpanKind::Busy, -1, out->step);
     rc_.chaos();
     const float* row = out->logits;
+    const int32_t* id = out->ids;  // an argmax_only step's tokens, one a sequence
     std::vector<size_t> ended;
     for (size_t i : order_) {
       Seq& s = running_[i];
@@ -250,8 +258,14 @@ void SamplerActor::run() {
           s.next = std::move(f->tokens);
         continue;
       }
-      const std::optional<int32_t> tok = s.req.cb ? s.req.cb(out->step, row, rows) : std::nullopt;
-      row += static_cast<int64_t>(rows) * out->n_vocab;
+      std::optional<int32_t> tok;
+      if (id) {
+        tok = s.req.on_argmax(out->step, *id);
+        id += rows;
+      } else {
+        tok = s.req.cb ? s.req.cb(out->step, row, rows) : std::nullopt;
+        row += static_cast<int64_t>(rows) * out->n_vocab;
+      }
       if (mid_prompt) continue;
       // The sequence ends when its callback says so or its context is full.
       if (!tok || s.pos >= s.req.max_pos)

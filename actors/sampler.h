@@ -23,7 +23,7 @@
 // hold is refused at submit (Pipeline::submit); one that waits while
 // nothing runs, so that nothing will free blocks, ends at once with the
 // message rather than wait for ever.
-// defines: StepCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
+// defines: StepCallback, ArgmaxCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +50,14 @@ namespace ls {
 using StepCallback =
     std::function<std::optional<int32_t>(int64_t step, const float* logits, int32_t n_rows)>;
 
+// A greedy sequence's callback beside StepCallback: the greedy token
+// (greedy_argmax, model/sampler.h) of its step's row instead of the row.
+// The sampler actor uses it when every sequence of a step has one and wants
+// one row (Batch::argmax_only), so the backend takes the argmax where the
+// logits are; otherwise StepCallback gets the rows as usual. The two must
+// agree: on_argmax(step, greedy_argmax(row)) == cb(step, row, 1).
+using ArgmaxCallback = std::function<std::optional<int32_t>(int64_t step, int32_t token)>;
+
 // What a sequence feeds next in place of one token (speculative decoding's
 // verify steps, model/speculative.h): tokens, each with a logits row, at
 // positions pos, pos + 1, ...; pos is at most the sequence's next position
@@ -71,6 +79,7 @@ using FeedCallback = std::function<std::optional<SeqFeed>(int64_t step, const fl
 struct SeqRequest {
   std::vector<int32_t> prompt;  // at least one token
   StepCallback cb;
+  ArgmaxCallback on_argmax;  // optional beside cb: a greedy sequence (see ArgmaxCallback)
   FeedCallback feed;  // instead of cb: tokens to feed (and where) after each step
   int32_t slot = -1;    // key/value slot; -1: the first free one
   uint32_t pos0 = 0;    // the prompt's first position (a slot's kept cache: a chat)

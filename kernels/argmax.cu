@@ -1,5 +1,7 @@
 // Argmax kernel: see argmax.cuh.
 #include "kernels/argmax.cuh"
+
+#include <cfloat>
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -19,7 +21,7 @@ __global__ void argmax_f32_kernel(ArgmaxParams p) {
   float bv = 0.0f;
   int32_t bi = -1;  // none yet
   for (int64_t i = threadIdx.x; i < p.n; i += kThreads) {
-    const float v = x[i];
+    const float v = x[i] > FLT_MAX ? FLT_MAX : x[i];  // +inf ties the largest float
     if (better(v, static_cast<int32_t>(i), bv, bi)) {
       bv = v;
       bi = static_cast<int32_t>(i);

@@ -1,10 +1,11 @@
 // Argmax over rows of logits on the GPU, so greedy sampling moves one int
-// per row to the host instead of n_vocab floats. Ties keep the lowest id
-// (as model/sampler.cpp's argmax); a NaN never wins over a number.
+// per row to the host instead of n_vocab floats. The rule of greedy_argmax
+// (model/sampler.h): ties keep the lowest id, a NaN never wins over a
+// number, +inf counts as the largest float (so it ties FLT_MAX).
 // Layout: x (n_rows, n) f32; out (n_rows) int32.
 // Grid: one block of 256 threads per row; each thread scans a strided slice,
 // then a shared-memory tree reduction on (value, index).
-// Versions: v1 (this).
+// Versions: v1; v2 (this): +inf clamped to the largest float, as the CPU's rule.
 // defines: ArgmaxParams, argmax_f32_cuda
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "model/backend.h"
 
+#include "model/sampler.h"
+
 namespace ls {
 namespace {
 
@@ -38,6 +40,15 @@ GlobalView global_view(const LlamaWeights& w, const uint8_t* file_base) {
   v.output = view(w.output, file_base, 0);
   v.rope_freqs = w.rope_freqs ? f32(w.rope_freqs, file_base, 0) : nullptr;
   return v;
+}
+
+Status Backend::finish_argmax(int32_t* ids, int32_t n_rows, int32_t n_vocab) {
+  argmax_rows_.resize(static_cast<size_t>(n_rows) * static_cast<size_t>(n_vocab));
+  LS_TRY(finish(argmax_rows_.data()));
+  for (int32_t r = 0; r < n_rows; ++r)
+    ids[r] = greedy_argmax(argmax_rows_.data() + static_cast<size_t>(r) * n_vocab,
+                           static_cast<size_t>(n_vocab));
+  return ok();
 }
 
 }  // namespace ls

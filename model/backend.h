@@ -27,6 +27,10 @@ struct Batch {
   // this step and after; empty: the backend keeps the table it has (at the
   // start, each slot n_ctx positions of its own when the pool has them).
   std::vector<int32_t> kv_table;
+  // Every logits row of the step is wanted only for its greedy token: the
+  // step ends with Backend::finish_argmax instead of finish (set by the
+  // sampler actor when each sequence of the step is greedy_plain).
+  bool argmax_only = false;
   size_t size() const { return token.size(); }
   size_t n_logits() const {
     size_t n = 0;
@@ -45,6 +49,7 @@ struct Batch {
     seq.clear();
     logits.clear();
     kv_table.clear();
+    argmax_only = false;
   }
 };
 
@@ -78,6 +83,11 @@ class Backend {
   virtual Status layer(uint32_t index, const LayerView& w) = 0;
   // Final norm and head for the entries with logits set; writes n_logits x n_vocab floats.
   virtual Status finish(float* logits) = 0;
+  // finish(), then each row's greedy token (greedy_argmax, model/sampler.h)
+  // into ids (n_logits of them) instead of the rows. The default computes
+  // the rows into host memory; the CUDA backend takes the argmax on the
+  // device and copies only the ids (a 128k vocabulary's row is 513 KB).
+  virtual Status finish_argmax(int32_t* ids, int32_t n_rows, int32_t n_vocab);
   // Forget the cached keys/values of a sequence from position `from` on.
   virtual void clear_seq(int32_t seq, int32_t from) = 0;
   // Blocks of the paged key/value cache's pool (model/kv_blocks.h); 0: a
@@ -111,6 +121,9 @@ class Backend {
   // How streamed layers reach this backend's memory (model/device_link.h);
   // nullptr: host memory and memcpy (a HostLink).
   virtual DeviceLink* link() { return nullptr; }
+
+ private:
+  std::vector<float> argmax_rows_;  // finish_argmax's rows (the default)
 };
 
 }  // namespace ls

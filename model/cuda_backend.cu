@@ -748,8 +748,11 @@ Status CudaBackend::finish(float* logits) {
   return ok();
 }
 
-Status CudaBackend::finish_argmax(int32_t* tokens) {
+Status CudaBackend::finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_vocab) {
   Impl& s = *impl_;
+  if (n_rows != s.n_logits || n_vocab != static_cast<int32_t>(s.c.n_vocab))
+    return make_error("cuda backend: finish_argmax of %d rows of %d for a step of %lld rows of %u",
+                      n_rows, n_vocab, static_cast<long long>(s.n_logits), s.c.n_vocab);
   LS_TRY(s.head());
   ArgmaxParams ap;
   ap.x = s.logits;

@@ -82,9 +82,9 @@ class CudaBackend final : public Backend {
                  float* v) override;
   Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v) override;
-  // Greedy: finish the step with the argmax of each logits row computed on the
-  // GPU; only n_logits ints cross to the host.
-  Status finish_argmax(int32_t* tokens);
+  // The argmax of each logits row computed on the GPU (kernels/argmax.cuh,
+  // the rule of greedy_argmax); only n_logits ints cross to the host.
+  Status finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_vocab) override;
   // Device bytes held (weights, cache, activations, scratch).
   uint64_t device_bytes() const;
 

@@ -18,9 +18,10 @@
 // so a full sort of the vocabulary happens only for a nearly flat row. No
 // allocation after construction: every scratch buffer is a member sized to
 // n_vocab.
-// defines: SamplerParams, kSamplerRandomSeed, Sampler
+// defines: SamplerParams, kSamplerRandomSeed, greedy_plain(), greedy_argmax(), Sampler
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -39,6 +40,16 @@ struct SamplerParams {
   int32_t repeat_last_n = 64;   // recent tokens the penalty looks at (0: off, -1: whole context)
   uint64_t seed = kSamplerRandomSeed;  // kSamplerRandomSeed: one from std::random_device
 };
+
+// Greedy with no penalty: the token is the argmax of the row as it comes,
+// so it can be taken where the logits are (Backend::finish_argmax).
+bool greedy_plain(const SamplerParams& p);
+
+// The greedy token of a row: the largest value (NaN loses to everything,
+// +inf counts as the largest float), ties to the lowest id; a row with
+// nothing above -inf gives 0. What Sampler::sample returns for the row when
+// greedy_plain(its params).
+int32_t greedy_argmax(const float* row, size_t n);
 
 class Sampler {
  public:

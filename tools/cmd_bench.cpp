@@ -21,6 +21,7 @@
 #include "runtime/probe_gpu.h"
 #endif
 #include "actors/engine.h"
+#include "model/sampler.h"
 #include "runtime/probe_host.h"
 #include "runtime/units.h"
 #include "tools/commands.h"
@@ -330,8 +331,9 @@ int run_bench(BenchArgs& a) {
           r.prompt[i] = static_cast<int32_t>((1000003ull * i + 12345 + 7919ull * w) %
                                              static_cast<uint64_t>(V));
         auto* times = &tok_t[w];
-        r.cb = [&, times, timed, w](int64_t, const float* l,
-                                    int32_t rows_n) -> std::optional<int32_t> {
+        // Greedy: the argmax is taken where the logits are (on the GPU with
+        // --backend cuda), as decode does; cb serves the steps it is not.
+        auto next = [&, times, timed, w](int32_t best) -> std::optional<int32_t> {
           if (!timed) return std::nullopt;
           times->push_back(std::chrono::steady_clock::now());
           if (times->size() == 1 && n_started.fetch_add(1) + 1 == width) moved0 = moved_bytes(e);
@@ -340,12 +342,12 @@ int run_bench(BenchArgs& a) {
             return std::nullopt;
           }
           if (a.io_only) return bos;
-          const float* r = l + static_cast<size_t>(rows_n - 1) * V;
-          int32_t best = 0;
-          for (int32_t i = 1; i < V; ++i)
-            if (r[i] > r[best]) best = i;
           return best;
         };
+        r.cb = [next, V](int64_t, const float* l, int32_t rows_n) -> std::optional<int32_t> {
+          return next(greedy_argmax(l + static_cast<size_t>(rows_n - 1) * V, static_cast<size_t>(V)));
+        };
+        r.on_argmax = [next](int64_t, int32_t best) { return next(best); };
         std::promise<SeqEnd> done;
         futs.push_back(done.get_future());
         auto id = e.pipeline().submit(std::move(r), std::move(done));

@@ -76,28 +76,38 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
   int count = 0;
   *hit_eog = false;
   if (n == 0) return ok();
+  // The token chosen (by the sampler from the row, or, greedy, the argmax
+  // taken where the logits are: actors/sampler.h's ArgmaxCallback).
+  auto emit = [&](int32_t tok) -> std::optional<int32_t> {
+    if (count == 0) t_first = Clock::now();
+    sampler.accept(tok);
+    out_ids.push_back(tok);
+    ++count;
+    if (m.tokenizer->is_eog(tok)) {
+      *hit_eog = true;
+      return std::nullopt;
+    }
+    const std::string text = detok.push(tok);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (count >= n) return std::nullopt;  // the last token need not be fed
+    return tok;
+  };
+  ArgmaxCallback on_argmax;
+  if (greedy_plain(sampler.params()) && !dump)
+    on_argmax = [&](int64_t, int32_t tok) { return emit(tok); };
   Status s = e.pipeline().run_request(
-      prompt, [&](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
-        if (count == 0) t_first = Clock::now();
+      prompt,
+      [&](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
         const float* row = logits + static_cast<size_t>(rows - 1) * n_vocab;
         if (dump && std::fwrite(row, sizeof(float), n_vocab, dump) != n_vocab) {
+          if (count == 0) t_first = Clock::now();
           write_error = make_error("--dump-logits: write failed");
           return std::nullopt;
         }
-        const int32_t tok = sampler.sample(row);
-        sampler.accept(tok);
-        out_ids.push_back(tok);
-        ++count;
-        if (m.tokenizer->is_eog(tok)) {
-          *hit_eog = true;
-          return std::nullopt;
-        }
-        const std::string text = detok.push(tok);
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        std::fflush(stdout);
-        if (count >= n) return std::nullopt;  // the last token need not be fed
-        return tok;
-      });
+        return emit(sampler.sample(row));
+      },
+      SIZE_MAX, std::move(on_argmax));
   finish_request(detok, t0, t_first, count, prompt.size(), st);
   if (!write_error.ok()) return write_error;
   return s;

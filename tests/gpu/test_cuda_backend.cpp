@@ -108,7 +108,7 @@ TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, ever
         REQUIRE(gpu.begin(d).ok());
         for (uint32_t l = 0; l < c.n_layer; ++l) REQUIRE(gpu.layer(l, *gpu.resident_layer(l)).ok());
         int32_t t = -1;
-        REQUIRE(gpu.finish_argmax(&t).ok());
+        REQUIRE(gpu.finish_argmax(&t, 1, V).ok());
         tg = t;
       }
       MESSAGE("cuda vs cpu " << std::string(quant) << (q8 ? " (act q8)" : " (act f32)")

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -29,6 +30,7 @@
 #include "kernels/rope.cuh"
 #include "kernels/swiglu.cuh"
 #include "model/kv_cache.h"
+#include "model/sampler.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace ls;
@@ -398,6 +400,10 @@ TEST_CASE("cuda ops: argmax over logits rows, ties to the lowest id") {
       x[2 * n + 100] = 50.0f;
       x[2 * n + 200] = 50.0f;
       x[3 * n + n - 1] = 60.0f;
+      // row 1: +inf ties the largest float (the lower id wins), NaN never wins
+      x[n + 7] = std::nanf("");
+      x[n + 10] = FLT_MAX;
+      x[n + 20] = INFINITY;
     }
     DevBuf<float> dx(x);
     DevBuf<int32_t> dout(rows);
@@ -406,10 +412,15 @@ TEST_CASE("cuda ops: argmax over logits rows, ties to the lowest id") {
     REQUIRE(argmax_f32_cuda(p, nullptr).ok());
     auto got = dout.download();
     for (int64_t r = 0; r < rows; ++r) {
-      int32_t best = 0;
-      for (int64_t i = 1; i < n; ++i)
-        if (x[r * n + i] > x[r * n + best]) best = static_cast<int32_t>(i);
-      CHECK(got[r] == best);
+      // The CPU's rule (the greedy sampler's), and the plain first maximum where no inf is.
+      CHECK(got[r] == greedy_argmax(x.data() + r * n, static_cast<size_t>(n)));
+      if (r != 1 || n <= 300) {
+        int32_t best = 0;
+        for (int64_t i = 1; i < n; ++i)
+          if (x[r * n + i] > x[r * n + best]) best = static_cast<int32_t>(i);
+        CHECK(got[r] == best);
+      }
     }
+    if (n > 300) CHECK(got[1] == 10);
   }
 }

@@ -195,9 +195,13 @@ for mode in finish cancel; do
       > "$work/run/drain-$mode-$i.txt" 2>&1 &
     cpids+=($!)
   done
-  # SIGTERM once the first frames are out.
-  for _ in $(seq 1 200); do
-    [ "$(cat "$work/run"/drain-$mode-*.txt 2> /dev/null | grep -c '^data: {')" -ge 4 ] && break
+  # SIGTERM once the server holds all 16 requests (a client still
+  # connecting when it stops listening would fail for the wrong reason: seen
+  # on a loaded 2-core machine) and the first frames are out.
+  for _ in $(seq 1 250); do
+    started=$(curl -s "$url/metrics" | awk '$1 == "layerstream_requests_total" {print int($2)}')
+    [ "${started:-0}" -ge 16 ] &&
+      [ "$(cat "$work/run"/drain-$mode-*.txt 2> /dev/null | grep -c '^data: {')" -ge 4 ] && break
     sleep 0.02
   done
   t0=$(now_ms)
