@@ -7,8 +7,10 @@
 #      tiny synthetic model of every quant type;
 #   3. the device-memory bandwidth and GEMM rate (ls_bench_matmul), then
 #      resident decode of a synthetic 8b in Q4_K_M and Q8_0 (with and without
-#      CUDA graphs), and a 512-token prefill (a warm request, bench
-#      --prompt-tokens), each to compare with those ceilings.
+#      CUDA graphs; the stall table's gpu-compute line; llama.cpp's
+#      llama-bench on the same file when LLAMA_BIN is set), and a 512-token
+#      prefill (a warm request, bench --prompt-tokens), each to compare with
+#      those ceilings.
 set -uo pipefail
 BIN=${BIN:-.gpubin}
 OUT=${OUT:-./gpu-out}
@@ -43,6 +45,12 @@ for q in q4_k_m q8_0; do
     echo -n "8b $q, CUDA graphs $graphs: "
     LS_CUDA_GRAPHS=$graphs "$L" decode -m "$M/8b-$q.gguf" -p "Hello" -n 128 --temp 0 --backend cuda --no-display-prompt 2>&1 >/dev/null | tail -1 | tee "$OUT/8b-$q-graphs$graphs.decode"
   done
+  # The stall table: how busy the GPU is between steps (issue 20 asks 95 %).
+  "$L" decode -m "$M/8b-$q.gguf" -p "Hello" -n 128 --temp 0 --backend cuda --no-display-prompt --stats 2>&1 >/dev/null | grep -E "^gpu-compute" | tee "$OUT/8b-$q.stats"
+  # llama.cpp on the same file, when LLAMA_BIN holds a llama-bench built outside the tree.
+  if [ -x "${LLAMA_BIN:-}/llama-bench" ]; then
+    LD_LIBRARY_PATH="$LLAMA_BIN:$LD_LIBRARY_PATH" "$LLAMA_BIN/llama-bench" -m "$M/8b-$q.gguf" -ngl 99 -p 0 -n 128 -r 3 2>&1 | grep -E "tg128|error" | tee "$OUT/8b-$q-llamacpp.txt"
+  fi
 done
 echo "8b q4_k_m prefill, 512 tokens, a warm request:"
 "$L" bench -m "$M/8b-q4_k_m.gguf" --backend cuda --prompt-tokens 512 -n 2 2>&1 | tail -1 | tee "$OUT/8b-prefill.txt"
