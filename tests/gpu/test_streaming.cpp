@@ -156,8 +156,11 @@ TEST_CASE("cuda streaming: 1b Q4_K_M, tier mixes and settings, bit-identical") {
   REQUIRE(synth_write(o, path).ok());
   auto m = open_model(path);
   REQUIRE(m.has_value());
-  check_model(**m, {"B", "C", "ABC", "CCBBA"},
-              {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}, {4, 4, 4}, {1, 4, 2}, {4, 1, 3}, {2, 3, 4}});
+  // Three settings (the smallest, the largest, a mixed one): the tiny models
+  // above take all 64; with seven here this case alone ran past 250 s on
+  // the H200 machine (56 runs of a 1b streamed partly from storage), too long
+  // for one device call beside the other tests.
+  check_model(**m, {"B", "C", "ABC", "CCBBA"}, {{1, 1, 1}, {4, 4, 4}, {2, 3, 4}});
   std::filesystem::remove(path);
 }
 
