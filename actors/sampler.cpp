@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 namespace ls {
 
@@ -197,7 +199,12 @@ void SamplerActor::form_batch(Batch& b) {
   if (paged_ && b.size() > 0) b.kv_table = kv_.table();
   // A step whose every row is one greedy sequence's only row ends with the
   // argmaxes alone (Backend::finish_argmax): no logits rows cross.
-  b.argmax_only = b.n_logits() > 0;
+  // LS_ARGMAX_ONLY=0 sends the rows anyway (A/B runs).
+  static const bool allowed = [] {
+    const char* e = std::getenv("LS_ARGMAX_ONLY");
+    return !(e && std::string(e) == "0");
+  }();
+  b.argmax_only = allowed && b.n_logits() > 0;
   for (size_t i : order_) {
     const Seq& s = running_[i];
     if (s.rows > 0 && (!s.req.on_argmax || s.req.feed || s.rows != 1)) b.argmax_only = false;
