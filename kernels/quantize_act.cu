@@ -3,13 +3,14 @@
 // a butterfly of fmaxf (order-free, so the same as the reference's loop),
 // d and 1/d by the format's own helpers (IEEE division: this project builds
 // without fast math), q by round-half-even, and the sum of the 32 q by
-// __reduce_add_sync. The blocks of all n_tok rows are one flat range, since
+// xor shuffles (kernels/act_q8_group.cuh, shared with the kernels that
+// quantize their own output). The blocks of all n_tok rows are one flat range, since
 // n_in is a multiple of 32. Memory-trivial next to any GEMV that reads it.
 // Programmatic dependent launch (kernels/pdl.cuh): waits before reading x.
 // defines: quantize_act_q8_cuda
 #include "kernels/quantize_act.cuh"
 
-#include "kernels/act_q8.h"
+#include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
 #include "runtime/cuda_util.cuh"
 
@@ -27,14 +28,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t b = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + (threadIdx.x >> 5);
   if (b >= n_blocks) return;  // the whole warp: b is warp-uniform
   const float v = x[b * kActQ8Block + lane];
-  float amax = fabsf(v);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = act_q8_scale(amax);
-  const int8_t qi = act_q8_round(v, act_q8_inv(d));
-  q[b * kActQ8Block + lane] = qi;
-  const int sum = __reduce_add_sync(0xffffffffu, static_cast<int>(qi));
-  if (lane == 0) ds[b] = make_float2(d, static_cast<float>(sum));
+  act_q8_group<1>(&v, true, q + b * kActQ8Block + lane, ds + b, lane == 0);
 }
 
 }  // namespace

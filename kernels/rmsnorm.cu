@@ -1,5 +1,5 @@
 // RMSNorm (+ fused residual add, + 8-bit quantization) kernels: see rmsnorm.cuh.
-#include "kernels/act_q8.h"
+#include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/rmsnorm.cuh"
@@ -12,43 +12,6 @@ namespace {
 constexpr int kThreads = 256;
 // v3: the row in registers, kVec float4s a thread, up to 1024 threads.
 constexpr int kVecThreads = 1024;
-
-// The 8-bit form of one activation block held by 32 / kLanes consecutive
-// lanes (kLanes values each): amax and the sum of q by xor shuffles inside
-// the aligned group, so the block's bits are quantize_act_q8's. Every lane
-// of the warp calls it (the shuffles name the whole warp); `in` says whether
-// this lane's values are part of the row.
-template <int kLanes>
-__device__ __forceinline__ void quantize_group(const float* v, bool in, int8_t* q, float2* ds,
-                                               bool leader) {
-  constexpr int kGroup = 32 / kLanes;
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kLanes; ++j) amax = fmaxf(amax, fabsf(v[j]));
-#pragma unroll
-  for (int o = kGroup / 2; o > 0; o >>= 1)
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = act_q8_scale(amax), id = act_q8_inv(d);
-  int sum = 0;
-  int8_t qi[kLanes];
-#pragma unroll
-  for (int j = 0; j < kLanes; ++j) {
-    qi[j] = act_q8_round(v[j], id);
-    sum += qi[j];
-  }
-#pragma unroll
-  for (int o = kGroup / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-  if (!in) return;
-  if constexpr (kLanes == 4) {
-    char4 c;
-    c.x = qi[0], c.y = qi[1], c.z = qi[2], c.w = qi[3];
-    *reinterpret_cast<char4*>(q) = c;
-  } else {
-#pragma unroll
-    for (int j = 0; j < kLanes; ++j) q[j] = qi[j];
-  }
-  if (leader) *ds = make_float2(d, static_cast<float>(sum));
-}
 
 __global__ void __launch_bounds__(kThreads) rmsnorm_f32_kernel(RmsNormParams p) {
   __shared__ float sh[32];
@@ -83,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_f32_kernel(RmsNormParams p) 
   for (int64_t i = threadIdx.x; i < p.n; i += blockDim.x) {
     const float v = h[i] * scale * p.w[i];
     y[i] = v;
-    quantize_group<1>(&v, true, q + i, ds + i / kActQ8Block, (threadIdx.x & 31) == 0);
+    act_q8_group<1>(&v, true, q + i, ds + i / kActQ8Block, (threadIdx.x & 31) == 0);
   }
 }
 
@@ -145,7 +108,7 @@ __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams 
     }
     // Bounds are per group of 8 lanes (n % 32 == 0), so a group is all in or all out.
     if (p.q8.q)
-      quantize_group<4>(o, in, p.q8.q + m * p.n + 4 * static_cast<int64_t>(i),
+      act_q8_group<4>(o, in, p.q8.q + m * p.n + 4 * static_cast<int64_t>(i),
                         p.q8.ds + m * (p.n / kActQ8Block) + i / 8, lead);
   }
 }

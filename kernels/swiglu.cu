@@ -1,5 +1,5 @@
 // SwiGLU kernel (+ 8-bit quantization of its output): see swiglu.cuh.
-#include "kernels/act_q8.h"
+#include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/swiglu.cuh"
 #include "runtime/cuda_util.cuh"
@@ -21,18 +21,11 @@ __global__ void swiglu_f32_kernel(SwigluParams p) {
     return;
   }
   // n % 32 == 0, blocks of 256 threads: a warp's pass is one activation block.
-  const int lane = threadIdx.x & 31;
+  const bool lead = (threadIdx.x & 31) == 0;
   for (int64_t i = i0; i < p.n; i += stride) {
     const float v = silu_mul(p.gate[i], p.up[i]);
     p.out[i] = v;
-    float amax = fabsf(v);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = act_q8_scale(amax);
-    const int8_t qi = act_q8_round(v, act_q8_inv(d));
-    p.q8.q[i] = qi;
-    const int sum = __reduce_add_sync(0xffffffffu, static_cast<int>(qi));
-    if (lane == 0) p.q8.ds[i / kActQ8Block] = make_float2(d, static_cast<float>(sum));
+    act_q8_group<1>(&v, true, p.q8.q + i, p.q8.ds + i / kActQ8Block, lead);
   }
 }
 

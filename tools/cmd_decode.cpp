@@ -101,7 +101,6 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
       [&](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
         const float* row = logits + static_cast<size_t>(rows - 1) * n_vocab;
         if (dump && std::fwrite(row, sizeof(float), n_vocab, dump) != n_vocab) {
-          if (count == 0) t_first = Clock::now();
           write_error = make_error("--dump-logits: write failed");
           return std::nullopt;
         }

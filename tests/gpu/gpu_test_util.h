@@ -1,6 +1,7 @@
 // Helpers shared by the GPU op and backend tests: RAII device buffers,
 // poisoning, random inputs, and the error measures the thresholds use.
-// defines: DevBuf, have_gpu(), nmse(), max_abs_diff(), max_abs(), rand_floats()
+// defines: DevBuf, have_gpu(), nmse(), max_abs_diff(), max_abs(), rand_floats(),
+//          Q8Mismatches, q8_mismatches()
 #pragma once
 
 #include <cuda_runtime.h>
@@ -70,6 +71,24 @@ inline double max_abs_diff(const std::vector<float>& out, const std::vector<floa
   for (size_t i = 0; i < ref.size(); ++i) {
     if (std::isnan(out[i])) return INFINITY;
     m = std::max(m, std::fabs(static_cast<double>(out[i]) - ref[i]));
+  }
+  return m;
+}
+// 8-bit activations made on the device (q, {d, sum q} per block of 32)
+// against the reference's q and d (kernels/ref/act_q8.h): the values,
+// scales and block sums that differ in any bit.
+struct Q8Mismatches {
+  int64_t q = 0, d = 0, sum = 0;
+};
+inline Q8Mismatches q8_mismatches(const std::vector<int8_t>& q, const std::vector<float2>& ds,
+                                  const std::vector<int8_t>& qr, const std::vector<float>& dr) {
+  Q8Mismatches m;
+  for (size_t i = 0; i < qr.size(); ++i) m.q += q[i] != qr[i];
+  for (size_t b = 0; b < dr.size(); ++b) {
+    m.d += std::memcmp(&ds[b].x, &dr[b], sizeof(float)) != 0;
+    int sum = 0;
+    for (size_t i = 0; i < 32; ++i) sum += qr[b * 32 + i];
+    m.sum += ds[b].y != static_cast<float>(sum);
   }
   return m;
 }

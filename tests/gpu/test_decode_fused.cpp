@@ -53,19 +53,10 @@ void check_q8_of(const std::vector<float>& y, int64_t n_in, const Q8Buf& got) {
   for (int64_t t = 0; t < n / n_in; ++t)
     quantize_act_q8_ref(y.data() + t * n_in, n_in, qr.data() + t * n_in,
                         dr.data() + t * n_in / 32);
-  const std::vector<int8_t> q = got.q.download();
-  const std::vector<float2> ds = got.ds.download();
-  int64_t bad_q = 0, bad_d = 0, bad_sum = 0;
-  for (int64_t i = 0; i < n; ++i) bad_q += q[i] != qr[i];
-  for (int64_t b = 0; b < n / 32; ++b) {
-    bad_d += std::memcmp(&ds[b].x, &dr[b], sizeof(float)) != 0;
-    int sum = 0;
-    for (int i = 0; i < 32; ++i) sum += qr[b * 32 + i];
-    bad_sum += ds[b].y != static_cast<float>(sum);
-  }
-  CHECK(bad_q == 0);
-  CHECK(bad_d == 0);
-  CHECK(bad_sum == 0);
+  const Q8Mismatches bad = q8_mismatches(got.q.download(), got.ds.download(), qr, dr);
+  CHECK(bad.q == 0);
+  CHECK(bad.d == 0);
+  CHECK(bad.sum == 0);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {

@@ -50,6 +50,7 @@
 #include "kernels/ref/matmul.h"
 #include "kernels/ref/quant.h"
 #include "runtime/thread_pool.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace {
 
@@ -516,18 +517,11 @@ TEST_CASE("cuda matmul: quantize_act_q8 gives the reference's q and d bits, and 
       CUDA_CHECK(cudaMemcpy(q.data(), xq.q.p, q.size(), cudaMemcpyDeviceToHost));
       CUDA_CHECK(
           cudaMemcpy(ds.data(), xq.ds.p, ds.size() * sizeof(float2), cudaMemcpyDeviceToHost));
-      int64_t bad_q = 0, bad_d = 0, bad_sum = 0;
-      for (int64_t i = 0; i < n; ++i) bad_q += q[i] != qr[i];
-      for (int64_t b = 0; b < n / 32; ++b) {
-        bad_d += std::memcmp(&ds[b].x, &dr[b], sizeof(float)) != 0;
-        int sum = 0;
-        for (int i = 0; i < 32; ++i) sum += qr[b * 32 + i];
-        bad_sum += ds[b].y != static_cast<float>(sum);
-      }
+      const ls::gpu_test::Q8Mismatches bad = ls::gpu_test::q8_mismatches(q, ds, qr, dr);
       INFO("n_in ", n_in, " n_tok ", n_tok);
-      CHECK(bad_q == 0);
-      CHECK(bad_d == 0);
-      CHECK(bad_sum == 0);
+      CHECK(bad.q == 0);
+      CHECK(bad.d == 0);
+      CHECK(bad.sum == 0);
       if (n >= 64) {  // the ties went to even
         CHECK(q[33] == 2);
         CHECK(q[34] == 4);
