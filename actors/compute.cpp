@@ -183,6 +183,11 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
 
 void ComputeActor::run() {
   const int track = tracer_.register_track("compute");
+  be_.set_on_issued([this] { return close_head(); });
+  struct Unhook {  // the backend may outlive this actor
+    Backend& be;
+    ~Unhook() { be.set_on_issued({}); }
+  } unhook{be_};
   const LlamaConfig& c = m_.config();
   const bool has_cpu_tier = std::find(cpu_home_.begin(), cpu_home_.end(), 1) != cpu_home_.end();
   for (int64_t step = 0; !rc_.stopped(); ++step) {
@@ -196,7 +201,10 @@ void ComputeActor::run() {
     if (!io_only_) {
       TraceScope span(tracer_, track, "embed", SpanKind::Busy, -1, step);
       Status st = has_cpu_tier ? check_positions(b) : ok();
+      const GpuSpan es{-1, step, 0, -1, "embed"};
+      if (st.ok()) st = link_.before_layer(-1, es);
       if (st.ok()) st = be_.begin(b);
+      if (st.ok()) st = link_.after_layer({}, es);
       if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;
@@ -265,8 +273,13 @@ void ComputeActor::run() {
     }
     if (!io_only_) {
       TraceScope span(tracer_, track, "head", SpanKind::Busy, -1, step);
-      const Status st = b.argmax_only ? be_.finish_argmax(ids_.data(), out.n_rows, out.n_vocab)
-                                      : be_.finish(logits_.data());
+      head_span_ = GpuSpan{-1, step, 0, -1, "head"};
+      Status st = link_.before_layer(-1, head_span_);
+      head_open_ = st.ok();
+      if (st.ok())
+        st = b.argmax_only ? be_.finish_argmax(ids_.data(), out.n_rows, out.n_vocab)
+                           : be_.finish(logits_.data());
+      if (const Status closed = close_head(); st.ok()) st = closed;  // a host backend's
       if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;
@@ -276,6 +289,12 @@ void ComputeActor::run() {
     if (!to_sampler_.push(out, rc_)) return;
     if ((balancer_ || routing_) && !io_only_) rebalance(step, b, track);
   }
+}
+
+Status ComputeActor::close_head() {
+  if (!head_open_) return ok();
+  head_open_ = false;
+  return link_.after_layer({}, head_span_);
 }
 
 void ComputeActor::rebalance(int64_t step, const Batch& b, int track) {

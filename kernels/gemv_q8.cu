@@ -572,9 +572,12 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   const int n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
   const int stages = (n_tiles + n_warps - 1) / n_warps > 1 ? 2 : 1;
   const size_t smem = static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
+  // The most any launch of this kernel asks for (4 warps, 2 stages).
+  constexpr size_t kMaxSmem = static_cast<size_t>(kWarps) * 2 * KR * kSR;
   if (smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
     static const cudaError_t e = cudaFuncSetAttribute(
-        gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024);
+        gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
   LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB>, dim3(static_cast<unsigned>(groups)),
@@ -592,6 +595,8 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
   if constexpr (has_pair<T>()) {
     if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)
       return p.n_tok == 1 ? launch<T, 1, 4, 2>(p, stream) : launch<T, 2, 4, 2>(p, stream);
+    if (p.lane_blocks == 2 && p.n_tok == 1 && (p.rows == 2 || p.rows == 8))  // bench variants
+      return p.rows == 2 ? launch<T, 1, 2, 2>(p, stream) : launch<T, 1, 8, 2>(p, stream);
   }
   if (p.rows == 2 || p.rows == 8) {  // bench variants
     if (p.n_tok != 1) return make_error("gemv_q8: %d rows per block only for n_tok 1", p.rows);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -121,9 +122,19 @@ class Backend {
   // How streamed layers reach this backend's memory (model/device_link.h);
   // nullptr: host memory and memcpy (a HostLink).
   virtual DeviceLink* link() { return nullptr; }
+  // Called by finish and finish_argmax once the step's device work is
+  // issued, before they wait for it: the compute actor closes the head's
+  // GPU span there, so that the span ends with the work rather than with
+  // the host's wake-up. Backends that compute on the calling thread never
+  // call it.
+  void set_on_issued(std::function<Status()> f) { on_issued_ = std::move(f); }
+
+ protected:
+  Status issued() { return on_issued_ ? on_issued_() : ok(); }
 
  private:
   std::vector<float> argmax_rows_;  // finish_argmax's rows (the default)
+  std::function<Status()> on_issued_;
 };
 
 }  // namespace ls

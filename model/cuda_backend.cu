@@ -659,11 +659,10 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   auto it = s.graph_cache.find(key);
   if (it == s.graph_cache.end()) {
     LS_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
-    Status st = ok();
-    {
+    const Status st = [&] {
       const PdlScope pdl;  // the layer's kernels overlap their neighbours (kernels/pdl.cuh)
-      st = enqueue_layer(s, il, w);
-    }
+      return enqueue_layer(s, il, w);
+    }();
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(s.stream, &g);
     if (!st.ok()) {
@@ -744,6 +743,7 @@ Status CudaBackend::finish(float* logits) {
   const uint64_t bytes = static_cast<uint64_t>(s.n_logits) * s.c.n_vocab * sizeof(float);
   if (bytes > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(logits, s.logits, bytes, cudaMemcpyDeviceToHost, s.stream));
+  LS_TRY(issued());
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   return ok();
 }
@@ -763,6 +763,7 @@ Status CudaBackend::finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_voc
   if (s.n_logits > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(s.pinned + 4 * s.cap, s.best, s.n_logits * 4,
                                 cudaMemcpyDeviceToHost, s.stream));
+  LS_TRY(issued());
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   std::memcpy(tokens, s.pinned + 4 * s.cap, static_cast<size_t>(s.n_logits) * 4);
   return ok();

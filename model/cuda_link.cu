@@ -92,7 +92,7 @@ class CudaLink::Watcher {
           SpanRecord r{};
           r.t0_ns = ref_ns_ + static_cast<uint64_t>(std::max(0.0f, t0) * 1e6);
           r.t1_ns = ref_ns_ + static_cast<uint64_t>(std::max(t0, t1) * 1e6);
-          r.name = span_name_;
+          r.name = it->span.name ? it->span.name : span_name_;
           r.kind = SpanKind::Busy;
           r.layer = it->span.layer;
           r.step = it->span.step;

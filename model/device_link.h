@@ -47,6 +47,7 @@ struct GpuSpan {
   int64_t step = -1;
   uint64_t bytes = 0;
   int32_t buffer = -1;
+  const char* name = nullptr;  // a static string; null: the track's own ("layer", "copy")
 };
 
 class DeviceLink {

@@ -87,6 +87,7 @@ struct Job {
   int group;
   int blk;           // positions per block; 0: by the row's length (block_len)
   int ahead;         // key rows prefetched ahead
+  int prefetch;      // kAttnPf* bits
   int64_t kv_bytes;  // of one element
 };
 
@@ -112,6 +113,7 @@ void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* trip
   ba.type = a.kv.type;
   ba.ld_pos = a.kv.ld_pos;
   ba.ahead = j.ahead;
+  ba.prefetch = j.prefetch;
   ba.group = j.group;
   ba.head_dim = a.head_dim;
   ba.scale = a.scale;
@@ -178,6 +180,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   assert(!a.kv.pages.table ||
          ((1 << a.kv.pages.shift) >= kAttnMinRun && (1 << a.kv.pages.shift) <= 16));
   j.ahead = tune.ahead > 0 ? tune.ahead : 8;
+  j.prefetch = tune.prefetch >= 0 ? tune.prefetch : kAttnPfDefault;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {
     case CpuIsa::Avx512:

@@ -48,7 +48,7 @@
 // take the portable one. All three share one templated body
 // (attention_cpu_body.h) over a vector type; exp is a polynomial in the
 // SIMD variants (a few ulp), std::exp in the portable one.
-// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, AttnCpuTuning, AttentionCpuScratch,
+// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning, AttentionCpuScratch,
 //          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
 //          attention_cpu(), attention_cpu_isa()
 #pragma once
@@ -86,11 +86,19 @@ inline constexpr int kAttnBlock = 256;
 inline constexpr int kAttnBlockShort = 128;
 inline constexpr int kAttnShortRow = 2048;
 
+// What the scores loop prefetches (AttnCpuTuning::prefetch): the key row
+// `ahead` positions on into L1 or L2, each position's value row into L2.
+inline constexpr int kAttnPfKeysL1 = 1, kAttnPfKeysL2 = 2, kAttnPfValues = 4;
+inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues;
+
 // Knobs of attention_cpu, for the bench to sweep. Results depend on block
 // (the reduction's shape), never on ahead (a prefetch distance).
 struct AttnCpuTuning {
   int block = 0;  // positions per block, a multiple of 16 in 16..kAttnBlock; 0: by row length
   int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (8)
+  // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
+  // -1: the default.
+  int prefetch = -1;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest

@@ -46,6 +46,7 @@ struct AttnBlockArgs {
   int64_t ld_pos = 0;  // elements between positions of a run
   int n_pos = 0;       // 1..kAttnBlock
   int ahead = 8;       // key rows the scores loop prefetches ahead
+  int prefetch = kAttnPfDefault;  // kAttnPf* bits: what the scores loop prefetches
   int group = 0, head_dim = 0;
   float scale = 0;
   float* scores = nullptr;  // (group, kAttnBlock) scratch

@@ -12,9 +12,9 @@
 // The scores loop reads the key rows a tile of positions at a time,
 // converting W values at a time, and FMAs them into the accumulators of a
 // tile of NG query heads (up to 8 at a time) × P positions (block_scores
-// says why). It also prefetches the key row `ahead` positions on and the
-// value row of each position (to L2), so the value loop finds its block in
-// cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
+// says why). It also prefetches (AttnBlockArgs::prefetch; by default) the
+// key row `ahead` positions on and the value row of each position (to L2),
+// so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
 // registers, each position's value tile converted once and FMA'd with each
 // head's broadcast weight.
 // defines (internal): attn_block<V>
@@ -64,17 +64,20 @@ LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
   const float* q = a.q + int64_t{g0} * hd;
   float* s = a.scores + int64_t{g0} * kAttnBlock;
   const int ahead = a.ahead;
-  if (fetch)
+  const bool keys = fetch && (a.prefetch & (kAttnPfKeysL1 | kAttnPfKeysL2));
+  const bool keys_l2 = !(a.prefetch & kAttnPfKeysL1);
+  const bool values = fetch && (a.prefetch & kAttnPfValues);
+  if (keys)
     for (int p = 0; p < ahead && p < n; ++p)
-      prefetch_row<V>(kv_row<T>(a, a.k_run, p), row_bytes, false);
+      prefetch_row<V>(kv_row<T>(a, a.k_run, p), row_bytes, keys_l2);
   for (int p0 = 0; p0 < n; p0 += P) {
     const T* kp[P];
     for (int j = 0; j < P; ++j) kp[j] = kv_row<T>(a, a.k_run, p0 + j < n ? p0 + j : n - 1);
-    if (fetch)
-      for (int p = p0; p < p0 + P && p < n; ++p) {
-        if (p + ahead < n) prefetch_row<V>(kv_row<T>(a, a.k_run, p + ahead), row_bytes, false);
-        prefetch_row<V>(kv_row<T>(a, a.v_run, p), row_bytes, true);
-      }
+    for (int p = p0; p < p0 + P && p < n; ++p) {
+      if (keys && p + ahead < n)
+        prefetch_row<V>(kv_row<T>(a, a.k_run, p + ahead), row_bytes, keys_l2);
+      if (values) prefetch_row<V>(kv_row<T>(a, a.v_run, p), row_bytes, true);
+    }
     F acc[NG * P];
     for (int i = 0; i < NG * P; ++i) acc[i] = V::zero();
     for (int c = 0; c < hd; c += V::W) {

@@ -20,22 +20,36 @@
 // --block and --ahead sweep attention_cpu's knobs (AttnCpuTuning): positions
 // per block (16..256, multiples of 16; 0: the kernel's choice by context
 // length) and key rows
-// prefetched ahead (0: the default).
+// prefetched ahead (0: the default); --prefetch what the scores loop
+// prefetches: k1v2 (keys into L1, values into L2: the
+// default), k2v2, k1, v2, none.
+//
+// --read adds, per context, the same bytes read with nothing computed: the
+// same tasks (a block of positions of one head: its keys, then its values)
+// on the same pool, each summing its bytes with the widest loads. The ratio
+// of attention to it is what the arithmetic and the softmax cost beyond
+// the reading itself.
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
 //          [--isa best|all|avx512,...] [--layout rows,heads] [--block 0,128,...]
-//          [--ahead 0,16,...] [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
+//          [--ahead 0,16,...] [--prefetch k1v2,none,...] [--read]
+//          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <cstring>
 #include <vector>
 
 #include <sys/mman.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +107,42 @@ uint16_t* make_kv(ThreadPool& pool, uint64_t elems) {
   return h;
 }
 
+// --prefetch names as kAttnPf* bits; -1: unknown.
+int prefetch_bits(const std::string& x) {
+  if (x == "k1v2") return kAttnPfKeysL1 | kAttnPfValues;
+  if (x == "k2v2") return kAttnPfKeysL2 | kAttnPfValues;
+  if (x == "k1") return kAttnPfKeysL1;
+  if (x == "v2") return kAttnPfValues;
+  if (x == "none") return 0;
+  return -1;
+}
+
+// The sum of n bytes (a multiple of 64, 64-byte aligned) as 64-bit lanes.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) uint64_t sum_avx512(const char* p, int64_t n) {
+  __m512i acc = _mm512_set1_epi64(0);
+  for (int64_t i = 0; i < n; i += 64)
+    acc = _mm512_add_epi64(acc, _mm512_load_si512(reinterpret_cast<const void*>(p + i)));
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(reinterpret_cast<void*>(lanes), acc);
+  uint64_t s = 0;
+  for (uint64_t x : lanes) s += x;
+  return s;
+}
+#endif
+uint64_t sum_bytes(const char* p, int64_t n) {
+#if defined(__x86_64__)
+  if (cpu_isa_supported(CpuIsa::Avx512)) return sum_avx512(p, n);
+#endif
+  uint64_t s = 0;
+  for (int64_t i = 0; i < n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    s += w;
+  }
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +151,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"heads"};
   std::vector<int> blocks = {0}, aheads = {0};
+  std::vector<std::string> prefetches = {"k1v2"};
+  bool read_only = false;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
   std::string json_out;
@@ -136,6 +188,16 @@ int main(int argc, char** argv) {
         }
         v.push_back(n);
       }
+    } else if (a == "--prefetch") {
+      prefetches = split(next());
+      for (const auto& x : prefetches)
+        if (prefetch_bits(x) < 0) {
+          std::fprintf(stderr, "--prefetch: '%s' is not one of k1v2, k2v2, k1, v2, none\n",
+                       x.c_str());
+          return 2;
+        }
+    } else if (a == "--read") {
+      read_only = true;
     } else if (a == "--isa") {
       isa_names = split(next());
     } else if (a == "--reps") {
@@ -179,74 +241,108 @@ int main(int argc, char** argv) {
 
   std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
-  std::printf("%6s %3s %-8s %-6s %4s %4s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr", "isa",
-              "layout", "blk", "ahd", "layers", "KV MB", "us med", "min", "max", "GB/s med", "host", "ratio");
+  std::printf("%6s %3s %-8s %-6s %4s %4s %5s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr",
+              "isa", "layout", "blk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
+              "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int th : threads) {
     ThreadPool pool(th);
     for (CpuIsa isa : isas) {
       for (const std::string& layout : layouts)
-        for (int64_t ctx : ctxs)
-          for (int blk : blocks)
-            for (int ahead : aheads) {
-          const AttnCpuTuning tune{blk, ahead};
-          const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;
+        for (int64_t ctx : ctxs) {
+          const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;  // elements, K then V
           const uint64_t n_layers = elems / layer;
           const uint64_t bytes = layer * 2;
-          AttentionCpuScratch scratch;
-          const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-          AttnArgs a;
-          a.n_head = kHead;
-          a.n_head_kv = kHeadKv;
-          a.head_dim = kHeadDim;
-          a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-          a.n_tok = 1;
-          a.pos = &pos;
-          a.seq = &seq;
-          a.q = q.data();
-          a.ldq = kHead * kHeadDim;
-          a.out = out.data();
-          a.ldo = a.ldq;
-          a.kv.type = AttnKvType::F16;
-          if (layout == "rows") {
-            a.kv.ld_pos = kRow;
-          } else {  // head-major: each head's positions contiguous
-            a.kv.ld_pos = kHeadDim;
-            a.kv.ld_head = ctx * kHeadDim;
+          // The median, min and max microseconds of --reps calls of fn on
+          // successive layers' caches (one warm-up call first).
+          auto time_calls = [&](const std::function<void(const uint16_t*, const uint16_t*)>& fn) {
+            std::vector<double> us;
+            for (int r = -1; r < reps; ++r) {
+              const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
+              const auto t0 = std::chrono::steady_clock::now();
+              fn(k, k + layer / 2);
+              const double sec =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (r >= 0) us.push_back(sec * 1e6);
+            }
+            return stats(us);
+          };
+          auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
+                            const Stats& st) {
+            const double gbps = bytes / (st.med * 1e-6) / 1e9;
+            std::printf("%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                        static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead,
+                        pf.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
+                        st.min, st.max, gbps, host[th], gbps / host[th]);
+            std::fflush(stdout);
+            rows.push_back({{"ctx", ctx},
+                            {"threads", th},
+                            {"isa", isa_name},
+                            {"layout", layout},
+                            {"block", blk},
+                            {"ahead", ahead},
+                            {"prefetch", pf},
+                            {"kv_bytes", bytes},
+                            {"layers_rotated", n_layers},
+                            {"us_median", st.med},
+                            {"us_min", st.min},
+                            {"us_max", st.max},
+                            {"gbps_median", gbps},
+                            {"host_gbps", host[th]},
+                            {"ratio", gbps / host[th]}});
+          };
+          for (int blk : blocks)
+            for (int ahead : aheads)
+              for (const std::string& pf : prefetches) {
+                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
+                  AttentionCpuScratch scratch;
+                  const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                  AttnArgs a;
+                  a.n_head = kHead;
+                  a.n_head_kv = kHeadKv;
+                  a.head_dim = kHeadDim;
+                  a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                  a.n_tok = 1;
+                  a.pos = &pos;
+                  a.seq = &seq;
+                  a.q = q.data();
+                  a.ldq = kHead * kHeadDim;
+                  a.out = out.data();
+                  a.ldo = a.ldq;
+                  a.kv.type = AttnKvType::F16;
+                  if (layout == "rows") {
+                    a.kv.ld_pos = kRow;
+                  } else {  // head-major: each head's positions contiguous
+                    a.kv.ld_pos = kHeadDim;
+                    a.kv.ld_head = ctx * kHeadDim;
+                  }
+                  a.kv.ld_seq = ctx * kRow;
+                  const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+                    a.kv.k = k;
+                    a.kv.v = v;
+                    attention_cpu(pool, a, scratch, isa, tune);
+                  });
+                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
+                }
+          if (read_only && layout == "heads") {
+            // The kernel's tasks (block-major: block b of head h is task
+            // b·8 + h), reading only.
+            const int blk = attention_cpu_block_len(ctx);
+            const int64_t nb = (ctx + blk - 1) / blk;
+            std::vector<uint64_t> sink(static_cast<size_t>(th) * 8);
+            const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+              pool.run(nb * kHeadKv, [&](int64_t i, int thread) {
+                const int64_t h = i % kHeadKv, b = i / kHeadKv;
+                const int64_t p0 = b * blk, n = std::min<int64_t>(blk, ctx - p0);
+                const int64_t at = h * ctx * kHeadDim + p0 * kHeadDim;
+                const int64_t len = n * kHeadDim * 2;
+                sink[static_cast<size_t>(thread) * 8] +=
+                    sum_bytes(reinterpret_cast<const char*>(k + at), len) +
+                    sum_bytes(reinterpret_cast<const char*>(v + at), len);
+              });
+            });
+            report("read", blk, 0, "-", st);
           }
-          a.kv.ld_seq = ctx * kRow;
-          std::vector<double> us;
-          for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
-            const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
-            a.kv.k = k;
-            a.kv.v = k + layer / 2;
-            const auto t0 = std::chrono::steady_clock::now();
-            attention_cpu(pool, a, scratch, isa, tune);
-            const double sec =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (r >= 0) us.push_back(sec * 1e6);
-          }
-          const Stats st = stats(us);
-          const double gbps = bytes / (st.med * 1e-6) / 1e9;
-          std::printf("%6ld %3d %-8s %-6s %4d %4d %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                      static_cast<long>(ctx), th, cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
-                      layout.c_str(), blk, ahead, static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
-                      st.min, st.max, gbps, host[th], gbps / host[th]);
-          std::fflush(stdout);
-          rows.push_back({{"ctx", ctx},
-                          {"threads", th},
-                          {"isa", cpu_isa_name(attention_cpu_isa(isa, kHeadDim))},
-                          {"layout", layout},
-                          {"block", blk},
-                          {"ahead", ahead},
-                          {"kv_bytes", bytes},
-                          {"layers_rotated", n_layers},
-                          {"us_median", st.med},
-                          {"us_min", st.min},
-                          {"us_max", st.max},
-                          {"gbps_median", gbps},
-                          {"host_gbps", host[th]},
-                          {"ratio", gbps / host[th]}});
         }
     }
   }

@@ -137,17 +137,21 @@ int main(int argc, char** argv) {
       // Each GEMV version at n_tok = 1, 2, 4, 8 (W read once per batch). v5
       // (int8 x, kernels/gemv_q8.cu) is timed as matmul_cuda runs it:
       // quantize x, then the GEMV; "v5r2" and "v5r8" are its 2- and
-      // 8-rows-per-block variants (n_tok 1 only).
+      // 8-rows-per-block variants, "v6r2" and "v6r8" those of v6 (two
+      // x-blocks per lane; n_tok 1 only).
       ActQ8Device xq{};
       CK(cudaMalloc(&xq.q, size_t(8) * sh.n_in));
       CK(cudaMalloc(&xq.ds, size_t(8) * sh.n_in / 32 * sizeof(float2)));
-      for (int ver : {2, 4, 5, 52, 58, 6}) {
+      for (int ver : {2, 4, 5, 52, 58, 6, 62, 68}) {
         if (ver >= 5 && !gemv_q8_supports(t)) continue;
-        if (ver == 6 && t == GgmlType::Q8_0) continue;  // two x-blocks per lane: K-quants only
+        if (ver >= 6 && ver != 52 && ver != 58 && t == GgmlType::Q8_0)
+          continue;  // two x-blocks per lane: K-quants only
         char multi[512];
         int mlen = std::snprintf(multi, sizeof multi, "  gemv %-4s %-4s %-11s:",
                                  ver == 52   ? "v5r2"
                                  : ver == 58 ? "v5r8"
+                                 : ver == 62 ? "v6r2"
+                                 : ver == 68 ? "v6r8"
                                  : ver == 6  ? "v6"
                                  : ver == 5  ? "v5"
                                  : ver == 4  ? "v4"
@@ -155,7 +159,7 @@ int main(int argc, char** argv) {
                                  ggml_type_name(t), sh.what);
         for (int nt : {1, 2, 4, 8}) {
           if (ver >= 5) {
-            if ((ver > 6 && nt != 1) || (ver == 6 && nt > 2)) continue;
+            if ((ver > 6 && nt != 1) || (ver == 6 && nt > 2)) continue;  // variants: n_tok 1
             Stats d = time_it(s, 3, 40, [&](int i) {
               ST(quantize_act_q8_cuda(dx, nt, sh.n_in, xq, s));
               GemvQ8Params gp{static_cast<const uint8_t*>(dw[i % copies]),
@@ -165,8 +169,8 @@ int main(int argc, char** argv) {
                               sh.n_out,
                               rb,
                               nt,
-                              ver == 52 ? 2 : (ver == 58 ? 8 : 0),
-                              ver == 6 ? 2 : 1};
+                              ver == 52 || ver == 62 ? 2 : (ver == 58 || ver == 68 ? 8 : 0),
+                              ver == 6 || ver == 62 || ver == 68 ? 2 : 1};
               ST(gemv_q8_launch(t, gp, s));
             });
             const double g = bytes / (d.med * 1e-3) / 1e9;
@@ -215,12 +219,12 @@ int main(int argc, char** argv) {
           CK(cudaGraphDestroy(g));
           return st.med * 1e3 / 20;
         };
-        char gl[512];
+        char gl[768];
         int glen = std::snprintf(gl, sizeof gl,
                                  "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
-        for (int ver : {2, 5, 6}) {
+        for (int ver : {2, 5, 6, 62, 68}) {
           if (ver >= 5 && !gemv_q8_supports(t)) continue;
-          if (ver == 6 && t == GgmlType::Q8_0) continue;
+          if (ver >= 6 && t == GgmlType::Q8_0) continue;
           const double us = graph_us([&](int i) {
             if (ver == 2) {
               GemvParams gp{
@@ -235,8 +239,8 @@ int main(int argc, char** argv) {
                               sh.n_out,
                               rb,
                               1,
-                              0,
-                              ver == 6 ? 2 : 1};
+                              ver == 62 ? 2 : (ver == 68 ? 8 : 0),
+                              ver >= 6 ? 2 : 1};
               ST(gemv_q8_launch(t, gp, s));
             }
           });
