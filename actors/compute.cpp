@@ -194,17 +194,16 @@ void ComputeActor::run() {
     std::optional<StepInput> in;
     {
       TraceScope wait(tracer_, track, "wait batch", SpanKind::Starved, -1, step);
-      in = steps_.pop(rc_);
+      // Between steps the sampler answers within microseconds: poll first
+      // (Mailbox::pop_expecting).
+      in = steps_.pop_expecting(rc_, std::chrono::nanoseconds(0));
     }
     if (!in || in->stop) return;
     const Batch& b = in->batch;
     if (!io_only_) {
       TraceScope span(tracer_, track, "embed", SpanKind::Busy, -1, step);
       Status st = has_cpu_tier ? check_positions(b) : ok();
-      const GpuSpan es{-1, step, 0, -1, "embed"};
-      if (st.ok()) st = link_.before_layer(-1, es);
       if (st.ok()) st = be_.begin(b);
-      if (st.ok()) st = link_.after_layer({}, es);
       if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;

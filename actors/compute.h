@@ -121,10 +121,11 @@ class ComputeActor {
   // Before/after a CPU-tier layer runs on the main backend (a wide step).
   Status kv_to_gpu(int64_t step, int32_t layer, int track);
   void ran_on_gpu(int32_t layer);
-  // The step's embedding and head as spans of the gpu-compute track (the
-  // GPU's work between the layers, so its busy time counts all it does):
-  // the head's span is closed by Backend::set_on_issued's hook once the
-  // head is issued, before finish waits for it.
+  // The step's head as a span of the gpu-compute track (the GPU's work
+  // after the layers, so that its busy time counts all it does), closed by
+  // Backend::set_on_issued's hook once the head is issued, before finish
+  // waits for it. (Not the embedding: its span would time the host's
+  // enqueueing of a few small copies, the GPU idle meanwhile.)
   GpuSpan head_span_;
   bool head_open_ = false;
   Status close_head();

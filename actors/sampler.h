@@ -26,6 +26,7 @@
 // defines: StepCallback, ArgmaxCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -135,6 +136,9 @@ class SamplerActor {
   KvUsage kv_usage() const;
 
  private:
+  // How long the last step took from this actor's push to its output: when
+  // to start polling for the next (Mailbox::pop_expecting).
+  std::chrono::nanoseconds last_step_{0};
   struct Seq {
     uint64_t id = 0;
     SeqRequest req;
