@@ -88,8 +88,10 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
     return make_error("trace summarize: %s has no \"traceEvents\" array (not a Chrome trace)",
                       path.c_str());
 
-  // The warm start: the first busy span of step from_step on the compute track.
-  uint64_t warm_ns = 0;
+  // The warm window: from the first busy span of step from_step on the
+  // compute track to the end of its last busy span (the last step's end:
+  // what follows is the run winding down, each actor waiting to be stopped).
+  uint64_t warm_ns = 0, cool_ns = UINT64_MAX;
   if (from_step > 0) {
     std::set<std::pair<int64_t, int64_t>> compute;  // (pid, tid) of the "compute" track
     for (const json& ev : *events)
@@ -97,7 +99,7 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
           ev.contains("args") && ev["args"].is_object() &&
           ev["args"].value("name", "") == "compute")
         compute.insert({int_field(ev, "pid", 0), int_field(ev, "tid", 0)});
-    uint64_t best = UINT64_MAX;
+    uint64_t best = UINT64_MAX, last = UINT64_MAX;
     for (const json& ev : *events) {
       if (!ev.is_object() || ev.value("ph", "") != "X" || !ev.contains("ts") ||
           !ev["ts"].is_number())
@@ -108,6 +110,8 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
       auto st = args->find("step");
       if (st == args->end() || !st->is_number_integer() || st->get<int64_t>() < from_step) continue;
       best = std::min(best, us_to_ns(ev["ts"]));
+      const uint64_t end = us_to_ns(ev["ts"]) + (ev.contains("dur") ? us_to_ns(ev["dur"]) : 0);
+      last = last == UINT64_MAX ? end : std::max(last, end);
     }
     if (best == UINT64_MAX)
       return make_error(
@@ -115,6 +119,7 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
           "track (--from-step beyond the run?)",
           path.c_str(), static_cast<long long>(from_step));
     warm_ns = best;
+    cool_ns = last;
   }
 
   std::vector<TrackStats> tracks;
@@ -163,10 +168,12 @@ Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& pa
       uint64_t t0 = us_to_ns(*ts);
       uint64_t d = ev.contains("dur") ? us_to_ns(ev["dur"]) : 0;
       if (t0 + d <= warm_ns && warm_ns > 0) continue;  // before the warm window
+      if (t0 >= cool_ns) continue;                     // after it
       if (t0 < warm_ns) {                              // straddles its start: keep the warm part
         d = t0 + d - warm_ns;
         t0 = warm_ns;
       }
+      if (t0 + d > cool_ns) d = cool_ns - t0;  // straddles its end
       TrackStats& t = track_of(pid, tid);
       switch (kind) {
         case SpanKind::Busy: {

@@ -17,7 +17,8 @@ namespace ls {
 // carries spans), in the order the tracks first appear.
 // from_step > 0: only the warm part of the run — spans are clipped to start at
 // the first busy span of step from_step on the "compute" track (the moment
-// compute began that step), so the pipeline's fill does not count.
+// compute began that step) and to end with that track's last busy span (the
+// last step's end), so neither the pipeline's fill nor its wind-down counts.
 Expected<std::vector<TrackStats>> chrome_trace_track_stats(const std::string& path,
                                                            int64_t from_step = 0);
 

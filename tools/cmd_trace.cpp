@@ -20,7 +20,7 @@ Command add_trace(CLI::App& app) {
   summarize->add_option("FILE", *path, "Trace written by --trace FILE")->required();
   summarize
       ->add_option("--from-step", *from_step,
-                   "Only the warm run: from the step compute began N (0: all of it)")
+                   "Only the warm run: from the step compute began N to the last step's end (0: all of it)")
       ->capture_default_str();
   return [path, from_step] {
     if (*from_step < 0) {

@@ -320,7 +320,7 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
 
 TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the f64 reference") {
   // AttnCpuTuning: the block changes the reduction (its own bound), the
-  // prefetch distance changes nothing; both stay independent of threads.
+  // prefetch distance and mode change nothing; all stay independent of threads.
   std::mt19937 rng(17);
   ThreadPool p1(1), p16(16);
   double worst = 0;
@@ -342,6 +342,12 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
           const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
           CHECK_MESSAGE(std::memcmp(far.data(), out.data(), out.size() * 4) == 0,
                         what << ": prefetch distance 32 changed the result");
+          // What is prefetched, and where, changes nothing either.
+          for (int pf : {0, kAttnPfKeysL1, kAttnPfValues, kAttnPfKeysL2 | kAttnPfValues}) {
+            const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 0, pf});
+            CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                          what << ": prefetch mode " << pf << " changed the result");
+          }
 
         }
       }

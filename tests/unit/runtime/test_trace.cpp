@@ -547,20 +547,22 @@ TEST_CASE("trace: the cost of a TraceScope, with tracing off and on") {
 
 TEST_CASE("trace: summarize --from-step keeps only the warm part of the run") {
   // compute: step 0 busy 0..1000 us (the fill), steps 1 and 2 busy 1000..1500
-  // and 1500..2000; copier: busy 0..1000 (fill), starved 1000..2000.
+  // and 1500..2000, then waits to be stopped 2000..3000 (the wind-down);
+  // copier: busy 0..1000 (fill), starved 1000..3000.
   const std::string path = temp_path("warm.json");
   std::ofstream(path) << R"({"traceEvents": [
 {"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"copier","stage":2}},
 {"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"compute","stage":4}},
 {"ph":"X","name":"copy","cat":"busy","pid":1,"tid":1,"ts":0,"dur":1000,"args":{"kind":"busy","layer":0,"step":0,"bytes":10}},
-{"ph":"X","name":"wait layer","cat":"starved","pid":1,"tid":1,"ts":1000,"dur":1000,"args":{"kind":"starved","layer":-1,"step":-1,"bytes":0}},
+{"ph":"X","name":"wait layer","cat":"starved","pid":1,"tid":1,"ts":1000,"dur":2000,"args":{"kind":"starved","layer":-1,"step":-1,"bytes":0}},
 {"ph":"X","name":"layer","cat":"busy","pid":1,"tid":2,"ts":0,"dur":1000,"args":{"kind":"busy","layer":0,"step":0,"bytes":0}},
 {"ph":"X","name":"layer","cat":"busy","pid":1,"tid":2,"ts":1000,"dur":500,"args":{"kind":"busy","layer":0,"step":1,"bytes":0}},
-{"ph":"X","name":"layer","cat":"busy","pid":1,"tid":2,"ts":1500,"dur":500,"args":{"kind":"busy","layer":0,"step":2,"bytes":0}}
+{"ph":"X","name":"layer","cat":"busy","pid":1,"tid":2,"ts":1500,"dur":500,"args":{"kind":"busy","layer":0,"step":2,"bytes":0}},
+{"ph":"X","name":"wait batch","cat":"starved","pid":1,"tid":2,"ts":2000,"dur":1000,"args":{"kind":"starved","layer":-1,"step":3,"bytes":0}}
 ]})";
   auto all = summarize_chrome_trace(path);
   REQUIRE(all);
-  CHECK(all->wall_s == doctest::Approx(2e-3));
+  CHECK(all->wall_s == doctest::Approx(3e-3));
   auto warm = summarize_chrome_trace(path, 1);
   REQUIRE(warm);
   CHECK(warm->wall_s == doctest::Approx(1e-3));
