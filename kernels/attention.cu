@@ -36,9 +36,9 @@ __global__ void attention_split_kernel(AttentionParams p) {
   __syncthreads();
 
   const int32_t pos = p.pos[t];
-  const int32_t begin = s * p.chunk;
   // The last split takes every position left (with one split: all of 0..pos).
-  const int32_t end = s == p.n_split - 1 ? pos + 1 : min(begin + p.chunk, pos + 1);
+  int32_t begin, end;
+  attention_split_range(p, s, pos, begin, end);
   const int32_t sq = p.seq[t];
 
   float qr[kMaxPerLane], acc[kMaxPerLane];
@@ -137,6 +137,15 @@ __global__ void attention_reduce_kernel(AttentionParams p) {
 int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos) {
   if (n_tok * n_head >= 512) return 1;
   return (max_pos + 1 + kAttentionChunk - 1) / kAttentionChunk;
+}
+
+int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos) {
+  const int32_t n = max_pos + 1;
+  if (n_tok * n_head >= 512 || n < 2 * kAttentionMinChunk) return 1;
+  if (n <= kAttentionChunk) return 4;
+  int32_t s = 16;
+  while (static_cast<int64_t>(s) * kAttentionChunk < n) s *= 2;
+  return s;
 }
 
 int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split) {

@@ -30,7 +30,8 @@
 // head_dim 64 or 128 go to the tensor-core flash kernel of
 // kernels/attention_prefill.cuh (f16 Q and P, so ~1e-3 relative instead of
 // f32 throughout). Planned: 16-byte KV loads.
-// defines: AttentionParams, attention_cuda, attention_splits, attention_partial_floats
+// defines: AttentionParams, attention_cuda, attention_splits, attention_splits_dynamic,
+//          attention_split_range, attention_partial_floats
 #pragma once
 
 #include <cuda_fp16.h>
@@ -57,17 +58,46 @@ struct AttentionParams {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
   int32_t n_ctx = 0;         // the contiguous layout's positions per sequence (no table)
   float scale = 1.0f;        // 1/sqrt(head_dim)
-  int32_t chunk = 256;       // positions per split
-  int32_t n_split = 1;       // from attention_splits()
+  int32_t chunk = 256;       // positions per split; 0: each row's own (attention_split_range)
+  int32_t n_split = 1;       // from attention_splits() (attention_splits_dynamic() for chunk 0)
   bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
+inline constexpr int32_t kAttentionMinChunk = 32;  // chunk 0: the shortest a split gets
 inline constexpr int32_t kAttentionMaxHeadDim = 256;
 
 // Splits for a batch whose largest position is max_pos: one when the batch
 // already gives enough blocks (n_tok * n_head >= 512), else enough chunks to cover max_pos.
 int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos);
+
+// Splits for chunk 0 (each row cut into n_split chunks of its own length,
+// at least kAttentionMinChunk): one when the batch gives enough blocks or
+// max_pos < 2 * kAttentionMinChunk; 4 up to kAttentionChunk positions; then
+// the smallest power of two from 16 whose chunks of kAttentionChunk cover
+// max_pos. Why: with fixed chunks of 256 a decode token below 256 positions
+// is one split, one block per KV head (8 blocks for the whole GPU), and its
+// layers slow by ~2.7 us a token per position (bench/results/
+// 2026-12-02-h200-s11.md, call 8); and the count, part of every captured
+// layer graph, changes only at 64, 256 and each doubling from 4096, so the
+// graphs are seldom captured again. Not yet the default (LS_ATTENTION_SPLITS
+// =dynamic in model/cuda_backend.cu): it has not run on a GPU yet.
+int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos);
+
+#ifdef __CUDACC__
+// Positions [begin, end) of split s of a row whose last position is pos:
+// chunks of p.chunk, or (chunk 0) the row's pos + 1 positions in p.n_split
+// chunks of at least kAttentionMinChunk, so that one split count serves
+// every position (splits past the row's end are empty: the reduce skips
+// them). The last split takes every position left.
+__device__ __forceinline__ void attention_split_range(const AttentionParams& p, int s, int32_t pos,
+                                                      int32_t& begin, int32_t& end) {
+  const int32_t chunk =
+      p.chunk > 0 ? p.chunk : max(kAttentionMinChunk, (pos + p.n_split) / p.n_split);
+  begin = s * chunk;
+  end = s == p.n_split - 1 ? pos + 1 : min(begin + chunk, pos + 1);
+}
+#endif
 // Scratch floats pass 1 needs.
 int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split);
 

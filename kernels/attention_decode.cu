@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
     l_sh[tid] = 0.0f;
   }
   const int32_t pos = p.pos[t], sq = p.seq[t];
-  const int32_t begin = s * p.chunk;
-  const int32_t end = s == p.n_split - 1 ? pos + 1 : min(begin + p.chunk, pos + 1);
+  int32_t begin, end;
+  attention_split_range(p, s, pos, begin, end);
   const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
   const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + lane * kPer;
   // A lane's kPer values of the row for each head; the warps split the positions.

@@ -68,10 +68,31 @@ constexpr uint64_t kContextMargin = 384ull << 20;
 // o (n x n_embd each), k and v (n x n_embd_kv), the two feed-forward halves
 // (n x n_ff), logits (n x n_vocab), the split-attention partials, and the
 // batch's ints.
+// LS_ATTENTION_SPLITS=dynamic: decode attention cuts each row into a split
+// count that changes only at a few context lengths, chunks from the row's
+// own length (kernels/attention.cuh: attention_splits_dynamic); otherwise
+// chunks of kAttentionChunk. Not the default until measured on a GPU.
+bool dynamic_splits() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_ATTENTION_SPLITS");
+    return e && std::string(e) == "dynamic";
+  }();
+  return on;
+}
+
+// The attention splits of a batch of n entries whose largest position is
+// max_pos, and the most any batch of a context of n_ctx positions uses.
+int32_t attention_split_count(const LlamaConfig& c, int64_t n, int32_t max_pos) {
+  const int32_t h = static_cast<int32_t>(c.n_head);
+  return dynamic_splits() ? attention_splits_dynamic(n, h, max_pos) : attention_splits(n, h, max_pos);
+}
+int32_t max_attention_splits(const LlamaConfig& c, uint32_t n_ctx) {
+  return attention_split_count(c, 1, static_cast<int32_t>(n_ctx) - 1);
+}
+
 uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
   const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
-  const int32_t max_split =
-      attention_splits(1, static_cast<int32_t>(c.n_head), static_cast<int32_t>(n_ctx) - 1);
+  const int32_t max_split = max_attention_splits(c, n_ctx);
   const uint64_t part = static_cast<uint64_t>(
       std::max<int64_t>(attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
                                                  c.n_head, c.head_dim, max_split),
@@ -279,8 +300,7 @@ struct CudaBackend::Impl {
     gate = reinterpret_cast<float*>(take(n * F * 4));
     up = reinterpret_cast<float*>(take(n * F * 4));
     logits = reinterpret_cast<float*>(take(n * V * 4));
-    const int32_t max_split =
-        attention_splits(1, static_cast<int32_t>(c.n_head), static_cast<int32_t>(opt.n_ctx) - 1);
+    const int32_t max_split = max_attention_splits(c, opt.n_ctx);
     partial = reinterpret_cast<float*>(
         take(4 * std::max<int64_t>(
                      attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
@@ -606,8 +626,8 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.head_dim = static_cast<int32_t>(c.head_dim);
   ap.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  ap.chunk = kAttentionChunk;
-  ap.n_split = attention_splits(n, ap.n_head, s.max_pos);
+  ap.chunk = dynamic_splits() ? 0 : kAttentionChunk;
+  ap.n_split = attention_split_count(c, n, s.max_pos);
   LS_TRY(attention_cuda(ap, s.stream));
   LS_TRY(s.matmul(w.wo, s.att, n, s.o));
 
@@ -649,7 +669,7 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
-  const int32_t n_split = attention_splits(n, static_cast<int32_t>(s.c.n_head), s.max_pos);
+  const int32_t n_split = attention_split_count(s.c, n, s.max_pos);
   if (n_split != s.graph_split || s.act != s.graph_act) {
     s.drop_graphs();
     s.graph_split = n_split;

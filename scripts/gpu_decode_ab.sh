@@ -11,7 +11,8 @@
 # default ./gpu-out), MODELS (default /tmp/ls-models), ROUNDS (default 2),
 # N (tokens, default 128), LLAMA_BIN.
 # Switches compared (docs/architecture.md): LS_PDL=0, LS_ATTENTION_V3=1,
-# LS_ARGMAX_ONLY=0, LS_POLL_WAIT=0, LS_GEMV_VERSION=5 and =2, LS_CUDA_GRAPHS=0.
+# LS_ARGMAX_ONLY=0, LS_POLL_WAIT=0, LS_GEMV_VERSION=5 and =2, LS_CUDA_GRAPHS=0;
+# LS_ATTENTION_SPLITS=dynamic is the other way round: an opt-in not yet measured.
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${OUT:-./gpu-out}
@@ -23,7 +24,7 @@ L="$BIN/layerstream"
 mkdir -p "$OUT" "$M"
 quants=("$@")
 [ ${#quants[@]} -gt 0 ] || quants=(q4_k_m q8_0)
-switches=("default" "LS_POLL_WAIT=0" "LS_PDL=0" "LS_ATTENTION_V3=1" "LS_ARGMAX_ONLY=0" "LS_GEMV_VERSION=5" "LS_GEMV_VERSION=2" "LS_CUDA_GRAPHS=0")
+switches=("default" "LS_ATTENTION_SPLITS=dynamic" "LS_POLL_WAIT=0" "LS_PDL=0" "LS_ATTENTION_V3=1" "LS_ARGMAX_ONLY=0" "LS_GEMV_VERSION=5" "LS_GEMV_VERSION=2" "LS_CUDA_GRAPHS=0")
 rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" | grep -o "[0-9.]* tok/s"; }
 for q in "${quants[@]}"; do
   f="$M/8b-$q.gguf"

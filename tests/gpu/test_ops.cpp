@@ -371,6 +371,25 @@ TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and p
     CHECK(e < 1e-9);
     CHECK(d <= 1e-4 * max_abs(ref));
 
+    // Chunks from each row's own length (chunk 0): the count the rule gives,
+    // and others, each split at least kAttentionMinChunk, those past a row's
+    // end empty.
+    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 4, 16, 64}) {
+      AttentionParams pd = p;
+      pd.chunk = 0;
+      pd.n_split = ns;
+      DevBuf<float> partd(
+          std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
+      partd.poison();
+      pd.partial = partd.p;
+      dout.poison();
+      REQUIRE(attention_cuda(pd, nullptr).ok());
+      auto yd = dout.download();
+      CAPTURE(ns);
+      CHECK(nmse(yd, ref) < 1e-9);
+      CHECK(max_abs_diff(yd, ref) <= 1e-4 * max_abs(ref));
+    }
+
     // The same values in an f32 cache: the same arithmetic, so the same bits,
     // and never the f16-only tensor-core kernel (scalar_only left off).
     std::vector<float> kc32(cache_n), vc32(cache_n);
