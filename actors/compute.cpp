@@ -278,7 +278,8 @@ void ComputeActor::run() {
       if (st.ok())
         st = b.argmax_only ? be_.finish_argmax(ids_.data(), out.n_rows, out.n_vocab)
                            : be_.finish(logits_.data());
-      if (const Status closed = close_head(); st.ok()) st = closed;  // a host backend's
+      // A backend that computes on this thread never calls the hook.
+      if (const Status closed = close_head(); st.ok()) st = closed;
       if (!st.ok()) {
         rc_.fail("compute", -1, step, st.error().message);
         return;
