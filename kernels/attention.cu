@@ -109,27 +109,48 @@ __global__ void attention_split_kernel(AttentionParams p) {
   }
 }
 
+// One block per (head, token), head_dim threads (a multiple of 32). The
+// splits' m and l go to shared memory first, loaded by all threads at once,
+// and each thread's sum over the splits has no load that waits on the one
+// before: a serial walk over the records (v4 and before) waited on two
+// round trips to memory per split, ~2 x 64 at a context of 16k. The same
+// sums in the same order as that walk, so the same bits.
 __global__ void attention_reduce_kernel(AttentionParams p) {
+  extern __shared__ float red_sh[];  // m (n_split), then the splits' factors f (n_split), then l
+  __shared__ float wmax_sh[kAttentionMaxHeadDim / 32];
   pdl_trigger();
   pdl_wait();
   const int h = blockIdx.x;
   const int64_t t = blockIdx.y;
-  const int HD = p.head_dim;
+  const int HD = p.head_dim, ns = p.n_split, i = threadIdx.x;
   const int64_t row = t * p.n_head + h;
-  const float* recs = p.partial + row * p.n_split * (HD + 2);
+  const float* recs = p.partial + row * ns * (HD + 2);
+  float* f_sh = red_sh + ns;
+  float* l_sh = red_sh + 2 * ns;
   float M = -FLT_MAX;
-  for (int s = 0; s < p.n_split; ++s)
-    if (recs[s * (HD + 2) + 1] > 0.0f) M = fmaxf(M, recs[s * (HD + 2)]);
-  float L = 0.0f, a = 0.0f;
-  const int i = threadIdx.x;
-  for (int s = 0; s < p.n_split; ++s) {
-    const float* r = recs + s * (HD + 2);
-    if (r[1] <= 0.0f) continue;  // split past pos: empty
-    const float f = expf(r[0] - M);
-    L += r[1] * f;
-    if (i < HD) a += r[2 + i] * f;
+  for (int s = i; s < ns; s += blockDim.x) {
+    const float m = recs[s * (HD + 2)], l = recs[s * (HD + 2) + 1];
+    red_sh[s] = m;
+    l_sh[s] = l;
+    if (l > 0.0f) M = fmaxf(M, m);  // a split past pos is empty (l = 0)
   }
-  if (i < HD) p.out[row * HD + i] = L > 0.0f ? a / L : 0.0f;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+  if ((i & 31) == 0) wmax_sh[i >> 5] = M;
+  __syncthreads();
+  M = -FLT_MAX;
+  for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) M = fmaxf(M, wmax_sh[w]);
+  for (int s = i; s < ns; s += blockDim.x) f_sh[s] = l_sh[s] > 0.0f ? expf(red_sh[s] - M) : 0.0f;
+  __syncthreads();
+  float L = 0.0f, a = 0.0f;
+#pragma unroll 8
+  for (int s = 0; s < ns; ++s) {
+    const float f = f_sh[s];
+    if (l_sh[s] <= 0.0f) continue;
+    L += l_sh[s] * f;
+    a += recs[s * (HD + 2) + 2 + i] * f;
+  }
+  p.out[row * HD + i] = L > 0.0f ? a / L : 0.0f;
 }
 
 }  // namespace
@@ -142,10 +163,10 @@ int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos) {
 int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos) {
   const int32_t n = max_pos + 1;
   if (n_tok * n_head >= 512 || n < 2 * kAttentionMinChunk) return 1;
-  if (n <= kAttentionChunk) return 4;
-  int32_t s = 16;
-  while (static_cast<int64_t>(s) * kAttentionChunk < n) s *= 2;
-  return s;
+  if (n <= 512) return 8;
+  if (n <= 2048) return 16;
+  if (n <= 8192) return 32;
+  return 64;
 }
 
 int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split) {
@@ -167,20 +188,26 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
     return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
-  // The grouped-query decode kernel where it applies; LS_ATTENTION_V3=1 keeps this one (A/B).
-  static const bool v3_only = [] {
-    const char* e = std::getenv("LS_ATTENTION_V3");
-    return e && std::string(e) == "1";
+  // The grouped-query decode kernel where it applies; LS_ATTENTION_KERNEL=3
+  // or 4 picks an earlier one (A/B).
+  static const int32_t env_kernel = [] {
+    const char* e = std::getenv("LS_ATTENTION_KERNEL");
+    return e ? std::atoi(e) : 0;
   }();
-  if (!v3_only && attention_decode_supported(p)) {
-    LS_TRY(attention_decode_cuda(p, stream));
+  const int32_t kernel = p.kernel != 0 ? p.kernel : (env_kernel != 0 ? env_kernel : 5);
+  if (kernel != 3 && kernel != 4 && kernel != 5)
+    return make_error("attention: decode kernel %d (3, 4 or 5)", kernel);
+  if (kernel != 3 && attention_decode_supported(p)) {
+    LS_TRY(attention_decode_cuda(p, kernel == 5, stream));
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<__half>, grid, dim3(32 * kWarps), 0, stream, p));
   if (p.n_split > 1) {
     const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
-    LS_CUDA_TRY(launch_pdl(attention_reduce_kernel, g2, dim3(p.head_dim), 0, stream, p));
+    const size_t smem = 3 * static_cast<size_t>(p.n_split) * sizeof(float);
+    if (smem > 48 * 1024) return make_error("attention: %d splits are too many to merge", p.n_split);
+    LS_CUDA_TRY(launch_pdl(attention_reduce_kernel, g2, dim3(p.head_dim), smem, stream, p));
   }
   return ok();
 }

@@ -29,7 +29,7 @@
 // Batches of at least kAttentionPrefillMinTok entries over an f16 cache with
 // head_dim 64 or 128 go to the tensor-core flash kernel of
 // kernels/attention_prefill.cuh (f16 Q and P, so ~1e-3 relative instead of
-// f32 throughout). Planned: 16-byte KV loads.
+// f32 throughout).
 // defines: AttentionParams, attention_cuda, attention_splits, attention_splits_dynamic,
 //          attention_split_range, attention_partial_floats
 #pragma once
@@ -59,8 +59,13 @@ struct AttentionParams {
   int32_t n_ctx = 0;         // the contiguous layout's positions per sequence (no table)
   float scale = 1.0f;        // 1/sqrt(head_dim)
   int32_t chunk = 256;       // positions per split; 0: each row's own (attention_split_range)
-  int32_t n_split = 1;       // from attention_splits() (attention_splits_dynamic() for chunk 0)
+  int32_t n_split = 1;       // attention_splits_dynamic() for chunk 0, else attention_splits()
   bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
+  // Decode kernel (A/B, tests, benches): 0 the default (LS_ATTENTION_KERNEL
+  // overrides it: 3, 4 or 5), 3 attention_split_kernel (a block a query head),
+  // 4 and 5 the grouped kernel of kernels/attention_decode.cuh (5: 16-byte
+  // value loads, the default).
+  int32_t kernel = 0;
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
@@ -72,16 +77,18 @@ inline constexpr int32_t kAttentionMaxHeadDim = 256;
 int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos);
 
 // Splits for chunk 0 (each row cut into n_split chunks of its own length,
-// at least kAttentionMinChunk): one when the batch gives enough blocks or
-// max_pos < 2 * kAttentionMinChunk; 4 up to kAttentionChunk positions; then
-// the smallest power of two from 16 whose chunks of kAttentionChunk cover
-// max_pos. Why: with fixed chunks of 256 a decode token below 256 positions
-// is one split, one block per KV head (8 blocks for the whole GPU), and its
-// layers slow by ~2.7 us a token per position (bench/results/
-// 2026-12-02-h200-s11.md, call 8); and the count, part of every captured
-// layer graph, changes only at 64, 256 and each doubling from 4096, so the
-// graphs are seldom captured again. Not yet the default (LS_ATTENTION_SPLITS
-// =dynamic in model/cuda_backend.cu): it has not run on a GPU yet.
+// at least kAttentionMinChunk), the default: one when the batch gives
+// enough blocks or the row is under 2 * kAttentionMinChunk positions; then
+// 8 up to 512 positions, 16 up to 2048, 32 up to 8192, 64 beyond. Why: each
+// is the fastest count of ls_bench_attention --splits at 256, 1k, 4k, 16k
+// and 32k positions, for the 8b's and the 70b's heads (bench/results/
+// 2026-12-02-h200-s12.md): enough blocks to spread one token over the SMs,
+// no more records than the reduce pass needs to merge. Fixed chunks of 256
+// left a decode token below 256 positions one split (8 blocks for the whole
+// GPU) and gave 128 splits at 32k, 24 % slower. And the count, part of every
+// captured layer graph, changes at only four context lengths, so the graphs
+// are seldom captured again. LS_ATTENTION_SPLITS=fixed (model/cuda_backend.cu)
+// keeps the chunks of 256 for A/B.
 int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos);
 
 #ifdef __CUDACC__

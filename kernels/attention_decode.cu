@@ -53,9 +53,19 @@ __device__ __forceinline__ void load_n(const float* p, float (&f)[kPer]) {
   }
 }
 
-template <typename T, int HD, int G>
-__global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionParams p) {
-  constexpr int kWarps = kThreads / 32, kPer = HD / 32;  // values of a row a lane
+// kWide (v5, the default): the two positions of a thread's score phase
+// load together, and the value phase reads 16 bytes a lane (HD / 8 lanes a
+// row, 32 / (HD / 8) rows a warp instruction, 4 instructions unrolled), so a
+// warp has 8 (HD 128) to 16 (HD 64) rows in flight instead of 4: the v4 form
+// (!kWide: 4 or 8 bytes a lane, a row a warp) waited on 16 round trips to
+// memory for the 64 rows a warp takes of a 256-position sub-range.
+template <typename T, int HD, int G, bool kWide>
+__global__ void __launch_bounds__(kThreads, kWide ? 4 : 1) attention_decode_kernel(AttentionParams p) {
+  constexpr int kWarps = kThreads / 32;
+  // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
+  constexpr int kPer = kWide ? 8 : HD / 32;
+  constexpr int kLpr = HD / kPer, kRpw = 32 / kLpr;
+  static_assert(kSub == 2 * kThreads, "the score phase takes two positions a thread");
   __shared__ float q_sh[G][HD];
   __shared__ float s_sh[G][kSub];
   __shared__ int64_t row_sh[kSub];  // the cache row of each position of the sub-range
@@ -66,6 +76,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int slot = lane / kLpr, dl = lane % kLpr;  // value phase: row slot, value group
   const int32_t KV = p.n_head_kv * HD;
   const float* q = p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(kvh) * G * HD;
   for (int i = tid; i < G * HD; i += kThreads) q_sh[i / HD][i % HD] = q[i];
@@ -77,8 +88,7 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
   int32_t begin, end;
   attention_split_range(p, s, pos, begin, end);
   const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
-  const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + lane * kPer;
-  // A lane's kPer values of the row for each head; the warps split the positions.
+  const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + dl * kPer;
   float acc[G][kPer];
 #pragma unroll
   for (int g = 0; g < G; ++g)
@@ -88,25 +98,68 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
 
   for (int32_t c0 = begin; c0 < end; c0 += kSub) {
     const int n = min(kSub, end - c0);
-    // 1. Scores, a thread per position.
-    for (int i = tid; i < n; i += kThreads) {
-      const int64_t row = kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV;
-      row_sh[i] = row;
-      const T* k = kc + row;
-      float d[G];
+    // 1. Scores, a thread per position: positions tid and tid + kThreads.
+    if constexpr (kWide) {
+      int64_t row[2];
+      bool has[2];
 #pragma unroll
-      for (int g = 0; g < G; ++g) d[g] = 0.0f;
+      for (int u = 0; u < 2; ++u) {
+        const int i = tid + u * kThreads;
+        has[u] = i < n;
+        row[u] = has[u] ? kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV : 0;
+        if (has[u]) row_sh[i] = row[u];
+      }
+      float d[2][G];
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+#pragma unroll
+        for (int g = 0; g < G; ++g) d[u][g] = 0.0f;
 #pragma unroll
       for (int e = 0; e < HD; e += 8) {
-        float kf[8];
-        load8(k + e, kf);
+        float kf[2][8];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          if (has[u]) {
+            load8(kc + row[u] + e, kf[u]);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) kf[u][j] = 0.0f;
+          }
+        }
 #pragma unroll
         for (int g = 0; g < G; ++g)
 #pragma unroll
-          for (int j = 0; j < 8; ++j) d[g] = fmaf(q_sh[g][e + j], kf[j], d[g]);
+          for (int j = 0; j < 8; ++j) {
+            const float qv = q_sh[g][e + j];
+            d[0][g] = fmaf(qv, kf[0][j], d[0][g]);
+            d[1][g] = fmaf(qv, kf[1][j], d[1][g]);
+          }
       }
 #pragma unroll
-      for (int g = 0; g < G; ++g) s_sh[g][i] = d[g] * p.scale;
+      for (int u = 0; u < 2; ++u)
+        if (has[u])
+#pragma unroll
+          for (int g = 0; g < G; ++g) s_sh[g][tid + u * kThreads] = d[u][g] * p.scale;
+    } else {
+      for (int i = tid; i < n; i += kThreads) {
+        const int64_t row = kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV;
+        row_sh[i] = row;
+        const T* k = kc + row;
+        float d[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) d[g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < HD; e += 8) {
+          float kf[8];
+          load8(k + e, kf);
+#pragma unroll
+          for (int g = 0; g < G; ++g)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) d[g] = fmaf(q_sh[g][e + j], kf[j], d[g]);
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g) s_sh[g][i] = d[g] * p.scale;
+      }
     }
     __syncthreads();
     // 2. Per head (a warp each): the running max, the rescale, p and l.
@@ -133,15 +186,19 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
       }
     }
     __syncthreads();
-    // 3. Values: warp w takes positions w, w + 4, ...; a lane kPer values of each row.
+    // 3. Values: warp w, row slot r takes positions kRpw w + r, + kRpw kWarps, ...;
+    //    a lane kPer consecutive values of each row.
 #pragma unroll
     for (int g = 0; g < G; ++g)
 #pragma unroll
       for (int j = 0; j < kPer; ++j) acc[g][j] *= c_sh[g];
 #pragma unroll 4
-    for (int i = warp; i < n; i += kWarps) {
+    for (int i = warp * kRpw + slot; i < n; i += kWarps * kRpw) {
       float v[kPer];
-      load_n<kPer>(vc + row_sh[i], v);
+      if constexpr (kPer == 8)
+        load8(vc + row_sh[i], v);
+      else
+        load_n<kPer>(vc + row_sh[i], v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float w = s_sh[g][i];
@@ -151,11 +208,16 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
     }
     __syncthreads();  // s_sh, row_sh and c_sh are read before the next sub-range writes them
   }
-  // The warps' sums, then out = acc / l or the split's record.
+  // The row slots' sums (lanes kLpr apart), the warps' sums, then out = acc /
+  // l or the split's record.
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) red_sh[warp][g][lane * kPer + j] = acc[g][j];
+    for (int j = 0; j < kPer; ++j) {
+#pragma unroll
+      for (int o = kLpr; o < 32; o <<= 1) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
+      if (slot == 0) red_sh[warp][g][dl * kPer + j] = acc[g][j];
+    }
   __syncthreads();
   for (int k = tid; k < G * HD; k += kThreads) {
     const int g = k / HD, d = k % HD;
@@ -177,20 +239,20 @@ __global__ void __launch_bounds__(kThreads) attention_decode_kernel(AttentionPar
   }
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool kWide>
 Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
   switch (p.n_head / p.n_head_kv) {
     case 1:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 1>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 1, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 2:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 2>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 2, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 4:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 4>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 4, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     default:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 8>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 8, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
   }
 }
@@ -203,17 +265,24 @@ bool attention_decode_supported(const AttentionParams& p) {
          p.n_head % p.n_head_kv == 0 && (g == 1 || g == 2 || g == 4 || g == 8);
 }
 
-Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {
+Status attention_decode_cuda(const AttentionParams& p, bool wide, cudaStream_t stream) {
   if (!attention_decode_supported(p))
     return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
                       p.n_head, p.n_head_kv);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
+  if (wide) {
+    if (p.kv_f32)
+      return p.head_dim == 64 ? launch_hd<float, 64, true>(p, grid, stream)
+                              : launch_hd<float, 128, true>(p, grid, stream);
+    return p.head_dim == 64 ? launch_hd<__half, 64, true>(p, grid, stream)
+                            : launch_hd<__half, 128, true>(p, grid, stream);
+  }
   if (p.kv_f32)
-    return p.head_dim == 64 ? launch_hd<float, 64>(p, grid, stream)
-                            : launch_hd<float, 128>(p, grid, stream);
-  return p.head_dim == 64 ? launch_hd<__half, 64>(p, grid, stream)
-                          : launch_hd<__half, 128>(p, grid, stream);
+    return p.head_dim == 64 ? launch_hd<float, 64, false>(p, grid, stream)
+                            : launch_hd<float, 128, false>(p, grid, stream);
+  return p.head_dim == 64 ? launch_hd<__half, 64, false>(p, grid, stream)
+                          : launch_hd<__half, 128, false>(p, grid, stream);
 }
 
 }  // namespace ls

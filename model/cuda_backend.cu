@@ -68,14 +68,14 @@ constexpr uint64_t kContextMargin = 384ull << 20;
 // o (n x n_embd each), k and v (n x n_embd_kv), the two feed-forward halves
 // (n x n_ff), logits (n x n_vocab), the split-attention partials, and the
 // batch's ints.
-// LS_ATTENTION_SPLITS=dynamic: decode attention cuts each row into a split
-// count that changes only at a few context lengths, chunks from the row's
-// own length (kernels/attention.cuh: attention_splits_dynamic); otherwise
-// chunks of kAttentionChunk. Not the default until measured on a GPU.
+// Decode attention cuts each row into a split count that changes only at a
+// few context lengths, chunks from the row's own length (kernels/
+// attention.cuh: attention_splits_dynamic); LS_ATTENTION_SPLITS=fixed keeps
+// chunks of kAttentionChunk (A/B).
 bool dynamic_splits() {
   static const bool on = [] {
     const char* e = std::getenv("LS_ATTENTION_SPLITS");
-    return e && std::string(e) == "dynamic";
+    return !(e && std::string(e) == "fixed");
   }();
   return on;
 }

@@ -45,19 +45,7 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
               prop.l2CacheSize >> 20);
 
-  // Bound 1: D2D copy bandwidth.
-  const size_t cb = size_t(2) << 30;
-  void *a, *b;
-  CK(cudaMalloc(&a, cb));
-  CK(cudaMalloc(&b, cb));
-  CK(cudaMemset(a, 1, cb));
-  Stats cp =
-      time_it(s, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice, s)); });
-  const double bw = 2.0 * cb / (cp.med * 1e-3) / 1e9;  // GB/s, read + write
-  CK(cudaFree(a));
-  CK(cudaFree(b));
-  std::printf("bound: D2D copy %.0f GB/s (read+write, median of 20; min %.3f max %.3f ms)\n", bw,
-              cp.min, cp.max);
+  const double bw = d2d_bound_gbs(s);  // bound 1
 
   const int64_t max_elems = int64_t(128256) * 4096;
   auto ctx_or = MatmulContext::create(s, max_elems);
@@ -207,25 +195,13 @@ int main(int argc, char** argv) {
       // As decode runs them: 20 calls (rotating copies) captured in one CUDA
       // graph, so launch gaps are the GPU's, not the host's; us per call.
       {
-        auto graph_us = [&](auto&& call) {
-          cudaGraph_t g;
-          cudaGraphExec_t ge;
-          CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-          for (int i = 0; i < 20; ++i) call(i);
-          CK(cudaStreamEndCapture(s, &g));
-          CK(cudaGraphInstantiate(&ge, g, 0));
-          Stats st = time_it(s, 2, 10, [&](int) { CK(cudaGraphLaunch(ge, s)); });
-          CK(cudaGraphExecDestroy(ge));
-          CK(cudaGraphDestroy(g));
-          return st.med * 1e3 / 20;
-        };
         char gl[768];
         int glen = std::snprintf(gl, sizeof gl,
                                  "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
         for (int ver : {2, 5, 6, 62, 68}) {
           if (ver >= 5 && !gemv_q8_supports(t)) continue;
           if (ver >= 6 && t == GgmlType::Q8_0) continue;
-          const double us = graph_us([&](int i) {
+          const double us = graph_us(s, 20, [&](int i) {
             if (ver == 2) {
               GemvParams gp{
                   static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, 1, 2};

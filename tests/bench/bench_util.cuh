@@ -1,7 +1,7 @@
 // What the GPU micro-benchmarks share: CUDA and Status checks that end the
 // bench with a message (a bench has nothing to recover), the event timer
 // (median, min, max of `reps` calls after `warm` untimed ones), random inputs.
-// defines: CK, ST, Stats, time_it(), randn()
+// defines: CK, ST, Stats, time_it(), randn(), d2d_bound_gbs(), graph_us()
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,4 +67,39 @@ inline std::vector<float> randn(size_t n, std::mt19937_64& r) {
   std::vector<float> v(n);
   for (auto& f : v) f = nd(r);
   return v;
+}
+
+// The device-memory bound: a 2 GiB cudaMemcpy D2D, bytes read + written over
+// the median of 20 copies, in GB/s; printed as the run's "bound" line.
+inline double d2d_bound_gbs(cudaStream_t s) {
+  const size_t cb = size_t(2) << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, cb));
+  CK(cudaMalloc(&b, cb));
+  CK(cudaMemset(a, 1, cb));
+  Stats cp =
+      time_it(s, 3, 20, [&](int) { CK(cudaMemcpyAsync(b, a, cb, cudaMemcpyDeviceToDevice, s)); });
+  const double bw = 2.0 * cb / (cp.med * 1e-3) / 1e9;
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  std::printf("bound: D2D copy %.0f GB/s (read+write, median of 20; min %.3f max %.3f ms)\n", bw,
+              cp.min, cp.max);
+  return bw;
+}
+
+// As decode runs kernels: n calls of call(i) captured in one CUDA graph, so
+// launch gaps are the GPU's, not the host's; the median of 10 launches, in
+// microseconds per call.
+template <typename F>
+double graph_us(cudaStream_t s, int n, F&& call) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < n; ++i) call(i);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  Stats st = time_it(s, 2, 10, [&](int) { CK(cudaGraphLaunch(ge, s)); });
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return st.med * 1e3 / n;
 }

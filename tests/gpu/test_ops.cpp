@@ -304,6 +304,10 @@ TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and p
   };
   std::vector<Case> cases;
   cases.push_back({"decode 1 token, long context (splits)", 8, 2, 64, 3000, 1, {2999}, {0}});
+  // The 8b's and the 70b's head groups (4 and 8 query heads a KV head) over
+  // several sub-ranges and splits, the last one partial.
+  cases.push_back({"decode 1 token, 8b heads, 5000 positions", 32, 8, 128, 5000, 1, {4999}, {0}});
+  cases.push_back({"decode 2 tokens, 70b heads", 64, 8, 128, 1500, 2, {1333, 77}, {0, 1}});
   cases.push_back({"decode 3 sequences", 4, 4, 128, 1200, 3, {1100, 5, 700}, {0, 1, 2}});
   cases.push_back({"decode head_dim 256, pos 0", 2, 1, 256, 300, 1, {0}, {0}});
   {
@@ -370,6 +374,20 @@ TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and p
                          << " max|diff|/max|ref|=" << d / max_abs(ref));
     CHECK(e < 1e-9);
     CHECK(d <= 1e-4 * max_abs(ref));
+
+    // Each decode kernel (attention_split_kernel, the grouped kernel's v4 and
+    // v5 forms): the same attention to f32 rounding.
+    for (int32_t kern : {3, 4, 5}) {
+      AttentionParams pk = p;
+      pk.kernel = kern;
+      part.poison();
+      dout.poison();
+      REQUIRE(attention_cuda(pk, nullptr).ok());
+      auto yk = dout.download();
+      CAPTURE(kern);
+      CHECK(nmse(yk, ref) < 1e-9);
+      CHECK(max_abs_diff(yk, ref) <= 1e-4 * max_abs(ref));
+    }
 
     // Chunks from each row's own length (chunk 0): the count the rule gives,
     // and others, each split at least kAttentionMinChunk, those past a row's
