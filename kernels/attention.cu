@@ -15,8 +15,12 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = kAttentionMaxHeadDim / 32;
 
-__device__ __forceinline__ float load_f32(const __half* p) { return __half2float(*p); }
-__device__ __forceinline__ float load_f32(const float* p) { return *p; }
+__device__ __forceinline__ float load_f32(const __half* p) {
+  return __half2float(*p);
+}
+__device__ __forceinline__ float load_f32(const float* p) {
+  return *p;
+}
 
 template <typename T>
 __global__ void attention_split_kernel(AttentionParams p) {
@@ -206,7 +210,8 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (p.n_split > 1) {
     const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
     const size_t smem = 3 * static_cast<size_t>(p.n_split) * sizeof(float);
-    if (smem > 48 * 1024) return make_error("attention: %d splits are too many to merge", p.n_split);
+    if (smem > 48 * 1024)
+      return make_error("attention: %d splits are too many to merge", p.n_split);
     LS_CUDA_TRY(launch_pdl(attention_reduce_kernel, g2, dim3(p.head_dim), smem, stream, p));
   }
   return ok();

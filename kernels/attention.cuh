@@ -45,11 +45,11 @@
 namespace ls {
 
 struct AttentionParams {
-  const float* q = nullptr;         // (n_tok, n_head * head_dim)
-  const void* k_cache = nullptr;    // this layer's pool (rows, n_embd_kv), f16 or f32
+  const float* q = nullptr;       // (n_tok, n_head * head_dim)
+  const void* k_cache = nullptr;  // this layer's pool (rows, n_embd_kv), f16 or f32
   const void* v_cache = nullptr;
-  KvPages pages;                  // the block table (device memory); null: (n_seq, n_ctx) rows
-  bool kv_f32 = false;            // the caches hold float, else __half
+  KvPages pages;                 // the block table (device memory); null: (n_seq, n_ctx) rows
+  bool kv_f32 = false;           // the caches hold float, else __half
   const int32_t* pos = nullptr;  // (n_tok) device
   const int32_t* seq = nullptr;  // (n_tok) device
   float* out = nullptr;          // (n_tok, n_head * head_dim)

@@ -60,7 +60,8 @@ __device__ __forceinline__ void load_n(const float* p, float (&f)[kPer]) {
 // (!kWide: 4 or 8 bytes a lane, a row a warp) waited on 16 round trips to
 // memory for the 64 rows a warp takes of a 256-position sub-range.
 template <typename T, int HD, int G, bool kWide>
-__global__ void __launch_bounds__(kThreads, kWide ? 4 : 1) attention_decode_kernel(AttentionParams p) {
+__global__ void __launch_bounds__(kThreads, kWide ? 4 : 1)
+    attention_decode_kernel(AttentionParams p) {
   constexpr int kWarps = kThreads / 32;
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
   constexpr int kPer = kWide ? 8 : HD / 32;
@@ -78,7 +79,8 @@ __global__ void __launch_bounds__(kThreads, kWide ? 4 : 1) attention_decode_kern
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int slot = lane / kLpr, dl = lane % kLpr;  // value phase: row slot, value group
   const int32_t KV = p.n_head_kv * HD;
-  const float* q = p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(kvh) * G * HD;
+  const float* q =
+      p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(kvh) * G * HD;
   for (int i = tid; i < G * HD; i += kThreads) q_sh[i / HD][i % HD] = q[i];
   if (tid < G) {
     m_sh[tid] = -FLT_MAX;
@@ -243,16 +245,20 @@ template <typename T, int HD, bool kWide>
 Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
   switch (p.n_head / p.n_head_kv) {
     case 1:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 1, kWide>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(
+          launch_pdl(attention_decode_kernel<T, HD, 1, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 2:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 2, kWide>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(
+          launch_pdl(attention_decode_kernel<T, HD, 2, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 4:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 4, kWide>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(
+          launch_pdl(attention_decode_kernel<T, HD, 4, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     default:
-      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, 8, kWide>, grid, dim3(kThreads), 0, stream, p));
+      LS_CUDA_TRY(
+          launch_pdl(attention_decode_kernel<T, HD, 8, kWide>, grid, dim3(kThreads), 0, stream, p));
       return ok();
   }
 }

@@ -384,8 +384,13 @@ constexpr int min_blocks(int nt) {
   return nt == 1 ? 8 : (nt == 2 ? 6 : 4);
 }
 
-template <GgmlType T, int NT, int KR, int XB>
-__global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Params p, int stages) {
+// kDirect ("v7", GemvQ8Params::version 7; Q4_K and Q5_K, whose blocks sit at
+// 16-byte offsets): no shared-memory stage; the lanes decode straight from
+// global memory, the KR rows' loads issued before their arithmetic, so the
+// bytes in flight are registers (hence 4 blocks an SM, not 8).
+template <GgmlType T, int NT, int KR, int XB, bool kDirect = false>
+__global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
+    gemv_q8_v5(GemvQ8Params p, int stages) {
   using U = V5<T>;
   constexpr int kTB = V5Tile<T, XB>::kBytes, kSR = V5Tile<T, XB>::kStageRow;
   constexpr int kTileXB = 32 * XB;                 // x-blocks per tile
@@ -438,18 +443,27 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
 
   // The first weights are on their way before the wait for x (the kernels
   // before this one write x; nothing in a step writes weights).
-  if (my_tiles > 0) issue(warp, wsm);
+  if (!kDirect && my_tiles > 0) issue(warp, wsm);
   pdl_wait();
   for (int i = 0; i < my_tiles; ++i) {
     const int tile = warp + i * n_warps;
     uint8_t* const st = wsm + (stages == 2 ? (i & 1) : 0) * KR * kSR;
-    if (stages == 2 && i + 1 < my_tiles) {
-      issue(tile + n_warps, wsm + ((i + 1) & 1) * KR * kSR);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
+    if constexpr (!kDirect) {
+      if (stages == 2 && i + 1 < my_tiles) {
+        issue(tile + n_warps, wsm + ((i + 1) & 1) * KR * kSR);
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncwarp();  // every lane's copies are visible to the warp
     }
-    __syncwarp();  // every lane's copies are visible to the warp
+    // Row r's bytes of this tile: the stage, or (kDirect) the row itself.
+    auto tile_src = [&](int r) -> const uint8_t* {
+      if constexpr (kDirect) return rowp[r] + static_cast<int64_t>(tile) * kTB;
+      const int mis = static_cast<int>(
+          reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
+      return st + r * kSR + mis;
+    };
     if constexpr (XB == 2) {
       // Super-block (lane >> 2) of the tile; x-blocks 8 (lane >> 2) + s0, + s1.
       const int64_t xb8 = static_cast<int64_t>(tile) * kTileXB + 8 * (lane >> 2);
@@ -471,10 +485,8 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
           }
 #pragma unroll
         for (int r = 0; r < KR; ++r) {
-          const int mis = static_cast<int>(
-              reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
           Dec d[2];
-          V5Pair<T>::decode2(st + r * kSR + mis, lane, d[0], d[1]);
+          V5Pair<T>::decode2(tile_src(r), lane, d[0], d[1]);
 #pragma unroll
           for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -488,11 +500,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
     }
     const int64_t xb = static_cast<int64_t>(tile) * 32 + lane;
     if (XB == 1 && xb < n_xb) {
-      auto decode_row = [&](int r, Dec& d) {
-        const int mis = static_cast<int>(
-            reinterpret_cast<uintptr_t>(rowp[r] + static_cast<int64_t>(tile) * kTB) & 15);
-        U::decode(st + r * kSR + mis, lane, d);
-      };
+      auto decode_row = [&](int r, Dec& d) { U::decode(tile_src(r), lane, d); };
       auto load_x = [&](int t, int(&xv)[8], float2& ds) {
         const int4* xq = reinterpret_cast<const int4*>(p.x.q + t * p.n_in) + 2 * xb;
         const int4 xa = __ldg(xq), xc = __ldg(xq + 1);
@@ -534,8 +542,10 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
         }
       }
     }
-    __syncwarp();  // the stage is read before it is copied over again
-    if (stages == 1 && i + 1 < my_tiles) issue(tile + n_warps, wsm);
+    if constexpr (!kDirect) {
+      __syncwarp();  // the stage is read before it is copied over again
+      if (stages == 1 && i + 1 < my_tiles) issue(tile + n_warps, wsm);
+    }
   }
 
 #pragma unroll
@@ -560,7 +570,7 @@ __global__ void __launch_bounds__(kThreads, min_blocks(NT)) gemv_q8_v5(GemvQ8Par
   }
 }
 
-template <GgmlType T, int NT, int KR, int XB = 1>
+template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
   int64_t groups = (p.n_out + KR - 1) / KR;
@@ -571,16 +581,17 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   // tiles (n_in 4096 has 2), so no warp sits idle.
   const int n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
   const int stages = (n_tiles + n_warps - 1) / n_warps > 1 ? 2 : 1;
-  const size_t smem = static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
+  const size_t smem =
+      kDirect ? 0 : static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
   // The most any launch of this kernel asks for (4 warps, 2 stages).
   constexpr size_t kMaxSmem = static_cast<size_t>(kWarps) * 2 * KR * kSR;
   if (smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
-    static const cudaError_t e = cudaFuncSetAttribute(
-        gemv_q8_v5<T, NT, KR, XB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-        static_cast<int>(kMaxSmem));
+    static const cudaError_t e = cudaFuncSetAttribute(gemv_q8_v5<T, NT, KR, XB, kDirect>,
+                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
-  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB>, dim3(static_cast<unsigned>(groups)),
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect>, dim3(static_cast<unsigned>(groups)),
                          dim3(32 * n_warps), smem, stream, p, stages));
   return ok();
 }
@@ -592,6 +603,24 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
                       (long long)p.n_in, V5<T>::kBlockValues);
   if (p.lane_blocks != 0 && p.lane_blocks != 1 && p.lane_blocks != 2)
     return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
+  if (p.version != 0 && p.version != 7)
+    return make_error("gemv_q8: version %d (0 or 7)", p.version);
+  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+    if (p.version == 7) {  // v7: the direct form, n_tok 1-2, 4 rows a block (2, 8 as variants)
+      if (p.n_tok > 2) return make_error("gemv_q8: version 7 takes n_tok <= 2");
+      if (p.rows != 0 && (p.n_tok != 1 || (p.rows != 2 && p.rows != 8 && p.rows != 4)))
+        return make_error("gemv_q8: version 7 takes 2 or 8 rows a block only at n_tok 1");
+      if (p.lane_blocks == 1)
+        return p.n_tok == 1 ? launch<T, 1, 4, 1, true>(p, stream)
+                            : launch<T, 2, 4, 1, true>(p, stream);
+      if (p.rows == 2) return launch<T, 1, 2, 2, true>(p, stream);
+      if (p.rows == 8) return launch<T, 1, 8, 2, true>(p, stream);
+      return p.n_tok == 1 ? launch<T, 1, 4, 2, true>(p, stream)
+                          : launch<T, 2, 4, 2, true>(p, stream);
+    }
+  } else {
+    if (p.version == 7) return make_error("gemv_q8: version 7 is for Q4_K and Q5_K");
+  }
   if constexpr (has_pair<T>()) {
     if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)
       return p.n_tok == 1 ? launch<T, 1, 4, 2>(p, stream) : launch<T, 2, 4, 2>(p, stream);

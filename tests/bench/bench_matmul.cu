@@ -15,6 +15,8 @@
 // whose total exceeds the 60 MB L2 several times, so decode reads DRAM.
 // Weights: 64 rows of random floats quantized with quantize_row, tiled.
 // Usage: ls_bench_matmul [out.json]
+//        ls_bench_matmul --graph   (the bound and the graph x20 lines only:
+//                                   each decode GEMV form as decode runs it)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 using namespace ls;
 
 int main(int argc, char** argv) {
+  const bool graph_only = argc > 1 && std::string(argv[1]) == "--graph";
   std::mt19937_64 rng(1234);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
   std::printf("GEMM backend: %s\n", ctx.gemm_backend());
 
   // Bound 2: an 8192^3 f16 GEMM through the same call the prefill path uses.
-  {
+  if (!graph_only) {
     const int64_t n = 8192;
     uint16_t *w16, *x16;
     float* y;
@@ -130,6 +133,64 @@ int main(int argc, char** argv) {
       ActQ8Device xq{};
       CK(cudaMalloc(&xq.q, size_t(8) * sh.n_in));
       CK(cudaMalloc(&xq.ds, size_t(8) * sh.n_in / 32 * sizeof(float2)));
+      auto run_graph = [&] {
+        // As decode runs them: 20 calls (rotating copies) captured in one CUDA
+        // graph, so launch gaps are the GPU's, not the host's; us per call.
+        {
+          char gl[1024];
+          int glen = std::snprintf(gl, sizeof gl,
+                                   "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
+          // v7*: the direct form (GemvQ8Params::version 7; Q4_K, Q5_K): v7 its
+          // default (4 rows, two x-blocks a lane), v72 / v78 2 and 8 rows, v71
+          // one x-block a lane.
+          for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71}) {
+            if (ver >= 5 && !gemv_q8_supports(t)) continue;
+            if (ver >= 6 && t == GgmlType::Q8_0) continue;
+            if (ver >= 7 && t != GgmlType::Q4_K && t != GgmlType::Q5_K) continue;
+            const double us = graph_us(s, 20, [&](int i) {
+              if (ver == 2) {
+                GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),
+                              dx,
+                              dy,
+                              sh.n_in,
+                              sh.n_out,
+                              rb,
+                              1,
+                              2};
+                ST(gemv_q_f32_launch(t, gp, s));
+              } else {
+                ST(quantize_act_q8_cuda(dx, 1, sh.n_in, xq, s));
+                GemvQ8Params gp{static_cast<const uint8_t*>(dw[i % copies]),
+                                xq,
+                                dy,
+                                sh.n_in,
+                                sh.n_out,
+                                rb,
+                                1,
+                                ver == 62 || ver == 72 ? 2 : (ver == 68 || ver == 78 ? 8 : 0),
+                                ver == 5 || ver == 71 ? 1 : 2};
+                gp.version = ver >= 7 ? 7 : 0;
+                ST(gemv_q8_launch(t, gp, s));
+              }
+            });
+            const double g = bytes / (us * 1e-6) / 1e9;
+            glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d %6.1f us %5.0f GB/s %.2f |",
+                                  ver, us, g, g / bw);
+          }
+          multi_rows.push_back(gl);
+          std::printf("%s\n", gl);
+          std::fflush(stdout);
+        }
+      };
+      if (graph_only) {
+        run_graph();
+        CK(cudaFree(xq.q));
+        CK(cudaFree(xq.ds));
+        for (auto p : dw) CK(cudaFree(p));
+        CK(cudaFree(dx));
+        CK(cudaFree(dy));
+        continue;
+      }
       for (int ver : {2, 4, 5, 52, 58, 6, 62, 68}) {
         if (ver >= 5 && !gemv_q8_supports(t)) continue;
         if (ver >= 6 && ver != 52 && ver != 58 && t == GgmlType::Q8_0)
@@ -192,42 +253,7 @@ int main(int argc, char** argv) {
         std::printf("%s\n", multi);
         std::fflush(stdout);
       }
-      // As decode runs them: 20 calls (rotating copies) captured in one CUDA
-      // graph, so launch gaps are the GPU's, not the host's; us per call.
-      {
-        char gl[768];
-        int glen = std::snprintf(gl, sizeof gl,
-                                 "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
-        for (int ver : {2, 5, 6, 62, 68}) {
-          if (ver >= 5 && !gemv_q8_supports(t)) continue;
-          if (ver >= 6 && t == GgmlType::Q8_0) continue;
-          const double us = graph_us(s, 20, [&](int i) {
-            if (ver == 2) {
-              GemvParams gp{
-                  static_cast<const uint8_t*>(dw[i % copies]), dx, dy, sh.n_in, sh.n_out, rb, 1, 2};
-              ST(gemv_q_f32_launch(t, gp, s));
-            } else {
-              ST(quantize_act_q8_cuda(dx, 1, sh.n_in, xq, s));
-              GemvQ8Params gp{static_cast<const uint8_t*>(dw[i % copies]),
-                              xq,
-                              dy,
-                              sh.n_in,
-                              sh.n_out,
-                              rb,
-                              1,
-                              ver == 62 ? 2 : (ver == 68 ? 8 : 0),
-                              ver >= 6 ? 2 : 1};
-              ST(gemv_q8_launch(t, gp, s));
-            }
-          });
-          const double g = bytes / (us * 1e-6) / 1e9;
-          glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d %6.1f us %5.0f GB/s %.2f |", ver,
-                                us, g, g / bw);
-        }
-        multi_rows.push_back(gl);
-        std::printf("%s\n", gl);
-        std::fflush(stdout);
-      }
+      run_graph();
       CK(cudaFree(xq.q));
       CK(cudaFree(xq.ds));
       Stats pf = time_it(s, 3, 20, [&](int i) {
@@ -281,7 +307,7 @@ int main(int argc, char** argv) {
       "n_tok=512 ms | TF/s | cuBLAS same-shape TF/s | ratio |\n");
   for (auto& r : rows) std::printf("%s\n", r.c_str());
   for (auto& r : multi_rows) std::printf("%s\n", r.c_str());
-  if (argc > 1) {
+  if (argc > 1 && !graph_only) {
     FILE* f = std::fopen(argv[1], "w");
     if (f) {
       std::fputs(json.c_str(), f);

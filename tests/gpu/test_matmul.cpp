@@ -453,21 +453,23 @@ struct ActQ8Buf {
 // y = v5(W, x) with y poisoned; quantizes x on the device first.
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
-                          const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s) {
+                          const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s,
+                          int version = 0) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
   ls::Status st = ls::quantize_act_q8_cuda(dx.as<float>(), n_tok, n_in, xq.dev(), s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
-  const ls::GemvQ8Params p{dw.as<uint8_t>(),
-                           xq.dev(),
-                           dy.as<float>(),
-                           n_in,
-                           n_out,
-                           static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
-                           static_cast<int>(n_tok),
-                           rows,
-                           lane_blocks};
+  ls::GemvQ8Params p{dw.as<uint8_t>(),
+                     xq.dev(),
+                     dy.as<float>(),
+                     n_in,
+                     n_out,
+                     static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
+                     static_cast<int>(n_tok),
+                     rows,
+                     lane_blocks};
+  p.version = version;
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -570,16 +572,21 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           const double scale = term_scale(hw, x, n_tok);
           // (rows, lane_blocks): the default; 2 and 8 rows at n_tok 1; two
           // x-blocks per lane (K-quants, n_tok <= 2).
-          const int variants[4][2] = {{0, 1}, {2, 1}, {8, 1}, {0, 2}};
+          // Version 7: the direct form (Q4_K, Q5_K; n_tok <= 2), its default,
+          // 2 and 8 rows, one x-block per lane.
+          const int variants[8][3] = {{0, 1, 0}, {2, 1, 0}, {8, 1, 0}, {0, 2, 0},
+                                      {0, 2, 7}, {2, 2, 7}, {8, 2, 7}, {0, 1, 7}};
           for (const auto& vr : variants) {
-            const int rows = vr[0], lb = vr[1];
+            const int rows = vr[0], lb = vr[1], ver = vr[2];
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
-            const std::vector<float> y = run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s);
+            if (ver == 7 && (n_tok > 2 || (t != GgmlType::Q4_K && t != GgmlType::Q5_K))) continue;
+            const std::vector<float> y =
+                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
-                 " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
+                 " version ", ver, " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok,
+                 " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             CHECK(rq.unwritten == 0);
             CHECK(rq.nmse <= kQ8RefThreshold);
             CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);

@@ -294,7 +294,8 @@ std::vector<float> attention_ref(const std::vector<float>& q, const std::vector<
 
 }  // namespace
 
-TEST_CASE("cuda ops: attention over the f16 and f32 caches, decode (split) and prefill (causal), GQA") {
+TEST_CASE(
+    "cuda ops: attention over the f16 and f32 caches, decode (split) and prefill (causal), GQA") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(21);
   struct Case {
