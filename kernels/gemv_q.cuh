@@ -31,7 +31,7 @@ Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream
 // v5 (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs; 5 pins
 // v5's one x-block per lane (GemvQ8Params::lane_blocks 1) where the default
 // takes two (the K-quants at n_tok <= 2, "v6" in the measurements); 7 the
-// direct form of kernels/gemv_q8.cu for Q4_K and Q5_K at n_tok <= 2.
+// direct form of kernels/gemv_q8.cu for the K-quants at n_tok <= 2.
 int gemv_env_version();
 
 }  // namespace ls

@@ -384,10 +384,14 @@ constexpr int min_blocks(int nt) {
   return nt == 1 ? 8 : (nt == 2 ? 6 : 4);
 }
 
-// kDirect ("v7", GemvQ8Params::version 7; Q4_K and Q5_K, whose blocks sit at
-// 16-byte offsets): no shared-memory stage; the lanes decode straight from
-// global memory, the KR rows' loads issued before their arithmetic, so the
-// bytes in flight are registers (hence 4 blocks an SM, not 8).
+// kDirect ("v7", GemvQ8Params::version 7; the K-quants): no shared-memory
+// stage; the lanes decode straight from global memory, the KR rows' loads
+// issued before their arithmetic, so the bytes in flight are registers
+// (hence 4 blocks an SM, not 8). Every read stays inside its super-block:
+// Q4_K / Q5_K rows are 16-byte aligned; Q6_K's funnel-shifted words
+// (lds_words) end at most 4 bytes past a range that ends 14 or more bytes
+// before the block's end. (Q8_0 and Q4_0 would read past their block: they
+// keep the stage.)
 template <GgmlType T, int NT, int KR, int XB, bool kDirect = false>
 __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
@@ -404,9 +408,17 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   const uint8_t* W = p.w;
   float* Y = p.y;
   int64_t n_out = p.n_out, g = blockIdx.x;
-  for (int i = 0; i < p.n_more && g >= (n_out + KR - 1) / KR; ++i) {
-    g -= (n_out + KR - 1) / KR;
-    W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
+  // Unrolled, so p.more[i] is read from the parameter space: a loop with a
+  // run-time index made every thread copy p to local memory (128 bytes).
+  bool found = false;
+#pragma unroll
+  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {
+    if (!found && i < p.n_more && g >= (n_out + KR - 1) / KR) {
+      g -= (n_out + KR - 1) / KR;
+      W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
+    } else {
+      found = true;
+    }
   }
   const int64_t row0 = g * KR;
   const uint8_t* rowp[KR];
@@ -605,7 +617,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
     return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
   if (p.version != 0 && p.version != 7)
     return make_error("gemv_q8: version %d (0 or 7)", p.version);
-  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K) {
+  if constexpr (has_pair<T>()) {
     if (p.version == 7) {  // v7: the direct form, n_tok 1-2, 4 rows a block (2, 8 as variants)
       if (p.n_tok > 2) return make_error("gemv_q8: version 7 takes n_tok <= 2");
       if (p.rows != 0 && (p.n_tok != 1 || (p.rows != 2 && p.rows != 8 && p.rows != 4)))
@@ -619,7 +631,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
                           : launch<T, 2, 4, 2, true>(p, stream);
     }
   } else {
-    if (p.version == 7) return make_error("gemv_q8: version 7 is for Q4_K and Q5_K");
+    if (p.version == 7) return make_error("gemv_q8: version 7 is for Q4_K, Q5_K and Q6_K");
   }
   if constexpr (has_pair<T>()) {
     if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)

@@ -392,7 +392,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
     // A/B: the direct form (no shared-memory stage) where it applies.
     if (gemv_env_version() == 7 && n_tok <= 2 &&
-        (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K))
+        (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K))
       p.version = 7;
     for (int i = 0; i < n_more; ++i)
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};

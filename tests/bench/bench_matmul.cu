@@ -140,13 +140,13 @@ int main(int argc, char** argv) {
           char gl[1024];
           int glen = std::snprintf(gl, sizeof gl,
                                    "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
-          // v7*: the direct form (GemvQ8Params::version 7; Q4_K, Q5_K): v7 its
+          // v7*: the direct form (GemvQ8Params::version 7; the K-quants): v7 its
           // default (4 rows, two x-blocks a lane), v72 / v78 2 and 8 rows, v71
           // one x-block a lane.
           for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71}) {
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (ver >= 6 && t == GgmlType::Q8_0) continue;
-            if (ver >= 7 && t != GgmlType::Q4_K && t != GgmlType::Q5_K) continue;
+            if (ver >= 7 && t == GgmlType::Q8_0) continue;
             const double us = graph_us(s, 20, [&](int i) {
               if (ver == 2) {
                 GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),

@@ -572,7 +572,7 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           const double scale = term_scale(hw, x, n_tok);
           // (rows, lane_blocks): the default; 2 and 8 rows at n_tok 1; two
           // x-blocks per lane (K-quants, n_tok <= 2).
-          // Version 7: the direct form (Q4_K, Q5_K; n_tok <= 2), its default,
+          // Version 7: the direct form (K-quants; n_tok <= 2), its default,
           // 2 and 8 rows, one x-block per lane.
           const int variants[8][3] = {{0, 1, 0}, {2, 1, 0}, {8, 1, 0}, {0, 2, 0},
                                       {0, 2, 7}, {2, 2, 7}, {8, 2, 7}, {0, 1, 7}};
@@ -580,7 +580,7 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
             const int rows = vr[0], lb = vr[1], ver = vr[2];
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
-            if (ver == 7 && (n_tok > 2 || (t != GgmlType::Q4_K && t != GgmlType::Q5_K))) continue;
+            if (ver == 7 && (n_tok > 2 || !is_k_quant(t))) continue;
             const std::vector<float> y =
                 run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
