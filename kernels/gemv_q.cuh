@@ -28,10 +28,11 @@ Status gemv_q_f32_launch(GgmlType type, const GemvParams& p, cudaStream_t stream
 
 // LS_GEMV_VERSION from the environment (read once; 0 when unset): 2 pins
 // v2 for every decode GEMV, including the types whose default is the int8
-// v5 (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs; 5 pins
-// v5's one x-block per lane (GemvQ8Params::lane_blocks 1) where the default
-// takes two (the K-quants at n_tok <= 2, "v6" in the measurements); 7 the
-// direct form of kernels/gemv_q8.cu for the K-quants at n_tok <= 2.
+// GEMV (kernels/gemv_q8.cu, dispatched by matmul_cuda), for A/B runs; 5 pins
+// its one x-block per lane (GemvQ8Params::lane_blocks 1) where the default
+// takes two (the K-quants at n_tok <= 2); 6 keeps the shared-memory stage
+// (two x-blocks a lane) where the default (0 or 7) decodes the K-quants at
+// n_tok <= 2 straight from global memory (GemvQ8Params::version 7).
 int gemv_env_version();
 
 }  // namespace ls

@@ -74,6 +74,14 @@
 // groups, the next group's copy in flight during the current one's
 // arithmetic) was measured slower on the 8b's shapes (gate|up 38.6 vs ~31
 // us, 2026-12-02 call 2) and dropped.
+//
+// Session 12 (bench/results/2026-12-02-h200-s12.md): every kernel here
+// copied its parameters to local memory (a 128-byte stack frame: the loop
+// choosing the launch's matrix indexed p.more at run time); unrolling that
+// loop took the 8b Q4_K_M decode from 290 to 360 tok/s. And the direct form
+// (kDirect, "v7", below) is the default for the K-quants at n_tok <= 2:
+// +6 % on the 8b decode (383 tok/s), graph-timed Q4_K gate/up 15.3 -> 12.5
+// us, Q6_K down 24.1 -> 19.4 us.
 // defines: gemv_q8_supports, gemv_q8_launch
 #include "kernels/gemv_q8.cuh"
 

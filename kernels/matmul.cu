@@ -390,8 +390,12 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
                    row_bytes,
                    static_cast<int>(n_tok)};
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
-    // A/B: the direct form (no shared-memory stage) where it applies.
-    if (gemv_env_version() == 7 && n_tok <= 2 &&
+    // The direct form (v7: no shared-memory stage) where it applies, the
+    // default since session 12 (8b Q4_K_M decode +6 %, every K-quant shape of
+    // the 8b as fast or faster: bench/results/2026-12-02-h200-s12.md);
+    // LS_GEMV_VERSION=6 (or 5) keeps the staged form for A/B.
+    const int env = gemv_env_version();
+    if ((env == 0 || env == 7) && n_tok <= 2 &&
         (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K))
       p.version = 7;
     for (int i = 0; i < n_more; ++i)
