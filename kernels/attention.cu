@@ -193,16 +193,15 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
   // The grouped-query decode kernel where it applies; LS_ATTENTION_KERNEL=3
-  // or 4 picks an earlier one (A/B).
+  // picks the per-head one (A/B).
   static const int32_t env_kernel = [] {
     const char* e = std::getenv("LS_ATTENTION_KERNEL");
     return e ? std::atoi(e) : 0;
   }();
   const int32_t kernel = p.kernel != 0 ? p.kernel : (env_kernel != 0 ? env_kernel : 5);
-  if (kernel != 3 && kernel != 4 && kernel != 5)
-    return make_error("attention: decode kernel %d (3, 4 or 5)", kernel);
-  if (kernel != 3 && attention_decode_supported(p)) {
-    LS_TRY(attention_decode_cuda(p, kernel == 5, stream));
+  if (kernel != 3 && kernel != 5) return make_error("attention: decode kernel %d (3 or 5)", kernel);
+  if (kernel == 5 && attention_decode_supported(p)) {
+    LS_TRY(attention_decode_cuda(p, stream));
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else

@@ -62,9 +62,9 @@ struct AttentionParams {
   int32_t n_split = 1;       // attention_splits_dynamic() for chunk 0, else attention_splits()
   bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
   // Decode kernel (A/B, tests, benches): 0 the default (LS_ATTENTION_KERNEL
-  // overrides it: 3, 4 or 5), 3 attention_split_kernel (a block a query head),
-  // 4 and 5 the grouped kernel of kernels/attention_decode.cuh (5: 16-byte
-  // value loads, the default).
+  // overrides it), 3 attention_split_kernel (a block a query head), 5 the
+  // grouped kernel of kernels/attention_decode.cuh (the default where it
+  // applies).
   int32_t kernel = 0;
 };
 

@@ -29,42 +29,15 @@ __device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
   f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
 }
 
-// kPer consecutive values of a cache row as floats (kPer 2 or 4).
-template <int kPer>
-__device__ __forceinline__ void load_n(const __half* p, float (&f)[kPer]) {
-  if constexpr (kPer == 4) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
-    const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
-    f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
-  } else {
-    const float2 a = __half22float2(*reinterpret_cast<const __half2*>(p));
-    f[0] = a.x, f[1] = a.y;
-  }
-}
-template <int kPer>
-__device__ __forceinline__ void load_n(const float* p, float (&f)[kPer]) {
-  if constexpr (kPer == 4) {
-    const float4 a = *reinterpret_cast<const float4*>(p);
-    f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w;
-  } else {
-    const float2 a = *reinterpret_cast<const float2*>(p);
-    f[0] = a.x, f[1] = a.y;
-  }
-}
-
-// kWide (v5, the default): the two positions of a thread's score phase
-// load together, and the value phase reads 16 bytes a lane (HD / 8 lanes a
-// row, 32 / (HD / 8) rows a warp instruction, 4 instructions unrolled), so a
-// warp has 8 (HD 128) to 16 (HD 64) rows in flight instead of 4: the v4 form
-// (!kWide: 4 or 8 bytes a lane, a row a warp) waited on 16 round trips to
-// memory for the 64 rows a warp takes of a 256-position sub-range.
-template <typename T, int HD, int G, bool kWide>
-__global__ void __launch_bounds__(kThreads, kWide ? 4 : 1)
-    attention_decode_kernel(AttentionParams p) {
+// See attention_decode.cuh for the phases; why each is shaped so: the
+// v4 form (until session 12) read values 8 bytes a lane, a row a warp
+// instruction, one position a thread at a time, without a register bound:
+// 255 registers, spills, and 16 round trips to memory for a warp's 64 rows.
+template <typename T, int HD, int G>
+__global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(AttentionParams p) {
   constexpr int kWarps = kThreads / 32;
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
-  constexpr int kPer = kWide ? 8 : HD / 32;
+  constexpr int kPer = 8;
   constexpr int kLpr = HD / kPer, kRpw = 32 / kLpr;
   static_assert(kSub == 2 * kThreads, "the score phase takes two positions a thread");
   __shared__ float q_sh[G][HD];
@@ -101,68 +74,46 @@ __global__ void __launch_bounds__(kThreads, kWide ? 4 : 1)
   for (int32_t c0 = begin; c0 < end; c0 += kSub) {
     const int n = min(kSub, end - c0);
     // 1. Scores, a thread per position: positions tid and tid + kThreads.
-    if constexpr (kWide) {
-      int64_t row[2];
-      bool has[2];
+    int64_t row[2];
+    bool has[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int i = tid + u * kThreads;
+      has[u] = i < n;
+      row[u] = has[u] ? kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV : 0;
+      if (has[u]) row_sh[i] = row[u];
+    }
+    float d[2][G];
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+#pragma unroll
+      for (int g = 0; g < G; ++g) d[u][g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < HD; e += 8) {
+      float kf[2][8];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
-        const int i = tid + u * kThreads;
-        has[u] = i < n;
-        row[u] = has[u] ? kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV : 0;
-        if (has[u]) row_sh[i] = row[u];
-      }
-      float d[2][G];
+        if (has[u]) {
+          load8(kc + row[u] + e, kf[u]);
+        } else {
 #pragma unroll
-      for (int u = 0; u < 2; ++u)
-#pragma unroll
-        for (int g = 0; g < G; ++g) d[u][g] = 0.0f;
-#pragma unroll
-      for (int e = 0; e < HD; e += 8) {
-        float kf[2][8];
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          if (has[u]) {
-            load8(kc + row[u] + e, kf[u]);
-          } else {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) kf[u][j] = 0.0f;
-          }
+          for (int j = 0; j < 8; ++j) kf[u][j] = 0.0f;
         }
-#pragma unroll
-        for (int g = 0; g < G; ++g)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const float qv = q_sh[g][e + j];
-            d[0][g] = fmaf(qv, kf[0][j], d[0][g]);
-            d[1][g] = fmaf(qv, kf[1][j], d[1][g]);
-          }
       }
 #pragma unroll
-      for (int u = 0; u < 2; ++u)
-        if (has[u])
+      for (int g = 0; g < G; ++g)
 #pragma unroll
-          for (int g = 0; g < G; ++g) s_sh[g][tid + u * kThreads] = d[u][g] * p.scale;
-    } else {
-      for (int i = tid; i < n; i += kThreads) {
-        const int64_t row = kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV;
-        row_sh[i] = row;
-        const T* k = kc + row;
-        float d[G];
-#pragma unroll
-        for (int g = 0; g < G; ++g) d[g] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < HD; e += 8) {
-          float kf[8];
-          load8(k + e, kf);
-#pragma unroll
-          for (int g = 0; g < G; ++g)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) d[g] = fmaf(q_sh[g][e + j], kf[j], d[g]);
+        for (int j = 0; j < 8; ++j) {
+          const float qv = q_sh[g][e + j];
+          d[0][g] = fmaf(qv, kf[0][j], d[0][g]);
+          d[1][g] = fmaf(qv, kf[1][j], d[1][g]);
         }
-#pragma unroll
-        for (int g = 0; g < G; ++g) s_sh[g][i] = d[g] * p.scale;
-      }
     }
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+      if (has[u])
+#pragma unroll
+        for (int g = 0; g < G; ++g) s_sh[g][tid + u * kThreads] = d[u][g] * p.scale;
     __syncthreads();
     // 2. Per head (a warp each): the running max, the rescale, p and l.
     for (int g = warp; g < G; g += kWarps) {
@@ -197,10 +148,7 @@ __global__ void __launch_bounds__(kThreads, kWide ? 4 : 1)
 #pragma unroll 4
     for (int i = warp * kRpw + slot; i < n; i += kWarps * kRpw) {
       float v[kPer];
-      if constexpr (kPer == 8)
-        load8(vc + row_sh[i], v);
-      else
-        load_n<kPer>(vc + row_sh[i], v);
+      load8(vc + row_sh[i], v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float w = s_sh[g][i];
@@ -241,24 +189,24 @@ __global__ void __launch_bounds__(kThreads, kWide ? 4 : 1)
   }
 }
 
-template <typename T, int HD, bool kWide>
+template <typename T, int HD>
 Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
   switch (p.n_head / p.n_head_kv) {
     case 1:
       LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 1, kWide>, grid, dim3(kThreads), 0, stream, p));
+          launch_pdl(attention_decode_kernel<T, HD, 1>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 2:
       LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 2, kWide>, grid, dim3(kThreads), 0, stream, p));
+          launch_pdl(attention_decode_kernel<T, HD, 2>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     case 4:
       LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 4, kWide>, grid, dim3(kThreads), 0, stream, p));
+          launch_pdl(attention_decode_kernel<T, HD, 4>, grid, dim3(kThreads), 0, stream, p));
       return ok();
     default:
       LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 8, kWide>, grid, dim3(kThreads), 0, stream, p));
+          launch_pdl(attention_decode_kernel<T, HD, 8>, grid, dim3(kThreads), 0, stream, p));
       return ok();
   }
 }
@@ -271,24 +219,17 @@ bool attention_decode_supported(const AttentionParams& p) {
          p.n_head % p.n_head_kv == 0 && (g == 1 || g == 2 || g == 4 || g == 8);
 }
 
-Status attention_decode_cuda(const AttentionParams& p, bool wide, cudaStream_t stream) {
+Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (!attention_decode_supported(p))
     return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
                       p.n_head, p.n_head_kv);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
-  if (wide) {
-    if (p.kv_f32)
-      return p.head_dim == 64 ? launch_hd<float, 64, true>(p, grid, stream)
-                              : launch_hd<float, 128, true>(p, grid, stream);
-    return p.head_dim == 64 ? launch_hd<__half, 64, true>(p, grid, stream)
-                            : launch_hd<__half, 128, true>(p, grid, stream);
-  }
   if (p.kv_f32)
-    return p.head_dim == 64 ? launch_hd<float, 64, false>(p, grid, stream)
-                            : launch_hd<float, 128, false>(p, grid, stream);
-  return p.head_dim == 64 ? launch_hd<__half, 64, false>(p, grid, stream)
-                          : launch_hd<__half, 128, false>(p, grid, stream);
+    return p.head_dim == 64 ? launch_hd<float, 64>(p, grid, stream)
+                            : launch_hd<float, 128>(p, grid, stream);
+  return p.head_dim == 64 ? launch_hd<__half, 64>(p, grid, stream)
+                          : launch_hd<__half, 128>(p, grid, stream);
 }
 
 }  // namespace ls

@@ -20,12 +20,12 @@
 //      unrolled; the rows' addresses come from step 1 (shared memory), so
 //      no load waits for a block-table load; the row slots' and the warps'
 //      sums meet at the end.
-// v5 (the default) against v4 (AttentionParams::kernel 4: a row a warp,
-// 8 bytes a lane, one position a thread at a time, no register bound): v4
-// used 255 registers and spilled 1.3 to 3.4 KB a thread (G 4 and 8), and its
-// warps waited on 16 round trips to memory for their 64 rows of a sub-range.
-// ls_bench_attention, 8b heads: 16k positions 122 -> 33 us, 1k 30 -> 15.5 us
-// (bench/results/2026-12-02-h200-s12.md).
+// This is v5. v4 (until session 12: a row a warp, 8 bytes a lane, one
+// position a thread at a time, no register bound) used 255 registers and
+// spilled 1.3 to 3.4 KB a thread (G 4 and 8), and its warps waited on 16
+// round trips to memory for their 64 rows of a sub-range.
+// ls_bench_attention, 8b heads: 16k positions 122 -> 33 us, 1k 30 -> 15.5
+// us (bench/results/2026-12-02-h200-s12.md); slower nowhere, so removed.
 // Then out = acc / l (one split), or the split's (M, l, acc) record that
 // attention_reduce_kernel merges, in attention_split_kernel's layout.
 // Exact softmax within a sub-range, rescaled between sub-ranges: the same
@@ -46,8 +46,7 @@ inline constexpr int32_t kAttentionDecodeSub = 256;
 // head_dim 64 or 128, n_head / n_head_kv in {1, 2, 4, 8}.
 bool attention_decode_supported(const AttentionParams& p);
 
-// attention_cuda's first pass (the reduce pass of n_split > 1 stays there);
-// wide: 16-byte value loads, two positions a thread loaded together (v5).
-Status attention_decode_cuda(const AttentionParams& p, bool wide, cudaStream_t stream);
+// attention_cuda's first pass (the reduce pass of n_split > 1 stays there).
+Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace ls
