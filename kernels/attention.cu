@@ -200,8 +200,14 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   }();
   const int32_t kernel = p.kernel != 0 ? p.kernel : (env_kernel != 0 ? env_kernel : 5);
   if (kernel != 3 && kernel != 5) return make_error("attention: decode kernel %d (3 or 5)", kernel);
+  static const bool env_prefetch = [] {
+    const char* e = std::getenv("LS_ATTENTION_PREFETCH");
+    return e && std::string(e) == "1";
+  }();
   if (kernel == 5 && attention_decode_supported(p)) {
-    LS_TRY(attention_decode_cuda(p, stream));
+    AttentionParams pk = p;
+    pk.prefetch = p.prefetch || env_prefetch;
+    LS_TRY(attention_decode_cuda(pk, stream));
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else

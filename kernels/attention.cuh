@@ -66,6 +66,11 @@ struct AttentionParams {
   // grouped kernel of kernels/attention_decode.cuh (the default where it
   // applies).
   int32_t kernel = 0;
+  // The grouped kernel, before it waits for the kernel that writes q (PDL):
+  // L2 prefetches of its first sub-range's key and value rows, so their
+  // loads overlap that wait. A hint only: the rows are read again after the
+  // wait. Off by default until measured (LS_ATTENTION_PREFETCH=1 turns it on).
+  bool prefetch = false;
 };
 
 inline constexpr int32_t kAttentionChunk = 256;

@@ -29,6 +29,10 @@ __device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
   f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
 }
 
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // See attention_decode.cuh for the phases; why each is shaped so: the
 // v4 form (until session 12) read values 8 bytes a lane, a row a warp
 // instruction, one position a thread at a time, without a register bound:
@@ -46,6 +50,28 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   __shared__ float m_sh[G], l_sh[G], c_sh[G];
   __shared__ float red_sh[kWarps][G][HD];
   pdl_trigger();
+  if (p.prefetch) {
+    // Host-written before the step: the positions and the block table. A
+    // row's bytes in 128-byte lines, for keys and values; rows of positions
+    // the table does not map (-1) are skipped.
+    const int64_t tk = blockIdx.z;
+    int32_t b0, e0;
+    attention_split_range(p, blockIdx.x, p.pos[tk], b0, e0);
+    const int n0 = min(kSub, e0 - b0);
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int i = threadIdx.x + u * kThreads;
+      if (i >= n0) continue;
+      const int64_t r = kv_page_row(p.pages, p.n_ctx, p.seq[tk], b0 + i);
+      if (r < 0) continue;
+      const int64_t off = r * p.n_head_kv * HD + static_cast<int64_t>(blockIdx.y) * HD;
+#pragma unroll
+      for (int b = 0; b < static_cast<int>(HD * sizeof(T)); b += 128) {
+        prefetch_l2(reinterpret_cast<const char*>(static_cast<const T*>(p.k_cache) + off) + b);
+        prefetch_l2(reinterpret_cast<const char*>(static_cast<const T*>(p.v_cache) + off) + b);
+      }
+    }
+  }
   pdl_wait();
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;

@@ -8,12 +8,12 @@
 // step's weights pass through L2 between one layer's attention calls).
 // GB/s counts the K and V bytes the call must read (positions x KV width x 2
 // bytes x 2), the ratio is to the bound. Rows: each decode kernel
-// (AttentionParams::kernel 3 and 5) with the fixed chunks of 256 positions
-// and with chunks cut from the row's length (chunk 0), paged through a block
-// table as the engine's cache is.
+// (AttentionParams::kernel 3 and 5; 6: 5 with AttentionParams::prefetch) with the fixed chunks of
+// 256 positions and with chunks cut from the row's length (chunk 0), paged through a block table as
+// the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits, for choosing attention_splits_dynamic's rule.
-// Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits]
+// Usage: ls_bench_attention [kernels, e.g. 3,5,6] [--splits]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -31,7 +31,7 @@
 using namespace ls;
 
 int main(int argc, char** argv) {
-  std::vector<int> kernels = {3, 5};
+  std::vector<int> kernels = {3, 5, 6};
   bool sweep = false;
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--splits") {
@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
     for (const char* c = argv[a]; *c;) {
       char* e;
       const long k = std::strtol(c, &e, 10);
-      if (e == c || (k != 3 && k != 5)) {
-        std::fprintf(stderr, "error: kernels must be a list of 3 and 5, got '%s'\n", argv[a]);
+      if (e == c || (k != 3 && k != 5 && k != 6)) {
+        std::fprintf(stderr, "error: kernels must be a list of 3, 5 and 6, got '%s'\n", argv[a]);
         return 2;
       }
       kernels.push_back(static_cast<int>(k));
@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
         p.chunk = v.dyn ? 0 : kAttentionChunk;
         p.n_split = v.n_split;
-        p.kernel = v.kern;
+        p.kernel = v.kern == 6 ? 5 : v.kern;
+        p.prefetch = v.kern == 6;
         const double us = graph_us(s, calls, [&](int i) {
           char* base = static_cast<char*>(pool) + static_cast<size_t>(i % layers) * layer;
           p.k_cache = base;

@@ -378,9 +378,10 @@ TEST_CASE(
 
     // Each decode kernel (attention_split_kernel, the grouped kernel): the
     // same attention to f32 rounding.
-    for (int32_t kern : {3, 5}) {
+    for (int32_t kern : {3, 5, 6}) {  // 6: 5 with the L2 prefetch before the PDL wait
       AttentionParams pk = p;
-      pk.kernel = kern;
+      pk.kernel = kern == 6 ? 5 : kern;
+      pk.prefetch = kern == 6;
       part.poison();
       dout.poison();
       REQUIRE(attention_cuda(pk, nullptr).ok());
