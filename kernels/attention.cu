@@ -204,10 +204,16 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
     const char* e = std::getenv("LS_ATTENTION_PREFETCH");
     return e && std::string(e) == "1";
   }();
+  static const bool env_fold = [] {
+    const char* e = std::getenv("LS_ATTENTION_FOLD");
+    return e && std::string(e) == "1";
+  }();
   if (kernel == 5 && attention_decode_supported(p)) {
     AttentionParams pk = p;
     pk.prefetch = p.prefetch || env_prefetch;
+    pk.fold = (p.fold || env_fold) && p.counters && p.n_split > 1;
     LS_TRY(attention_decode_cuda(pk, stream));
+    if (pk.fold) return ok();  // the last split's block merged
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else

@@ -71,6 +71,14 @@ struct AttentionParams {
   // loads overlap that wait. A hint only: the rows are read again after the
   // wait. Off by default until measured (LS_ATTENTION_PREFETCH=1 turns it on).
   bool prefetch = false;
+  // Fold the reduce pass into pass 1 (the grouped kernel, n_split > 1): each
+  // (token, KV head) counts its finished splits in counters, and the block
+  // that finishes last merges the records itself, so no second kernel runs.
+  // counters: (n_tok, n_head_kv) ints, zero, set back to zero by the merge.
+  // Off by default until measured (LS_ATTENTION_FOLD=1 turns it on where
+  // counters are given).
+  bool fold = false;
+  int32_t* counters = nullptr;
 };
 
 inline constexpr int32_t kAttentionChunk = 256;

@@ -213,6 +213,41 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
       rec[2 + d] = a;
     }
   }
+  if (!p.fold) return;
+  // The fold: the block that finishes a (token, KV head)'s last split merges
+  // all its records, as attention_reduce_kernel does (the same sums in the
+  // same order, so the same bits). Each thread's records are visible before
+  // thread 0 counts (fence, then barrier); the last block reads them through
+  // L2 (__ldcg) and sets the count back to zero for the next call.
+  __shared__ bool last_sh;
+  __threadfence();
+  __syncthreads();
+  int32_t* const count = p.counters + t * p.n_head_kv + kvh;
+  if (tid == 0) last_sh = atomicAdd(count, 1) == p.n_split - 1;
+  __syncthreads();
+  if (!last_sh) return;
+  __threadfence();
+  for (int k = tid; k < G * HD; k += kThreads) {
+    const int g = k / HD, d = k % HD;
+    const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
+    const float* recs = p.partial + row * p.n_split * (HD + 2);
+    float M = -FLT_MAX;
+#pragma unroll 8
+    for (int sp = 0; sp < p.n_split; ++sp)
+      if (__ldcg(recs + sp * (HD + 2) + 1) > 0.0f) M = fmaxf(M, __ldcg(recs + sp * (HD + 2)));
+    float L = 0.0f, a = 0.0f;
+#pragma unroll 8
+    for (int sp = 0; sp < p.n_split; ++sp) {
+      const float* r = recs + sp * (HD + 2);
+      const float l = __ldcg(r + 1);
+      if (l <= 0.0f) continue;
+      const float f = expf(__ldcg(r) - M);
+      L += l * f;
+      a += __ldcg(r + 2 + d) * f;
+    }
+    p.out[row * HD + d] = L > 0.0f ? a / L : 0.0f;
+  }
+  if (tid == 0) *count = 0;
 }
 
 template <typename T, int HD>

@@ -84,7 +84,8 @@ bool dynamic_splits() {
 // max_pos, and the most any batch of a context of n_ctx positions uses.
 int32_t attention_split_count(const LlamaConfig& c, int64_t n, int32_t max_pos) {
   const int32_t h = static_cast<int32_t>(c.n_head);
-  return dynamic_splits() ? attention_splits_dynamic(n, h, max_pos) : attention_splits(n, h, max_pos);
+  return dynamic_splits() ? attention_splits_dynamic(n, h, max_pos)
+                          : attention_splits(n, h, max_pos);
 }
 int32_t max_attention_splits(const LlamaConfig& c, uint32_t n_ctx) {
   return attention_split_count(c, 1, static_cast<int32_t>(n_ctx) - 1);
@@ -98,7 +99,8 @@ uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
                                                  c.n_head, c.head_dim, max_split),
                         0));
   return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
-         align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5;
+         align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5 +
+         align_up(std::min<uint64_t>(n, 512) * c.n_head_kv * 4);
 }
 
 int64_t weight_elems(const GgufTensor* t) {
@@ -193,7 +195,8 @@ struct CudaBackend::Impl {
   float *h = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr,
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
-  int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+  int32_t* att_counters = nullptr;  // (min(cap, 512), n_head_kv), zero: AttentionParams::counters
+  int32_t* pinned = nullptr;        // host, (5, cap) ints: staging for the batch and the argmax
 
   Batch batch;
   int32_t max_pos = 0;
@@ -311,6 +314,9 @@ struct CudaBackend::Impl {
     seq = reinterpret_cast<int32_t*>(take(n * 4));
     rows = reinterpret_cast<int32_t*>(take(n * 4));
     best = reinterpret_cast<int32_t*>(take(n * 4));
+    const uint64_t n_counters = std::min<uint64_t>(n, 512) * c.n_head_kv;
+    att_counters = reinterpret_cast<int32_t*>(take(n_counters * 4));
+    LS_CUDA_TRY(cudaMemset(att_counters, 0, n_counters * 4));
     return ok();
   }
 
@@ -620,6 +626,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.seq = s.seq;
   ap.out = s.att;
   ap.partial = s.partial;
+  ap.counters = s.att_counters;
   ap.n_tok = n;
   ap.n_head = static_cast<int32_t>(c.n_head);
   ap.n_head_kv = static_cast<int32_t>(c.n_head_kv);

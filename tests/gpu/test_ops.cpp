@@ -21,6 +21,7 @@
 
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/half.h"
 #include "kernels/kv_store.cuh"
@@ -378,17 +379,35 @@ TEST_CASE(
 
     // Each decode kernel (attention_split_kernel, the grouped kernel): the
     // same attention to f32 rounding.
-    for (int32_t kern : {3, 5, 6}) {  // 6: 5 with the L2 prefetch before the PDL wait
+    // 6: 5 with the L2 prefetch before the PDL wait; 7: 5 with the reduce
+    // folded into the last split's block, run twice (the merge must leave
+    // its counters at zero), equal to 5 bit for bit.
+    std::vector<float> y5;
+    for (int32_t kern : {3, 5, 6, 7}) {
       AttentionParams pk = p;
-      pk.kernel = kern == 6 ? 5 : kern;
+      pk.kernel = kern >= 5 ? 5 : kern;
       pk.prefetch = kern == 6;
-      part.poison();
-      dout.poison();
-      REQUIRE(attention_cuda(pk, nullptr).ok());
-      auto yk = dout.download();
-      CAPTURE(kern);
-      CHECK(nmse(yk, ref) < 1e-9);
-      CHECK(max_abs_diff(yk, ref) <= 1e-4 * max_abs(ref));
+      DevBuf<int32_t> counters(std::vector<int32_t>(n_tok * cs.n_head_kv, 0));
+      if (kern == 7) {
+        pk.fold = true;
+        pk.counters = counters.p;
+      }
+      for (int rep = 0; rep < (kern == 7 ? 2 : 1); ++rep) {
+        part.poison();
+        dout.poison();
+        REQUIRE(attention_cuda(pk, nullptr).ok());
+        auto yk = dout.download();
+        CAPTURE(kern);
+        CAPTURE(rep);
+        CHECK(nmse(yk, ref) < 1e-9);
+        CHECK(max_abs_diff(yk, ref) <= 1e-4 * max_abs(ref));
+        if (kern == 5) y5 = yk;
+        if (kern == 7 && attention_decode_supported(pk)) {
+          CHECK(std::memcmp(yk.data(), y5.data(), yk.size() * sizeof(float)) == 0);
+          const auto c = counters.download();
+          CHECK(std::all_of(c.begin(), c.end(), [](int32_t v) { return v == 0; }));
+        }
+      }
     }
 
     // Chunks from each row's own length (chunk 0): the count the rule gives,
