@@ -7,7 +7,8 @@ greedy, a fixed length (ignore_eos), stream: true. The decode rate is
 counted the way `bench --batch` counts it: over the window in which every
 stream decodes (every request in flight and none still waiting for its
 first token, to the first one's end), from the server's own counters
-(/metrics, polled every 0.1 s): the text pieces of a stream are no count of
+(/metrics, polled every 0.02 s, so that a run of a fraction of a second
+still has a window): the text pieces of a stream are no count of
 its tokens (a synthetic vocabulary's pieces are often incomplete UTF-8,
 held back and sent later together). Time to first text and the gaps
 between text chunks come from the clients' clocks.
@@ -110,7 +111,7 @@ def main():
     def poll():
         while not stop.is_set():
             samples.append((time.monotonic(), *counters(url)))
-            time.sleep(0.1)
+            time.sleep(0.02)
 
     try:
         bos = bos_id(url)
