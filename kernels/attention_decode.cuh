@@ -30,7 +30,11 @@
 // attention_reduce_kernel merges, in attention_split_kernel's layout.
 // Exact softmax within a sub-range, rescaled between sub-ranges: the same
 // mathematics as the reference, in another order (f32 rounding only).
-// Programmatic dependent launch (kernels/pdl.cuh).
+// Programmatic dependent launch (kernels/pdl.cuh). Two opt-ins not yet
+// measured (AttentionParams::prefetch, ::fold): L2 prefetches of the first
+// sub-range's rows before the wait for q, and the merge of the splits done
+// by the block that finishes a head group's last one instead of a second
+// kernel.
 // defines: kAttentionDecodeSub, attention_decode_supported, attention_decode_cuda
 #pragma once
 
