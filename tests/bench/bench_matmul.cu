@@ -146,7 +146,6 @@ int main(int argc, char** argv) {
           for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71}) {
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (ver >= 6 && t == GgmlType::Q8_0) continue;
-            if (ver >= 7 && t == GgmlType::Q8_0) continue;
             const double us = graph_us(s, 20, [&](int i) {
               if (ver == 2) {
                 GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),
