@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/attention.cuh"
+#include "kernels/act_q8_group.cuh"
 #include "kernels/attention_decode.cuh"
 #include "kernels/attention_prefill.cuh"
 #include "kernels/pdl.cuh"
@@ -154,7 +155,12 @@ __global__ void attention_reduce_kernel(AttentionParams p) {
     L += l_sh[s] * f;
     a += recs[s * (HD + 2) + 2 + i] * f;
   }
-  p.out[row * HD + i] = L > 0.0f ? a / L : 0.0f;
+  const float o = L > 0.0f ? a / L : 0.0f;
+  p.out[row * HD + i] = o;
+  // head_dim threads, a multiple of 32: a warp holds one 8-bit block of out.
+  if (p.q8.q)
+    act_q8_group<1>(&o, true, p.q8.q + row * HD + i, p.q8.ds + (row * HD + i) / kActQ8Block,
+                    (i & 31) == 0);
 }
 
 }  // namespace
@@ -177,6 +183,26 @@ int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim
   return n_split > 1 ? n_tok * n_head * n_split * (head_dim + 2) : 0;
 }
 
+namespace {
+// The grouped-query decode kernel where it applies; LS_ATTENTION_KERNEL=3
+// picks the per-head one (A/B).
+int32_t decode_kernel(const AttentionParams& p) {
+  static const int32_t env_kernel = [] {
+    const char* e = std::getenv("LS_ATTENTION_KERNEL");
+    return e ? std::atoi(e) : 0;
+  }();
+  return p.kernel != 0 ? p.kernel : (env_kernel != 0 ? env_kernel : 5);
+}
+}  // namespace
+
+bool attention_fuses_rope(const AttentionParams& p) {
+  static const bool env_off = [] {
+    const char* e = std::getenv("LS_ATTENTION_ROPE");
+    return e && std::string(e) == "0";
+  }();
+  return !env_off && p.n_tok == 1 && decode_kernel(p) == 5 && attention_decode_supported(p);
+}
+
 Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (p.n_tok == 0) return ok();
   if (p.head_dim % 32 != 0 || p.head_dim > kAttentionMaxHeadDim || p.head_dim <= 0)
@@ -184,36 +210,34 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
                       kAttentionMaxHeadDim);
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
     return make_error("attention: %d heads do not group over %d KV heads", p.n_head, p.n_head_kv);
+  if (p.k_new && !attention_fuses_rope(p))
+    return make_error(
+        "attention: RoPE and the KV store fuse only into the grouped kernel of one "
+        "token (n_tok %lld, kernel %d)",
+        static_cast<long long>(p.n_tok), decode_kernel(p));
+  if (p.k_new && (p.rope.n_rot > p.head_dim || p.rope.n_rot % 2 != 0 || !p.v_new))
+    return make_error("attention: fused RoPE with n_rot %d over head_dim %d", p.rope.n_rot,
+                      p.head_dim);
   // Prompts: tensor cores. Decode-sized batches keep the scalar kernel below.
   if (!p.scalar_only && !p.kv_f32 && p.n_tok >= kAttentionPrefillMinTok &&
-      attention_prefill_supported(p))
-    return attention_prefill_f16kv_cuda(p, stream);
+      attention_prefill_supported(p)) {
+    LS_TRY(attention_prefill_f16kv_cuda(p, stream));
+    return p.q8.q ? quantize_act_q8_cuda(p.out, p.n_tok,
+                                         static_cast<int64_t>(p.n_head) * p.head_dim, p.q8, stream)
+                  : ok();
+  }
   if (p.n_split > 1 && !p.partial)
     return make_error("attention: %d splits need scratch", p.n_split);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head),
                   static_cast<unsigned>(p.n_tok));
-  // The grouped-query decode kernel where it applies; LS_ATTENTION_KERNEL=3
-  // picks the per-head one (A/B).
-  static const int32_t env_kernel = [] {
-    const char* e = std::getenv("LS_ATTENTION_KERNEL");
-    return e ? std::atoi(e) : 0;
-  }();
-  const int32_t kernel = p.kernel != 0 ? p.kernel : (env_kernel != 0 ? env_kernel : 5);
+  const int32_t kernel = decode_kernel(p);
   if (kernel != 3 && kernel != 5) return make_error("attention: decode kernel %d (3 or 5)", kernel);
-  static const bool env_prefetch = [] {
-    const char* e = std::getenv("LS_ATTENTION_PREFETCH");
-    return e && std::string(e) == "1";
-  }();
-  static const bool env_fold = [] {
-    const char* e = std::getenv("LS_ATTENTION_FOLD");
-    return e && std::string(e) == "1";
-  }();
+  // Who writes out's 8-bit form: the grouped kernel (one split), the reduce
+  // (more), else a quantize launch after.
+  bool q8_done = p.n_split > 1;
   if (kernel == 5 && attention_decode_supported(p)) {
-    AttentionParams pk = p;
-    pk.prefetch = p.prefetch || env_prefetch;
-    pk.fold = (p.fold || env_fold) && p.counters && p.n_split > 1;
-    LS_TRY(attention_decode_cuda(pk, stream));
-    if (pk.fold) return ok();  // the last split's block merged
+    LS_TRY(attention_decode_cuda(p, stream));
+    q8_done = true;
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else
@@ -225,6 +249,9 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
       return make_error("attention: %d splits are too many to merge", p.n_split);
     LS_CUDA_TRY(launch_pdl(attention_reduce_kernel, g2, dim3(p.head_dim), smem, stream, p));
   }
+  if (p.q8.q && !q8_done)
+    return quantize_act_q8_cuda(p.out, p.n_tok, static_cast<int64_t>(p.n_head) * p.head_dim, p.q8,
+                                stream);
   return ok();
 }
 

@@ -40,14 +40,18 @@
 #include <cstdint>
 
 #include "kernels/kv_pages.h"
+#include "kernels/quantize_act.cuh"
+#include "kernels/rope.cuh"
 #include "runtime/status.h"
 
 namespace ls {
 
 struct AttentionParams {
-  const float* q = nullptr;       // (n_tok, n_head * head_dim)
-  const void* k_cache = nullptr;  // this layer's pool (rows, n_embd_kv), f16 or f32
-  const void* v_cache = nullptr;
+  const float* q = nullptr;  // (n_tok, n_head * head_dim)
+  // This layer's pool (rows, n_embd_kv), f16 or f32; written only by the
+  // fused KV store (k_new below).
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
   KvPages pages;                 // the block table (device memory); null: (n_seq, n_ctx) rows
   bool kv_f32 = false;           // the caches hold float, else __half
   const int32_t* pos = nullptr;  // (n_tok) device
@@ -66,19 +70,23 @@ struct AttentionParams {
   // grouped kernel of kernels/attention_decode.cuh (the default where it
   // applies).
   int32_t kernel = 0;
-  // The grouped kernel, before it waits for the kernel that writes q (PDL):
-  // L2 prefetches of its first sub-range's key and value rows, so their
-  // loads overlap that wait. A hint only: the rows are read again after the
-  // wait. Off by default until measured (LS_ATTENTION_PREFETCH=1 turns it on).
-  bool prefetch = false;
-  // Fold the reduce pass into pass 1 (the grouped kernel, n_split > 1): each
-  // (token, KV head) counts its finished splits in counters, and the block
-  // that finishes last merges the records itself, so no second kernel runs.
-  // counters: (n_tok, n_head_kv) ints, zero, set back to zero by the merge.
-  // Off by default until measured (LS_ATTENTION_FOLD=1 turns it on where
-  // counters are given).
-  bool fold = false;
-  int32_t* counters = nullptr;
+  // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
+  // for the o projection: written by the kernel that writes out (one split:
+  // the grouped kernel; else the reduce), as quantize_act_q8 would, so no
+  // quantize launch runs between attention and the o GEMV. Other paths (the
+  // per-head kernel alone, prefill) run quantize_act_q8 after.
+  ActQ8Device q8{nullptr, nullptr};
+  // RoPE and the KV store fused in (one token, the grouped kernel:
+  // attention_fuses_rope): q is not yet rotated, and k_new, v_new (n_tok,
+  // n_head_kv * head_dim) are the token's key and value rows, not yet rotated
+  // or stored. Each block rotates its heads of q as it loads them; the block
+  // whose split holds pos rotates the key and stores both rows there before
+  // it reads the cache, so no rope_kv launch runs before attention. The same
+  // arithmetic as rope_kv_store_cuda, so the same bits. rope: pos,
+  // freq_factors, head_dim, n_rot, base, scale (its other fields unused).
+  const float* k_new = nullptr;
+  const float* v_new = nullptr;
+  RopeCudaParams rope{};
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
@@ -120,6 +128,12 @@ __device__ __forceinline__ void attention_split_range(const AttentionParams& p, 
 #endif
 // Scratch floats pass 1 needs.
 int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split);
+
+// Whether attention_cuda can take k_new / v_new (RoPE and the KV store
+// fused in) for p: one token, the grouped decode kernel (not under
+// LS_ATTENTION_KERNEL=3), and not turned off by LS_ATTENTION_ROPE=0 (A/B).
+// Otherwise run rope_kv_store_cuda first and leave k_new unset.
+bool attention_fuses_rope(const AttentionParams& p);
 
 Status attention_cuda(const AttentionParams& p, cudaStream_t stream);
 

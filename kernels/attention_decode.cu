@@ -5,7 +5,9 @@
 
 #include <cfloat>
 
+#include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
+#include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -24,13 +26,17 @@ __device__ __forceinline__ void load8(const __half* p, float (&f)[8]) {
     f[2 * i] = v.x, f[2 * i + 1] = v.y;
   }
 }
+// The cache's rounding of a value (kv_store's).
+__device__ __forceinline__ void store(__half* d, float x) {
+  *d = __float2half_rn(x);
+}
+__device__ __forceinline__ void store(float* d, float x) {
+  *d = x;
+}
+
 __device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
   const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
   f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
-}
-
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 // See attention_decode.cuh for the phases; why each is shaped so: the
@@ -50,34 +56,34 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   __shared__ float m_sh[G], l_sh[G], c_sh[G];
   __shared__ float red_sh[kWarps][G][HD];
   pdl_trigger();
-  if (p.prefetch) {
-    // Host-written before the step: the positions and the block table. A
-    // row's bytes in 128-byte lines, for keys and values; rows of positions
-    // the table does not map (-1) are skipped.
-    const int64_t tk = blockIdx.z;
-    int32_t b0, e0;
-    attention_split_range(p, blockIdx.x, p.pos[tk], b0, e0);
-    const int n0 = min(kSub, e0 - b0);
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int i = threadIdx.x + u * kThreads;
-      if (i >= n0) continue;
-      const int64_t r = kv_page_row(p.pages, p.n_ctx, p.seq[tk], b0 + i);
-      if (r < 0) continue;
-      const int64_t off = r * p.n_head_kv * HD + static_cast<int64_t>(blockIdx.y) * HD;
-#pragma unroll
-      for (int b = 0; b < static_cast<int>(HD * sizeof(T)); b += 128) {
-        prefetch_l2(reinterpret_cast<const char*>(static_cast<const T*>(p.k_cache) + off) + b);
-        prefetch_l2(reinterpret_cast<const char*>(static_cast<const T*>(p.v_cache) + off) + b);
-      }
-    }
-  }
   pdl_wait();
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int slot = lane / kLpr, dl = lane % kLpr;  // value phase: row slot, value group
+  const int32_t pos = p.pos[t], sq = p.seq[t];
+  int32_t begin, end;
+  attention_split_range(p, s, pos, begin, end);
   const int32_t KV = p.n_head_kv * HD;
+  // RoPE and the KV store fused in (AttentionParams::k_new): this block's
+  // heads of q rotated in shared memory; the block whose range holds pos
+  // (not always the last split: chunks cut from the row's length can leave
+  // the last ones empty) rotates the key and stores the token's rows, which
+  // its own loads below then read (a block sees its global writes after the
+  // barrier); no other block reads that row. Every load they need (the cos
+  // and sin, the new rows) is issued with q's, so the fusion adds no round
+  // trip to memory (the first form, loads after the barrier: +2.4 us a call).
+  const bool fuse = p.k_new != nullptr, holds = fuse && begin <= pos && pos < end;
+  const int n_pair = fuse ? p.rope.n_rot / 2 : 0;
+  __shared__ float2 cs_sh[HD / 2];
+  float2 k_in = make_float2(0.0f, 0.0f);
+  float v_in = 0.0f;
+  static_assert(HD <= kThreads, "a thread per value of the new rows");
+  if (holds) {
+    if (tid < HD / 2) k_in = reinterpret_cast<const float2*>(p.k_new + t * KV + kvh * HD)[tid];
+    if (tid < HD) v_in = p.v_new[t * KV + kvh * HD + tid];
+  }
+  for (int i = tid; i < n_pair; i += kThreads) cs_sh[i] = rope_cs_of(p.rope, t, pos, i);
   const float* q =
       p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(kvh) * G * HD;
   for (int i = tid; i < G * HD; i += kThreads) q_sh[i / HD][i % HD] = q[i];
@@ -85,9 +91,23 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
     m_sh[tid] = -FLT_MAX;
     l_sh[tid] = 0.0f;
   }
-  const int32_t pos = p.pos[t], sq = p.seq[t];
-  int32_t begin, end;
-  attention_split_range(p, s, pos, begin, end);
+  if (fuse) {
+    __syncthreads();
+    for (int j = tid; j < G * (HD / 2); j += kThreads) {
+      const int i = j % (HD / 2);
+      if (i < n_pair) rope_rotate(&q_sh[j / (HD / 2)][2 * i], cs_sh[i]);
+    }
+    if (holds) {
+      const int64_t off = kv_page_row(p.pages, p.n_ctx, sq, pos) * KV + kvh * HD;
+      if (tid < HD / 2) {
+        float k2[2] = {k_in.x, k_in.y};
+        if (tid < n_pair) rope_rotate(k2, cs_sh[tid]);
+        store(static_cast<T*>(p.k_cache) + off + 2 * tid, k2[0]);
+        store(static_cast<T*>(p.k_cache) + off + 2 * tid + 1, k2[1]);
+      }
+      if (tid < HD) store(static_cast<T*>(p.v_cache) + off + tid, v_in);
+    }
+  }
   const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
   const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + dl * kPer;
   float acc[G][kPer];
@@ -203,7 +223,13 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
     const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
     const float L = l_sh[g];
     if (p.n_split == 1) {
-      p.out[row * HD + d] = L > 0.0f ? a / L : 0.0f;
+      // A warp's 32 values are one 8-bit block of out (G * HD and HD are
+      // multiples of 32): quantized here for the o GEMV, as quantize_act_q8 would.
+      const float o = L > 0.0f ? a / L : 0.0f;
+      p.out[row * HD + d] = o;
+      if (p.q8.q)
+        act_q8_group<1>(&o, true, p.q8.q + row * HD + d, p.q8.ds + (row * HD + d) / kActQ8Block,
+                        lane == 0);
     } else {
       float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
       if (d == 0) {
@@ -213,41 +239,6 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
       rec[2 + d] = a;
     }
   }
-  if (!p.fold) return;
-  // The fold: the block that finishes a (token, KV head)'s last split merges
-  // all its records, as attention_reduce_kernel does (the same sums in the
-  // same order, so the same bits). Each thread's records are visible before
-  // thread 0 counts (fence, then barrier); the last block reads them through
-  // L2 (__ldcg) and sets the count back to zero for the next call.
-  __shared__ bool last_sh;
-  __threadfence();
-  __syncthreads();
-  int32_t* const count = p.counters + t * p.n_head_kv + kvh;
-  if (tid == 0) last_sh = atomicAdd(count, 1) == p.n_split - 1;
-  __syncthreads();
-  if (!last_sh) return;
-  __threadfence();
-  for (int k = tid; k < G * HD; k += kThreads) {
-    const int g = k / HD, d = k % HD;
-    const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
-    const float* recs = p.partial + row * p.n_split * (HD + 2);
-    float M = -FLT_MAX;
-#pragma unroll 8
-    for (int sp = 0; sp < p.n_split; ++sp)
-      if (__ldcg(recs + sp * (HD + 2) + 1) > 0.0f) M = fmaxf(M, __ldcg(recs + sp * (HD + 2)));
-    float L = 0.0f, a = 0.0f;
-#pragma unroll 8
-    for (int sp = 0; sp < p.n_split; ++sp) {
-      const float* r = recs + sp * (HD + 2);
-      const float l = __ldcg(r + 1);
-      if (l <= 0.0f) continue;
-      const float f = expf(__ldcg(r) - M);
-      L += l * f;
-      a += __ldcg(r + 2 + d) * f;
-    }
-    p.out[row * HD + d] = L > 0.0f ? a / L : 0.0f;
-  }
-  if (tid == 0) *count = 0;
 }
 
 template <typename T, int HD>

@@ -30,11 +30,14 @@
 // attention_reduce_kernel merges, in attention_split_kernel's layout.
 // Exact softmax within a sub-range, rescaled between sub-ranges: the same
 // mathematics as the reference, in another order (f32 rounding only).
-// Programmatic dependent launch (kernels/pdl.cuh). Two opt-ins not yet
-// measured (AttentionParams::prefetch, ::fold): L2 prefetches of the first
-// sub-range's rows before the wait for q, and the merge of the splits done
-// by the block that finishes a head group's last one instead of a second
-// kernel.
+// With one split the block also writes out's 8-bit form when
+// AttentionParams::q8 is set. Programmatic dependent launch (kernels/pdl.cuh).
+// Two variants were measured and dropped (session 13, bench/results/
+// 2026-12-02-h200-s13.md): L2 prefetches of the first sub-range's rows
+// before the wait for q (-1 us at 256 positions, +4 us at 16k; decode after
+// a 4k prompt 336 vs 340 tok/s), and the merge of the splits done by the
+// block that finishes a head group's last split instead of a second kernel
+// (its atomics and fences: 2x slower at 16k; decode 280 vs 340 tok/s).
 // defines: kAttentionDecodeSub, attention_decode_supported, attention_decode_cuda
 #pragma once
 

@@ -19,7 +19,23 @@ __global__ void rope_f32_kernel(RopeCudaParams p) {
                    i, p);
 }
 
+__global__ void rope_table_kernel(RopeCudaParams p, float2* out) {
+  const int32_t n_pair = p.n_rot / 2;
+  const int64_t id = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (id >= p.n_tok * n_pair) return;
+  const int32_t i = static_cast<int32_t>(id % n_pair);
+  out[id] = rope_cos_sin(p.pos[id / n_pair], i, p);
+}
+
 }  // namespace
+
+Status rope_table_cuda(const RopeCudaParams& p, float2* out, cudaStream_t stream) {
+  const int64_t total = p.n_tok * (p.n_rot / 2);
+  if (total == 0) return ok();
+  rope_table_kernel<<<static_cast<unsigned>((total + 255) / 256), 256, 0, stream>>>(p, out);
+  LS_CUDA_TRY(cudaGetLastError());
+  return ok();
+}
 
 Status rope_f32_cuda(const RopeCudaParams& p, cudaStream_t stream) {
   const int64_t total = p.n_tok * p.n_head * (p.n_rot / 2);

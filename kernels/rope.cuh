@@ -10,7 +10,7 @@
 // sin are computed in double, as the reference does, so positions in the
 // hundred thousands keep their phase (float theta would be off by ~1e-2 rad).
 // Versions: v1 (this).
-// defines: RopeCudaParams, rope_f32_cuda
+// defines: RopeCudaParams, rope_f32_cuda, rope_table_cuda
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,8 +30,19 @@ struct RopeCudaParams {
   int64_t row_stride = 0;  // floats between tokens (n_head * head_dim when packed)
   int32_t n_rot = 0;
   float freq_base = 10000.0f, freq_scale = 1.0f;
+  // (n_tok, n_rot / 2) cos and sin of each (token, pair), from rope_table_cuda,
+  // or nullptr. The decode kernels (rope_kv, attention's fused RoPE) read
+  // it instead of computing theta, pow and sincos in double in every layer
+  // (6 us a layer inside the attention kernel, measured on the H200);
+  // rope_f32_cuda always computes.
+  const float2* cs = nullptr;
 };
 
 Status rope_f32_cuda(const RopeCudaParams& p, cudaStream_t stream);
+
+// The step's table: out (n_tok, n_rot / 2) = the cos and sin of each token's
+// pairs at pos[t], as the kernels compute them (the same bits). One launch a
+// step serves every layer.
+Status rope_table_cuda(const RopeCudaParams& p, float2* out, cudaStream_t stream);
 
 }  // namespace ls

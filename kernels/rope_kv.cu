@@ -7,8 +7,12 @@
 namespace ls {
 namespace {
 
-__device__ __forceinline__ void put(__half* d, float x) { *d = __float2half_rn(x); }
-__device__ __forceinline__ void put(float* d, float x) { *d = x; }
+__device__ __forceinline__ void put(__half* d, float x) {
+  *d = __float2half_rn(x);
+}
+__device__ __forceinline__ void put(float* d, float x) {
+  *d = x;
+}
 
 template <typename T>
 __global__ void rope_kv_kernel(RopeKvParams p) {
@@ -27,15 +31,16 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
     const int32_t pos = p.kv.pos[t];
     if (h < p.n_head) {
       if (i < n_pair)
-        rope_rotate_pair(p.q + t * (static_cast<int64_t>(p.n_head) * HD) +
-                             static_cast<int64_t>(h) * HD + 2 * i,
-                         pos, i, p.rope);
+        rope_rotate(
+            p.q + t * (static_cast<int64_t>(p.n_head) * HD) + static_cast<int64_t>(h) * HD + 2 * i,
+            rope_cs_of(p.rope, t, pos, i));
       return;
     }
     const int64_t e = static_cast<int64_t>(h - p.n_head) * HD + 2 * i;  // within the row
     float* k = const_cast<float*>(p.kv.k) + t * KV + e;
-    if (i < n_pair) rope_rotate_pair(k, pos, i, p.rope);
-    T* dst = static_cast<T*>(p.kv.k_cache) + kv_page_row(p.kv.pages, p.kv.n_ctx, p.kv.seq[t], pos) * KV + e;
+    if (i < n_pair) rope_rotate(k, rope_cs_of(p.rope, t, pos, i));
+    T* dst = static_cast<T*>(p.kv.k_cache) +
+             kv_page_row(p.kv.pages, p.kv.n_ctx, p.kv.seq[t], pos) * KV + e;
     put(dst, k[0]);
     put(dst + 1, k[1]);
     return;

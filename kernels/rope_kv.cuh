@@ -2,7 +2,8 @@
 // place (kernels/rope.cuh's convention) and the batch's k and v rows
 // written to the layer's cache (kernels/kv_store.cuh's layout and rounding).
 // The same bits as rope_f32_cuda on q, on k, then kv_store_cuda: the
-// rotation is the shared rope_rotate_pair, the stores the same roundings.
+// rotation is the shared rope_rotate (its cos and sin from the step's table,
+// RopeCudaParams::cs, or computed: the same bits), the stores the same roundings.
 // Why: three launches of a few microseconds each became one (a decode layer
 // is launch- and latency-bound outside its GEMVs).
 // Grid: one thread per (token, head of q or k, pair of head_dim) and one per

@@ -100,7 +100,7 @@ uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
                         0));
   return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
          align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5 +
-         align_up(std::min<uint64_t>(n, 512) * c.n_head_kv * 4);
+         align_up(n * c.n_rot / 2 * 8);
 }
 
 int64_t weight_elems(const GgufTensor* t) {
@@ -195,8 +195,8 @@ struct CudaBackend::Impl {
   float *h = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr,
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
-  int32_t* att_counters = nullptr;  // (min(cap, 512), n_head_kv), zero: AttentionParams::counters
-  int32_t* pinned = nullptr;        // host, (5, cap) ints: staging for the batch and the argmax
+  int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+  float2* rope_cs = nullptr;  // (cap, n_rot / 2): the step's RoPE cos and sin (rope_table_cuda)
 
   Batch batch;
   int32_t max_pos = 0;
@@ -314,10 +314,21 @@ struct CudaBackend::Impl {
     seq = reinterpret_cast<int32_t*>(take(n * 4));
     rows = reinterpret_cast<int32_t*>(take(n * 4));
     best = reinterpret_cast<int32_t*>(take(n * 4));
-    const uint64_t n_counters = std::min<uint64_t>(n, 512) * c.n_head_kv;
-    att_counters = reinterpret_cast<int32_t*>(take(n_counters * 4));
-    LS_CUDA_TRY(cudaMemset(att_counters, 0, n_counters * 4));
+    rope_cs = reinterpret_cast<float2*>(take(n * c.n_rot / 2 * sizeof(float2)));
     return ok();
+  }
+
+  // The step's rotation (its positions on the device).
+  RopeCudaParams rope_params() const {
+    RopeCudaParams r;
+    r.pos = pos;
+    r.freq_factors = g.rope_freqs;
+    r.n_tok = static_cast<int64_t>(batch.size());
+    r.head_dim = static_cast<int32_t>(c.head_dim);
+    r.n_rot = static_cast<int32_t>(c.n_rot);
+    r.freq_base = c.rope_freq_base;
+    r.freq_scale = c.rope_freq_scale;
+    return r;
   }
 
   // x_unchanged: x is the previous matmul's input, unchanged (its int8 copy is reused).
@@ -535,6 +546,8 @@ Status CudaBackend::begin(const Batch& b) {
   LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
   if (m > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
+  // Every layer's RoPE reads its cos and sin from this table.
+  LS_TRY(rope_table_cuda(s.rope_params(), s.rope_cs, s.stream));
   EmbedParams ep;
   ep.table = s.g.token_embd.data;
   ep.tokens = s.tok;
@@ -592,41 +605,16 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
     LS_TRY(matmul_cuda_shared_x(mm, qkv, out, 3, s.xn, n, s.stream, np.q8.q != nullptr));
   }
 
-  RopeKvParams rk;  // rope(q), rope(k), then k and v into the cache: one kernel
-  rk.rope.pos = s.pos;
-  rk.rope.freq_factors = s.g.rope_freqs;
-  rk.rope.n_tok = n;
-  rk.rope.head_dim = static_cast<int32_t>(c.head_dim);
-  rk.rope.n_rot = static_cast<int32_t>(c.n_rot);
-  rk.rope.freq_base = c.rope_freq_base;
-  rk.rope.freq_scale = c.rope_freq_scale;
-  rk.q = s.q;
-  rk.n_head = static_cast<int32_t>(c.n_head);
-  KvStoreParams& kp = rk.kv;
-  kp.k = s.k;
-  kp.v = s.v;
-  kp.pos = s.pos;
-  kp.seq = s.seq;
-  kp.k_cache = s.kv.k_layer(il);
-  kp.v_cache = s.kv.v_layer(il);
-  kp.pages = s.kv.pages();
-  kp.n_tok = n;
-  kp.n_embd_kv = static_cast<int32_t>(KV);
-  kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
-  kp.f32 = s.kv_f32;
-  LS_TRY(rope_kv_store_cuda(rk, s.stream));
-
   AttentionParams ap;
   ap.q = s.q;
-  ap.k_cache = kp.k_cache;
-  ap.v_cache = kp.v_cache;
-  ap.pages = kp.pages;
+  ap.k_cache = s.kv.k_layer(il);
+  ap.v_cache = s.kv.v_layer(il);
+  ap.pages = s.kv.pages();
   ap.kv_f32 = s.kv_f32;
   ap.pos = s.pos;
   ap.seq = s.seq;
   ap.out = s.att;
   ap.partial = s.partial;
-  ap.counters = s.att_counters;
   ap.n_tok = n;
   ap.n_head = static_cast<int32_t>(c.n_head);
   ap.n_head_kv = static_cast<int32_t>(c.n_head_kv);
@@ -635,8 +623,36 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.chunk = dynamic_splits() ? 0 : kAttentionChunk;
   ap.n_split = attention_split_count(c, n, s.max_pos);
+
+  RopeCudaParams rope = s.rope_params();  // rope(q), rope(k), then k and v into the cache
+  rope.cs = s.rope_cs;
+  if (attention_fuses_rope(ap)) {  // one token: inside the attention kernel
+    ap.k_new = s.k;
+    ap.v_new = s.v;
+    ap.rope = rope;
+  } else {  // one kernel before attention
+    RopeKvParams rk;
+    rk.rope = rope;
+    rk.q = s.q;
+    rk.n_head = static_cast<int32_t>(c.n_head);
+    KvStoreParams& kp = rk.kv;
+    kp.k = s.k;
+    kp.v = s.v;
+    kp.pos = s.pos;
+    kp.seq = s.seq;
+    kp.k_cache = ap.k_cache;
+    kp.v_cache = ap.v_cache;
+    kp.pages = ap.pages;
+    kp.n_tok = n;
+    kp.n_embd_kv = static_cast<int32_t>(KV);
+    kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
+    kp.f32 = s.kv_f32;
+    LS_TRY(rope_kv_store_cuda(rk, s.stream));
+  }
+  ap.q8 = q8_for({w.wo.type});  // the o GEMV's x, made by the attention kernel
   LS_TRY(attention_cuda(ap, s.stream));
-  LS_TRY(s.matmul(w.wo, s.att, n, s.o));
+  if (ap.q8.q) mm.note_gemv_x(s.att, ap.n_head * ap.head_dim, n);
+  LS_TRY(s.matmul(w.wo, s.att, n, s.o, ap.q8.q != nullptr));
 
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;

@@ -11,8 +11,7 @@
 # default ./gpu-out), MODELS (default /tmp/ls-models), ROUNDS (default 2),
 # N (tokens, default 128), PROMPT (default Hello), SWITCHES (space-separated,
 # default all below), LLAMA_BIN.
-# Switches compared (docs/architecture.md): LS_ATTENTION_PREFETCH=1 and
-# LS_ATTENTION_FOLD=1 (opt-ins not yet measured), LS_ATTENTION_SPLITS=fixed,
+# Switches compared (docs/architecture.md): LS_ATTENTION_ROPE=0, LS_ATTENTION_SPLITS=fixed,
 # LS_ATTENTION_KERNEL=3, LS_POLL_WAIT=0, LS_PDL=0, LS_ARGMAX_ONLY=0,
 # LS_GEMV_VERSION=6, =5 and =2, LS_CUDA_GRAPHS=0.
 set -uo pipefail
@@ -27,7 +26,7 @@ mkdir -p "$OUT" "$M"
 quants=("$@")
 [ ${#quants[@]} -gt 0 ] || quants=(q4_k_m q8_0)
 PROMPT=${PROMPT:-Hello}
-read -r -a switches <<<"${SWITCHES:-default LS_ATTENTION_PREFETCH=1 LS_ATTENTION_FOLD=1 LS_ATTENTION_SPLITS=fixed LS_ATTENTION_KERNEL=3 LS_POLL_WAIT=0 LS_PDL=0 LS_ARGMAX_ONLY=0 LS_GEMV_VERSION=6 LS_GEMV_VERSION=5 LS_GEMV_VERSION=2 LS_CUDA_GRAPHS=0}"
+read -r -a switches <<<"${SWITCHES:-default LS_ATTENTION_ROPE=0 LS_ATTENTION_SPLITS=fixed LS_ATTENTION_KERNEL=3 LS_POLL_WAIT=0 LS_PDL=0 LS_ARGMAX_ONLY=0 LS_GEMV_VERSION=6 LS_GEMV_VERSION=5 LS_GEMV_VERSION=2 LS_CUDA_GRAPHS=0}"
 rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" | grep -o "[0-9.]* tok/s"; }
 for q in "${quants[@]}"; do
   f="$M/8b-$q.gguf"

@@ -8,13 +8,11 @@
 // step's weights pass through L2 between one layer's attention calls).
 // GB/s counts the K and V bytes the call must read (positions x KV width x 2
 // bytes x 2), the ratio is to the bound. Rows: each decode kernel
-// (AttentionParams::kernel 3 and 5; 6: 5 with AttentionParams::prefetch;
-// 7: 5 with AttentionParams::fold)
-// with the fixed chunks of 256 positions and with chunks cut from the row's
-// length (chunk 0), paged through a block table as the engine's cache is.
+// (AttentionParams::kernel 3 and 5) with the fixed chunks of 256 positions and with chunks cut from
+// the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits, for choosing attention_splits_dynamic's rule.
-// Usage: ls_bench_attention [kernels, e.g. 3,5,6,7] [--splits]
+// Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -32,7 +30,7 @@
 using namespace ls;
 
 int main(int argc, char** argv) {
-  std::vector<int> kernels = {3, 5, 6, 7};
+  std::vector<int> kernels = {3, 5};
   bool sweep = false;
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--splits") {
@@ -43,8 +41,8 @@ int main(int argc, char** argv) {
     for (const char* c = argv[a]; *c;) {
       char* e;
       const long k = std::strtol(c, &e, 10);
-      if (e == c || (k < 3 || k == 4 || k > 7)) {
-        std::fprintf(stderr, "error: kernels must be a list of 3, 5, 6 and 7, got '%s'\n", argv[a]);
+      if (e == c || (k != 3 && k != 5)) {
+        std::fprintf(stderr, "error: kernels must be a list of 3 and 5, got '%s'\n", argv[a]);
         return 2;
       }
       kernels.push_back(static_cast<int>(k));
@@ -94,9 +92,6 @@ int main(int argc, char** argv) {
     auto q = randn(64 * 128, rng);
     CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
   }
-  int32_t* dcount;  // the fold's counters (AttentionParams::counters), zero
-  CK(cudaMalloc(&dcount, 8 * 4));
-  CK(cudaMemset(dcount, 0, 8 * 4));
   const int64_t part_floats = attention_partial_floats(1, 64, 128, max_ctx / 32);
   CK(cudaMalloc(&dpart, part_floats * 4));
 
@@ -145,10 +140,7 @@ int main(int argc, char** argv) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
         p.chunk = v.dyn ? 0 : kAttentionChunk;
         p.n_split = v.n_split;
-        p.kernel = v.kern >= 5 ? 5 : v.kern;
-        p.prefetch = v.kern == 6;
-        p.fold = v.kern == 7;
-        p.counters = dcount;
+        p.kernel = v.kern;
         const double us = graph_us(s, calls, [&](int i) {
           char* base = static_cast<char*>(pool) + static_cast<size_t>(i % layers) * layer;
           p.k_cache = base;

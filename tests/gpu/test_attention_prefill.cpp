@@ -142,8 +142,8 @@ TEST_CASE("cuda attention prefill: tensor-core flash kernel vs f64 reference, od
     DevBuf<int32_t> dpos(cs.pos), dseq(cs.seq);
     AttentionParams p;
     p.q = dq.p;
-    p.k_cache = reinterpret_cast<const __half*>(dk.p);
-    p.v_cache = reinterpret_cast<const __half*>(dv.p);
+    p.k_cache = dk.p;
+    p.v_cache = dv.p;
     p.pos = dpos.p;
     p.seq = dseq.p;
     p.out = dout.p;

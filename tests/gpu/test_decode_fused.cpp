@@ -5,6 +5,8 @@
 //   rope + KV store          q, k and both caches = rope_f32_cuda twice, then
 //                            kv_store_cuda (f16 and f32 caches, paged and not,
 //                            partial rotation)
+//   attention + RoPE + KV store (one token): out and both caches = rope_kv,
+//                            then attention (splits of 256 and of the row's length)
 //   GEMV of several matrices one launch = one launch each (Q4_K, Q6_K, Q8_0)
 //   programmatic dependent launch: a captured chain of those kernels inside a
 //                            PdlScope = the same chain launched plainly
@@ -13,11 +15,14 @@
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "io/ggml_type.h"
+#include "kernels/attention.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/half.h"
 #include "kernels/kv_store.cuh"
@@ -51,8 +56,7 @@ void check_q8_of(const std::vector<float>& y, int64_t n_in, const Q8Buf& got) {
   std::vector<int8_t> qr(static_cast<size_t>(n));
   std::vector<float> dr(static_cast<size_t>(n / 32));
   for (int64_t t = 0; t < n / n_in; ++t)
-    quantize_act_q8_ref(y.data() + t * n_in, n_in, qr.data() + t * n_in,
-                        dr.data() + t * n_in / 32);
+    quantize_act_q8_ref(y.data() + t * n_in, n_in, qr.data() + t * n_in, dr.data() + t * n_in / 32);
   const Q8Mismatches bad = q8_mismatches(got.q.download(), got.ds.download(), qr, dr);
   CHECK(bad.q == 0);
   CHECK(bad.d == 0);
@@ -142,10 +146,11 @@ TEST_CASE("decode fused: rope + KV store equals rope twice and kv_store") {
     int32_t n_head, n_head_kv, head_dim, n_rot;
     bool factors, f32, paged;
   };
-  for (Case cs : {Case{8, 2, 64, 64, false, false, false}, Case{8, 2, 64, 64, true, true, true},
-                  Case{6, 3, 96, 64, true, false, true}, Case{32, 8, 128, 128, true, false, true}}) {
-    INFO("heads ", cs.n_head, "/", cs.n_head_kv, " dim ", cs.head_dim, " rot ", cs.n_rot,
-         " f32 ", cs.f32, " paged ", cs.paged);
+  for (Case cs :
+       {Case{8, 2, 64, 64, false, false, false}, Case{8, 2, 64, 64, true, true, true},
+        Case{6, 3, 96, 64, true, false, true}, Case{32, 8, 128, 128, true, false, true}}) {
+    INFO("heads ", cs.n_head, "/", cs.n_head_kv, " dim ", cs.head_dim, " rot ", cs.n_rot, " f32 ",
+         cs.f32, " paged ", cs.paged);
     const int64_t n_tok = 5;
     const int32_t n_ctx = 64, n_seq = 2, KV = cs.n_head_kv * cs.head_dim;
     const int64_t QW = static_cast<int64_t>(cs.n_head) * cs.head_dim;
@@ -194,6 +199,10 @@ TEST_CASE("decode fused: rope + KV store equals rope twice and kv_store") {
       if (fused) {
         RopeKvParams rk;
         rk.rope = rp;
+        // The step's table (rope_table_cuda), as decode runs it: the same bits.
+        DevBuf<float2> table_cs(static_cast<size_t>(n_tok * cs.n_rot / 2));
+        REQUIRE(rope_table_cuda(rp, table_cs.p, nullptr).ok());
+        rk.rope.cs = table_cs.p;
         rk.q = dq.p;
         rk.n_head = cs.n_head;
         rk.kv = kp;
@@ -224,6 +233,148 @@ TEST_CASE("decode fused: rope + KV store equals rope twice and kv_store") {
     CHECK(vc1 == vc2);
     CHECK_FALSE(q1 == q);  // it did rotate
   }
+}
+
+TEST_CASE(
+    "decode fused: attention with RoPE and the KV store inside equals rope_kv, then attention") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(10);
+  struct Case {
+    int32_t n_head, n_head_kv, head_dim, n_rot;
+    bool factors, f32, paged;
+  };
+  for (Case cs : {Case{32, 8, 128, 128, true, false, true}, Case{8, 2, 64, 64, false, true, false},
+                  Case{8, 8, 128, 64, true, false, true}, Case{16, 2, 64, 32, false, false, false}})
+    // pos 63 with 8 splits of the row's length: the split holding pos is not the last.
+    for (int32_t pos : {0, 63, 700, 1999})
+      for (int32_t chunk : {0, 256}) {
+        INFO("heads ", cs.n_head, "/", cs.n_head_kv, " dim ", cs.head_dim, " rot ", cs.n_rot,
+             " f32 ", cs.f32, " paged ", cs.paged, " pos ", pos, " chunk ", chunk);
+        const int32_t n_ctx = 2048, KV = cs.n_head_kv * cs.head_dim;
+        const int64_t QW = static_cast<int64_t>(cs.n_head) * cs.head_dim;
+        auto q = rand_floats(rng, QW), k = rand_floats(rng, KV), v = rand_floats(rng, KV);
+        std::vector<float> ff(cs.n_rot / 2);
+        for (auto& f : ff) f = std::uniform_real_distribution<float>(1.0f, 8.0f)(rng);
+        // Paged: blocks of 16 positions in reverse order in the pool.
+        const int32_t n_blocks = n_ctx / 16;
+        std::vector<int32_t> table(n_blocks);
+        for (int32_t b = 0; b < n_blocks; ++b) table[b] = n_blocks - 1 - b;
+        DevBuf<int32_t> dpos(std::vector<int32_t>{pos}), dseq(std::vector<int32_t>{0}),
+            dtable(table);
+        DevBuf<float> dff(ff);
+        // The cache's earlier rows: random values in the cache's type.
+        const size_t cache_vals = static_cast<size_t>(n_ctx) * KV, elem = cs.f32 ? 4 : 2;
+        std::vector<uint8_t> cache0(cache_vals * elem);
+        {
+          const auto r = rand_floats(rng, static_cast<int64_t>(cache_vals));
+          for (size_t i = 0; i < cache_vals; ++i) {
+            if (cs.f32) {
+              std::memcpy(cache0.data() + 4 * i, &r[i], 4);
+            } else {
+              const uint16_t h = fp32_to_fp16(r[i]);
+              std::memcpy(cache0.data() + 2 * i, &h, 2);
+            }
+          }
+        }
+        const int32_t n_split = chunk
+                                    ? attention_splits(1, cs.n_head, pos)
+                                    : (pos == 63 ? 8 : attention_splits_dynamic(1, cs.n_head, pos));
+        DevBuf<float> part(
+            std::max<int64_t>(1, attention_partial_floats(1, cs.n_head, cs.head_dim, n_split)));
+        // The fused runs take the step's cos and sin table (rope_table_cuda)
+        // or compute them; rope_kv computes: all the same bits.
+        DevBuf<float2> table_cs(static_cast<size_t>(cs.n_rot / 2));
+        auto run = [&](int fused, std::vector<float>& out, std::vector<uint8_t>& kc,
+                       std::vector<uint8_t>& vc) {
+          DevBuf<float> dq(q), dk(k), dv(v), dout(QW);
+          DevBuf<uint8_t> dkc(cache0), dvc(cache0);
+          RopeCudaParams rp;
+          rp.pos = dpos.p;
+          rp.freq_factors = cs.factors ? dff.p : nullptr;
+          rp.n_tok = 1;
+          rp.head_dim = cs.head_dim;
+          rp.n_rot = cs.n_rot;
+          rp.freq_base = 500000.0f;
+          rp.freq_scale = 1.0f;
+          AttentionParams ap;
+          ap.q = dq.p;
+          ap.k_cache = dkc.p;
+          ap.v_cache = dvc.p;
+          if (cs.paged) {
+            ap.pages.table = dtable.p;
+            ap.pages.max_blocks = n_blocks;
+          }
+          ap.kv_f32 = cs.f32;
+          ap.pos = dpos.p;
+          ap.seq = dseq.p;
+          ap.out = dout.p;
+          ap.partial = part.p;
+          ap.n_tok = 1;
+          ap.n_head = cs.n_head;
+          ap.n_head_kv = cs.n_head_kv;
+          ap.head_dim = cs.head_dim;
+          ap.n_ctx = n_ctx;
+          ap.scale = 1.0f / std::sqrt(static_cast<float>(cs.head_dim));
+          ap.chunk = chunk;
+          ap.n_split = n_split;
+          REQUIRE(attention_fuses_rope(ap));
+          if (fused) {
+            ap.k_new = dk.p;
+            ap.v_new = dv.p;
+            ap.rope = rp;
+            if (fused == 2) {
+              REQUIRE(rope_table_cuda(rp, table_cs.p, nullptr).ok());
+              ap.rope.cs = table_cs.p;
+            }
+          } else {
+            RopeKvParams rk;
+            rk.rope = rp;
+            rk.q = dq.p;
+            rk.n_head = cs.n_head;
+            rk.kv.k = dk.p;
+            rk.kv.v = dv.p;
+            rk.kv.pos = dpos.p;
+            rk.kv.seq = dseq.p;
+            rk.kv.k_cache = dkc.p;
+            rk.kv.v_cache = dvc.p;
+            rk.kv.pages = ap.pages;
+            rk.kv.f32 = cs.f32;
+            rk.kv.n_tok = 1;
+            rk.kv.n_embd_kv = KV;
+            rk.kv.n_ctx = n_ctx;
+            REQUIRE(rope_kv_store_cuda(rk, nullptr).ok());
+          }
+          part.poison();
+          REQUIRE(attention_cuda(ap, nullptr).ok());
+          out = dout.download();
+          kc = dkc.download();
+          vc = dvc.download();
+        };
+        std::vector<float> o1, o2, o3;
+        std::vector<uint8_t> kc1, vc1, kc2, vc2, kc3, vc3;
+        run(1, o1, kc1, vc1);
+        run(0, o2, kc2, vc2);
+        run(2, o3, kc3, vc3);
+        CHECK(same_bits(o1, o2));
+        CHECK(kc1 == kc2);
+        CHECK(vc1 == vc2);
+        CHECK(same_bits(o3, o2));
+        CHECK(kc3 == kc2);
+        CHECK(vc3 == vc2);
+        CHECK_FALSE(kc1 == cache0);  // it stored the key
+      }
+  // Fused where it cannot be: two tokens.
+  AttentionParams two;
+  two.n_tok = 2;
+  two.n_head = 8;
+  two.n_head_kv = 2;
+  two.head_dim = 64;
+  std::vector<float> z(2 * 128);
+  DevBuf<float> dz(z);
+  two.k_new = dz.p;
+  two.v_new = dz.p;
+  CHECK_FALSE(attention_fuses_rope(two));
+  CHECK_FALSE(attention_cuda(two, nullptr).ok());
 }
 
 namespace {
@@ -280,7 +431,8 @@ TEST_CASE("decode fused: a GEMV launch over several matrices equals one launch e
     }
 }
 
-TEST_CASE("decode fused: a captured chain with programmatic dependent launch equals plain launches") {
+TEST_CASE(
+    "decode fused: a captured chain with programmatic dependent launch equals plain launches") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(11);
   const int64_t E = 1024, F = 2816, n_tok = 1;
@@ -340,8 +492,10 @@ TEST_CASE("decode fused: a captured chain with programmatic dependent launch equ
       CUDA_OK(cudaStreamSynchronize(s));
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(graph);
-      MESSAGE("programmatic dependent launch " << (pdl_enabled() ? "on" : "off") << " outside the scope; "
-              "inside it on where the GPU is sm_90+ and LS_PDL is not 0");
+      MESSAGE("programmatic dependent launch "
+              << (pdl_enabled() ? "on" : "off")
+              << " outside the scope; "
+                 "inside it on where the GPU is sm_90+ and LS_PDL is not 0");
     } else {
       chain(h, xn, g, u, o, xe, xf);
       CUDA_OK(cudaStreamSynchronize(s));

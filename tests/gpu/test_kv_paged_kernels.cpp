@@ -228,13 +228,13 @@ TEST_CASE(
       DevBuf<float> part(
           std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, p.n_split)));
       p.partial = part.p;
-      p.k_cache = f32 ? static_cast<const void*>(ck32.p) : ck16.p;
-      p.v_cache = f32 ? static_cast<const void*>(cv32.p) : cv16.p;
+      p.k_cache = f32 ? static_cast<void*>(ck32.p) : ck16.p;
+      p.v_cache = f32 ? static_cast<void*>(cv32.p) : cv16.p;
       dout.poison();
       REQUIRE(attention_cuda(p, nullptr).ok());
       const auto want = dout.download();
-      p.k_cache = f32 ? static_cast<const void*>(gk32.p) : gk16.p;
-      p.v_cache = f32 ? static_cast<const void*>(gv32.p) : gv16.p;
+      p.k_cache = f32 ? static_cast<void*>(gk32.p) : gk16.p;
+      p.v_cache = f32 ? static_cast<void*>(gv32.p) : gv16.p;
       p.pages = pages_of(tb, dtab.p);
       dout.poison();
       REQUIRE(attention_cuda(p, nullptr).ok());

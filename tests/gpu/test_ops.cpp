@@ -25,6 +25,7 @@
 #include "kernels/embed.cuh"
 #include "kernels/half.h"
 #include "kernels/kv_store.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/ref/ops.h"
 #include "kernels/ref/quant.h"
 #include "kernels/rmsnorm.cuh"
@@ -350,8 +351,8 @@ TEST_CASE(
     const int32_t max_pos = *std::max_element(cs.pos.begin(), cs.pos.end());
     AttentionParams p;
     p.q = dq.p;
-    p.k_cache = reinterpret_cast<const __half*>(dk.p);
-    p.v_cache = reinterpret_cast<const __half*>(dv.p);
+    p.k_cache = dk.p;
+    p.v_cache = dv.p;
     p.pos = dpos.p;
     p.seq = dseq.p;
     p.out = dout.p;
@@ -378,35 +379,35 @@ TEST_CASE(
     CHECK(d <= 1e-4 * max_abs(ref));
 
     // Each decode kernel (attention_split_kernel, the grouped kernel): the
-    // same attention to f32 rounding.
-    // 6: 5 with the L2 prefetch before the PDL wait; 7: 5 with the reduce
-    // folded into the last split's block, run twice (the merge must leave
-    // its counters at zero), equal to 5 bit for bit.
-    std::vector<float> y5;
-    for (int32_t kern : {3, 5, 6, 7}) {
+    // same attention to f32 rounding. With q8 set, out's 8-bit form too,
+    // bit for bit what quantize_act_q8 makes of out (written by the grouped
+    // kernel with one split, the reduce with more, else a quantize launch).
+    const int64_t width = static_cast<int64_t>(cs.n_head) * cs.hd;
+    DevBuf<int8_t> q8q(n_tok * width), refq(n_tok * width);
+    DevBuf<float2> q8ds(n_tok * width / 32), refds(n_tok * width / 32);
+    auto check_q8 = [&](const AttentionParams& pq) {
+      REQUIRE(quantize_act_q8_cuda(pq.out, n_tok, width, {refq.p, refds.p}, nullptr).ok());
+      const auto gq = q8q.download(), rq = refq.download();
+      const auto gd = q8ds.download(), rd = refds.download();
+      CHECK(std::memcmp(gq.data(), rq.data(), gq.size()) == 0);
+      CHECK(std::memcmp(gd.data(), rd.data(), gd.size() * sizeof(float2)) == 0);
+    };
+    for (int32_t kern : {3, 5}) {
       AttentionParams pk = p;
-      pk.kernel = kern >= 5 ? 5 : kern;
-      pk.prefetch = kern == 6;
-      DevBuf<int32_t> counters(std::vector<int32_t>(n_tok * cs.n_head_kv, 0));
-      if (kern == 7) {
-        pk.fold = true;
-        pk.counters = counters.p;
-      }
-      for (int rep = 0; rep < (kern == 7 ? 2 : 1); ++rep) {
+      pk.kernel = kern;
+      for (const bool with_q8 : {false, true}) {
         part.poison();
         dout.poison();
+        q8q.poison();
+        q8ds.poison();
+        pk.q8 = with_q8 ? ActQ8Device{q8q.p, q8ds.p} : ActQ8Device{nullptr, nullptr};
         REQUIRE(attention_cuda(pk, nullptr).ok());
         auto yk = dout.download();
         CAPTURE(kern);
-        CAPTURE(rep);
+        CAPTURE(with_q8);
         CHECK(nmse(yk, ref) < 1e-9);
         CHECK(max_abs_diff(yk, ref) <= 1e-4 * max_abs(ref));
-        if (kern == 5) y5 = yk;
-        if (kern == 7 && attention_decode_supported(pk)) {
-          CHECK(std::memcmp(yk.data(), y5.data(), yk.size() * sizeof(float)) == 0);
-          const auto c = counters.download();
-          CHECK(std::all_of(c.begin(), c.end(), [](int32_t v) { return v == 0; }));
-        }
+        if (with_q8) check_q8(pk);
       }
     }
 
@@ -422,11 +423,15 @@ TEST_CASE(
       partd.poison();
       pd.partial = partd.p;
       dout.poison();
+      q8q.poison();
+      q8ds.poison();
+      pd.q8 = {q8q.p, q8ds.p};
       REQUIRE(attention_cuda(pd, nullptr).ok());
       auto yd = dout.download();
       CAPTURE(ns);
       CHECK(nmse(yd, ref) < 1e-9);
       CHECK(max_abs_diff(yd, ref) <= 1e-4 * max_abs(ref));
+      check_q8(pd);
     }
 
     // The same values in an f32 cache: the same arithmetic, so the same bits,
@@ -451,34 +456,99 @@ TEST_CASE(
 TEST_CASE("cuda ops: argmax over logits rows, ties to the lowest id") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(31);
-  for (int64_t n : {1, 255, 100003, 128256}) {
-    const int64_t rows = 4;
+  const float nan = std::nanf("");
+  // Vocabulary-sized rows with n % 4 == 0 (float4 loads) and not (scalar),
+  // one past a cluster's single round of loads (300,000), and tiny ones.
+  for (int64_t n : {1, 7, 255, 32000, 100003, 128256, 300000}) {
+    CAPTURE(n);
+    const int64_t rows = 8;
     auto x = rand_floats(rng, rows * n, -10, 10);
-    if (n > 300) {  // row 2: a tie between two ids; row 3: the maximum at the very end
-      x[2 * n + 100] = 50.0f;
-      x[2 * n + 200] = 50.0f;
-      x[3 * n + n - 1] = 60.0f;
-      // row 1: +inf ties the largest float (the lower id wins), NaN never wins
-      x[n + 7] = std::nanf("");
-      x[n + 10] = FLT_MAX;
-      x[n + 20] = INFINITY;
+    float* r0 = x.data();
+    // row 0: integers, so the maximum (10) repeats across threads, warps and
+    // the blocks of a cluster; none in the first half, so the first is not at 0
+    for (int64_t i = 0; i < n; ++i) r0[i] = std::min(std::round(r0[i]), i < n / 2 ? 9.0f : 10.0f);
+    float* r1 = x.data() + n;  // +inf ties the largest float (the lower id wins), NaN never wins
+    float* r2 = x.data() + 2 * n;
+    const int64_t a = n / 3, b = 2 * n / 3 + 1;  // a < b once n >= 7
+    if (n >= 7) {
+      r1[0] = nan;
+      r1[a] = FLT_MAX;
+      r1[b] = INFINITY;
+      r2[0] = nan;
+      r2[a] = INFINITY;
+      r2[b - 1] = nan;
+      r2[b] = FLT_MAX;
     }
-    DevBuf<float> dx(x);
-    DevBuf<int32_t> dout(rows);
-    dout.poison();
-    ArgmaxParams p{dx.p, dout.p, rows, n};
-    REQUIRE(argmax_f32_cuda(p, nullptr).ok());
-    auto got = dout.download();
-    for (int64_t r = 0; r < rows; ++r) {
-      // The CPU's rule (the greedy sampler's), and the plain first maximum where no inf is.
-      CHECK(got[r] == greedy_argmax(x.data() + r * n, static_cast<size_t>(n)));
-      if (r != 1 || n <= 300) {
-        int32_t best = 0;
-        for (int64_t i = 1; i < n; ++i)
-          if (x[r * n + i] > x[r * n + best]) best = static_cast<int32_t>(i);
-        CHECK(got[r] == best);
+    // row 3: a tie of two in different eighths of the row (blocks 2 and 6 of a cluster)
+    if (n > 300) x[3 * n + n / 4 + 3] = x[3 * n + 6 * n / 8 + 1] = 55.0f;
+    x[4 * n + n - 1] = 60.0f;  // row 4: the maximum at the very end
+    // row 5: all NaN gives 0
+    std::fill(x.begin() + 5 * n, x.begin() + 6 * n, nan);
+    // row 6: nothing above -inf gives 0, even behind a NaN
+    std::fill(x.begin() + 6 * n, x.begin() + 7 * n, -INFINITY);
+    x[6 * n] = nan;
+    // row 7: -inf but the last, a very negative number
+    std::fill(x.begin() + 7 * n, x.begin() + 8 * n, -INFINITY);
+    x[7 * n + n - 1] = -1e30f;
+
+    auto check = [&](const std::vector<int32_t>& got) {
+      for (int64_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        const float* row = x.data() + r * n;
+        // The CPU's rule (the greedy sampler's); the plain first maximum where no NaN or inf is.
+        CHECK(got[r] == greedy_argmax(row, static_cast<size_t>(n)));
+        if (r == 0 || r == 3 || r == 4 || r == 7) {
+          int32_t best = 0;
+          for (int64_t i = 1; i < n; ++i)
+            if (row[i] > row[best]) best = static_cast<int32_t>(i);
+          CHECK(got[r] == best);
+        }
       }
+      if (n >= 7) CHECK(got[1] == a);
+      if (n >= 7) CHECK(got[2] == a);
+      if (n > 300) CHECK(got[3] == n / 4 + 3);
+      CHECK(got[4] == n - 1);
+      CHECK(got[5] == 0);
+      CHECK(got[6] == 0);
+      CHECK(got[7] == n - 1);
+    };
+    DevBuf<int32_t> dout(rows);
+    {
+      DevBuf<float> dx(x);
+      dout.poison();
+      ArgmaxParams p{dx.p, dout.p, rows, n};
+      REQUIRE(argmax_f32_cuda(p, nullptr).ok());
+      check(dout.download());
+      // Captured into a graph as the backend's decode does: twice, inside a
+      // PdlScope, so the second launch has the programmatic attribute beside
+      // the cluster's and a kernel to overlap.
+      cudaStream_t s = nullptr;
+      REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      dout.poison();
+      REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+      {
+        const PdlScope scope;
+        REQUIRE(argmax_f32_cuda(p, s).ok());
+        REQUIRE(argmax_f32_cuda(p, s).ok());
+      }
+      REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+      REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+      REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      check(dout.download());
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      cudaStreamDestroy(s);
     }
-    if (n > 300) CHECK(got[1] == 10);
+    // x one float past 16-byte alignment: the scalar loads even where n % 4 == 0.
+    std::vector<float> padded(x.size() + 1, 0.0f);
+    std::copy(x.begin(), x.end(), padded.begin() + 1);
+    DevBuf<float> dpad(padded);
+    dout.poison();
+    ArgmaxParams p{dpad.p + 1, dout.p, rows, n};
+    REQUIRE(argmax_f32_cuda(p, nullptr).ok());
+    check(dout.download());
   }
 }
