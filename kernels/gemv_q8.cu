@@ -400,41 +400,27 @@ constexpr int min_blocks(int nt) {
 // (lds_words) end at most 4 bytes past a range that ends 14 or more bytes
 // before the block's end. (Q8_0 and Q4_0 would read past their block: they
 // keep the stage.)
-template <GgmlType T, int NT, int KR, int XB, bool kDirect = false>
-__global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
-    gemv_q8_v5(GemvQ8Params p, int stages) {
+// The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
+// g, in format T: the kernel's body, a function so that a launch can cover
+// matrices of two formats (gemv_q8_v5's T2).
+template <GgmlType T, int NT, int KR, int XB, bool kDirect>
+__device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_t* W, float* Y,
+                                             int64_t n_out, int64_t g, int64_t row_bytes,
+                                             int stages, uint8_t* smem) {
   using U = V5<T>;
   constexpr int kTB = V5Tile<T, XB>::kBytes, kSR = V5Tile<T, XB>::kStageRow;
-  constexpr int kTileXB = 32 * XB;                 // x-blocks per tile
-  extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
+  constexpr int kTileXB = 32 * XB;  // x-blocks per tile
   __shared__ float part[kWarps][KR * NT];
-  pdl_trigger();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n_warps = blockDim.x >> 5;  // 1 .. kWarps
   uint8_t* const wsm = smem + warp * stages * KR * kSR;
-  // The matrix of this block's rows: the first, or one of p.more.
-  const uint8_t* W = p.w;
-  float* Y = p.y;
-  int64_t n_out = p.n_out, g = blockIdx.x;
-  // Unrolled, so p.more[i] is read from the parameter space: a loop with a
-  // run-time index made every thread copy p to local memory (128 bytes).
-  bool found = false;
-#pragma unroll
-  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {
-    if (!found && i < p.n_more && g >= (n_out + KR - 1) / KR) {
-      g -= (n_out + KR - 1) / KR;
-      W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
-    } else {
-      found = true;
-    }
-  }
   const int64_t row0 = g * KR;
   const uint8_t* rowp[KR];
 #pragma unroll
   for (int r = 0; r < KR; ++r) {
     // A row past n_out re-reads the last row (its sum is never stored).
     const int64_t row = row0 + r < n_out ? row0 + r : n_out - 1;
-    rowp[r] = W + row * p.row_bytes;
+    rowp[r] = W + row * row_bytes;
   }
   const int64_t n_xb = p.n_in / kActQ8Block;
   const int n_tiles = static_cast<int>((n_xb + kTileXB - 1) / kTileXB);
@@ -443,7 +429,7 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   // Copy tile `tile` of the KR rows into stage st; one commit group per tile.
   auto issue = [&](int tile, uint8_t* st) {
     const int64_t off = static_cast<int64_t>(tile) * kTB;
-    const int64_t len = p.row_bytes - off < kTB ? p.row_bytes - off : kTB;
+    const int64_t len = row_bytes - off < kTB ? row_bytes - off : kTB;
 #pragma unroll
     for (int r = 0; r < KR; ++r) {
       const uintptr_t g0 = reinterpret_cast<uintptr_t>(rowp[r] + off);
@@ -592,7 +578,43 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
 }
 
-template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false>
+// T2 (a launch over matrices of two formats, the q, k of a Q4_K_M layer in
+// Q4_K and its v in Q6_K): the segments with GemvQ8Params::Seg::alt set are
+// in T2. One launch instead of two: the second's ramp, tail and wait go.
+template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T>
+__global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
+    gemv_q8_v5(GemvQ8Params p, int stages) {
+  extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
+  pdl_trigger();
+  // The matrix of this block's rows: the first, or one of p.more.
+  const uint8_t* W = p.w;
+  float* Y = p.y;
+  int64_t n_out = p.n_out, g = blockIdx.x, row_bytes = p.row_bytes;
+  bool alt = false;
+  // Unrolled, so p.more[i] is read from the parameter space: a loop with a
+  // run-time index made every thread copy p to local memory (128 bytes).
+  bool found = false;
+#pragma unroll
+  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {
+    if (!found && i < p.n_more && g >= (n_out + KR - 1) / KR) {
+      g -= (n_out + KR - 1) / KR;
+      W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
+      alt = p.more[i].alt;
+      if (alt) row_bytes = p.more[i].row_bytes;
+    } else {
+      found = true;
+    }
+  }
+  if constexpr (T2 != T) {
+    if (alt) {
+      gemv_q8_rows<T2, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
+      return;
+    }
+  }
+  gemv_q8_rows<T, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
+}
+
+template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
   int64_t groups = (p.n_out + KR - 1) / KR;
@@ -613,8 +635,9 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
                                                       static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
-  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect>, dim3(static_cast<unsigned>(groups)),
-                         dim3(32 * n_warps), smem, stream, p, stages));
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
+                         dim3(static_cast<unsigned>(groups)), dim3(32 * n_warps), smem, stream, p,
+                         stages));
   return ok();
 }
 
@@ -627,6 +650,19 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
     return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
   if (p.version != 0 && p.version != 7)
     return make_error("gemv_q8: version %d (0 or 7)", p.version);
+  bool two_formats = false;
+  for (int i = 0; i < p.n_more; ++i) two_formats = two_formats || p.more[i].alt;
+  if (two_formats) {  // the q, k (Q4_K) and v (Q6_K) of a Q4_K_M layer: v7, default shape
+    if constexpr (T == GgmlType::Q4_K) {
+      if (p.alt_type == GgmlType::Q6_K && p.version == 7 && p.n_tok <= 2 && p.rows == 0 &&
+          p.lane_blocks != 1)
+        return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q6_K>(p, stream)
+                            : launch<T, 2, 4, 2, true, GgmlType::Q6_K>(p, stream);
+    }
+    return make_error(
+        "gemv_q8: one launch over %s and %s rows (only Q4_K with Q6_K, v7, n_tok <= 2)",
+        ggml_type_name(T), ggml_type_name(p.alt_type));
+  }
   if constexpr (has_pair<T>()) {
     if (p.version == 7) {  // v7: the direct form, n_tok 1-2, 4 rows a block (2, 8 as variants)
       if (p.n_tok > 2) return make_error("gemv_q8: version 7 takes n_tok <= 2");
@@ -678,6 +714,10 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
+bool gemv_q8_mixes(GgmlType t, GgmlType alt) {
+  return t == GgmlType::Q4_K && alt == GgmlType::Q6_K;
+}
+
 bool gemv_q8_supports(GgmlType t) {
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q8_0 ||
          t == GgmlType::Q4_0;
@@ -687,10 +727,15 @@ Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream)
   if (p.n_in <= 0 || p.n_out <= 0) return make_error("gemv_q8: empty shape");
   if (p.n_more < 0 || p.n_more > GemvQ8Params::kMaxMore)
     return make_error("gemv_q8: %d more matrices (at most %d)", p.n_more, GemvQ8Params::kMaxMore);
-  for (int i = 0; i < p.n_more; ++i)
+  for (int i = 0; i < p.n_more; ++i) {
     if (!p.more[i].w || !p.more[i].y || p.more[i].n_out <= 0 ||
         reinterpret_cast<uintptr_t>(p.more[i].w) % 16)
       return make_error("gemv_q8: matrix %d of the launch is empty or not 16-byte aligned", i + 1);
+    if (p.more[i].alt &&
+        p.more[i].row_bytes != static_cast<int64_t>(ggml_row_bytes(p.alt_type, p.n_in)))
+      return make_error("gemv_q8: matrix %d's rows are not %s rows of %lld values", i + 1,
+                        ggml_type_name(p.alt_type), static_cast<long long>(p.n_in));
+  }
   if (reinterpret_cast<uintptr_t>(p.w) % 16 || reinterpret_cast<uintptr_t>(p.x.q) % 16 ||
       reinterpret_cast<uintptr_t>(p.x.ds) % 8)
     return make_error("gemv_q8: W and x.q must be 16-byte aligned, x.ds 8-byte");

@@ -1,5 +1,5 @@
 // Decode GEMV with 8-bit activations and __dp4a (v5): see kernels/gemv_q8.cu.
-// defines: GemvQ8Params, gemv_q8_supports, gemv_q8_launch
+// defines: GemvQ8Params, gemv_q8_supports, gemv_q8_mixes, gemv_q8_launch
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,11 +31,17 @@ struct GemvQ8Params {
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
   // of (w, y, n_out) above, then those of each more[i].
+  // A segment with alt set is in alt_type (row_bytes its rows' bytes): one
+  // launch over two formats, the q, k (Q4_K) and v (Q6_K) of a Q4_K_M layer
+  // (gemv_q8_mixes says which pairs; v7 only).
   struct Seg {
     const uint8_t* w = nullptr;
     float* y = nullptr;
     int64_t n_out = 0;
+    bool alt = false;
+    int64_t row_bytes = 0;
   };
+  GgmlType alt_type = GgmlType::Q6_K;
   static constexpr int kMaxMore = 2;
   Seg more[kMaxMore] = {};
   int n_more = 0;
@@ -43,6 +49,10 @@ struct GemvQ8Params {
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.
 bool gemv_q8_supports(GgmlType t);
+
+// Whether one launch of type t can also take segments of type alt
+// (GemvQ8Params::Seg::alt): Q4_K with Q6_K.
+bool gemv_q8_mixes(GgmlType t, GgmlType alt);
 
 Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream);
 

@@ -352,6 +352,27 @@ MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
 // x_unchanged: the previous call's 8-bit x is this x (q/k/v, gate/up).
 // more / n_more: further weights of w's type and shape reading the same x,
 // in the same launch (8-bit GEMV only; the caller checks).
+// The direct form (v7: no shared-memory stage) where it applies, the default
+// since session 12 (8b Q4_K_M decode +6 %, every K-quant shape of the 8b as
+// fast or faster: bench/results/2026-12-02-h200-s12.md); LS_GEMV_VERSION=6
+// (or 5) keeps the staged form for A/B.
+bool gemv_direct(GgmlType t, int64_t n_tok) {
+  const int env = gemv_env_version();
+  return (env == 0 || env == 7) && n_tok <= 2 &&
+         (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K);
+}
+
+// Whether the next weight of another format joins a v7 launch (q, k in Q4_K
+// and v in Q6_K: one launch a Q4_K_M layer's q/k/v, not two). LS_GEMV_MIX=0
+// keeps one launch a format (A/B).
+bool gemv_joins(GgmlType run, GgmlType next, int64_t n_tok) {
+  static const bool off = [] {
+    const char* e = std::getenv("LS_GEMV_MIX");
+    return e && std::string(e) == "0";
+  }();
+  return !off && gemv_direct(run, n_tok) && gemv_direct(next, n_tok) && gemv_q8_mixes(run, next);
+}
+
 Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
                 cudaStream_t stream, bool x_unchanged, const WeightView* more = nullptr,
                 float* const* y_more = nullptr, int n_more = 0) {
@@ -390,16 +411,15 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
                    row_bytes,
                    static_cast<int>(n_tok)};
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
-    // The direct form (v7: no shared-memory stage) where it applies, the
-    // default since session 12 (8b Q4_K_M decode +6 %, every K-quant shape of
-    // the 8b as fast or faster: bench/results/2026-12-02-h200-s12.md);
-    // LS_GEMV_VERSION=6 (or 5) keeps the staged form for A/B.
-    const int env = gemv_env_version();
-    if ((env == 0 || env == 7) && n_tok <= 2 &&
-        (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K))
-      p.version = 7;
-    for (int i = 0; i < n_more; ++i)
+    if (gemv_direct(w.type, n_tok)) p.version = 7;
+    for (int i = 0; i < n_more; ++i) {
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};
+      if (more[i].type != w.type) {  // a launch over two formats (gemv_q8_mixes)
+        p.more[i].alt = true;
+        p.more[i].row_bytes = static_cast<int64_t>(ggml_row_bytes(more[i].type, more[i].n_in));
+        p.alt_type = more[i].type;
+      }
+    }
     p.n_more = n_more;
     return gemv_q8_launch(w.type, p, stream);
   }
@@ -492,13 +512,18 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
   if (n_tok == 0 || n_w <= 0) return ok();
   const MatmulPath path = pick_path(im, n_tok);
   if (path == MatmulPath::Gemv) {
-    // Runs of consecutive weights of one 8-bit-GEMV type and n_in share a launch.
+    // Runs of consecutive weights of one 8-bit-GEMV type and n_in share a launch,
+    // and the weight after a run when its format joins (gemv_joins).
     for (int i = 0; i < n_w;) {
       int j = i + 1;
-      if (ctx.takes_q8(w[i].type, n_tok))
+      if (ctx.takes_q8(w[i].type, n_tok)) {
         while (j < n_w && j - i <= GemvQ8Params::kMaxMore && w[j].type == w[i].type &&
                w[j].n_in == w[i].n_in)
           ++j;
+        if (j < n_w && j - i <= GemvQ8Params::kMaxMore && w[j].n_in == w[i].n_in &&
+            ctx.takes_q8(w[j].type, n_tok) && gemv_joins(w[i].type, w[j].type, n_tok))
+          ++j;  // then one of the second format
+      }
       LS_TRY(run_gemv(ctx, w[i], x, n_tok, y[i], stream, x_unchanged || i > 0, w + i + 1, y + i + 1,
                       j - i - 1));
       i = j;

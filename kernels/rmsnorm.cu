@@ -57,10 +57,20 @@ template <int kVec>
 __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams p) {
   __shared__ float sh[32];
   pdl_trigger();
+  // The norm weight, which no kernel of a step writes, is loaded before the
+  // wait, so its round trip to memory overlaps the kernel before instead of
+  // following the reduction.
+  const int n4 = static_cast<int>(p.n / 4);
+  const float4* w = reinterpret_cast<const float4*>(p.w);
+  float4 g[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int i = threadIdx.x + k * blockDim.x;
+    g[k] = i < n4 ? w[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   pdl_wait();
   const int64_t m = blockIdx.x;
   const int64_t r = p.rows ? p.rows[m] : m;
-  const int n4 = static_cast<int>(p.n / 4);
   float4* h = reinterpret_cast<float4*>(p.h + r * p.n);
   float4 v[kVec];
   float ss = 0.0f;
@@ -90,7 +100,6 @@ __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams 
   }
   ss = block_sum(ss, sh);
   const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(ss) / p.n + p.eps));
-  const float4* w = reinterpret_cast<const float4*>(p.w);
   float4* y = reinterpret_cast<float4*>(p.y + m * p.n);
   const bool lead = (threadIdx.x & 7) == 0;  // the first of the 8 lanes of a block of 32
 #pragma unroll
@@ -99,17 +108,16 @@ __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams 
     const bool in = i < n4;
     float o[4] = {0.f, 0.f, 0.f, 0.f};
     if (in) {
-      const float4 g = w[i];
-      o[0] = v[k].x * scale * g.x;
-      o[1] = v[k].y * scale * g.y;
-      o[2] = v[k].z * scale * g.z;
-      o[3] = v[k].w * scale * g.w;
+      o[0] = v[k].x * scale * g[k].x;
+      o[1] = v[k].y * scale * g[k].y;
+      o[2] = v[k].z * scale * g[k].z;
+      o[3] = v[k].w * scale * g[k].w;
       y[i] = make_float4(o[0], o[1], o[2], o[3]);
     }
     // Bounds are per group of 8 lanes (n % 32 == 0), so a group is all in or all out.
     if (p.q8.q)
       act_q8_group<4>(o, in, p.q8.q + m * p.n + 4 * static_cast<int64_t>(i),
-                        p.q8.ds + m * (p.n / kActQ8Block) + i / 8, lead);
+                      p.q8.ds + m * (p.n / kActQ8Block) + i / 8, lead);
   }
 }
 

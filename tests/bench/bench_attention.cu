@@ -8,8 +8,8 @@
 // step's weights pass through L2 between one layer's attention calls).
 // GB/s counts the K and V bytes the call must read (positions x KV width x 2
 // bytes x 2), the ratio is to the bound. Rows: each decode kernel
-// (AttentionParams::kernel 3 and 5) with the fixed chunks of 256 positions and with chunks cut from
-// the row's length (chunk 0), paged through a block table as the engine's cache is.
+// (AttentionParams::kernel 3 and 5) with the fixed chunks of 256 positions and with chunks cut
+// from the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits, for choosing attention_splits_dynamic's rule.
 // Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits]
