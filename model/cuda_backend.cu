@@ -1,11 +1,15 @@
 // The CUDA backend (see cuda_backend.h). A layer, on one stream:
 //   [h += o] xn = rmsnorm(h) · attn_norm        (the previous layer's residual add, fused;
 //                                               a decode batch's 8-bit xn for the GEMVs too)
-//   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill)
+//   q, k, v = xn · Wq, Wk, Wv                   matmul_cuda_shared_x (one f16 xn for prefill;
+//                                               one GEMV launch for decode, Q4_K + Q6_K too)
 //   rope(q), rope(k); cache[seq, pos] = k, v   one kernel (f16; f32 with --kv-type f32;
 //                                               paged: the row of (seq, pos) through the
-//                                               block table)
+//                                               block table); for one token, inside the
+//                                               attention kernel (cos, sin: the step's
+//                                               table, made in begin())
 //   att = attention(q, cache)                   decode and prefill, split over long contexts
+//                                               (decode: o's 8-bit x too)
 //   o = att · Wo
 //   h += o; xn = rmsnorm(h) · ffn_norm          fused
 //   o = (silu(xn · Wgate) · (xn · Wup)) · Wdown; the add h += o is left to the next norm
@@ -66,8 +70,8 @@ constexpr uint64_t kContextMargin = 384ull << 20;
 
 // Activations for n tokens: the residual, norm output, q, attention output,
 // o (n x n_embd each), k and v (n x n_embd_kv), the two feed-forward halves
-// (n x n_ff), logits (n x n_vocab), the split-attention partials, and the
-// batch's ints.
+// (n x n_ff), logits (n x n_vocab), the split-attention partials, the
+// batch's ints, and the RoPE table (n x n_rot / 2 cos, sin pairs).
 // Decode attention cuts each row into a split count that changes only at a
 // few context lengths, chunks from the row's own length (kernels/
 // attention.cuh: attention_splits_dynamic); LS_ATTENTION_SPLITS=fixed keeps
