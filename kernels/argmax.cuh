@@ -16,7 +16,8 @@
 // Versions: v1; v2: +inf clamped to the largest float, as the CPU's rule;
 // v3 (this): clusters and loads in flight. v2's one block of 256 threads
 // a row, one float a thread per iteration, took 73.6 us for a 128,256-wide
-// row on an H200 (ncu): latency-bound on one SM. v3 also gives 0 for a row
+// row on an H200 (ncu): latency-bound on one SM; v3 takes 4.5 us (session
+// 13, bench/results/2026-12-02-h200-s13.md). v3 also gives 0 for a row
 // whose best is -inf (v2 gave the first non-NaN id), as the CPU does.
 // defines: ArgmaxParams, argmax_f32_cuda
 #pragma once
