@@ -64,6 +64,20 @@ void check_q8_of(const std::vector<float>& y, int64_t n_in, const Q8Buf& got) {
   CHECK(bad.sum == 0);
 }
 
+// The rotation both RoPE tests use: Llama 3's base, no scaling.
+RopeCudaParams test_rope(const int32_t* pos, const float* freq_factors, int64_t n_tok,
+                         int32_t head_dim, int32_t n_rot) {
+  RopeCudaParams rp;
+  rp.pos = pos;
+  rp.freq_factors = freq_factors;
+  rp.n_tok = n_tok;
+  rp.head_dim = head_dim;
+  rp.n_rot = n_rot;
+  rp.freq_base = 500000.0f;
+  rp.freq_scale = 1.0f;
+  return rp;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -174,14 +188,8 @@ TEST_CASE("decode fused: rope + KV store equals rope twice and kv_store") {
       DevBuf<uint8_t> dkc(cache_vals * elem), dvc(cache_vals * elem);
       CUDA_OK(cudaMemset(dkc.p, 0x3C, cache_vals * elem));
       CUDA_OK(cudaMemset(dvc.p, 0x3C, cache_vals * elem));
-      RopeCudaParams rp;
-      rp.pos = dpos.p;
-      rp.freq_factors = cs.factors ? dff.p : nullptr;
-      rp.n_tok = n_tok;
-      rp.head_dim = cs.head_dim;
-      rp.n_rot = cs.n_rot;
-      rp.freq_base = 500000.0f;
-      rp.freq_scale = 1.0f;
+      RopeCudaParams rp =
+          test_rope(dpos.p, cs.factors ? dff.p : nullptr, n_tok, cs.head_dim, cs.n_rot);
       KvStoreParams kp;
       kp.k = dk.p;
       kp.v = dv.p;
@@ -289,14 +297,8 @@ TEST_CASE(
                        std::vector<uint8_t>& vc) {
           DevBuf<float> dq(q), dk(k), dv(v), dout(QW);
           DevBuf<uint8_t> dkc(cache0), dvc(cache0);
-          RopeCudaParams rp;
-          rp.pos = dpos.p;
-          rp.freq_factors = cs.factors ? dff.p : nullptr;
-          rp.n_tok = 1;
-          rp.head_dim = cs.head_dim;
-          rp.n_rot = cs.n_rot;
-          rp.freq_base = 500000.0f;
-          rp.freq_scale = 1.0f;
+          const RopeCudaParams rp =
+              test_rope(dpos.p, cs.factors ? dff.p : nullptr, 1, cs.head_dim, cs.n_rot);
           AttentionParams ap;
           ap.q = dq.p;
           ap.k_cache = dkc.p;
