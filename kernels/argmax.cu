@@ -191,20 +191,9 @@ cudaError_t launch(const ArgmaxParams& p, cudaStream_t stream) {
   if (!clusters_usable() || p.n_rows > 65535)
     return launch_pdl(argmax_f32_block_kernel<V>, dim3(static_cast<unsigned>(p.n_rows)),
                       dim3(kThreads), 0, stream, p);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(kCluster, static_cast<unsigned>(p.n_rows));
-  cfg.blockDim = dim3(kThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kCluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // as launch_pdl
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 2 : 1;
-  return cudaLaunchKernelEx(&cfg, argmax_f32_cluster_kernel<V>, p);
+  return launch_pdl_cluster(argmax_f32_cluster_kernel<V>,
+                            dim3(kCluster, static_cast<unsigned>(p.n_rows)), dim3(kThreads), 0,
+                            stream, kCluster, p);
 }
 
 }  // namespace

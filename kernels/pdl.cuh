@@ -23,10 +23,12 @@
 // with an event, before the graph launch). Outside a scope, on a GPU below
 // sm_90, or with LS_PDL=0 in the environment (A/B runs), a kernel waits for
 // the whole previous kernel as usual and the two calls do nothing.
-// defines: pdl_wait(), pdl_trigger(), pdl_enabled(), PdlScope, launch_pdl()
+// defines: pdl_wait(), pdl_trigger(), pdl_enabled(), PdlScope, launch_pdl(), launch_pdl_cluster()
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <utility>
 
 namespace ls {
 
@@ -56,21 +58,40 @@ class PdlScope {
 };
 
 // kernel<<<grid, block, smem, stream>>>(args...), with the programmatic
-// stream serialization attribute when pdl_enabled(). Returns the launch error.
+// stream serialization attribute when pdl_enabled(), and the blocks in
+// thread-block clusters of cluster_x along x when cluster_x > 1 (sm_90;
+// grid.x a multiple of it). Returns the launch error.
 template <typename... Params, typename... Args>
-cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                       cudaStream_t stream, Args&&... args) {
+cudaError_t launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                               cudaStream_t stream, unsigned cluster_x, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cluster_x > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster_x;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_enabled()) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                       cudaStream_t stream, Args&&... args) {
+  return launch_pdl_cluster(kernel, grid, block, smem, stream, 1u, std::forward<Args>(args)...);
 }
 
 }  // namespace ls
