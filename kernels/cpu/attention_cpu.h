@@ -99,7 +99,16 @@ struct AttnCpuTuning {
   // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
   // -1: the default.
   int prefetch = -1;
+  // Split path: consecutive blocks of a row one task runs (each block's
+  // value loop prefetching the next one's keys); 0: attention_cpu_chunk.
+  int chunk = 0;
 };
+
+// The default chunk (AttnCpuTuning::chunk) of a split call of `blocks`
+// blocks in all on `threads` threads: as many blocks a task as leave
+// kAttnTasksPerThread tasks a thread, 1 to kAttnMaxChunk.
+inline constexpr int kAttnTasksPerThread = 2, kAttnMaxChunk = 4;
+int attention_cpu_chunk(int64_t blocks, int threads);
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
 // call and nothing is allocated per call): per thread a scores block and
@@ -123,6 +132,7 @@ class AttentionCpuScratch {
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
   std::atomic<int>* pending() { return pending_.get(); }
   int64_t* task0() { return task0_.data(); }
+  int64_t* chunk0() { return chunk0_.data(); }
 
  private:
   int64_t triple_floats() const { return int64_t{group_} * (head_dim_ + 2); }
@@ -133,6 +143,7 @@ class AttentionCpuScratch {
   std::vector<float> split_;                     // (tasks, triple)
   std::unique_ptr<std::atomic<int>[]> pending_;  // (rows)
   std::vector<int64_t> task0_;                   // (n_tok + 1)
+  std::vector<int64_t> chunk0_;                  // (n_tok + 1)
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the
