@@ -38,10 +38,14 @@
 // arithmetic, and so the result, is the same as over a contiguous cache.
 //
 // Split: with many (token, head) rows (prefill) a task is a whole row; with
-// few (decode: one token × 8 heads) each block is a task, so one token uses
-// every thread at long contexts, the tasks in block-major order (those
-// running at once read whole rows of the same positions, contiguous memory). A context of at most
-// one block length is one block: no split, no merge.
+// few (decode: one token × 8 heads) a task is a chunk of a few consecutive
+// blocks of a row (AttnCpuTuning::chunk), so one token uses every thread at
+// long contexts, the tasks in chunk-major order (those running at once read
+// whole rows of the same positions, contiguous memory). Within a row or a
+// chunk, each block's value loop prefetches the next block's keys: a
+// block's softmax and value loop work from cache, and without that the core
+// would have nothing to read while they run. A context of at most one block
+// length is one block: no split, no merge.
 //
 // Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
