@@ -42,10 +42,7 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
     rows_ = rows;
     pending_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(rows_));
   }
-  if (static_cast<int64_t>(task0_.size()) < rows + 1) {
-    task0_.resize(static_cast<size_t>(rows + 1));
-    chunk0_.resize(static_cast<size_t>(rows + 1));
-  }
+  if (static_cast<int64_t>(task0_.size()) < rows + 1) task0_.resize(static_cast<size_t>(rows + 1));
 }
 
 int attention_cpu_block_len(int64_t n_pos, int block) {
@@ -91,38 +88,28 @@ struct Job {
   int blk;           // positions per block; 0: by the row's length (block_len)
   int ahead;         // key rows prefetched ahead
   int prefetch;      // kAttnPf* bits
-  int chunk;         // split path: consecutive blocks a task runs
   int64_t kv_bytes;  // of one element
 };
 
-// Block b of token t's key/value head h: its positions, and their runs (one
-// for a contiguous cache; a paged cache's blocks, which tile the block: its
-// length is a multiple of theirs, each found through the table) into k_run
-// and, unless null, v_run.
-int block_runs(const Job& j, int64_t t, int h, int b, const void** k_run, const void** v_run) {
+// Block b of token t's key/value head h, into triple.
+void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* triple) {
   const AttnArgs& a = *j.a;
   const int blk = block_len(j.blk, a.pos[t]);
   const int64_t p0 = int64_t{b} * blk;
-  const int n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
-  const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
-  const int run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
-  for (int r = 0; r * run_len < n_pos; ++r) {
-    const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * run_len)) + head;
-    k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
-    if (v_run) v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
-  }
-  return n_pos;
-}
-
-// Block b of token t's key/value head h, into triple; next: the block the
-// task runs after it (its keys are prefetched), or -1.
-void run_block(const Job& j, int64_t t, int h, int b, int next, float* scores, float* triple) {
-  const AttnArgs& a = *j.a;
   AttnBlockArgs ba;
   ba.q = a.q + t * a.ldq + int64_t{h} * j.group * a.head_dim;
-  ba.n_pos = block_runs(j, t, h, b, ba.k_run, ba.v_run);
+  ba.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
+  // The block's runs of positions: one for a contiguous cache; a paged
+  // cache's blocks (which tile the block: its length is a multiple of theirs)
+  // each found through the table.
+  const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
+  const int run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
   ba.run_shift = a.kv.pages.table ? a.kv.pages.shift : 30;
-  if (next >= 0) ba.next_n_pos = block_runs(j, t, h, next, ba.next_k_run, nullptr);
+  for (int r = 0; r * run_len < ba.n_pos; ++r) {
+    const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * run_len)) + head;
+    ba.k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
+    ba.v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  }
   ba.type = a.kv.type;
   ba.ld_pos = a.kv.ld_pos;
   ba.ahead = j.ahead;
@@ -171,7 +158,7 @@ void run_row(const Job& j, int64_t t, int h, int thread) {
   float* part = j.s->part(thread);
   const int nb = n_blocks(j.a->pos[t], j.blk);
   for (int b = 0; b < nb; ++b) {
-    run_block(j, t, h, b, b + 1 < nb ? b + 1 : -1, scores, b == 0 ? state : part);
+    run_block(j, t, h, b, scores, b == 0 ? state : part);
     if (b > 0) merge(state, part, j.group, j.a->head_dim);
   }
   finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
@@ -207,13 +194,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       break;
   }
   const int64_t rows = a.n_tok * a.n_head_kv;
-  int64_t blocks = 0;
-  for (int64_t t = 0; t < a.n_tok; ++t) blocks += int64_t{n_blocks(a.pos[t], j.blk)} * a.n_head_kv;
+  int64_t tasks = 0;
+  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(a.pos[t], j.blk)} * a.n_head_kv;
   // Split rows into blocks only when rows alone leave threads idle (fewer
   // than 4 per thread: rows differ in length) and some row has more than one
   // block. The results are the same either way (the fold is the same).
-  const bool split = pool.size() > 1 && rows < 4 * int64_t{pool.size()} && blocks > rows;
-  scratch.reserve(pool.size(), j.group, a.head_dim, split ? rows : 0, split ? blocks : 0);
+  const bool split = pool.size() > 1 && rows < 4 * int64_t{pool.size()} && tasks > rows;
+  scratch.reserve(pool.size(), j.group, a.head_dim, split ? rows : 0, split ? tasks : 0);
   const Job* jp = &j;
   if (!split) {
     pool.run(rows, [jp](int64_t r, int thread) {
@@ -221,38 +208,32 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     });
     return;
   }
-  // One partial per block, block-major: token t's start at task0[t], and
-  // block b of its head h is partial task0[t] + b·n_head_kv + h
-  // (split_part). A task runs a chunk of consecutive blocks of one row in
-  // turn, each block prefetching the next one's keys; the tasks are
-  // chunk-major (token t's from chunk0[t]: chunk c of head h is task
-  // chunk0[t] + c·n_head_kv + h), so that those running at once read all the
-  // heads of the same positions: whole rows of the cache, a contiguous
-  // stretch of memory, rather than one head's 1/n_head_kv of rows spread
-  // over the whole context (whose neighbours the hardware prefetchers would
-  // fetch for nothing). The last block of a row to finish folds the row's
-  // partials in block order.
-  j.chunk = tune.chunk > 0 ? tune.chunk : attention_cpu_chunk(blocks, pool.size());
+  // One task per block, block-major: token t's tasks start at task0[t], and
+  // block b of its head h is task task0[t] + b·n_head_kv + h, whose partial
+  // is split_part(i). Block-major so that the tasks running at once read
+  // all the heads of the same positions: whole rows of the cache, a
+  // contiguous stretch of memory, rather than one head's 1/n_head_kv of
+  // rows spread over the whole context (whose neighbours the hardware
+  // prefetchers would fetch for nothing). The last block of a row to finish
+  // folds the row's partials in block order.
   int64_t* task0 = scratch.task0();
-  int64_t* chunk0 = scratch.chunk0();
   std::atomic<int>* pending = scratch.pending();
-  task0[0] = chunk0[0] = 0;
+  task0[0] = 0;
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int nb = n_blocks(a.pos[t], j.blk);
     task0[t + 1] = task0[t] + int64_t{nb} * a.n_head_kv;
-    chunk0[t + 1] = chunk0[t] + int64_t{(nb + j.chunk - 1) / j.chunk} * a.n_head_kv;
     for (int h = 0; h < a.n_head_kv; ++h)
       pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
   }
-  // Block b of token t's head h (next: the task's next block, or -1): its
-  // partial, then the row's fold if it is the row's last block to finish.
-  auto one = [jp](int64_t t, int h, int b, int next, int thread) {
+  // Block b of token t's head h: its partial, then the row's fold if it is
+  // the row's last block to finish.
+  auto one = [jp](int64_t t, int h, int b, int thread) {
     const Job& j = *jp;
     const int64_t* task0 = j.s->task0();
     const int nb = n_blocks(j.a->pos[t], j.blk);
     const int n_kv = j.a->n_head_kv;
     const int64_t i = task0[t] + int64_t{b} * n_kv + h;
-    run_block(j, t, h, b, next, j.s->scores(thread), j.s->split_part(i));
+    run_block(j, t, h, b, j.s->scores(thread), j.s->split_part(i));
     // acq_rel: the folding thread sees every other block's partial.
     if (j.s->pending()[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const int64_t first = task0[t] + h;
@@ -261,21 +242,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       merge(state, j.s->split_part(first + int64_t{c} * n_kv), j.group, j.a->head_dim);
     finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
   };
-  pool.run(chunk0[a.n_tok], [jp, one](int64_t i, int thread) {
-    const int64_t* chunk0 = jp->s->chunk0();
-    const int64_t t = std::upper_bound(chunk0, chunk0 + jp->a->n_tok + 1, i) - chunk0 - 1;
+  pool.run(tasks, [jp, one](int64_t i, int thread) {
+    const int64_t* task0 = jp->s->task0();
+    const int64_t t = std::upper_bound(task0, task0 + jp->a->n_tok + 1, i) - task0 - 1;
     const int n_kv = jp->a->n_head_kv;
-    const int h = static_cast<int>((i - chunk0[t]) % n_kv);
-    const int c = static_cast<int>((i - chunk0[t]) / n_kv);
-    const int nb = n_blocks(jp->a->pos[t], jp->blk);
-    const int b0 = c * jp->chunk, b1 = std::min(nb, b0 + jp->chunk);
-    for (int b = b0; b < b1; ++b) one(t, h, b, b + 1 < b1 ? b + 1 : -1, thread);
+    one(t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv),
+        thread);
   });
-}
-
-int attention_cpu_chunk(int64_t blocks, int threads) {
-  const int64_t c = blocks / (int64_t{kAttnTasksPerThread} * std::max(threads, 1));
-  return static_cast<int>(std::clamp<int64_t>(c, 1, kAttnMaxChunk));
 }
 
 }  // namespace ls

@@ -38,14 +38,10 @@
 // arithmetic, and so the result, is the same as over a contiguous cache.
 //
 // Split: with many (token, head) rows (prefill) a task is a whole row; with
-// few (decode: one token × 8 heads) a task is a chunk of a few consecutive
-// blocks of a row (AttnCpuTuning::chunk), so one token uses every thread at
-// long contexts, the tasks in chunk-major order (those running at once read
-// whole rows of the same positions, contiguous memory). Within a row or a
-// chunk, each block's value loop prefetches the next block's keys: a
-// block's softmax and value loop work from cache, and without that the core
-// would have nothing to read while they run. A context of at most one block
-// length is one block: no split, no merge.
+// few (decode: one token × 8 heads) each block is a task, so one token uses
+// every thread at long contexts, the tasks in block-major order (those
+// running at once read whole rows of the same positions, contiguous memory). A context of at most
+// one block length is one block: no split, no merge.
 //
 // Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
@@ -103,16 +99,7 @@ struct AttnCpuTuning {
   // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
   // -1: the default.
   int prefetch = -1;
-  // Split path: consecutive blocks of a row one task runs (each block's
-  // value loop prefetching the next one's keys); 0: attention_cpu_chunk.
-  int chunk = 0;
 };
-
-// The default chunk (AttnCpuTuning::chunk) of a split call of `blocks`
-// blocks in all on `threads` threads: as many blocks a task as leave
-// kAttnTasksPerThread tasks a thread, 1 to kAttnMaxChunk.
-inline constexpr int kAttnTasksPerThread = 2, kAttnMaxChunk = 4;
-int attention_cpu_chunk(int64_t blocks, int threads);
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
 // call and nothing is allocated per call): per thread a scores block and
@@ -136,7 +123,6 @@ class AttentionCpuScratch {
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
   std::atomic<int>* pending() { return pending_.get(); }
   int64_t* task0() { return task0_.data(); }
-  int64_t* chunk0() { return chunk0_.data(); }
 
  private:
   int64_t triple_floats() const { return int64_t{group_} * (head_dim_ + 2); }
@@ -147,7 +133,6 @@ class AttentionCpuScratch {
   std::vector<float> split_;                     // (tasks, triple)
   std::unique_ptr<std::atomic<int>[]> pending_;  // (rows)
   std::vector<int64_t> task0_;                   // (n_tok + 1)
-  std::vector<int64_t> chunk0_;                  // (n_tok + 1)
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the

@@ -47,11 +47,6 @@ struct AttnBlockArgs {
   int n_pos = 0;       // 1..kAttnBlock
   int ahead = 8;       // key rows the scores loop prefetches ahead
   int prefetch = kAttnPfDefault;  // kAttnPf* bits: what the scores loop prefetches
-  // The key rows of the block the same task runs next (attention_cpu.cpp's
-  // chunks), which the value loop prefetches: runs as k_run, next_n_pos of
-  // them (0: none). Left uninitialised past next_n_pos, like the runs.
-  const void* next_k_run[kAttnMaxRuns];
-  int next_n_pos = 0;
   int group = 0, head_dim = 0;
   float scale = 0;
   float* scores = nullptr;  // (group, kAttnBlock) scratch
@@ -60,7 +55,7 @@ struct AttnBlockArgs {
   float* triple = nullptr;
 };
 
-// Position p's key (runs = k_run or next_k_run) or value (v_run) row.
+// Position p's key (runs = k_run) or value (v_run) row.
 template <class T>
 inline const T* kv_row(const AttnBlockArgs& a, const void* const* runs, int p) {
   return static_cast<const T*>(runs[p >> a.run_shift]) +

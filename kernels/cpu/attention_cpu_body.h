@@ -16,12 +16,7 @@
 // key row `ahead` positions on and the value row of each position (to L2),
 // so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
 // registers, each position's value tile converted once and FMA'd with each
-// head's broadcast weight. When the task runs another block after this one
-// (AttnBlockArgs::next_n_pos), the value loop prefetches that block's keys
-// into L2, a line per position and tile: the core keeps reading while it
-// computes the values and the softmax, which would otherwise run with
-// nothing in flight (a third of a block's time), and the next block's
-// scores loop finds its keys near.
+// head's broadcast weight.
 // defines (internal): attn_block<V>
 #pragma once
 
@@ -130,27 +125,18 @@ LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
   }
 }
 
-// acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) ==
-// 0). fetch: prefetch the next block's keys (the first run of heads).
+// acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) == 0).
 template <class V, class T, int NG, int R>
-LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, bool fetch) {
+LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
   using F = typename V::F;
   const int hd = a.head_dim;
   const float* e = a.scores + int64_t{g0} * kAttnBlock;
   float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
-  // Lines [l0, l1) of each next key row in tile pass j of `passes`.
-  const int lines = static_cast<int>((int64_t{hd} * sizeof(T) + 63) / 64);
-  const int passes = hd / (R * V::W), next_n = fetch ? a.next_n_pos : 0;
-  for (int d0 = 0, j = 0; d0 < hd; d0 += R * V::W, ++j) {
-    const int l0 = j * lines / passes, l1 = (j + 1) * lines / passes;
+  for (int d0 = 0; d0 < hd; d0 += R * V::W) {
     F o[NG][R];
     for (int g = 0; g < NG; ++g)
       for (int r = 0; r < R; ++r) o[g][r] = V::zero();
     for (int p = 0; p < a.n_pos; ++p) {
-      if (p < next_n) {
-        const char* nk = reinterpret_cast<const char*>(kv_row<T>(a, a.next_k_run, p));
-        for (int l = l0; l < l1; ++l) V::prefetch_l2(nk + 64 * l);
-      }
       const T* vp = kv_row<T>(a, a.v_run, p) + d0;
       F x[R];
       for (int r = 0; r < R; ++r) x[r] = V::load(vp + r * V::W);
@@ -167,15 +153,15 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, bool fetch) {
 // The widest tile (R = 8, 4, 2, 1 vectors) that divides head_dim and keeps
 // NG × R accumulators within V::kAcc registers.
 template <class V, class T, int NG>
-LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0, bool fetch) {
+LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0) {
   const int chunks = a.head_dim / V::W;
   if constexpr (NG * 8 <= V::kAcc)
-    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0, fetch);
+    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0);
   if constexpr (NG * 4 <= V::kAcc)
-    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0, fetch);
+    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0);
   if constexpr (NG * 2 <= V::kAcc)
-    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0, fetch);
-  return block_values<V, T, NG, 1>(a, g0, fetch);
+    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0);
+  return block_values<V, T, NG, 1>(a, g0);
 }
 
 template <class V, class T>
@@ -193,11 +179,10 @@ LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
   block_softmax<V>(a);
   for (int g0 = 0; g0 < a.group;) {
     const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    const bool fetch = g0 == 0;
-    if (ng == 8) block_values_ng<V, T, 8>(a, g0, fetch);
-    if (ng == 4) block_values_ng<V, T, 4>(a, g0, fetch);
-    if (ng == 2) block_values_ng<V, T, 2>(a, g0, fetch);
-    if (ng == 1) block_values_ng<V, T, 1>(a, g0, fetch);
+    if (ng == 8) block_values_ng<V, T, 8>(a, g0);
+    if (ng == 4) block_values_ng<V, T, 4>(a, g0);
+    if (ng == 2) block_values_ng<V, T, 2>(a, g0);
+    if (ng == 1) block_values_ng<V, T, 1>(a, g0);
     g0 += ng;
   }
 }

@@ -17,10 +17,10 @@
 // layout of model/kv_cache.h, the default) or rows (a position's row holds
 // its 8 heads, as the GPU's cache does), or both.
 //
-// --block, --chunk and --ahead sweep attention_cpu's knobs (AttnCpuTuning):
-// positions per block (16..256, multiples of 16; 0: the kernel's choice by
-// context length), consecutive blocks a task runs (0: the default), and key
-// rows prefetched ahead (0: the default); --prefetch what the scores loop
+// --block and --ahead sweep attention_cpu's knobs (AttnCpuTuning): positions
+// per block (16..256, multiples of 16; 0: the kernel's choice by context
+// length) and key rows
+// prefetched ahead (0: the default); --prefetch what the scores loop
 // prefetches: k1v2 (keys into L1, values into L2: the
 // default), k2v2, k1, v2, none.
 //
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"heads"};
-  std::vector<int> blocks = {0}, aheads = {0}, chunks = {0};
+  std::vector<int> blocks = {0}, aheads = {0};
   std::vector<std::string> prefetches = {"k1v2"};
   bool read_only = false;
   int reps = 15;
@@ -177,8 +177,8 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "--layout: '%s' is neither rows nor heads\n", l.c_str());
           return 2;
         }
-    } else if (a == "--block" || a == "--ahead" || a == "--chunk") {
-      std::vector<int>& v = a == "--block" ? blocks : a == "--chunk" ? chunks : aheads;
+    } else if (a == "--block" || a == "--ahead") {
+      std::vector<int>& v = a == "--block" ? blocks : aheads;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
@@ -241,8 +241,8 @@ int main(int argc, char** argv) {
 
   std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
-  std::printf("%6s %3s %-8s %-6s %4s %3s %4s %5s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx",
-              "thr", "isa", "layout", "blk", "chk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
+  std::printf("%6s %3s %-8s %-6s %4s %4s %5s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr",
+              "isa", "layout", "blk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
               "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int th : threads) {
@@ -267,11 +267,11 @@ int main(int argc, char** argv) {
             }
             return stats(us);
           };
-          auto report = [&](const char* isa_name, int blk, int chunk, int ahead,
-                            const std::string& pf, const Stats& st) {
+          auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
+                            const Stats& st) {
             const double gbps = bytes / (st.med * 1e-6) / 1e9;
-            std::printf("%6ld %3d %-8s %-6s %4d %3d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                        static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, chunk, ahead,
+            std::printf("%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                        static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead,
                         pf.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
                         st.min, st.max, gbps, host[th], gbps / host[th]);
             std::fflush(stdout);
@@ -280,7 +280,6 @@ int main(int argc, char** argv) {
                             {"isa", isa_name},
                             {"layout", layout},
                             {"block", blk},
-                            {"chunk", chunk},
                             {"ahead", ahead},
                             {"prefetch", pf},
                             {"kv_bytes", bytes},
@@ -293,10 +292,9 @@ int main(int argc, char** argv) {
                             {"ratio", gbps / host[th]}});
           };
           for (int blk : blocks)
-            for (int chunk : chunks)
             for (int ahead : aheads)
               for (const std::string& pf : prefetches) {
-                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), chunk};
+                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
                   AttentionCpuScratch scratch;
                   const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
                   AttnArgs a;
@@ -324,7 +322,7 @@ int main(int argc, char** argv) {
                     a.kv.v = v;
                     attention_cpu(pool, a, scratch, isa, tune);
                   });
-                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, chunk, ahead, pf, st);
+                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
                 }
           if (read_only && layout == "heads") {
             // The kernel's tasks (block-major: block b of head h is task
@@ -343,7 +341,7 @@ int main(int argc, char** argv) {
                     sum_bytes(reinterpret_cast<const char*>(v + at), len);
               });
             });
-            report("read", blk, 0, 0, "-", st);
+            report("read", blk, 0, "-", st);
           }
         }
     }
