@@ -7,8 +7,6 @@
 // the value loop may use), zero, set1, load(const float*), load(const
 // uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, sub, max, add,
 // hsum, hsums(W vectors, scale, out: out[i] = hsum(vector i) · scale), hmax,
-// pin(x) (keeps x in a register: the compiler would otherwise fold each of
-// its uses into an FMA as a memory operand, one load per use),
 // exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
 //
 // The scores loop reads the key rows a tile of positions at a time,
@@ -86,8 +84,7 @@ LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
       F x[P];
       for (int j = 0; j < P; ++j) x[j] = V::load(kp[j] + c);
       for (int g = 0; g < NG; ++g) {
-        F qg = V::load(q + g * hd + c);
-        V::pin(qg);
+        const F qg = V::load(q + g * hd + c);
         for (int j = 0; j < P; ++j) acc[g * P + j] = V::fma(qg, x[j], acc[g * P + j]);
       }
     }

@@ -44,7 +44,6 @@ struct VecLanes {
     for (int i = 0; i < N; ++i) c.x[i] += a.x[i] * b.x[i];
     return c;
   }
-  static void pin(F&) {}
   static F add(F a, const F& b) {
     for (int i = 0; i < N; ++i) a.x[i] += b.x[i];
     return a;
