@@ -15,9 +15,10 @@
 // whose total exceeds the 60 MB L2 several times, so decode reads DRAM.
 // Weights: 64 rows of random floats quantized with quantize_row, tiled.
 // Usage: ls_bench_matmul [out.json]
-//        ls_bench_matmul --graph   (the bound and the graph x20 lines only:
-//                                   each decode GEMV form as decode runs it:
-//                                   x already int8, PDL, in a CUDA graph)
+//        ls_bench_matmul --graph [70b]  (the bound and the graph x20 lines
+//                                   only: each decode GEMV form as decode
+//                                   runs it: x already int8, PDL, in a CUDA
+//                                   graph; 70b: the Llama-3-70B shapes)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -42,6 +43,7 @@ using namespace ls;
 
 int main(int argc, char** argv) {
   const bool graph_only = argc > 1 && std::string(argv[1]) == "--graph";
+  const bool shapes_70b = graph_only && argc > 2 && std::string(argv[2]) == "70b";
   std::mt19937_64 rng(1234);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
 
   const double bw = d2d_bound_gbs(s);  // bound 1
 
-  const int64_t max_elems = int64_t(128256) * 4096;
+  const int64_t max_elems = int64_t(128256) * (shapes_70b ? 8192 : 4096);
   auto ctx_or = MatmulContext::create(s, max_elems);
   if (!ctx_or) {
     std::fprintf(stderr, "%s\n", ctx_or.error().message.c_str());
@@ -88,10 +90,16 @@ int main(int argc, char** argv) {
     int64_t n_in, n_out;
     const char* what;
   };
-  const Shape shapes[] = {{4096, 4096, "attn q/o"},
-                          {4096, 14336, "ffn gate/up"},
-                          {14336, 4096, "ffn down"},
-                          {4096, 128256, "output"}};
+  const std::vector<Shape> shapes =
+      shapes_70b ? std::vector<Shape>{{8192, 8192, "attn q/o"},
+                                      {8192, 1024, "attn k/v"},
+                                      {8192, 28672, "ffn gate/up"},
+                                      {28672, 8192, "ffn down"},
+                                      {8192, 128256, "output"}}
+                 : std::vector<Shape>{{4096, 4096, "attn q/o"},
+                                      {4096, 14336, "ffn gate/up"},
+                                      {14336, 4096, "ffn down"},
+                                      {4096, 128256, "output"}};
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   std::string json = "[";
   std::vector<std::string> rows;
