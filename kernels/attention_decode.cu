@@ -49,6 +49,7 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
   constexpr int kPer = 8;
   constexpr int kLpr = HD / kPer, kRpw = 32 / kLpr;
+  constexpr int kSmallN = 64;  // sub-ranges this short take the split-dot score phase
   static_assert(kSub == 2 * kThreads, "the score phase takes two positions a thread");
   __shared__ float q_sh[G][HD];
   __shared__ float s_sh[G][kSub];
@@ -56,15 +57,27 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   __shared__ float m_sh[G], l_sh[G], c_sh[G];
   __shared__ float red_sh[kWarps][G][HD];
   pdl_trigger();
-  pdl_wait();
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int slot = lane / kLpr, dl = lane % kLpr;  // value phase: row slot, value group
+  // pos, seq and the block table are written before the step's first
+  // kernel, the cache rows before pos by earlier steps: read before the wait.
   const int32_t pos = p.pos[t], sq = p.seq[t];
   int32_t begin, end;
   attention_split_range(p, s, pos, begin, end);
   const int32_t KV = p.n_head_kv * HD;
+  if (end - begin <= kSmallN && tid < end - begin && begin + tid < pos) {
+    const int64_t r = kv_page_row(p.pages, p.n_ctx, sq, begin + tid) * KV + kvh * HD;
+    const char* kr = reinterpret_cast<const char*>(static_cast<const T*>(p.k_cache) + r);
+    const char* vr = reinterpret_cast<const char*>(static_cast<const T*>(p.v_cache) + r);
+#pragma unroll
+    for (int b = 0; b < HD * static_cast<int>(sizeof(T)); b += 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(kr + b));
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(vr + b));
+    }
+  }
+  pdl_wait();
   // RoPE and the KV store fused in (AttentionParams::k_new): this block's
   // heads of q rotated in shared memory; the block whose range holds pos
   // (not always the last split: chunks cut from the row's length can leave
@@ -119,47 +132,87 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
 
   for (int32_t c0 = begin; c0 < end; c0 += kSub) {
     const int n = min(kSub, end - c0);
-    // 1. Scores, a thread per position: positions tid and tid + kThreads.
-    int64_t row[2];
-    bool has[2];
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int i = tid + u * kThreads;
-      has[u] = i < n;
-      row[u] = has[u] ? kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV : 0;
-      if (has[u]) row_sh[i] = row[u];
-    }
-    float d[2][G];
-#pragma unroll
-    for (int u = 0; u < 2; ++u)
-#pragma unroll
-      for (int g = 0; g < G; ++g) d[u][g] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < HD; e += 8) {
-      float kf[2][8];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        if (has[u]) {
-          load8(kc + row[u] + e, kf[u]);
+    if (n <= kSmallN) {
+      // 1'. Scores of a short sub-range: a row's dot split over its kLpr
+      // lanes (8 values each, as the value phase), the G partial dots summed
+      // by xor shuffles inside the lane group; kRpw rows a warp step.
+      if (tid < n) row_sh[tid] = kv_page_row(p.pages, p.n_ctx, sq, c0 + tid) * KV;
+      __syncthreads();
+      for (int base = warp * kRpw; base < n; base += kWarps * kRpw) {  // warp-uniform
+        const int i = base + slot;
+        float kf[kPer];
+        if (i < n) {
+          load8(kc + row_sh[i] + dl * kPer, kf);
         } else {
 #pragma unroll
-          for (int j = 0; j < 8; ++j) kf[u][j] = 0.0f;
+          for (int j = 0; j < kPer; ++j) kf[j] = 0.0f;
         }
+        float d[G];
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          const float4 qa = *reinterpret_cast<const float4*>(&q_sh[g][dl * kPer]);
+          const float4 qb = *reinterpret_cast<const float4*>(&q_sh[g][dl * kPer + 4]);
+          float a = qa.x * kf[0];
+          a = fmaf(qa.y, kf[1], a);
+          a = fmaf(qa.z, kf[2], a);
+          a = fmaf(qa.w, kf[3], a);
+          a = fmaf(qb.x, kf[4], a);
+          a = fmaf(qb.y, kf[5], a);
+          a = fmaf(qb.z, kf[6], a);
+          a = fmaf(qb.w, kf[7], a);
+          d[g] = a;
+        }
+#pragma unroll
+        for (int o = kLpr / 2; o > 0; o >>= 1)
+#pragma unroll
+          for (int g = 0; g < G; ++g) d[g] += __shfl_xor_sync(0xffffffffu, d[g], o);
+        if (i < n && dl == 0)
+#pragma unroll
+          for (int g = 0; g < G; ++g) s_sh[g][i] = d[g] * p.scale;
+      }
+    } else {
+      // 1. Scores, a thread per position: positions tid and tid + kThreads.
+      int64_t row[2];
+      bool has[2];
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int i = tid + u * kThreads;
+        has[u] = i < n;
+        row[u] = has[u] ? kv_page_row(p.pages, p.n_ctx, sq, c0 + i) * KV : 0;
+        if (has[u]) row_sh[i] = row[u];
+      }
+      float d[2][G];
+#pragma unroll
+      for (int u = 0; u < 2; ++u)
+#pragma unroll
+        for (int g = 0; g < G; ++g) d[u][g] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < HD; e += 8) {
+        float kf[2][8];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          if (has[u]) {
+            load8(kc + row[u] + e, kf[u]);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) kf[u][j] = 0.0f;
+          }
+        }
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float qv = q_sh[g][e + j];
+            d[0][g] = fmaf(qv, kf[0][j], d[0][g]);
+            d[1][g] = fmaf(qv, kf[1][j], d[1][g]);
+          }
       }
 #pragma unroll
-      for (int g = 0; g < G; ++g)
+      for (int u = 0; u < 2; ++u)
+        if (has[u])
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float qv = q_sh[g][e + j];
-          d[0][g] = fmaf(qv, kf[0][j], d[0][g]);
-          d[1][g] = fmaf(qv, kf[1][j], d[1][g]);
-        }
+          for (int g = 0; g < G; ++g) s_sh[g][tid + u * kThreads] = d[u][g] * p.scale;
     }
-#pragma unroll
-    for (int u = 0; u < 2; ++u)
-      if (has[u])
-#pragma unroll
-        for (int g = 0; g < G; ++g) s_sh[g][tid + u * kThreads] = d[u][g] * p.scale;
     __syncthreads();
     // 2. Per head (a warp each): the running max, the rescale, p and l.
     for (int g = warp; g < G; g += kWarps) {
@@ -215,6 +268,7 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
       if (slot == 0) red_sh[warp][g][dl * kPer + j] = acc[g][j];
     }
   __syncthreads();
+#pragma unroll
   for (int k = tid; k < G * HD; k += kThreads) {
     const int g = k / HD, d = k % HD;
     float a = 0.0f;

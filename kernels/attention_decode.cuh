@@ -12,7 +12,11 @@
 // positions of the block's split:
 //   1. scores: a thread per position (two, loaded together) dots the key
 //      row (16-byte loads) with the G query vectors (shared memory), times
-//      scale;
+//      scale; a sub-range of at most 64 positions (every split below 512
+//      positions, where the chain of latencies is the cost, not the bytes)
+//      splits each row's dot over head_dim / 8 lanes instead and sums the
+//      G partial dots by shuffles, so all 128 threads work, not one per
+//      position;
 //   2. per head, the sub-range's max; the running max M, the rescale factor
 //      of what came before, p = exp(s - M) and the running sum l;
 //   3. values: head_dim / 8 lanes a row, 8 values (16 bytes of f16) a lane,
@@ -38,6 +42,12 @@
 // a 4k prompt 336 vs 340 tok/s), and the merge of the splits done by the
 // block that finishes a head group's last split instead of a second kernel
 // (its atomics and fences: 2x slower at 16k; decode 280 vs 340 tok/s).
+// A split of at most 64 positions does prefetch its rows into L2 before the
+// wait (they, pos, seq and the block table are written before the step), and
+// the output loop is unrolled. Session 16 (bench/results/2026-12-03-h200-s16.md):
+// the kernel cost 18.6 us a 70b layer and 10.1 an 8b one at contexts up to
+// 256, measured by leaving it out of the decode step; these three took the
+// 70b decode from 68.1 to 68.8 tok/s (the split dot alone 68.7).
 // Also measured: the value rows loaded 8 at a time in an explicit batch
 // instead of the unrolled loop: 1-4 % slower in ls_bench_attention at every
 // context, decode within noise (call 4).

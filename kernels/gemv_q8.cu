@@ -187,7 +187,9 @@ struct V5<GgmlType::Q8_0> {
   static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
     return dot8(d.q, x);
   }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) { return make_int2(0, 0); }
+  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
+    return make_int2(0, 0);
+  }
 };
 
 // Q4_0: block l at 18 l: d, then qs[16]; value j < 16 is the low nibble of
@@ -211,7 +213,9 @@ struct V5<GgmlType::Q4_0> {
   static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
     return dot8(d.q, x);
   }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) { return make_int2(0, 0); }
+  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
+    return make_int2(0, 0);
+  }
 };
 
 // Q4_K: lane l: super-block l >> 3 (144 bytes, 16-byte aligned), sub-block
@@ -234,7 +238,9 @@ struct V5<GgmlType::Q4_K> {
   static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
     return dot8(d.q, x);
   }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) { return make_int2(0, 0); }
+  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
+    return make_int2(0, 0);
+  }
 };
 
 // Q5_K: Q4_K plus qh[32] at byte 16: bit s of qh[i] is the 5th bit of value
@@ -258,7 +264,9 @@ struct V5<GgmlType::Q5_K> {
   static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
     return dot8(d.q, x);
   }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) { return make_int2(0, 0); }
+  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
+    return make_int2(0, 0);
+  }
 };
 
 // Q6_K: lane l: super-block l >> 3 (210 bytes), values 32 s + i (s = l & 7,
@@ -284,8 +292,8 @@ struct V5<GgmlType::Q6_K> {
     const int shl = 4 * (j >> 1), shh = 2 * j;
 #pragma unroll
     for (int k = 0; k < 8; ++k)
-      d.q[k] = static_cast<int>(((ql[k] >> shl) & 0x0F0F0F0Fu) |
-                                (((qh[k] >> shh) << 4) & 0x30303030u));
+      d.q[k] =
+          static_cast<int>(((ql[k] >> shl) & 0x0F0F0F0Fu) | (((qh[k] >> shh) << 4) & 0x30303030u));
     const uint32_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s);
     d.s0 = static_cast<int8_t>(sc & 0xFFu);
     d.s1 = static_cast<int8_t>(sc >> 8);
@@ -599,7 +607,7 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 }
 
 // T2 (a launch over matrices of two formats, the q, k of a Q4_K_M layer in
-// Q4_K and its v in Q6_K): the segments with GemvQ8Params::Seg::alt set are
+// Q4_K and its v in Q6_K or Q5_K): the segments with GemvQ8Params::Seg::alt set are
 // in T2. One launch instead of two: the second's ramp, tail and wait go.
 template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T>
 __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
@@ -672,15 +680,19 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
     return make_error("gemv_q8: version %d (0 or 7)", p.version);
   bool two_formats = false;
   for (int i = 0; i < p.n_more; ++i) two_formats = two_formats || p.more[i].alt;
-  if (two_formats) {  // the q, k (Q4_K) and v (Q6_K) of a Q4_K_M layer: v7, default shape
+  if (two_formats) {  // the q, k (Q4_K) and v (Q6_K or Q5_K) of a Q4_K_M layer: v7, default shape
     if constexpr (T == GgmlType::Q4_K) {
-      if (p.alt_type == GgmlType::Q6_K && p.version == 7 && p.n_tok <= 2 && p.rows == 0 &&
-          p.lane_blocks != 1)
-        return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q6_K>(p, stream)
-                            : launch<T, 2, 4, 2, true, GgmlType::Q6_K>(p, stream);
+      if (p.version == 7 && p.n_tok <= 2 && p.rows == 0 && p.lane_blocks != 1) {
+        if (p.alt_type == GgmlType::Q6_K)
+          return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q6_K>(p, stream)
+                              : launch<T, 2, 4, 2, true, GgmlType::Q6_K>(p, stream);
+        if (p.alt_type == GgmlType::Q5_K)
+          return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q5_K>(p, stream)
+                              : launch<T, 2, 4, 2, true, GgmlType::Q5_K>(p, stream);
+      }
     }
     return make_error(
-        "gemv_q8: one launch over %s and %s rows (only Q4_K with Q6_K, v7, n_tok <= 2)",
+        "gemv_q8: one launch over %s and %s rows (only Q4_K with Q6_K or Q5_K, v7, n_tok <= 2)",
         ggml_type_name(T), ggml_type_name(p.alt_type));
   }
   if constexpr (has_pair<T>()) {
@@ -734,8 +746,11 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
 
 }  // namespace
 
+// Q4_K_M files keep v in Q6_K in some layers and Q5_K in others (the 70b
+// preset: 40 and 40); a separate v launch cost ~4 us a layer (session 16,
+// bench/results/2026-12-03-h200-s16.md).
 bool gemv_q8_mixes(GgmlType t, GgmlType alt) {
-  return t == GgmlType::Q4_K && alt == GgmlType::Q6_K;
+  return t == GgmlType::Q4_K && (alt == GgmlType::Q6_K || alt == GgmlType::Q5_K);
 }
 
 bool gemv_q8_supports(GgmlType t) {

@@ -32,7 +32,7 @@ struct GemvQ8Params {
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
   // of (w, y, n_out) above, then those of each more[i].
   // A segment with alt set is in alt_type (row_bytes its rows' bytes): one
-  // launch over two formats, the q, k (Q4_K) and v (Q6_K) of a Q4_K_M layer
+  // launch over two formats, the q, k (Q4_K) and v (Q6_K or Q5_K) of a Q4_K_M layer
   // (gemv_q8_mixes says which pairs; v7 only).
   struct Seg {
     const uint8_t* w = nullptr;

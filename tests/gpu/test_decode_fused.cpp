@@ -434,56 +434,60 @@ TEST_CASE("decode fused: a GEMV launch over several matrices equals one launch e
     }
 }
 
-TEST_CASE("decode fused: one v7 launch over Q4_K and Q6_K rows equals a launch each") {
+TEST_CASE("decode fused: one v7 launch over Q4_K and Q6_K (or Q5_K) rows equals a launch each") {
   LS_GPU_TEST_GUARD();
   std::mt19937 rng(12);
-  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};  // q, k, v
-  for (int64_t n_in : {512, 4096})
-    for (int n_tok : {1, 2}) {
-      INFO("n_in ", n_in, " n_tok ", n_tok);
-      const int64_t n_out[3] = {333, 64, 7};
-      auto x = rand_floats(rng, n_tok * n_in);
-      DevBuf<float> dx(x);
-      Q8Buf xq(n_tok * n_in);
-      REQUIRE(quantize_act_q8_cuda(dx.p, n_tok, n_in, xq.dev(), nullptr).ok());
-      std::vector<std::unique_ptr<DevBuf<uint8_t>>> dw;
-      std::vector<std::unique_ptr<DevBuf<float>>> y1, y3;
-      int64_t rb[3];
-      for (int i = 0; i < 3; ++i) {
-        dw.push_back(std::make_unique<DevBuf<uint8_t>>(random_rows(rng, types[i], n_in, n_out[i])));
-        y1.push_back(std::make_unique<DevBuf<float>>(n_tok * n_out[i]));
-        y3.push_back(std::make_unique<DevBuf<float>>(n_tok * n_out[i]));
-        y1.back()->poison();
-        y3.back()->poison();
-        rb[i] = static_cast<int64_t>(ggml_row_bytes(types[i], n_in));
-        GemvQ8Params one{dw[i]->p, xq.dev(), y1[i]->p, n_in, n_out[i], rb[i], n_tok};
-        one.version = 7;
-        REQUIRE(gemv_q8_launch(types[i], one, nullptr).ok());
+  for (GgmlType v_type : {GgmlType::Q6_K, GgmlType::Q5_K})
+    for (int64_t n_in : {512, 4096})
+      for (int n_tok : {1, 2}) {
+        INFO("v ", ggml_type_name(v_type), " n_in ", n_in, " n_tok ", n_tok);
+        const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, v_type};  // q, k, v
+        const int64_t n_out[3] = {333, 64, 7};
+        auto x = rand_floats(rng, n_tok * n_in);
+        DevBuf<float> dx(x);
+        Q8Buf xq(n_tok * n_in);
+        REQUIRE(quantize_act_q8_cuda(dx.p, n_tok, n_in, xq.dev(), nullptr).ok());
+        std::vector<std::unique_ptr<DevBuf<uint8_t>>> dw;
+        std::vector<std::unique_ptr<DevBuf<float>>> y1, y3;
+        int64_t rb[3];
+        for (int i = 0; i < 3; ++i) {
+          dw.push_back(
+              std::make_unique<DevBuf<uint8_t>>(random_rows(rng, types[i], n_in, n_out[i])));
+          y1.push_back(std::make_unique<DevBuf<float>>(n_tok * n_out[i]));
+          y3.push_back(std::make_unique<DevBuf<float>>(n_tok * n_out[i]));
+          y1.back()->poison();
+          y3.back()->poison();
+          rb[i] = static_cast<int64_t>(ggml_row_bytes(types[i], n_in));
+          GemvQ8Params one{dw[i]->p, xq.dev(), y1[i]->p, n_in, n_out[i], rb[i], n_tok};
+          one.version = 7;
+          REQUIRE(gemv_q8_launch(types[i], one, nullptr).ok());
+        }
+        GemvQ8Params p{dw[0]->p, xq.dev(), y3[0]->p, n_in, n_out[0], rb[0], n_tok};
+        p.version = 7;
+        p.more[0] = {dw[1]->p, y3[1]->p, n_out[1]};
+        p.more[1] = {dw[2]->p, y3[2]->p, n_out[2], true, rb[2]};
+        p.alt_type = v_type;
+        p.n_more = 2;
+        REQUIRE(gemv_q8_launch(GgmlType::Q4_K, p, nullptr).ok());
+        for (int i = 0; i < 3; ++i) {
+          const auto a = y1[i]->download();
+          CHECK(same_bits(a, y3[i]->download()));
+          CHECK(nmse(a, a) == 0);  // no NaN: every output was written
+        }
+        GemvQ8Params bad = p;  // the staged form takes one format a launch
+        bad.version = 0;
+        CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
+        bad = p;  // a pair with no kernel
+        bad.alt_type = GgmlType::Q8_0;
+        CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
+        bad = p;  // rows of the wrong size
+        bad.more[1].row_bytes = rb[0];
+        CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
       }
-      GemvQ8Params p{dw[0]->p, xq.dev(), y3[0]->p, n_in, n_out[0], rb[0], n_tok};
-      p.version = 7;
-      p.more[0] = {dw[1]->p, y3[1]->p, n_out[1]};
-      p.more[1] = {dw[2]->p, y3[2]->p, n_out[2], true, rb[2]};
-      p.alt_type = GgmlType::Q6_K;
-      p.n_more = 2;
-      REQUIRE(gemv_q8_launch(GgmlType::Q4_K, p, nullptr).ok());
-      for (int i = 0; i < 3; ++i) {
-        const auto a = y1[i]->download();
-        CHECK(same_bits(a, y3[i]->download()));
-        CHECK(nmse(a, a) == 0);  // no NaN: every output was written
-      }
-      GemvQ8Params bad = p;  // the staged form takes one format a launch
-      bad.version = 0;
-      CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
-      bad = p;  // a pair with no kernel
-      bad.alt_type = GgmlType::Q5_K;
-      CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
-      bad = p;  // rows of the wrong size
-      bad.more[1].row_bytes = rb[0];
-      CHECK_FALSE(gemv_q8_launch(GgmlType::Q4_K, bad, nullptr).ok());
-    }
   CHECK(gemv_q8_mixes(GgmlType::Q4_K, GgmlType::Q6_K));
+  CHECK(gemv_q8_mixes(GgmlType::Q4_K, GgmlType::Q5_K));
   CHECK_FALSE(gemv_q8_mixes(GgmlType::Q6_K, GgmlType::Q4_K));
+  CHECK_FALSE(gemv_q8_mixes(GgmlType::Q4_K, GgmlType::Q8_0));
 }
 
 TEST_CASE(
