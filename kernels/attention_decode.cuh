@@ -43,8 +43,9 @@
 // block that finishes a head group's last split instead of a second kernel
 // (its atomics and fences: 2x slower at 16k; decode 280 vs 340 tok/s).
 // A split of at most 64 positions does prefetch its rows into L2 before the
-// wait (they, pos, seq and the block table are written before the step), and
-// the output loop is unrolled. Session 16 (bench/results/2026-12-03-h200-s16.md):
+// wait (rows before pos were written by earlier steps; pos, seq and the
+// block table are copied in before the step's first kernel), and the output
+// loop is unrolled. Session 16 (bench/results/2026-12-03-h200-s16.md):
 // the kernel cost 18.6 us a 70b layer and 10.1 an 8b one at contexts up to
 // 256, measured by leaving it out of the decode step; these three took the
 // 70b decode from 68.1 to 68.8 tok/s (the split dot alone 68.7).
