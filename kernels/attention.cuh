@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "kernels/kv_pages.h"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/rope.cuh"
 #include "runtime/status.h"
@@ -87,6 +88,9 @@ struct AttentionParams {
   const float* k_new = nullptr;
   const float* v_new = nullptr;
   RopeCudaParams rope{};
+  // The o projection's weights, asked into L2 by the grouped decode kernel
+  // while it runs (kernels/l2_prefetch.cuh); other kernels ignore it.
+  L2Prefetch next;
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
