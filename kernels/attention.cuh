@@ -71,6 +71,10 @@ struct AttentionParams {
   // grouped kernel of kernels/attention_decode.cuh (the default where it
   // applies).
   int32_t kernel = 0;
+  // The grouped kernel reads a short split's rows from the cache (through L2)
+  // instead of staging them in shared memory before its wait (A/B, tests;
+  // LS_ATTENTION_STAGE=0 sets it).
+  bool no_stage = false;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
   // for the o projection: written by the kernel that writes out (one split:
   // the grouped kernel; else the reduce), as quantize_act_q8 would, so no

@@ -4,8 +4,11 @@
 #include <cuda_fp16.h>
 
 #include <cfloat>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/act_q8_group.cuh"
+#include "kernels/cp_async.cuh"
 #include "kernels/l2_prefetch.cuh"
 #include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
@@ -49,13 +52,22 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
   constexpr int kPer = 8;
   constexpr int kLpr = HD / kPer, kRpw = 32 / kLpr;
-  constexpr int kSmallN = 64;  // sub-ranges this short take the split-dot score phase
+  constexpr int kSmallN = kAttentionDecodeSmall;  // sub-ranges this short: the split-dot scores
+  constexpr int kStep = kWarps * kRpw;            // rows a block step of the split-dot phases
+  // f16 caches: a split of at most kSmallN positions copies its key and
+  // value rows into shared memory before the PDL wait (below).
+  constexpr bool kStage = sizeof(T) == 2;
   static_assert(kSub == 2 * kThreads, "the score phase takes two positions a thread");
   __shared__ float q_sh[G][HD];
   __shared__ float s_sh[G][kSub];
   __shared__ int64_t row_sh[kSub];  // the cache row of each position of the sub-range
   __shared__ float m_sh[G], l_sh[G], c_sh[G];
-  __shared__ float red_sh[kWarps][G][HD];
+  // Dynamic (attention_decode_smem): the staged rows k_st, v_st (kSmallN, HD)
+  // each, and once the value phase has read them, the warps' sums red_sh.
+  extern __shared__ __align__(16) unsigned char dyn_sh[];
+  float(*const red_sh)[G][HD] = reinterpret_cast<float(*)[G][HD]>(dyn_sh);
+  T* const k_st = reinterpret_cast<T*>(dyn_sh);
+  T* const v_st = k_st + kSmallN * HD;
   pdl_trigger();
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -67,7 +79,31 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   int32_t begin, end;
   attention_split_range(p, s, pos, begin, end);
   const int32_t KV = p.n_head_kv * HD;
-  if (end - begin <= kSmallN && tid < end - begin && begin + tid < pos) {
+  // Why the stage: the split-dot score phase's steps each waited on a load
+  // from L2 (4 steps for 32 rows), after a round trip for the block table;
+  // copied in before the wait, the rows are in shared memory when q comes.
+  // Each thread copies the 16 bytes it reads itself in the score and value
+  // phases (row i = warp kRpw + slot + j kStep, values dl kPer ..), so only
+  // the row at pos, which this step writes, needs a barrier (below).
+  // Only a batch of one token copies before the wait: in a longer one, the
+  // rows of its other tokens (a speculative draft's) are written by the
+  // kernel before, so they are copied after it.
+  const bool staged = kStage && !p.no_stage && end - begin <= kSmallN;
+  auto stage_rows = [&](int32_t from, int32_t below) {  // positions [from, below) of the split
+#pragma unroll
+    for (int j = 0; j < kSmallN / kStep; ++j) {
+      const int i = warp * kRpw + slot + j * kStep;
+      if (i < end - begin && begin + i >= from && begin + i < below) {
+        const int64_t r = kv_page_row(p.pages, p.n_ctx, sq, begin + i) * KV + kvh * HD + dl * kPer;
+        cp_async16(k_st + i * HD + dl * kPer, static_cast<const T*>(p.k_cache) + r);
+        cp_async16(v_st + i * HD + dl * kPer, static_cast<const T*>(p.v_cache) + r);
+      }
+    }
+    cp_async_commit();
+  };
+  if (staged && p.n_tok == 1) {
+    stage_rows(begin, pos);
+  } else if (end - begin <= kSmallN && tid < end - begin && begin + tid < pos) {
     const int64_t r = kv_page_row(p.pages, p.n_ctx, sq, begin + tid) * KV + kvh * HD;
     const char* kr = reinterpret_cast<const char*>(static_cast<const T*>(p.k_cache) + r);
     const char* vr = reinterpret_cast<const char*>(static_cast<const T*>(p.v_cache) + r);
@@ -117,10 +153,22 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
         if (tid < n_pair) rope_rotate(k2, cs_sh[tid]);
         store(static_cast<T*>(p.k_cache) + off + 2 * tid, k2[0]);
         store(static_cast<T*>(p.k_cache) + off + 2 * tid + 1, k2[1]);
+        if (staged) {  // the same rounding as the cache's
+          store(k_st + (pos - begin) * HD + 2 * tid, k2[0]);
+          store(k_st + (pos - begin) * HD + 2 * tid + 1, k2[1]);
+        }
       }
-      if (tid < HD) store(static_cast<T*>(p.v_cache) + off + tid, v_in);
+      if (tid < HD) {
+        store(static_cast<T*>(p.v_cache) + off + tid, v_in);
+        if (staged) store(v_st + (pos - begin) * HD + tid, v_in);
+      }
     }
+  } else if (staged) {
+    // The rows stored by the kernel before (rope_kv_store_cuda): the one at
+    // pos, or with more tokens than one, every row.
+    stage_rows(p.n_tok == 1 ? pos : begin, pos + 1);
   }
+  if (staged) cp_async_wait<0>();
   const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
   const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + dl * kPer;
   float acc[G][kPer];
@@ -136,13 +184,15 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
       // 1'. Scores of a short sub-range: a row's dot split over its kLpr
       // lanes (8 values each, as the value phase), the G partial dots summed
       // by xor shuffles inside the lane group; kRpw rows a warp step.
-      if (tid < n) row_sh[tid] = kv_page_row(p.pages, p.n_ctx, sq, c0 + tid) * KV;
-      __syncthreads();
-      for (int base = warp * kRpw; base < n; base += kWarps * kRpw) {  // warp-uniform
+      if (!staged) {
+        if (tid < n) row_sh[tid] = kv_page_row(p.pages, p.n_ctx, sq, c0 + tid) * KV;
+        __syncthreads();
+      }
+      for (int base = warp * kRpw; base < n; base += kStep) {  // warp-uniform
         const int i = base + slot;
         float kf[kPer];
         if (i < n) {
-          load8(kc + row_sh[i] + dl * kPer, kf);
+          load8(staged ? k_st + i * HD + dl * kPer : kc + row_sh[i] + dl * kPer, kf);
         } else {
 #pragma unroll
           for (int j = 0; j < kPer; ++j) kf[j] = 0.0f;
@@ -245,9 +295,9 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
 #pragma unroll
       for (int j = 0; j < kPer; ++j) acc[g][j] *= c_sh[g];
 #pragma unroll 4
-    for (int i = warp * kRpw + slot; i < n; i += kWarps * kRpw) {
+    for (int i = warp * kRpw + slot; i < n; i += kStep) {
       float v[kPer];
-      load8(vc + row_sh[i], v);
+      load8(staged ? v_st + i * HD + dl * kPer : vc + row_sh[i], v);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         const float w = s_sh[g][i];
@@ -255,7 +305,8 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
         for (int j = 0; j < kPer; ++j) acc[g][j] = fmaf(w, v[j], acc[g][j]);
       }
     }
-    __syncthreads();  // s_sh, row_sh and c_sh are read before the next sub-range writes them
+    __syncthreads();  // s_sh, row_sh, c_sh (and the stage, under red_sh) are read before
+                      // the next sub-range (or the sums) write them
   }
   // The row slots' sums (lanes kLpr apart), the warps' sums, then out = acc /
   // l or the split's record.
@@ -295,25 +346,34 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   }
 }
 
+// The kernel's dynamic shared memory: the stage (f16 caches) or the warps'
+// sums, whichever is larger (they share it). 32 KiB at most (f16, head_dim
+// 128), so with the static 14.6 KiB of G 8 it stays under the default 48.
+template <typename T, int HD, int G>
+constexpr size_t attention_decode_smem() {
+  const size_t stage = sizeof(T) == 2 ? 2 * kAttentionDecodeSmall * HD * sizeof(T) : 0;
+  const size_t red = (kThreads / 32) * G * HD * sizeof(float);
+  return stage > red ? stage : red;
+}
+
+template <typename T, int HD, int G>
+Status launch_g(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
+  LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, G>, grid, dim3(kThreads),
+                         attention_decode_smem<T, HD, G>(), stream, p));
+  return ok();
+}
+
 template <typename T, int HD>
 Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
   switch (p.n_head / p.n_head_kv) {
     case 1:
-      LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 1>, grid, dim3(kThreads), 0, stream, p));
-      return ok();
+      return launch_g<T, HD, 1>(p, grid, stream);
     case 2:
-      LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 2>, grid, dim3(kThreads), 0, stream, p));
-      return ok();
+      return launch_g<T, HD, 2>(p, grid, stream);
     case 4:
-      LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 4>, grid, dim3(kThreads), 0, stream, p));
-      return ok();
+      return launch_g<T, HD, 4>(p, grid, stream);
     default:
-      LS_CUDA_TRY(
-          launch_pdl(attention_decode_kernel<T, HD, 8>, grid, dim3(kThreads), 0, stream, p));
-      return ok();
+      return launch_g<T, HD, 8>(p, grid, stream);
   }
 }
 
@@ -331,6 +391,15 @@ Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {
                       p.n_head, p.n_head_kv);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
+  static const bool no_stage = [] {  // A/B: LS_ATTENTION_STAGE=0 reads the rows from L2
+    const char* e = std::getenv("LS_ATTENTION_STAGE");
+    return e && std::string(e) == "0";
+  }();
+  if (no_stage && !p.no_stage) {
+    AttentionParams q = p;
+    q.no_stage = true;
+    return attention_decode_cuda(q, stream);
+  }
   if (p.kv_f32)
     return p.head_dim == 64 ? launch_hd<float, 64>(p, grid, stream)
                             : launch_hd<float, 128>(p, grid, stream);

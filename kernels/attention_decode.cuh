@@ -52,7 +52,8 @@
 // Also measured: the value rows loaded 8 at a time in an explicit batch
 // instead of the unrolled loop: 1-4 % slower in ls_bench_attention at every
 // context, decode within noise (call 4).
-// defines: kAttentionDecodeSub, attention_decode_supported, attention_decode_cuda
+// defines: kAttentionDecodeSub, kAttentionDecodeSmall, attention_decode_supported,
+//          attention_decode_cuda
 #pragma once
 
 #include <cuda_runtime.h>
@@ -63,6 +64,9 @@
 namespace ls {
 
 inline constexpr int32_t kAttentionDecodeSub = 256;
+// Splits of at most this many positions take the split-dot score phase and
+// (f16 caches) the stage of their rows in shared memory.
+inline constexpr int32_t kAttentionDecodeSmall = 64;
 
 // head_dim 64 or 128, n_head / n_head_kv in {1, 2, 4, 8}.
 bool attention_decode_supported(const AttentionParams& p);

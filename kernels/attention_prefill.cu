@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/attention_prefill.cuh"
+#include "kernels/cp_async.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -44,19 +45,6 @@ __device__ __forceinline__ void mma_f16_f32(float (&c)[4], const uint32_t (&a)[4
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// 16 bytes global -> shared; src_bytes 0 writes zeros (src is not read).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
@@ -172,10 +160,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_prefill_f16kv_kernel(At
         const int32_t j = j0 + r;
         const bool in = j < kv_end;
         const int64_t off = in ? kv_page_row(p.pages, p.n_ctx, s, j) * n_embd_kv + head + c : 0;
-        cp_async_16(smem_u32(kd + r * kLd + c), static_cast<const __half*>(p.k_cache) + off,
-                    in ? 16 : 0);
-        cp_async_16(smem_u32(vd + r * kLd + c), static_cast<const __half*>(p.v_cache) + off,
-                    in ? 16 : 0);
+        cp_async16_zfill(smem_u32(kd + r * kLd + c), static_cast<const __half*>(p.k_cache) + off,
+                         in ? 16 : 0);
+        cp_async16_zfill(smem_u32(vd + r * kLd + c), static_cast<const __half*>(p.v_cache) + off,
+                         in ? 16 : 0);
       }
       cp_async_commit();
     };
@@ -325,7 +313,7 @@ Status attention_prefill_f16kv_cuda(const AttentionParams& p, cudaStream_t strea
         "attention prefill: %s cache (f16 only), head_dim %d (64 or 128), %d heads over %d KV "
         "heads, q %s",
         p.kv_f32 ? "f32" : "f16", p.head_dim, p.n_head, p.n_head_kv,
-                      reinterpret_cast<uintptr_t>(p.q) % 16 ? "not 16-byte aligned" : "aligned");
+        reinterpret_cast<uintptr_t>(p.q) % 16 ? "not 16-byte aligned" : "aligned");
   if (p.head_dim == 64) return launch<64>(p, stream);
   return launch<128>(p, stream);
 }

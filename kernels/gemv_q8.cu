@@ -88,6 +88,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/act_q8.h"
+#include "kernels/cp_async.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/quant_blocks.h"
@@ -99,18 +100,6 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kTileValues = 32 * kActQ8Block;  // one x-block per lane
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 __device__ __forceinline__ float lds_f16(const uint8_t* p) {
   return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(p)));

@@ -33,8 +33,7 @@ struct L2Prefetch {
 // threads pass their linear index and the grid's thread count). The range
 // is cut to 16-byte bounds inside it (the instruction's rule); below sm_90
 // it does nothing.
-__device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf, uint64_t part,
-                                            uint64_t n_parts) {
+__device__ __forceinline__ void l2_prefetch(const L2Prefetch& pf, uint64_t part, uint64_t n_parts) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr uint64_t kChunk = 4096;
   if (!pf.p) return;

@@ -34,13 +34,13 @@
 namespace ls {
 
 struct RmsNormParams {
-  float* h = nullptr;               // (n_rows, n): input; updated when add is set
-  const float* add = nullptr;       // (n_rows, n) or nullptr: h[r] += add[r] first
-  const float* w = nullptr;         // (n) norm weight
-  float* y = nullptr;               // (n_out, n)
-  const int32_t* rows = nullptr;    // (n_out) device; nullptr: row m of y from row m of h
-  int64_t n = 0;                    // row width
-  int64_t n_out = 0;                // rows written to y
+  float* h = nullptr;             // (n_rows, n): input; updated when add is set
+  const float* add = nullptr;     // (n_rows, n) or nullptr: h[r] += add[r] first
+  const float* w = nullptr;       // (n) norm weight
+  float* y = nullptr;             // (n_out, n)
+  const int32_t* rows = nullptr;  // (n_out) device; nullptr: row m of y from row m of h
+  int64_t n = 0;                  // row width
+  int64_t n_out = 0;              // rows written to y
   float eps = 1e-5f;
   // Also y quantized (n_out, n) into q8 (kernels/quantize_act.cuh); needs n % 32 == 0.
   ActQ8Device q8{nullptr, nullptr};

@@ -117,7 +117,8 @@ L2Prefetch l2_prefetch_of(const WeightView& w, uint64_t cap, int64_t n) {
   L2Prefetch pf;
   if (n > kGemvMaxTok || cap == 0 || !w.data) return pf;
   pf.p = w.data;
-  pf.bytes = std::min<uint64_t>(cap, ggml_row_bytes(w.type, w.n_in) * static_cast<uint64_t>(w.n_out));
+  pf.bytes =
+      std::min<uint64_t>(cap, ggml_row_bytes(w.type, w.n_in) * static_cast<uint64_t>(w.n_out));
   pf.before_wait = l2_prefetch_plan().early;
   return pf;
 }

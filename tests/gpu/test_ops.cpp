@@ -317,6 +317,10 @@ TEST_CASE(
   cases.push_back({"decode 2 tokens, 70b heads", 64, 8, 128, 1500, 2, {1333, 77}, {0, 1}});
   cases.push_back({"decode 3 sequences", 4, 4, 128, 1200, 3, {1100, 5, 700}, {0, 1, 2}});
   cases.push_back({"decode head_dim 256, pos 0", 2, 1, 256, 300, 1, {0}, {0}});
+  // The 70b's heads at the contexts of a short chat: one split of 41
+  // positions, or 8 of 32 (chunk 0), each staged before the PDL wait.
+  cases.push_back({"decode 1 token, 70b heads, pos 40", 64, 8, 128, 300, 1, {40}, {0}});
+  cases.push_back({"decode 1 token, 70b heads, pos 200", 64, 8, 128, 300, 1, {200}, {0}});
   {
     Case c{"prefill 37 tokens causal", 8, 2, 64, 64, 1, {}, {}};
     for (int i = 0; i < 37; ++i) c.pos.push_back(i), c.seq.push_back(0);
@@ -417,26 +421,30 @@ TEST_CASE(
 
     // Chunks from each row's own length (chunk 0): the count the rule gives,
     // and others, each split at least kAttentionMinChunk, those past a row's
-    // end empty.
-    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 4, 16, 64}) {
-      AttentionParams pd = p;
-      pd.chunk = 0;
-      pd.n_split = ns;
-      DevBuf<float> partd(
-          std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
-      partd.poison();
-      pd.partial = partd.p;
-      dout.poison();
-      q8q.poison();
-      q8ds.poison();
-      pd.q8 = {q8q.p, q8ds.p};
-      REQUIRE(attention_cuda(pd, nullptr).ok());
-      auto yd = dout.download();
-      CAPTURE(ns);
-      CHECK(nmse(yd, ref) < 1e-9);
-      CHECK(max_abs_diff(yd, ref) <= 1e-4 * max_abs(ref));
-      check_q8(pd);
-    }
+    // end empty; splits of up to kAttentionDecodeSmall positions with their
+    // rows staged in shared memory and read from the cache (no_stage).
+    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 4, 16, 64})
+      for (const bool no_stage : {false, true}) {
+        AttentionParams pd = p;
+        pd.chunk = 0;
+        pd.n_split = ns;
+        pd.no_stage = no_stage;
+        DevBuf<float> partd(
+            std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
+        partd.poison();
+        pd.partial = partd.p;
+        dout.poison();
+        q8q.poison();
+        q8ds.poison();
+        pd.q8 = {q8q.p, q8ds.p};
+        REQUIRE(attention_cuda(pd, nullptr).ok());
+        auto yd = dout.download();
+        CAPTURE(ns);
+        CAPTURE(no_stage);
+        CHECK(nmse(yd, ref) < 1e-9);
+        CHECK(max_abs_diff(yd, ref) <= 1e-4 * max_abs(ref));
+        check_q8(pd);
+      }
 
     // The same values in an f32 cache: the same arithmetic, so the same bits,
     // and never the f16-only tensor-core kernel (scalar_only left off).
