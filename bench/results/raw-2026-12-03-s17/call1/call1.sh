@@ -14,7 +14,7 @@ O=$OUT/l; mkdir -p $O; M=/tmp/ls-models; B=/tmp/bn; mkdir -p $M $B
 el() { echo "--- $(date -u +%T)"; }
 date -u; nvidia-smi -L; tar -xJf .gpubin/bin.txz -C $B || exit 2
 L=$B/layerstream
-timeout 150 $B/ls_gpu_tests -tc="cuda ops: swiglu,cuda ops: rmsnorm*,cuda ops: attention*,decode fused*,cuda backend: logits*,cuda backend: a 300*" 2>&1 | tail -30 > $O/gpu-tests.txt; grep -E "test cases|assertions" $O/gpu-tests.txt; el
+timeout 150 $B/ls_gpu_tests -tc="cuda ops: swiglu,cuda ops: rmsnorm*,cuda ops: attention*,cuda ops: argmax*,cuda kv paged*,decode fused*,cuda backend: logits*,cuda backend: a 300*" 2>&1 | tail -30 > $O/gpu-tests.txt; grep -E "test cases|assertions" $O/gpu-tests.txt; el
 timeout 60 $B/ls_bench_matmul --graph 2>&1 | grep -E "^bound" | head -1 | tee $O/bound.txt; el
 rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" | tr '\n' ' '; }
 declare -A E=([old]="LS_ATTENTION_STAGE=0 LS_ATTENTION_CLUSTER=0 LS_L2_PF=0,0,0" [att]="LS_L2_PF=0,0,0"
