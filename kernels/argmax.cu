@@ -167,18 +167,28 @@ __global__ void __launch_bounds__(kThreads, 1) argmax_f32_block_kernel(ArgmaxPar
   if (threadIdx.x == 0) p.out[blockIdx.x] = bv == neg_inf() ? 0 : bi;
 }
 
-// Whether the cluster kernel can run here, asked once (pdl.cuh: its body is
-// empty in a build for an older arch).
-bool cluster_kernel_usable() {
-  static const bool usable =
-      clusters_usable(reinterpret_cast<const void*>(argmax_f32_cluster_kernel<4>));
+// Whether the cluster kernel can run here, asked once: the device is sm_90
+// or newer, and the kernel was compiled for sm_90 (a build for an older
+// arch JIT-compiled on an H100 has its body empty).
+bool clusters_usable() {
+  static const bool usable = [] {
+    int dev = 0, major = 0;
+    cudaFuncAttributes fa = {};
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, argmax_f32_cluster_kernel<4>) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return major >= 9 && fa.ptxVersion >= 90;
+  }();
   return usable;
 }
 
 template <int V>
 cudaError_t launch(const ArgmaxParams& p, cudaStream_t stream) {
   // gridDim.y holds the rows: at most 65,535 (far more than a step has).
-  if (!cluster_kernel_usable() || p.n_rows > 65535)
+  if (!clusters_usable() || p.n_rows > 65535)
     return launch_pdl(argmax_f32_block_kernel<V>, dim3(static_cast<unsigned>(p.n_rows)),
                       dim3(kThreads), 0, stream, p);
   return launch_pdl_cluster(argmax_f32_cluster_kernel<V>,

@@ -234,16 +234,15 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   if (kernel != 3 && kernel != 5) return make_error("attention: decode kernel %d (3 or 5)", kernel);
   // Who writes out's 8-bit form: the grouped kernel (one split), the reduce
   // (more), else a quantize launch after.
-  bool q8_done = p.n_split > 1, merged = false;
+  bool q8_done = p.n_split > 1;
   if (kernel == 5 && attention_decode_supported(p)) {
     LS_TRY(attention_decode_cuda(p, stream));
     q8_done = true;
-    merged = attention_decode_merges(p);
   } else if (p.kv_f32)
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<float>, grid, dim3(32 * kWarps), 0, stream, p));
   else
     LS_CUDA_TRY(launch_pdl(attention_split_kernel<__half>, grid, dim3(32 * kWarps), 0, stream, p));
-  if (p.n_split > 1 && !merged) {
+  if (p.n_split > 1) {
     const dim3 g2(static_cast<unsigned>(p.n_head), static_cast<unsigned>(p.n_tok));
     const size_t smem = 3 * static_cast<size_t>(p.n_split) * sizeof(float);
     if (smem > 48 * 1024)

@@ -75,10 +75,6 @@ struct AttentionParams {
   // instead of staging them in shared memory before its wait (A/B, tests;
   // LS_ATTENTION_STAGE=0 sets it).
   bool no_stage = false;
-  // The grouped kernel's splits (up to 8) are merged by attention_cuda's
-  // reduce pass instead of inside the kernel's thread-block cluster (A/B,
-  // tests; LS_ATTENTION_CLUSTER=0 sets it).
-  bool no_cluster = false;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
   // for the o projection: written by the kernel that writes out (one split:
   // the grouped kernel; else the reduce), as quantize_act_q8 would, so no

@@ -1,7 +1,6 @@
 // Decode attention over the G query heads of a KV head: see attention_decode.cuh.
 #include "kernels/attention_decode.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include <cfloat>
@@ -47,56 +46,8 @@ __device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
 // v4 form (until session 12) read values 8 bytes a lane, a row a warp
 // instruction, one position a thread at a time, without a register bound:
 // 255 registers, spills, and 16 round trips to memory for a warp's 64 rows.
-// Thread-block cluster of the splits of a KV head (merge): each block's
-// sums (m, l and acc for its G heads) are in its shared memory; after a
-// cluster barrier, warp w of block `rank` merges 8-bit blocks of out
-// (32 values) rank kWarps + w, + n_split kWarps, ... from every block's
-// shared memory, the same arithmetic in the same order as
-// attention_reduce_kernel, so the same bits. A second barrier keeps each
-// block's shared memory alive until every block has read it.
-template <int G, int HD>
-__device__ __forceinline__ void merge_splits_in_cluster(const AttentionParams& p, const float* sums,
-                                                        const float* m_sh, const float* l_sh,
-                                                        int64_t t, int kvh) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  namespace cg = cooperative_groups;
-  constexpr int kWarps = kThreads / 32;
-  cg::cluster_group cl = cg::this_cluster();
-  cl.sync();  // every block's sums, m and l are written and visible
-  const int ns = p.n_split, rank = static_cast<int>(cl.block_rank());
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int qb = rank * kWarps + warp; qb < G * HD / 32; qb += ns * kWarps) {  // warp-uniform
-    const int k = qb * 32 + lane, g = k / HD, d = k % HD;
-    float mr[kAttentionDecodeClusterMax], lr[kAttentionDecodeClusterMax];
-    float M = -FLT_MAX;
-#pragma unroll
-    for (int r = 0; r < kAttentionDecodeClusterMax; ++r) {
-      mr[r] = r < ns ? cl.map_shared_rank(m_sh, r)[g] : -FLT_MAX;
-      lr[r] = r < ns ? cl.map_shared_rank(l_sh, r)[g] : 0.0f;
-      if (lr[r] > 0.0f) M = fmaxf(M, mr[r]);  // a split past pos is empty (l = 0)
-    }
-    float L = 0.0f, a = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kAttentionDecodeClusterMax; ++r) {
-      if (lr[r] <= 0.0f) continue;
-      const float f = expf(mr[r] - M);
-      L += lr[r] * f;
-      a += cl.map_shared_rank(sums, r)[k] * f;
-    }
-    const int64_t o_at = (t * p.n_head + static_cast<int64_t>(kvh) * G + g) * HD + d;
-    const float o = L > 0.0f ? a / L : 0.0f;
-    p.out[o_at] = o;
-    if (p.q8.q) act_q8_group<1>(&o, true, p.q8.q + o_at, p.q8.ds + o_at / kActQ8Block, lane == 0);
-  }
-  cl.sync();
-#endif
-}
-
-// merge: the grid's splits are one thread-block cluster (launch_decode), which
-// merges them (merge_splits_in_cluster) instead of attention_reduce_kernel.
 template <typename T, int HD, int G>
-__global__ void __launch_bounds__(kThreads, 4)
-    attention_decode_kernel(AttentionParams p, bool merge) {
+__global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(AttentionParams p) {
   constexpr int kWarps = kThreads / 32;
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
   constexpr int kPer = 8;
@@ -384,8 +335,6 @@ __global__ void __launch_bounds__(kThreads, 4)
       if (p.q8.q)
         act_q8_group<1>(&o, true, p.q8.q + row * HD + d, p.q8.ds + (row * HD + d) / kActQ8Block,
                         lane == 0);
-    } else if (merge) {
-      red_sh[0][g][d] = a;  // read by the cluster below; (g, d) is this thread's alone
     } else {
       float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
       if (d == 0) {
@@ -395,7 +344,6 @@ __global__ void __launch_bounds__(kThreads, 4)
       rec[2 + d] = a;
     }
   }
-  if (merge) merge_splits_in_cluster<G, HD>(p, &red_sh[0][0][0], m_sh, l_sh, t, kvh);
 }
 
 // The kernel's dynamic shared memory: the stage (f16 caches) or the warps'
@@ -410,10 +358,8 @@ constexpr size_t attention_decode_smem() {
 
 template <typename T, int HD, int G>
 Status launch_g(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
-  const bool merge = attention_decode_merges(p);
-  LS_CUDA_TRY(launch_pdl_cluster(attention_decode_kernel<T, HD, G>, grid, dim3(kThreads),
-                                 attention_decode_smem<T, HD, G>(), stream,
-                                 merge ? static_cast<unsigned>(p.n_split) : 1u, p, merge));
+  LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, G>, grid, dim3(kThreads),
+                         attention_decode_smem<T, HD, G>(), stream, p));
   return ok();
 }
 
@@ -437,16 +383,6 @@ bool attention_decode_supported(const AttentionParams& p) {
   const int32_t g = p.n_head_kv > 0 ? p.n_head / p.n_head_kv : 0;
   return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
          p.n_head % p.n_head_kv == 0 && (g == 1 || g == 2 || g == 4 || g == 8);
-}
-
-bool attention_decode_merges(const AttentionParams& p) {
-  static const bool usable = [] {
-    const char* e = std::getenv("LS_ATTENTION_CLUSTER");  // A/B: 0 keeps the reduce kernel
-    return !(e && std::string(e) == "0") &&
-           clusters_usable(reinterpret_cast<const void*>(attention_decode_kernel<__half, 128, 1>));
-  }();
-  return usable && !p.no_cluster && p.n_split > 1 && p.n_split <= kAttentionDecodeClusterMax &&
-         attention_decode_supported(p);
 }
 
 Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {

@@ -52,8 +52,8 @@
 // Also measured: the value rows loaded 8 at a time in an explicit batch
 // instead of the unrolled loop: 1-4 % slower in ls_bench_attention at every
 // context, decode within noise (call 4).
-// defines: kAttentionDecodeSub, kAttentionDecodeSmall, kAttentionDecodeClusterMax,
-//          attention_decode_supported, attention_decode_merges, attention_decode_cuda
+// defines: kAttentionDecodeSub, kAttentionDecodeSmall, attention_decode_supported,
+//          attention_decode_cuda
 #pragma once
 
 #include <cuda_runtime.h>
@@ -67,19 +67,11 @@ inline constexpr int32_t kAttentionDecodeSub = 256;
 // Splits of at most this many positions take the split-dot score phase and
 // (f16 caches) the stage of their rows in shared memory.
 inline constexpr int32_t kAttentionDecodeSmall = 64;
-// Split counts up to this (the portable cluster size) are merged by the
-// kernel's thread-block cluster, not by attention_cuda's reduce pass.
-inline constexpr int32_t kAttentionDecodeClusterMax = 8;
 
 // head_dim 64 or 128, n_head / n_head_kv in {1, 2, 4, 8}.
 bool attention_decode_supported(const AttentionParams& p);
 
-// Whether attention_decode_cuda merges p's splits itself (1 < n_split <=
-// kAttentionDecodeClusterMax, sm_90, not turned off by p.no_cluster or
-// LS_ATTENTION_CLUSTER=0); otherwise attention_cuda runs the reduce pass.
-bool attention_decode_merges(const AttentionParams& p);
-
-// attention_cuda's first pass (and, where attention_decode_merges, its last).
+// attention_cuda's first pass (the reduce pass of n_split > 1 stays there).
 Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream);
 
 }  // namespace ls

@@ -26,18 +26,6 @@ bool device_allows() {
 
 }  // namespace
 
-bool clusters_usable(const void* kernel) {
-  int dev = 0, major = 0;
-  cudaFuncAttributes fa = {};
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaFuncGetAttributes(&fa, kernel) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return major >= 9 && fa.ptxVersion >= 90;
-}
-
 bool pdl_enabled() {
   return t_scope && device_allows();
 }

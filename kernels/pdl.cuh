@@ -23,8 +23,7 @@
 // with an event, before the graph launch). Outside a scope, on a GPU below
 // sm_90, or with LS_PDL=0 in the environment (A/B runs), a kernel waits for
 // the whole previous kernel as usual and the two calls do nothing.
-// defines: pdl_wait(), pdl_trigger(), pdl_enabled(), PdlScope, clusters_usable(),
-//          launch_pdl(), launch_pdl_cluster()
+// defines: pdl_wait(), pdl_trigger(), pdl_enabled(), PdlScope, launch_pdl(), launch_pdl_cluster()
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,12 +47,6 @@ __device__ __forceinline__ void pdl_trigger() {
 // Whether launches take the attribute: inside a PdlScope of this thread,
 // the current device is sm_90 or newer, and LS_PDL is not "0" (read once).
 bool pdl_enabled();
-
-// Whether kernel can run in thread-block clusters here: the device is sm_90
-// or newer, and kernel was compiled for sm_90 or newer (a build for an older
-// arch, JIT-compiled on an H100, has its cluster code compiled out). Asks
-// the driver: callers keep the answer.
-bool clusters_usable(const void* kernel);
 
 // Launches of this thread take the attribute while one lives (not nested).
 class PdlScope {

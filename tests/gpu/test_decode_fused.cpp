@@ -293,9 +293,7 @@ TEST_CASE(
         // The fused runs take the step's cos and sin table (rope_table_cuda)
         // or compute them; rope_kv computes: all the same bits. Run 3 is run
         // 0 with a short split's rows read from the cache instead of staged
-        // in shared memory (AttentionParams::no_stage), run 4 with the
-        // splits merged by the reduce pass instead of the kernel's cluster
-        // (no_cluster): the same bits too.
+        // in shared memory (AttentionParams::no_stage): the same bits too.
         DevBuf<float2> table_cs(static_cast<size_t>(cs.n_rot / 2));
         auto run = [&](int fused, std::vector<float>& out, std::vector<uint8_t>& kc,
                        std::vector<uint8_t>& vc) {
@@ -325,7 +323,6 @@ TEST_CASE(
           ap.chunk = chunk;
           ap.n_split = n_split;
           ap.no_stage = fused == 3;
-          ap.no_cluster = fused == 4;
           REQUIRE(attention_fuses_rope(ap));
           if (fused == 1 || fused == 2) {
             ap.k_new = dk.p;
@@ -359,15 +356,13 @@ TEST_CASE(
           kc = dkc.download();
           vc = dvc.download();
         };
-        std::vector<float> o1, o2, o3, o4, o5;
-        std::vector<uint8_t> kc1, vc1, kc2, vc2, kc3, vc3, kc4, vc4, kc5, vc5;
+        std::vector<float> o1, o2, o3, o4;
+        std::vector<uint8_t> kc1, vc1, kc2, vc2, kc3, vc3, kc4, vc4;
         run(1, o1, kc1, vc1);
         run(0, o2, kc2, vc2);
         run(2, o3, kc3, vc3);
         run(3, o4, kc4, vc4);
-        run(4, o5, kc5, vc5);
         CHECK(same_bits(o4, o2));
-        CHECK(same_bits(o5, o2));
         CHECK(same_bits(o1, o2));
         CHECK(kc1 == kc2);
         CHECK(vc1 == vc2);
