@@ -40,7 +40,6 @@
 #include <cstdint>
 
 #include "kernels/kv_pages.h"
-#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/rope.cuh"
 #include "runtime/status.h"
@@ -92,9 +91,6 @@ struct AttentionParams {
   const float* k_new = nullptr;
   const float* v_new = nullptr;
   RopeCudaParams rope{};
-  // The o projection's weights, asked into L2 by the grouped decode kernel
-  // while it runs (kernels/l2_prefetch.cuh); other kernels ignore it.
-  L2Prefetch next;
 };
 
 inline constexpr int32_t kAttentionChunk = 256;

@@ -9,7 +9,7 @@
 
 #include "kernels/act_q8_group.cuh"
 #include "kernels/cp_async.cuh"
-#include "kernels/l2_prefetch.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
 
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
       asm volatile("prefetch.global.L2 [%0];" ::"l"(vr + b));
     }
   }
-  pdl_wait_l2_prefetch(p.next);
+  pdl_wait();
   // RoPE and the KV store fused in (AttentionParams::k_new): this block's
   // heads of q rotated in shared memory; the block whose range holds pos
   // (not always the last split: chunks cut from the row's length can leave

@@ -1,6 +1,6 @@
 // RMSNorm (+ fused residual add, + 8-bit quantization) kernels: see rmsnorm.cuh.
 #include "kernels/act_q8_group.cuh"
-#include "kernels/l2_prefetch.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/reduce.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "runtime/cuda_util.cuh"
@@ -16,7 +16,7 @@ constexpr int kVecThreads = 1024;
 __global__ void __launch_bounds__(kThreads) rmsnorm_f32_kernel(RmsNormParams p) {
   __shared__ float sh[32];
   pdl_trigger();
-  pdl_wait_l2_prefetch(p.next);
+  pdl_wait();
   const int64_t m = blockIdx.x;
   const int64_t r = p.rows ? p.rows[m] : m;
   float* h = p.h + r * p.n;
@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams 
     const int i = threadIdx.x + k * blockDim.x;
     g[k] = i < n4 ? w[i] : make_float4(0.f, 0.f, 0.f, 0.f);
   }
-  pdl_wait_l2_prefetch(p.next);
+  pdl_wait();
   const int64_t m = blockIdx.x;
   const int64_t r = p.rows ? p.rows[m] : m;
   float4* h = reinterpret_cast<float4*>(p.h + r * p.n);

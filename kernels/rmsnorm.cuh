@@ -27,7 +27,6 @@
 
 #include <cstdint>
 
-#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 
@@ -44,9 +43,6 @@ struct RmsNormParams {
   float eps = 1e-5f;
   // Also y quantized (n_out, n) into q8 (kernels/quantize_act.cuh); needs n % 32 == 0.
   ActQ8Device q8{nullptr, nullptr};
-  // The next GEMV's first weights, asked into L2 while the norm runs
-  // (kernels/l2_prefetch.cuh).
-  L2Prefetch next;
 };
 
 Status rmsnorm_f32_cuda(const RmsNormParams& p, cudaStream_t stream);

@@ -1,6 +1,6 @@
 // SwiGLU kernel (+ 8-bit quantization of its output): see swiglu.cuh.
 #include "kernels/act_q8_group.cuh"
-#include "kernels/l2_prefetch.cuh"
+#include "kernels/pdl.cuh"
 #include "kernels/swiglu.cuh"
 #include "runtime/cuda_util.cuh"
 
@@ -13,7 +13,7 @@ __device__ __forceinline__ float silu_mul(float g, float u) {
 
 __global__ void swiglu_f32_kernel(SwigluParams p) {
   pdl_trigger();
-  pdl_wait_l2_prefetch(p.next);
+  pdl_wait();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t i0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (!p.q8.q) {

@@ -13,7 +13,6 @@
 
 #include <cstdint>
 
-#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 
@@ -26,9 +25,6 @@ struct SwigluParams {
   int64_t n = 0;
   // Also out quantized into q8: the rows' width must be a multiple of 32 (n_ff is).
   ActQ8Device q8{nullptr, nullptr};
-  // The down GEMV's first weights, asked into L2 while SwiGLU runs
-  // (kernels/l2_prefetch.cuh).
-  L2Prefetch next;
 };
 
 Status swiglu_f32_cuda(const SwigluParams& p, cudaStream_t stream);

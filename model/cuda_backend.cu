@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <map>
@@ -83,44 +82,6 @@ bool dynamic_splits() {
     return !(e && std::string(e) == "fixed");
   }();
   return on;
-}
-
-// How much of the next GEMV's weights each short kernel of a decode layer
-// asks into L2 while it runs (kernels/l2_prefetch.cuh): attention the o
-// projection's, the norms the head of q|k|v's and gate|up's, SwiGLU the
-// head of down's. MB caps, from LS_L2_PF=attention,norm,swiglu[,early]
-// (A/B: 0,0,0 turns it off; early 1 issues them before the PDL wait).
-// Off by default until measured on the H200 (bench/results).
-struct L2PrefetchPlan {
-  uint64_t attention = 0, norm = 0, swiglu = 0;
-  bool early = false;
-};
-const L2PrefetchPlan& l2_prefetch_plan() {
-  static const L2PrefetchPlan plan = [] {
-    L2PrefetchPlan p;
-    if (const char* e = std::getenv("LS_L2_PF")) {
-      double a = 0, n = 0, w = 0;
-      int early = 0;
-      if (std::sscanf(e, "%lf,%lf,%lf,%d", &a, &n, &w, &early) >= 3) {
-        p.attention = static_cast<uint64_t>(a * (1 << 20));
-        p.norm = static_cast<uint64_t>(n * (1 << 20));
-        p.swiglu = static_cast<uint64_t>(w * (1 << 20));
-        p.early = early != 0;
-      }
-    }
-    return p;
-  }();
-  return plan;
-}
-// The first min(cap, its bytes) of w, for a decode batch of n; else nothing.
-L2Prefetch l2_prefetch_of(const WeightView& w, uint64_t cap, int64_t n) {
-  L2Prefetch pf;
-  if (n > kGemvMaxTok || cap == 0 || !w.data) return pf;
-  pf.p = w.data;
-  pf.bytes =
-      std::min<uint64_t>(cap, ggml_row_bytes(w.type, w.n_in) * static_cast<uint64_t>(w.n_out));
-  pf.before_wait = l2_prefetch_plan().early;
-  return pf;
 }
 
 // The attention splits of a batch of n entries whose largest position is
@@ -640,8 +601,6 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.n_out = n;
   np.eps = c.rms_eps;
   np.q8 = q8_for({w.wq.type, w.wk.type, w.wv.type});
-  const L2PrefetchPlan& pf = l2_prefetch_plan();
-  np.next = l2_prefetch_of(w.wq, pf.norm, n);
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
@@ -695,7 +654,6 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
     LS_TRY(rope_kv_store_cuda(rk, s.stream));
   }
   ap.q8 = q8_for({w.wo.type});  // the o GEMV's x, made by the attention kernel
-  ap.next = l2_prefetch_of(w.wo, pf.attention, n);
   LS_TRY(attention_cuda(ap, s.stream));
   if (ap.q8.q) mm.note_gemv_x(s.att, ap.n_head * ap.head_dim, n);
   LS_TRY(s.matmul(w.wo, s.att, n, s.o, ap.q8.q != nullptr));
@@ -703,7 +661,6 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;
   np.q8 = q8_for({w.w_gate.type, w.w_up.type});
-  np.next = l2_prefetch_of(w.w_gate, pf.norm, n);
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {
@@ -717,7 +674,6 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   sp.out = s.gate;
   sp.n = n * F;
   sp.q8 = q8_for({w.w_down.type});
-  sp.next = l2_prefetch_of(w.w_down, pf.swiglu, n);
   LS_TRY(swiglu_f32_cuda(sp, s.stream));
   if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
   LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));
