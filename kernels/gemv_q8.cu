@@ -415,14 +415,7 @@ constexpr int min_blocks(int nt) {
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
 // g, in format T: the kernel's body, a function so that a launch can cover
 // matrices of two formats (gemv_q8_v5's T2).
-// kPf ("v8", GemvQ8Params::version 8, a bench variant of kDirect): before a
-// tile's loads, the warp asks L2 for its next tile's lines (one 128-byte
-// line a lane and row), so that tile's loads wait on L2, not DRAM. Why:
-// ncu (session 16) found the direct form at 25 % occupancy with 41-45 % of
-// its stalls on L1TEX loads: bound by the bytes it keeps in flight, and a
-// warp's tiles (3-4 on the 70b's down, 14,336 or 28,672 inputs) were each
-// a fresh round trip to DRAM. Unmeasured as yet: not used by decode.
-template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kPf = false>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect>
 __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_t* W, float* Y,
                                              int64_t n_out, int64_t g, int64_t row_bytes,
                                              int stages, uint8_t* smem) {
@@ -475,19 +468,6 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
   for (int i = 0; i < my_tiles; ++i) {
     const int tile = warp + i * n_warps;
     uint8_t* const st = wsm + (stages == 2 ? (i & 1) : 0) * KR * kSR;
-    if constexpr (kPf) {
-      if (i + 1 < my_tiles) {
-        const int64_t off = static_cast<int64_t>(tile + n_warps) * kTB;
-        const int64_t len = row_bytes - off < kTB ? row_bytes - off : kTB;
-#pragma unroll
-        for (int r = 0; r < KR; ++r) {
-          const uintptr_t a = reinterpret_cast<uintptr_t>(rowp[r] + off);
-          const uintptr_t a0 = a & ~uintptr_t(127);
-          if (static_cast<int64_t>(lane) * 128 < static_cast<int64_t>(a + len - a0))
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(a0 + 128 * uintptr_t(lane)));
-        }
-      }
-    }
     if constexpr (!kDirect) {
       if (stages == 2 && i + 1 < my_tiles) {
         issue(tile + n_warps, wsm + ((i + 1) & 1) * KR * kSR);
@@ -618,8 +598,7 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 // T2 (a launch over matrices of two formats, the q, k of a Q4_K_M layer in
 // Q4_K and its v in Q6_K or Q5_K): the segments with GemvQ8Params::Seg::alt set are
 // in T2. One launch instead of two: the second's ramp, tail and wait go.
-template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T,
-          bool kPf = false>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T>
 __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
@@ -645,15 +624,14 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
   if constexpr (T2 != T) {
     if (alt) {
-      gemv_q8_rows<T2, NT, KR, XB, kDirect, kPf>(p, W, Y, n_out, g, row_bytes, stages, smem);
+      gemv_q8_rows<T2, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
       return;
     }
   }
-  gemv_q8_rows<T, NT, KR, XB, kDirect, kPf>(p, W, Y, n_out, g, row_bytes, stages, smem);
+  gemv_q8_rows<T, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
 }
 
-template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T,
-          bool kPf = false>
+template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
   int64_t groups = (p.n_out + KR - 1) / KR;
@@ -674,7 +652,7 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
                                                       static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
-  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2, kPf>,
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
                          dim3(static_cast<unsigned>(groups)), dim3(32 * n_warps), smem, stream, p,
                          stages));
   return ok();
@@ -687,8 +665,8 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
                       (long long)p.n_in, V5<T>::kBlockValues);
   if (p.lane_blocks != 0 && p.lane_blocks != 1 && p.lane_blocks != 2)
     return make_error("gemv_q8: lane_blocks %d (0, 1 or 2)", p.lane_blocks);
-  if (p.version != 0 && p.version != 7 && p.version != 8)
-    return make_error("gemv_q8: version %d (0, 7 or 8)", p.version);
+  if (p.version != 0 && p.version != 7)
+    return make_error("gemv_q8: version %d (0 or 7)", p.version);
   bool two_formats = false;
   for (int i = 0; i < p.n_more; ++i) two_formats = two_formats || p.more[i].alt;
   if (two_formats) {  // the q, k (Q4_K) and v (Q6_K or Q5_K) of a Q4_K_M layer: v7, default shape
@@ -707,12 +685,6 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
         ggml_type_name(T), ggml_type_name(p.alt_type));
   }
   if constexpr (has_pair<T>()) {
-    if (p.version == 8) {  // v8: v7's default shape with the next tile prefetched into L2
-      if (p.n_tok > 2 || p.rows != 0 || p.lane_blocks == 1 || p.n_more > 0)
-        return make_error("gemv_q8: version 8 is v7's default shape (n_tok <= 2, one matrix)");
-      return p.n_tok == 1 ? launch<T, 1, 4, 2, true, T, true>(p, stream)
-                          : launch<T, 2, 4, 2, true, T, true>(p, stream);
-    }
     if (p.version == 7) {  // v7: the direct form, n_tok 1-2, 4 rows a block (2, 8 as variants)
       if (p.n_tok > 2) return make_error("gemv_q8: version 7 takes n_tok <= 2");
       if (p.rows != 0 && (p.n_tok != 1 || (p.rows != 2 && p.rows != 8 && p.rows != 4)))
@@ -726,7 +698,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
                           : launch<T, 2, 4, 2, true>(p, stream);
     }
   } else {
-    if (p.version >= 7) return make_error("gemv_q8: versions 7 and 8 are for Q4_K, Q5_K and Q6_K");
+    if (p.version == 7) return make_error("gemv_q8: version 7 is for Q4_K, Q5_K and Q6_K");
   }
   if constexpr (has_pair<T>()) {
     if (p.lane_blocks != 1 && p.rows == 0 && p.n_tok <= 2)

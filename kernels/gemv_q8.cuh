@@ -26,9 +26,7 @@ struct GemvQ8Params {
   // run 1); 0 = the default: 2 where it applies (measured faster), else 1.
   int lane_blocks = 0;
   // 0: the kernel above; 7: its direct form (no shared-memory stage; the
-  // K-quants at n_tok <= 2), for A/B (LS_GEMV_VERSION=7) and benches; 8: 7
-  // with each warp's next tile prefetched into L2 (a bench variant, one
-  // matrix a launch, 4 rows a block).
+  // K-quants at n_tok <= 2), for A/B (LS_GEMV_VERSION=7) and benches.
   int version = 0;
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows

@@ -355,11 +355,10 @@ MatmulPath pick_path(const MatmulContext::Impl& im, int64_t n_tok) {
 // The direct form (v7: no shared-memory stage) where it applies, the default
 // since session 12 (8b Q4_K_M decode +6 %, every K-quant shape of the 8b as
 // fast or faster: bench/results/2026-12-02-h200-s12.md); LS_GEMV_VERSION=6
-// (or 5) keeps the staged form for A/B, LS_GEMV_VERSION=8 takes v8 (the
-// next tile prefetched into L2) for the launches of one matrix.
+// (or 5) keeps the staged form for A/B.
 bool gemv_direct(GgmlType t, int64_t n_tok) {
   const int env = gemv_env_version();
-  return (env == 0 || env == 7 || env == 8) && n_tok <= 2 &&
+  return (env == 0 || env == 7) && n_tok <= 2 &&
          (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K);
 }
 
@@ -412,7 +411,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
                    row_bytes,
                    static_cast<int>(n_tok)};
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
-    if (gemv_direct(w.type, n_tok)) p.version = gemv_env_version() == 8 && n_more == 0 ? 8 : 7;
+    if (gemv_direct(w.type, n_tok)) p.version = 7;
     for (int i = 0; i < n_more; ++i) {
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};
       if (more[i].type != w.type) {  // a launch over two formats (gemv_q8_mixes)

@@ -90,15 +90,16 @@ int main(int argc, char** argv) {
     int64_t n_in, n_out;
     const char* what;
   };
-  const std::vector<Shape> shapes = shapes_70b ? std::vector<Shape>{{8192, 8192, "attn q/o"},
-                                                                    {8192, 1024, "attn k/v"},
-                                                                    {8192, 28672, "ffn gate/up"},
-                                                                    {28672, 8192, "ffn down"},
-                                                                    {8192, 128256, "output"}}
-                                               : std::vector<Shape>{{4096, 4096, "attn q/o"},
-                                                                    {4096, 14336, "ffn gate/up"},
-                                                                    {14336, 4096, "ffn down"},
-                                                                    {4096, 128256, "output"}};
+  const std::vector<Shape> shapes =
+      shapes_70b ? std::vector<Shape>{{8192, 8192, "attn q/o"},
+                                      {8192, 1024, "attn k/v"},
+                                      {8192, 28672, "ffn gate/up"},
+                                      {28672, 8192, "ffn down"},
+                                      {8192, 128256, "output"}}
+                 : std::vector<Shape>{{4096, 4096, "attn q/o"},
+                                      {4096, 14336, "ffn gate/up"},
+                                      {14336, 4096, "ffn down"},
+                                      {4096, 128256, "output"}};
   const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
   std::string json = "[";
   std::vector<std::string> rows;
@@ -158,9 +159,8 @@ int main(int argc, char** argv) {
                                    "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
           // v7*: the direct form (GemvQ8Params::version 7; the K-quants): v7 its
           // default (4 rows, two x-blocks a lane), v72 / v78 2 and 8 rows, v71
-          // one x-block a lane; v8: v7 with each warp's next tile prefetched
-          // into L2.
-          for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71, 8}) {
+          // one x-block a lane.
+          for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71}) {
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (ver >= 6 && t == GgmlType::Q8_0) continue;
             const double us = graph_us(s, 20, [&](int i) {
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
                                 1,
                                 ver == 62 || ver == 72 ? 2 : (ver == 68 || ver == 78 ? 8 : 0),
                                 ver == 5 || ver == 71 ? 1 : 2};
-                gp.version = ver == 8 ? 8 : (ver >= 7 ? 7 : 0);
+                gp.version = ver >= 7 ? 7 : 0;
                 ST(gemv_q8_launch(t, gp, s));
               }
             });
