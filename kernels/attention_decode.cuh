@@ -16,7 +16,11 @@
 //      positions, where the chain of latencies is the cost, not the bytes)
 //      splits each row's dot over head_dim / 8 lanes instead and sums the
 //      G partial dots by shuffles, so all 128 threads work, not one per
-//      position;
+//      position; with an f16 cache, such a split's key and value rows are
+//      copied into shared memory (cp.async) before the PDL wait, each
+//      thread the 16 bytes of the rows it reads in phases 1 and 3, so no
+//      load after the wait goes to L2 or DRAM for them (session 17:
+//      8b decode 415.5 -> 421.6 tok/s; LS_ATTENTION_STAGE=0 for A/B);
 //   2. per head, the sub-range's max; the running max M, the rescale factor
 //      of what came before, p = exp(s - M) and the running sum l;
 //   3. values: head_dim / 8 lanes a row, 8 values (16 bytes of f16) a lane,
