@@ -14,15 +14,14 @@ L=$B/layerstream
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 timeout 200 $B/ls_gpu_tests -tc="cuda ops: attention*,cuda ops: argmax*,cuda kv paged*,decode fused*,cuda backend*,cuda matmul: gemv*" 2>&1 | tail -30 > $O/gpu-tests.txt; grep -E "test cases|assertions" $O/gpu-tests.txt; el
 timeout 60 $B/ls_bench_matmul --graph 2>&1 | grep -E "^bound" | head -1 | tee $O/bound.txt; el
+# ncu: the 3rd decode step's first attention launch after a 128-token prompt
+ncu_att() { timeout 120 $NCU --clock-control none -k regex:attention_decode --launch-skip $2 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy --section SourceCounters --import-source no --print-details all $L bench -m $3 --prompt-tokens 128 -n 6 > $O/ncu-att-$1.txt 2>&1; echo "ncu $1 rc $?"
+  timeout 120 $NCU --clock-control none -k regex:attention_decode --launch-skip $2 --launch-count 1 --section SourceCounters --section WarpStateStats --page source --print-source sass --csv $L bench -m $3 --prompt-tokens 128 -n 6 > $O/ncu-att-$1-sass.csv 2>&1; echo "ncu sass $1 rc $? $(wc -l < $O/ncu-att-$1-sass.csv)"; }
 rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" | tr '\n' ' '; }
 timeout 90 $L synth -q -o $M/8b.gguf --preset 8b --quant q4_k_m; el
 for r in 1 2 3; do for st in 0 1; do
   echo "8b stage=$st round $r: $(LS_ATTENTION_STAGE=$st timeout 60 $L decode -m $M/8b.gguf -p Hello -n 256 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/8b.txt
 done; done; el
-for r in 1 2; do echo "8b 16k round $r: $(timeout 150 $L bench -m $M/8b.gguf --prompt-tokens 16000 -n 64 -c 16384 2>&1 | tail -1 | cut -d'|' -f2-3)" | tee -a $O/8b-16k.txt; done; el
-# ncu: the 3rd decode step's first attention launch after a 128-token prompt
-ncu_att() { timeout 120 $NCU --clock-control none -k regex:attention_decode --launch-skip $2 --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy --section SourceCounters --import-source no --print-details all $L bench -m $3 --prompt-tokens 128 -n 6 > $O/ncu-att-$1.txt 2>&1; echo "ncu $1 rc $?"
-  timeout 120 $NCU --clock-control none -k regex:attention_decode --launch-skip $2 --launch-count 1 --section SourceCounters --section WarpStateStats --page source --print-source sass --csv $L bench -m $3 --prompt-tokens 128 -n 6 > $O/ncu-att-$1-sass.csv 2>&1; echo "ncu sass $1 rc $? $(wc -l < $O/ncu-att-$1-sass.csv)"; }
 ncu_att 8b 64 $M/8b.gguf; el
 rm -f $M/8b.gguf
 timeout 90 $L synth -q -o $M/8b-q8.gguf --preset 8b --quant q8_0; el
@@ -33,4 +32,7 @@ for r in 1 2 3; do for st in 0 1; do
   echo "70b stage=$st round $r: $(LS_ATTENTION_STAGE=$st timeout 80 $L decode -m $M/70b.gguf -p Hello -n 128 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/70b.txt
 done; done; el
 ncu_att 70b 160 $M/70b.gguf; el
+rm -f $M/70b.gguf
+timeout 90 $L synth -q -o $M/8b.gguf --preset 8b --quant q4_k_m; el
+for r in 1 2; do echo "8b 16k round $r: $(timeout 150 $L bench -m $M/8b.gguf --prompt-tokens 16000 -n 64 -c 16384 2>&1 | tail -1 | cut -d'|' -f2-3)" | tee -a $O/8b-16k.txt; done; el
 date -u
