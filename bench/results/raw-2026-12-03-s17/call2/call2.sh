@@ -22,6 +22,7 @@ timeout 90 $L synth -q -o $M/8b.gguf --preset 8b --quant q4_k_m; el
 for r in 1 2 3; do for st in 0 1; do
   echo "8b stage=$st round $r: $(LS_ATTENTION_STAGE=$st timeout 60 $L decode -m $M/8b.gguf -p Hello -n 256 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/8b.txt
 done; done; el
+for r in 1 2; do echo "8b splits=fixed round $r: $(LS_ATTENTION_SPLITS=fixed timeout 60 $L decode -m $M/8b.gguf -p Hello -n 256 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/8b.txt; done
 ncu_att 8b 64 $M/8b.gguf; el
 rm -f $M/8b.gguf
 timeout 90 $L synth -q -o $M/8b-q8.gguf --preset 8b --quant q8_0; el
@@ -31,6 +32,7 @@ timeout 170 $L synth -q -o $M/70b.gguf --preset 70b --quant q4_k_m; el
 for r in 1 2 3; do for st in 0 1; do
   echo "70b stage=$st round $r: $(LS_ATTENTION_STAGE=$st timeout 80 $L decode -m $M/70b.gguf -p Hello -n 128 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/70b.txt
 done; done; el
+for r in 1 2; do echo "70b splits=fixed round $r: $(LS_ATTENTION_SPLITS=fixed timeout 80 $L decode -m $M/70b.gguf -p Hello -n 128 --temp 0 --no-display-prompt 2>&1 >/dev/null | rate)" | tee -a $O/70b.txt; done
 ncu_att 70b 160 $M/70b.gguf; el
 rm -f $M/70b.gguf
 timeout 90 $L synth -q -o $M/8b.gguf --preset 8b --quant q4_k_m; el
