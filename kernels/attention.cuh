@@ -46,6 +46,8 @@
 
 namespace ls {
 
+inline constexpr int32_t kAttentionMinChunk = 32;  // chunk 0: the shortest a split gets
+
 struct AttentionParams {
   const float* q = nullptr;  // (n_tok, n_head * head_dim)
   // This layer's pool (rows, n_embd_kv), f16 or f32; written only by the
@@ -64,6 +66,7 @@ struct AttentionParams {
   float scale = 1.0f;        // 1/sqrt(head_dim)
   int32_t chunk = 256;       // positions per split; 0: each row's own (attention_split_range)
   int32_t n_split = 1;       // attention_splits_dynamic() for chunk 0, else attention_splits()
+  int32_t min_chunk = kAttentionMinChunk;  // chunk 0: the shortest a split gets (A/B)
   bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
   // Decode kernel (A/B, tests, benches): 0 the default (LS_ATTENTION_KERNEL
   // overrides it), 3 attention_split_kernel (a block a query head), 5 the
@@ -94,7 +97,6 @@ struct AttentionParams {
 };
 
 inline constexpr int32_t kAttentionChunk = 256;
-inline constexpr int32_t kAttentionMinChunk = 32;  // chunk 0: the shortest a split gets
 inline constexpr int32_t kAttentionMaxHeadDim = 256;
 
 // Splits for a batch whose largest position is max_pos: one when the batch
@@ -125,7 +127,7 @@ int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos)
 __device__ __forceinline__ void attention_split_range(const AttentionParams& p, int s, int32_t pos,
                                                       int32_t& begin, int32_t& end) {
   const int32_t chunk =
-      p.chunk > 0 ? p.chunk : max(kAttentionMinChunk, (pos + p.n_split) / p.n_split);
+      p.chunk > 0 ? p.chunk : max(p.min_chunk, (pos + p.n_split) / p.n_split);
   begin = s * chunk;
   end = s == p.n_split - 1 ? pos + 1 : min(begin + chunk, pos + 1);
 }

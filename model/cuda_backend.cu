@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <map>
@@ -86,8 +87,27 @@ bool dynamic_splits() {
 
 // The attention splits of a batch of n entries whose largest position is
 // max_pos, and the most any batch of a context of n_ctx positions uses.
+// A/B: LS_ATTENTION_SHORT=splits,min_chunk: that many splits of at least
+// min_chunk positions for a row of up to 512 positions (the default: 8 of 32).
+struct ShortSplits {
+  int32_t splits = 0, min_chunk = kAttentionMinChunk;
+};
+const ShortSplits& short_splits() {
+  static const ShortSplits ss = [] {
+    ShortSplits r;
+    if (const char* e = std::getenv("LS_ATTENTION_SHORT"))
+      if (std::sscanf(e, "%d,%d", &r.splits, &r.min_chunk) != 2 || r.splits < 1 ||
+          r.min_chunk < 1)
+        r = ShortSplits{};
+    return r;
+  }();
+  return ss;
+}
 int32_t attention_split_count(const LlamaConfig& c, int64_t n, int32_t max_pos) {
   const int32_t h = static_cast<int32_t>(c.n_head);
+  const ShortSplits& ss = short_splits();
+  if (dynamic_splits() && ss.splits > 0 && n * h < 512 && max_pos + 1 <= 512)
+    return max_pos + 1 < 2 * ss.min_chunk ? 1 : ss.splits;
   return dynamic_splits() ? attention_splits_dynamic(n, h, max_pos)
                           : attention_splits(n, h, max_pos);
 }
@@ -627,6 +647,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.chunk = dynamic_splits() ? 0 : kAttentionChunk;
   ap.n_split = attention_split_count(c, n, s.max_pos);
+  ap.min_chunk = short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk;
 
   RopeCudaParams rope = s.rope_params();  // rope(q), rope(k), then k and v into the cache
   rope.cs = s.rope_cs;
