@@ -173,7 +173,6 @@ int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos) {
 int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos) {
   const int32_t n = max_pos + 1;
   if (n_tok * n_head >= 512 || n < 2 * kAttentionMinChunk) return 1;
-  if (n <= 512) return 8;
   if (n <= 2048) return 16;
   if (n <= 8192) return 32;
   return 64;

@@ -46,7 +46,7 @@
 
 namespace ls {
 
-inline constexpr int32_t kAttentionMinChunk = 32;  // chunk 0: the shortest a split gets
+inline constexpr int32_t kAttentionMinChunk = 8;  // chunk 0: the shortest a split gets
 
 struct AttentionParams {
   const float* q = nullptr;  // (n_tok, n_head * head_dim)
@@ -62,12 +62,12 @@ struct AttentionParams {
   float* partial = nullptr;      // scratch: attention_partial_floats(...) floats (n_split > 1)
   int64_t n_tok = 0;
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0;
-  int32_t n_ctx = 0;         // the contiguous layout's positions per sequence (no table)
-  float scale = 1.0f;        // 1/sqrt(head_dim)
-  int32_t chunk = 256;       // positions per split; 0: each row's own (attention_split_range)
-  int32_t n_split = 1;       // attention_splits_dynamic() for chunk 0, else attention_splits()
+  int32_t n_ctx = 0;    // the contiguous layout's positions per sequence (no table)
+  float scale = 1.0f;   // 1/sqrt(head_dim)
+  int32_t chunk = 256;  // positions per split; 0: each row's own (attention_split_range)
+  int32_t n_split = 1;  // attention_splits_dynamic() for chunk 0, else attention_splits()
   int32_t min_chunk = kAttentionMinChunk;  // chunk 0: the shortest a split gets (A/B)
-  bool scalar_only = false;  // true: never the prefill kernel (tests, benches)
+  bool scalar_only = false;                // true: never the prefill kernel (tests, benches)
   // Decode kernel (A/B, tests, benches): 0 the default (LS_ATTENTION_KERNEL
   // overrides it), 3 attention_split_kernel (a block a query head), 5 the
   // grouped kernel of kernels/attention_decode.cuh (the default where it
@@ -106,14 +106,19 @@ int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos);
 // Splits for chunk 0 (each row cut into n_split chunks of its own length,
 // at least kAttentionMinChunk), the default: one when the batch gives
 // enough blocks or the row is under 2 * kAttentionMinChunk positions; then
-// 8 up to 512 positions, 16 up to 2048, 32 up to 8192, 64 beyond. Why: each
-// is the fastest count of ls_bench_attention --splits at 256, 1k, 4k, 16k
-// and 32k positions, for the 8b's and the 70b's heads (bench/results/
+// 16 up to 2048 positions, 32 up to 8192, 64 beyond. Why: each is the
+// fastest count of ls_bench_attention --splits at 1k, 4k, 16k and 32k
+// positions, for the 8b's and the 70b's heads (bench/results/
 // 2026-12-02-h200-s12.md): enough blocks to spread one token over the SMs,
-// no more records than the reduce pass needs to merge. Fixed chunks of 256
+// no more records than the reduce pass needs to merge. Up to 512 positions
+// it was 8 splits of at least 32; session 17 (bench/results/
+// 2026-12-03-h200-s17.md) found, by ncu, such a block's warps each walking
+// ~2,200 dependent instructions, one warp a scheduler, and 16 splits of at
+// least 8 positions decode the 70b at 71.3 tok/s instead of 69.3, the 8b
+// at 433 instead of 420 (LS_ATTENTION_SHORT=splits,min_chunk for A/B). Fixed chunks of 256
 // left a decode token below 256 positions one split (8 blocks for the whole
 // GPU) and gave 128 splits at 32k, 24 % slower. And the count, part of every
-// captured layer graph, changes at only four context lengths, so the graphs
+// captured layer graph, changes at only three context lengths, so the graphs
 // are seldom captured again. LS_ATTENTION_SPLITS=fixed (model/cuda_backend.cu)
 // keeps the chunks of 256 for A/B.
 int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos);
@@ -126,8 +131,7 @@ int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos)
 // them). The last split takes every position left.
 __device__ __forceinline__ void attention_split_range(const AttentionParams& p, int s, int32_t pos,
                                                       int32_t& begin, int32_t& end) {
-  const int32_t chunk =
-      p.chunk > 0 ? p.chunk : max(p.min_chunk, (pos + p.n_split) / p.n_split);
+  const int32_t chunk = p.chunk > 0 ? p.chunk : max(p.min_chunk, (pos + p.n_split) / p.n_split);
   begin = s * chunk;
   end = s == p.n_split - 1 ? pos + 1 : min(begin + chunk, pos + 1);
 }

@@ -88,7 +88,8 @@ bool dynamic_splits() {
 // The attention splits of a batch of n entries whose largest position is
 // max_pos, and the most any batch of a context of n_ctx positions uses.
 // A/B: LS_ATTENTION_SHORT=splits,min_chunk: that many splits of at least
-// min_chunk positions for a row of up to 512 positions (the default: 8 of 32).
+// min_chunk positions for a row of up to 512 positions (the default: 16 of
+// at least kAttentionMinChunk, attention_splits_dynamic).
 struct ShortSplits {
   int32_t splits = 0, min_chunk = kAttentionMinChunk;
 };
@@ -96,8 +97,7 @@ const ShortSplits& short_splits() {
   static const ShortSplits ss = [] {
     ShortSplits r;
     if (const char* e = std::getenv("LS_ATTENTION_SHORT"))
-      if (std::sscanf(e, "%d,%d", &r.splits, &r.min_chunk) != 2 || r.splits < 1 ||
-          r.min_chunk < 1)
+      if (std::sscanf(e, "%d,%d", &r.splits, &r.min_chunk) != 2 || r.splits < 1 || r.min_chunk < 1)
         r = ShortSplits{};
     return r;
   }();

@@ -254,7 +254,8 @@ TEST_CASE(
   };
   for (Case cs : {Case{32, 8, 128, 128, true, false, true}, Case{8, 2, 64, 64, false, true, false},
                   Case{8, 8, 128, 64, true, false, true}, Case{16, 2, 64, 32, false, false, false}})
-    // pos 63 with 8 splits of the row's length: the split holding pos is not the last.
+    // pos 63 with 16 splits of the row's length (chunks of 8): the split
+    // holding pos is not the last.
     for (int32_t pos : {0, 63, 700, 1999})
       for (int32_t chunk : {0, 256}) {
         INFO("heads ", cs.n_head, "/", cs.n_head_kv, " dim ", cs.head_dim, " rot ", cs.n_rot,
@@ -285,9 +286,9 @@ TEST_CASE(
             }
           }
         }
-        const int32_t n_split = chunk
-                                    ? attention_splits(1, cs.n_head, pos)
-                                    : (pos == 63 ? 8 : attention_splits_dynamic(1, cs.n_head, pos));
+        const int32_t n_split =
+            chunk ? attention_splits(1, cs.n_head, pos)
+                  : (pos == 63 ? 16 : attention_splits_dynamic(1, cs.n_head, pos));
         DevBuf<float> part(
             std::max<int64_t>(1, attention_partial_floats(1, cs.n_head, cs.head_dim, n_split)));
         // The fused runs take the step's cos and sin table (rope_table_cuda)
