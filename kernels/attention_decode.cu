@@ -385,21 +385,18 @@ bool attention_decode_supported(const AttentionParams& p) {
          p.n_head % p.n_head_kv == 0 && (g == 1 || g == 2 || g == 4 || g == 8);
 }
 
-Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream) {
+Status attention_decode_cuda(const AttentionParams& params, cudaStream_t stream) {
+  static const bool no_stage = [] {  // A/B: LS_ATTENTION_STAGE=0 reads the rows from L2
+    const char* e = std::getenv("LS_ATTENTION_STAGE");
+    return e && std::string(e) == "0";
+  }();
+  AttentionParams p = params;
+  p.no_stage = p.no_stage || no_stage;
   if (!attention_decode_supported(p))
     return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
                       p.n_head, p.n_head_kv);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
-  static const bool no_stage = [] {  // A/B: LS_ATTENTION_STAGE=0 reads the rows from L2
-    const char* e = std::getenv("LS_ATTENTION_STAGE");
-    return e && std::string(e) == "0";
-  }();
-  if (no_stage && !p.no_stage) {
-    AttentionParams q = p;
-    q.no_stage = true;
-    return attention_decode_cuda(q, stream);
-  }
   if (p.kv_f32)
     return p.head_dim == 64 ? launch_hd<float, 64>(p, grid, stream)
                             : launch_hd<float, 128>(p, grid, stream);

@@ -396,22 +396,28 @@ TEST_CASE(
       CHECK(std::memcmp(gq.data(), rq.data(), gq.size()) == 0);
       CHECK(std::memcmp(gd.data(), rd.data(), gd.size() * sizeof(float2)) == 0);
     };
+    // One run of pa into poisoned outputs, checked against the reference
+    // (and out's 8-bit form where pa.q8 is set); returns out.
+    auto run_checked = [&](const AttentionParams& pa) {
+      dout.poison();
+      q8q.poison();
+      q8ds.poison();
+      REQUIRE(attention_cuda(pa, nullptr).ok());
+      auto ya = dout.download();
+      CHECK(nmse(ya, ref) < 1e-9);
+      CHECK(max_abs_diff(ya, ref) <= 1e-4 * max_abs(ref));
+      if (pa.q8.q) check_q8(pa);
+      return ya;
+    };
     for (int32_t kern : {3, 5}) {
       AttentionParams pk = p;
       pk.kernel = kern;
       for (const bool with_q8 : {false, true}) {
         part.poison();
-        dout.poison();
-        q8q.poison();
-        q8ds.poison();
         pk.q8 = with_q8 ? ActQ8Device{q8q.p, q8ds.p} : ActQ8Device{nullptr, nullptr};
-        REQUIRE(attention_cuda(pk, nullptr).ok());
-        auto yk = dout.download();
         CAPTURE(kern);
         CAPTURE(with_q8);
-        CHECK(nmse(yk, ref) < 1e-9);
-        CHECK(max_abs_diff(yk, ref) <= 1e-4 * max_abs(ref));
-        if (with_q8) check_q8(pk);
+        run_checked(pk);
       }
     }
 
@@ -429,17 +435,10 @@ TEST_CASE(
             std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
         partd.poison();
         pd.partial = partd.p;
-        dout.poison();
-        q8q.poison();
-        q8ds.poison();
         pd.q8 = {q8q.p, q8ds.p};
-        REQUIRE(attention_cuda(pd, nullptr).ok());
-        auto yd = dout.download();
         CAPTURE(ns);
         CAPTURE(no_stage);
-        CHECK(nmse(yd, ref) < 1e-9);
-        CHECK(max_abs_diff(yd, ref) <= 1e-4 * max_abs(ref));
-        check_q8(pd);
+        run_checked(pd);
       }
 
     // The same values in an f32 cache: the same arithmetic, so the same bits,
