@@ -77,6 +77,13 @@ struct AttentionParams {
   // instead of staging them in shared memory before its wait (A/B, tests;
   // LS_ATTENTION_STAGE=0 sets it).
   bool no_stage = false;
+  // The largest position of the batch, where the caller knows it (-1: not
+  // known), and the grouped kernel's form for G a multiple of its warps:
+  // -1 the default (warps that own heads where every split of the batch is
+  // short: attention_decode_short), 0 never, 1 always (tests, A/B;
+  // LS_ATTENTION_OWN=0 makes the default 0).
+  int32_t max_pos = -1;
+  int32_t own = -1;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
   // for the o projection: written by the kernel that writes out (one split:
   // the grouped kernel; else the reduce), as quantize_act_q8 would, so no

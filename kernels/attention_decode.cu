@@ -3,6 +3,7 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdlib>
 #include <string>
@@ -46,9 +47,21 @@ __device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
 // v4 form (until session 12) read values 8 bytes a lane, a row a warp
 // instruction, one position a thread at a time, without a register bound:
 // 255 registers, spills, and 16 round trips to memory for a warp's 64 rows.
-template <typename T, int HD, int G>
+//
+// kOwn (G a multiple of the warps: the 8b's G 4, the 70b's 8): warp w owns
+// heads w, w + kWarps, .. in phases 2 and 3 and the output, so its value
+// sums are whole within the warp: no barrier between the softmax and the
+// values, no trip of G x HD sums through shared memory and the barrier after
+// it, and each lane writes its own 8 values. ncu of the 70b kernel at ~130
+// positions (session 17) counted 211 + 436 of a warp's ~2,180 instructions
+// in that reduction and the output loop. The warp reads every value row of
+// the split (4x the loads of phase 3, from the stage or L1) for a quarter of
+// the heads: the same FMAs.
+template <typename T, int HD, int G, bool kOwn>
 __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(AttentionParams p) {
   constexpr int kWarps = kThreads / 32;
+  static_assert(!kOwn || G % kWarps == 0, "whole heads a warp");
+  constexpr int GW = kOwn ? G / kWarps : G;  // heads of a warp's value sums
   // Value phase: a lane's kPer values of a row; kLpr lanes a row, kRpw rows a warp step.
   constexpr int kPer = 8;
   constexpr int kLpr = HD / kPer, kRpw = 32 / kLpr;
@@ -171,9 +184,10 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   if (staged) cp_async_wait<0>();
   const T* kc = static_cast<const T*>(p.k_cache) + kvh * HD;
   const T* vc = static_cast<const T*>(p.v_cache) + kvh * HD + dl * kPer;
-  float acc[G][kPer];
+  // kOwn: acc[k] holds head warp + k kWarps; else acc[g] head g.
+  float acc[GW][kPer];
 #pragma unroll
-  for (int g = 0; g < G; ++g)
+  for (int g = 0; g < GW; ++g)
 #pragma unroll
     for (int j = 0; j < kPer; ++j) acc[g][j] = 0.0f;
   __syncthreads();
@@ -287,61 +301,109 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
         m_sh[g] = m_new;
       }
     }
-    __syncthreads();
-    // 3. Values: warp w, row slot r takes positions kRpw w + r, + kRpw kWarps, ...;
+    if constexpr (kOwn) {
+      __syncwarp();  // phase 3 reads only what this warp wrote in phase 2
+    } else {
+      __syncthreads();
+    }
+    // 3. Values: warp w, row slot r takes positions kRpw w + r, + kRpw kWarps, ...
+    //    (kOwn: every position, slot r the rows r, r + kRpw, ..; the stage's
+    //    rows of other threads are visible since the barrier before the loop);
     //    a lane kPer consecutive values of each row.
 #pragma unroll
-    for (int g = 0; g < G; ++g)
+    for (int k = 0; k < GW; ++k) {
+      const float c = c_sh[kOwn ? warp + k * kWarps : k];
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) acc[g][j] *= c_sh[g];
+      for (int j = 0; j < kPer; ++j) acc[k][j] *= c;
+    }
+    constexpr int kFirst = kOwn ? 0 : 1, kEvery = kOwn ? kRpw : kStep;
 #pragma unroll 4
-    for (int i = warp * kRpw + slot; i < n; i += kStep) {
+    for (int i = kFirst * warp * kRpw + slot; i < n; i += kEvery) {
       float v[kPer];
       load8(staged ? v_st + i * HD + dl * kPer : vc + row_sh[i], v);
 #pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float w = s_sh[g][i];
+      for (int k = 0; k < GW; ++k) {
+        const float w = s_sh[kOwn ? warp + k * kWarps : k][i];
 #pragma unroll
-        for (int j = 0; j < kPer; ++j) acc[g][j] = fmaf(w, v[j], acc[g][j]);
+        for (int j = 0; j < kPer; ++j) acc[k][j] = fmaf(w, v[j], acc[k][j]);
       }
     }
     __syncthreads();  // s_sh, row_sh, c_sh (and the stage, under red_sh) are read before
                       // the next sub-range (or the sums) write them
   }
-  // The row slots' sums (lanes kLpr apart), the warps' sums, then out = acc /
-  // l or the split's record.
+  if constexpr (kOwn) {
+    // The row slots' sums (lanes kLpr apart; every slot ends with them), then
+    // the lanes of slot 0 write their kPer values of each head.
 #pragma unroll
-  for (int g = 0; g < G; ++g)
+    for (int k = 0; k < GW; ++k)
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) {
+      for (int j = 0; j < kPer; ++j)
 #pragma unroll
-      for (int o = kLpr; o < 32; o <<= 1) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
-      if (slot == 0) red_sh[warp][g][dl * kPer + j] = acc[g][j];
-    }
-  __syncthreads();
+        for (int o = kLpr; o < 32; o <<= 1) acc[k][j] += __shfl_xor_sync(0xffffffffu, acc[k][j], o);
 #pragma unroll
-  for (int k = tid; k < G * HD; k += kThreads) {
-    const int g = k / HD, d = k % HD;
-    float a = 0.0f;
+    for (int k = 0; k < GW; ++k) {
+      const int g = warp + k * kWarps;
+      const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
+      const float L = l_sh[g];
+      if (p.n_split == 1) {
+        // 4 lanes' 8 values are one 8-bit block of out (HD a multiple of 32).
+        float o[kPer];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) a += red_sh[w][g][d];
-    const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
-    const float L = l_sh[g];
-    if (p.n_split == 1) {
-      // A warp's 32 values are one 8-bit block of out (G * HD and HD are
-      // multiples of 32): quantized here for the o GEMV, as quantize_act_q8 would.
-      const float o = L > 0.0f ? a / L : 0.0f;
-      p.out[row * HD + d] = o;
-      if (p.q8.q)
-        act_q8_group<1>(&o, true, p.q8.q + row * HD + d, p.q8.ds + (row * HD + d) / kActQ8Block,
-                        lane == 0);
-    } else {
-      float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
-      if (d == 0) {
-        rec[0] = m_sh[g];
-        rec[1] = L;
+        for (int j = 0; j < kPer; ++j) o[j] = L > 0.0f ? acc[k][j] / L : 0.0f;
+        float* const dst = p.out + row * HD + dl * kPer;
+        if (slot == 0) {
+          reinterpret_cast<float4*>(dst)[0] = make_float4(o[0], o[1], o[2], o[3]);
+          reinterpret_cast<float4*>(dst)[1] = make_float4(o[4], o[5], o[6], o[7]);
+        }
+        if (p.q8.q)
+          act_q8_group<kPer>(o, slot == 0, p.q8.q + row * HD + dl * kPer,
+                             p.q8.ds + (row * HD + dl * kPer) / kActQ8Block,
+                             slot == 0 && dl % (kActQ8Block / kPer) == 0);
+      } else if (slot == 0) {
+        float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
+        if (dl == 0) *reinterpret_cast<float2*>(rec) = make_float2(m_sh[g], L);
+#pragma unroll
+        for (int j = 0; j < kPer; j += 2)  // rec + 2 is 8-byte aligned: HD + 2 is even
+          *reinterpret_cast<float2*>(rec + 2 + dl * kPer + j) =
+              make_float2(acc[k][j], acc[k][j + 1]);
       }
-      rec[2 + d] = a;
+    }
+  } else {
+    // The row slots' sums (lanes kLpr apart), the warps' sums, then out = acc /
+    // l or the split's record.
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+#pragma unroll
+        for (int o = kLpr; o < 32; o <<= 1) acc[g][j] += __shfl_xor_sync(0xffffffffu, acc[g][j], o);
+        if (slot == 0) red_sh[warp][g][dl * kPer + j] = acc[g][j];
+      }
+    __syncthreads();
+#pragma unroll
+    for (int k = tid; k < G * HD; k += kThreads) {
+      const int g = k / HD, d = k % HD;
+      float a = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) a += red_sh[w][g][d];
+      const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + g;
+      const float L = l_sh[g];
+      if (p.n_split == 1) {
+        // A warp's 32 values are one 8-bit block of out (G * HD and HD are
+        // multiples of 32): quantized here for the o GEMV, as quantize_act_q8 would.
+        const float o = L > 0.0f ? a / L : 0.0f;
+        p.out[row * HD + d] = o;
+        if (p.q8.q)
+          act_q8_group<1>(&o, true, p.q8.q + row * HD + d, p.q8.ds + (row * HD + d) / kActQ8Block,
+                          lane == 0);
+      } else {
+        float* rec = p.partial + (row * p.n_split + s) * (HD + 2);
+        if (d == 0) {
+          rec[0] = m_sh[g];
+          rec[1] = L;
+        }
+        rec[2 + d] = a;
+      }
     }
   }
 }
@@ -356,9 +418,18 @@ constexpr size_t attention_decode_smem() {
   return stage > red ? stage : red;
 }
 
+// kOwn where G allows it and AttentionParams::own (resolved by
+// attention_decode_cuda) asks for it.
 template <typename T, int HD, int G>
 Status launch_g(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
-  LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, G>, grid, dim3(kThreads),
+  if constexpr (G % (kThreads / 32) == 0) {
+    if (p.own == 1) {
+      LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, G, true>, grid, dim3(kThreads),
+                             attention_decode_smem<T, HD, G>(), stream, p));
+      return ok();
+    }
+  }
+  LS_CUDA_TRY(launch_pdl(attention_decode_kernel<T, HD, G, false>, grid, dim3(kThreads),
                          attention_decode_smem<T, HD, G>(), stream, p));
   return ok();
 }
@@ -379,6 +450,12 @@ Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 
+bool attention_decode_short(int32_t chunk, int32_t n_split, int32_t min_chunk, int32_t max_pos) {
+  if (max_pos < 0 || n_split < 1) return false;
+  const int32_t c = chunk > 0 ? chunk : std::max(min_chunk, (max_pos + n_split) / n_split);
+  return std::min(c, max_pos + 1) <= kAttentionDecodeSmall;
+}
+
 bool attention_decode_supported(const AttentionParams& p) {
   const int32_t g = p.n_head_kv > 0 ? p.n_head / p.n_head_kv : 0;
   return (p.head_dim == 64 || p.head_dim == 128) && p.n_head_kv > 0 &&
@@ -390,8 +467,14 @@ Status attention_decode_cuda(const AttentionParams& params, cudaStream_t stream)
     const char* e = std::getenv("LS_ATTENTION_STAGE");
     return e && std::string(e) == "0";
   }();
+  static const bool own_off = [] {  // A/B: LS_ATTENTION_OWN=0, the warps' sums in shared memory
+    const char* e = std::getenv("LS_ATTENTION_OWN");
+    return e && std::string(e) == "0";
+  }();
   AttentionParams p = params;
   p.no_stage = p.no_stage || no_stage;
+  if (p.own == -1)
+    p.own = !own_off && attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos) ? 1 : 0;
   if (!attention_decode_supported(p))
     return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
                       p.n_head, p.n_head_kv);

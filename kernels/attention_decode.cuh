@@ -27,7 +27,13 @@
 //      so a warp instruction reads 2 (head_dim 128) or 4 rows and 4 are
 //      unrolled; the rows' addresses come from step 1 (shared memory), so
 //      no load waits for a block-table load; the row slots' and the warps'
-//      sums meet at the end.
+//      sums meet at the end. Where every split is short
+//      (attention_decode_short) and G is 4 or 8, warp w instead owns heads
+//      w, w + 4 for the softmax and the values of every position of the
+//      split, so its sums need no trip through shared memory and no barrier
+//      (session 18: 8b decode 448 vs 434 tok/s, 70b 73.1 vs 71.4; at 4k and
+//      16k positions the other form stays, 25-30 % faster there:
+//      bench/results/2026-12-03-h200-s18.md).
 // This is v5. v4 (until session 12: a row a warp, 8 bytes a lane, one
 // position a thread at a time, no register bound) used 255 registers and
 // spilled 1.3 to 3.4 KB a thread (G 4 and 8), and its warps waited on 16
@@ -74,6 +80,14 @@ inline constexpr int32_t kAttentionDecodeSmall = 64;
 
 // head_dim 64 or 128, n_head / n_head_kv in {1, 2, 4, 8}.
 bool attention_decode_supported(const AttentionParams& p);
+
+// Whether every split of a batch whose largest position is max_pos has at
+// most kAttentionDecodeSmall positions (chunk, n_split, min_chunk as in
+// AttentionParams): there the kernel's warps own heads (AttentionParams::own;
+// the sums of a long split's values go through shared memory instead, which
+// was faster at 4k and 16k positions). A captured layer graph holds the
+// choice, so its owner captures again when this changes.
+bool attention_decode_short(int32_t chunk, int32_t n_split, int32_t min_chunk, int32_t max_pos);
 
 // attention_cuda's first pass (the reduce pass of n_split > 1 stays there).
 Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream);

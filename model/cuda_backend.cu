@@ -35,6 +35,7 @@
 
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/matmul.cuh"
@@ -241,6 +242,7 @@ struct CudaBackend::Impl {
   bool graphs = true;
   std::map<GraphKey, cudaGraphExec_t> graph_cache;
   int32_t graph_split = -1;
+  bool graph_short = false;  // attention_decode_short at capture
   const uint8_t* graph_act = nullptr;
   void drop_graphs() {
     for (auto& [k, e] : graph_cache) cudaGraphExecDestroy(e);
@@ -648,6 +650,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.chunk = dynamic_splits() ? 0 : kAttentionChunk;
   ap.n_split = attention_split_count(c, n, s.max_pos);
   ap.min_chunk = short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk;
+  ap.max_pos = s.max_pos;
 
   RopeCudaParams rope = s.rope_params();  // rope(q), rope(k), then k and v into the cache
   rope.cs = s.rope_cs;
@@ -710,17 +713,23 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
 // pending add) combination comes and replayed after; positions and tokens
 // are read from device memory, so they need no new capture. Streamed layers
 // get one graph per device slot they land in. The cache is dropped when the
-// activations move (reserve) or the attention split count changes (every
-// kAttentionChunk positions). LS_CUDA_GRAPHS=0 turns graphs off (A/B runs).
+// activations move (reserve), the attention split count changes (at three
+// context lengths: attention_splits_dynamic) or the splits stop being short
+// (attention_decode_short: the decode attention kernel's form changes, at
+// 1,024 positions). LS_CUDA_GRAPHS=0 turns graphs off (A/B runs).
 Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   Impl& s = *impl_;
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
   const int32_t n_split = attention_split_count(s.c, n, s.max_pos);
-  if (n_split != s.graph_split || s.act != s.graph_act) {
+  const bool short_splits_now = attention_decode_short(
+      dynamic_splits() ? 0 : kAttentionChunk, n_split,
+      short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk, s.max_pos);
+  if (n_split != s.graph_split || short_splits_now != s.graph_short || s.act != s.graph_act) {
     s.drop_graphs();
     s.graph_split = n_split;
+    s.graph_short = short_splits_now;
     s.graph_act = s.act;
   }
   const Impl::GraphKey key{il, w.wq.data, n, s.pending_add};

@@ -296,6 +296,19 @@ std::vector<float> attention_ref(const std::vector<float>& q, const std::vector<
 
 }  // namespace
 
+// Where the grouped decode kernel's warps own heads by default: every split
+// at most kAttentionDecodeSmall positions (host arithmetic, no device).
+TEST_CASE("cuda ops: attention_decode_short at the edges of the short splits") {
+  CHECK(attention_decode_short(0, 16, 8, 100));         // 16 splits of 8
+  CHECK(attention_decode_short(0, 16, 8, 1023));        // of 64
+  CHECK_FALSE(attention_decode_short(0, 16, 8, 1024));  // of 65
+  CHECK(attention_decode_short(0, 1, 8, 63));           // one split of 64
+  CHECK_FALSE(attention_decode_short(0, 1, 8, 64));
+  CHECK(attention_decode_short(256, 1, 8, 40));  // fixed chunks: the row's 41 positions
+  CHECK_FALSE(attention_decode_short(256, 1, 8, 100));
+  CHECK_FALSE(attention_decode_short(0, 16, 8, -1));  // position not known
+}
+
 TEST_CASE(
     "cuda ops: attention over the f16 and f32 caches, decode (split) and prefill (causal), GQA") {
   LS_GPU_TEST_GUARD();
@@ -425,21 +438,26 @@ TEST_CASE(
     // and others, each split at least kAttentionMinChunk, those past a row's
     // end empty; splits of up to kAttentionDecodeSmall positions with their
     // rows staged in shared memory and read from the cache (no_stage).
+    // Each form of the grouped kernel where G allows both (own 0: the warps'
+    // sums meet in shared memory; 1: warps own heads), at every split length.
     for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 4, 16, 64})
-      for (const bool no_stage : {false, true}) {
-        AttentionParams pd = p;
-        pd.chunk = 0;
-        pd.n_split = ns;
-        pd.no_stage = no_stage;
-        DevBuf<float> partd(
-            std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
-        partd.poison();
-        pd.partial = partd.p;
-        pd.q8 = {q8q.p, q8ds.p};
-        CAPTURE(ns);
-        CAPTURE(no_stage);
-        run_checked(pd);
-      }
+      for (const bool no_stage : {false, true})
+        for (const int32_t own : {0, 1}) {
+          AttentionParams pd = p;
+          pd.chunk = 0;
+          pd.n_split = ns;
+          pd.no_stage = no_stage;
+          pd.own = own;
+          DevBuf<float> partd(
+              std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
+          partd.poison();
+          pd.partial = partd.p;
+          pd.q8 = {q8q.p, q8ds.p};
+          CAPTURE(ns);
+          CAPTURE(no_stage);
+          CAPTURE(own);
+          run_checked(pd);
+        }
 
     // The same values in an f32 cache: the same arithmetic, so the same bits,
     // and never the f16-only tensor-core kernel (scalar_only left off).
