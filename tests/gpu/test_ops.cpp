@@ -439,8 +439,9 @@ TEST_CASE(
     // end empty; splits of up to kAttentionDecodeSmall positions with their
     // rows staged in shared memory and read from the cache (no_stage).
     // Each form of the grouped kernel where G allows both (own 0: the warps'
-    // sums meet in shared memory; 1: warps own heads), at every split length.
-    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 4, 16, 64})
+    // sums meet in shared memory; 1: warps own heads), at every split length;
+    // one split: the kernel writes out and its 8-bit form itself.
+    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 1, 2, 4, 16, 64})
       for (const bool no_stage : {false, true})
         for (const int32_t own : {0, 1}) {
           AttentionParams pd = p;
