@@ -112,6 +112,14 @@ int32_t attention_split_count(const LlamaConfig& c, int64_t n, int32_t max_pos) 
   return dynamic_splits() ? attention_splits_dynamic(n, h, max_pos)
                           : attention_splits(n, h, max_pos);
 }
+// A split's positions (AttentionParams::chunk; 0: each row's own) and the
+// shortest a split of a row's own chunks gets (AttentionParams::min_chunk).
+int32_t attention_chunk() {
+  return dynamic_splits() ? 0 : kAttentionChunk;
+}
+int32_t attention_min_chunk() {
+  return short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk;
+}
 int32_t max_attention_splits(const LlamaConfig& c, uint32_t n_ctx) {
   return attention_split_count(c, 1, static_cast<int32_t>(n_ctx) - 1);
 }
@@ -647,9 +655,9 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.head_dim = static_cast<int32_t>(c.head_dim);
   ap.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  ap.chunk = dynamic_splits() ? 0 : kAttentionChunk;
+  ap.chunk = attention_chunk();
   ap.n_split = attention_split_count(c, n, s.max_pos);
-  ap.min_chunk = short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk;
+  ap.min_chunk = attention_min_chunk();
   ap.max_pos = s.max_pos;
 
   RopeCudaParams rope = s.rope_params();  // rope(q), rope(k), then k and v into the cache
@@ -723,9 +731,8 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   if (n == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
   const int32_t n_split = attention_split_count(s.c, n, s.max_pos);
-  const bool short_splits_now = attention_decode_short(
-      dynamic_splits() ? 0 : kAttentionChunk, n_split,
-      short_splits().splits > 0 ? short_splits().min_chunk : kAttentionMinChunk, s.max_pos);
+  const bool short_splits_now =
+      attention_decode_short(attention_chunk(), n_split, attention_min_chunk(), s.max_pos);
   if (n_split != s.graph_split || short_splits_now != s.graph_short || s.act != s.graph_act) {
     s.drop_graphs();
     s.graph_split = n_split;
