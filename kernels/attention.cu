@@ -6,6 +6,7 @@
 #include "kernels/attention.cuh"
 #include "kernels/act_q8_group.cuh"
 #include "kernels/attention_decode.cuh"
+#include "kernels/attention_decode_tc.cuh"
 #include "kernels/attention_prefill.cuh"
 #include "kernels/pdl.cuh"
 #include "runtime/cuda_util.cuh"
@@ -173,9 +174,7 @@ int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos) {
 int32_t attention_splits_dynamic(int64_t n_tok, int32_t n_head, int32_t max_pos) {
   const int32_t n = max_pos + 1;
   if (n_tok * n_head >= 512 || n < 2 * kAttentionMinChunk) return 1;
-  if (n <= 2048) return 16;
-  if (n <= 8192) return 32;
-  return 64;
+  return n <= 2048 ? 16 : 32;
 }
 
 int64_t attention_partial_floats(int64_t n_tok, int32_t n_head, int32_t head_dim, int32_t n_split) {
@@ -199,7 +198,8 @@ bool attention_fuses_rope(const AttentionParams& p) {
     const char* e = std::getenv("LS_ATTENTION_ROPE");
     return e && std::string(e) == "0";
   }();
-  return !env_off && p.n_tok == 1 && decode_kernel(p) == 5 && attention_decode_supported(p);
+  return !env_off && p.n_tok == 1 && decode_kernel(p) == 5 && attention_decode_supported(p) &&
+         !attention_decode_tc_applies(p);
 }
 
 Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
@@ -234,7 +234,9 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   // Who writes out's 8-bit form: the grouped kernel (one split), the reduce
   // (more), else a quantize launch after.
   bool q8_done = p.n_split > 1;
-  if (kernel == 5 && attention_decode_supported(p)) {
+  if (kernel == 5 && attention_decode_tc_applies(p)) {
+    LS_TRY(attention_decode_tc_cuda(p, stream));
+  } else if (kernel == 5 && attention_decode_supported(p)) {
     LS_TRY(attention_decode_cuda(p, stream));
     q8_done = true;
   } else if (p.kv_f32)

@@ -84,6 +84,10 @@ struct AttentionParams {
   // LS_ATTENTION_OWN=0 makes the default 0).
   int32_t max_pos = -1;
   int32_t own = -1;
+  // Long splits of an f16 cache on tensor cores (kernels/attention_decode_tc.cuh):
+  // -1 the default (where attention_decode_tc_applies; LS_ATTENTION_TC=0 turns it
+  // off), 0 never, 1 also for short splits (tests).
+  int32_t tc = -1;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
   // for the o projection: written by the kernel that writes out (one split:
   // the grouped kernel; else the reduce), as quantize_act_q8 would, so no
@@ -113,11 +117,15 @@ int32_t attention_splits(int64_t n_tok, int32_t n_head, int32_t max_pos);
 // Splits for chunk 0 (each row cut into n_split chunks of its own length,
 // at least kAttentionMinChunk), the default: one when the batch gives
 // enough blocks or the row is under 2 * kAttentionMinChunk positions; then
-// 16 up to 2048 positions, 32 up to 8192, 64 beyond. Why: each is the
-// fastest count of ls_bench_attention --splits at 1k, 4k, 16k and 32k
-// positions, for the 8b's and the 70b's heads (bench/results/
-// 2026-12-02-h200-s12.md): enough blocks to spread one token over the SMs,
-// no more records than the reduce pass needs to merge. Up to 512 positions
+// 16 up to 2048 positions, 32 beyond. Why: each is the fastest count of
+// ls_bench_attention --splits at 1k, 4k, 16k and 32k positions, for the 8b's
+// and the 70b's heads: enough blocks to spread one token over the SMs, no
+// more records than the reduce pass needs to merge. Session 12 (bench/results/
+// 2026-12-02-h200-s12.md) chose 64 beyond 8192 for the grouped kernel; the
+// tensor-core kernel of long splits (kernels/attention_decode_tc.cuh), fed
+// by a ring of tiles, is faster with 32 there, each block's tiles longer
+// (16k: 28.6 us against 35.8 with 64; 32k: 46.5 against 58.7; session 19,
+// bench/results/2026-12-03-h200-s19.md). Up to 512 positions
 // it was 8 splits of at least 32; session 17 (bench/results/
 // 2026-12-03-h200-s17.md) found, by ncu, such a block's warps each walking
 // ~2,200 dependent instructions, one warp a scheduler, and 16 splits of at

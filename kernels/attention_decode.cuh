@@ -1,6 +1,9 @@
 // Decode attention, one block per (split, KV head, token): the G query heads
 // of a KV head together, so each key and value row is read once for all of
-// them (GQA), and the positions of a split in parallel.
+// them (GQA), and the positions of a split in parallel. Splits of an f16
+// cache longer than kAttentionDecodeSmall go to the tensor-core kernel of
+// kernels/attention_decode_tc.cuh instead (session 19; attention_cuda
+// dispatches): this one keeps the short splits, f32 caches and the A/B.
 //
 // Why: attention_split_kernel (kernels/attention.cuh) gives each query head
 // its own block and walks positions one per warp, an online-softmax chain

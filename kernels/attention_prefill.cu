@@ -1,17 +1,13 @@
 // Tensor-core causal prefill attention: see attention_prefill.cuh for the
-// mapping. Fragment layouts are those of mma.sync m16n8k16 (PTX ISA, "Matrix
-// fragments for mma.m16n8k16"): with g = lane / 4 and c = lane % 4,
-//   A (16x16, row): a0a1 (row g, cols 2c, 2c+1), a2a3 (row g+8, same cols),
-//                   a4a5 (row g, cols 2c+8, 2c+9), a6a7 (row g+8, cols 2c+8..)
-//   B (16x8, col):  b0b1 (rows 2c, 2c+1, col g), b2b3 (rows 2c+8, 2c+9, col g)
-//   C (16x8, f32):  c0c1 (row g, cols 2c, 2c+1), c2c3 (row g+8, same cols)
-// so two neighbouring C tiles of S are exactly the A fragment of P for the
-// P·V product (no shared-memory round trip).
+// mapping. Fragment layouts are those of mma.sync m16n8k16
+// (kernels/mma_f16.cuh), so two neighbouring C tiles of S are exactly the A
+// fragment of P for the P·V product (no shared-memory round trip).
 #include <cfloat>
 #include <cstdint>
 
 #include "kernels/attention_prefill.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/mma_f16.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -20,37 +16,6 @@ namespace {
 constexpr int kBr = 64;        // batch entries (query rows) per block
 constexpr int kBc = 64;        // key positions per tile
 constexpr int kThreads = 128;  // 4 warps x 16 rows
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// c += a · b, f16 inputs, f32 accumulators.
-__device__ __forceinline__ void mma_f16_f32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                            uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits = lower column
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
 
 template <int HD>
 struct PrefillSmem {

@@ -12,7 +12,8 @@
 // from the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits, for choosing attention_splits_dynamic's rule.
-// Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits]
+// --shape 8b|70b runs that shape only, --ctx N that context only.
+// Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits] [--shape 8b|70b] [--ctx N]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -32,9 +33,27 @@ using namespace ls;
 int main(int argc, char** argv) {
   std::vector<int> kernels = {3, 5};
   bool sweep = false;
+  std::string only_shape;  // --shape 8b|70b: that shape only
+  int32_t only_ctx = 0;    // --ctx N: that context only
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--splits") {
       sweep = true;
+      continue;
+    }
+    if ((std::string(argv[a]) == "--shape" || std::string(argv[a]) == "--ctx") && a + 1 < argc) {
+      if (std::string(argv[a]) == "--shape") {
+        only_shape = argv[++a];
+        if (only_shape != "8b" && only_shape != "70b") {
+          std::fprintf(stderr, "error: --shape must be 8b or 70b, got '%s'\n", argv[a]);
+          return 2;
+        }
+      } else {
+        only_ctx = static_cast<int32_t>(std::atol(argv[++a]));
+        if (only_ctx < 1 || only_ctx > 32768) {
+          std::fprintf(stderr, "error: --ctx must be 1..32768, got '%s'\n", argv[a]);
+          return 2;
+        }
+      }
       continue;
     }
     kernels.clear();
@@ -62,7 +81,8 @@ int main(int argc, char** argv) {
     int32_t n_head, n_head_kv, hd;
   };
   const Shape shapes[] = {{"8b", 32, 8, 128}, {"70b", 64, 8, 128}};
-  const int32_t ctxs[] = {256, 1024, 4096, 16384, 32768};
+  const std::vector<int32_t> ctxs = only_ctx ? std::vector<int32_t>{only_ctx}
+                                             : std::vector<int32_t>{256, 1024, 4096, 16384, 32768};
   const int32_t max_ctx = 32768;
   const size_t pool_bytes = size_t(3) << 30;  // K and V of all rotated layers
   std::mt19937_64 rng(7);
@@ -97,6 +117,7 @@ int main(int argc, char** argv) {
 
   std::printf("\ndecode attention, 1 token: us per call (graph), GB/s of K+V read, ratio to D2D\n");
   for (const Shape& sh : shapes) {
+    if (!only_shape.empty() && only_shape != sh.what) continue;
     for (int32_t ctx : ctxs) {
       const int32_t pos = ctx - 1;
       CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));

@@ -324,6 +324,7 @@ TEST_CASE(
           ap.chunk = chunk;
           ap.n_split = n_split;
           ap.no_stage = fused == 3;
+          ap.tc = 0;  // the grouped kernel's fusion (the tensor-core one does not fuse)
           REQUIRE(attention_fuses_rope(ap));
           if (fused == 1 || fused == 2) {
             ap.k_new = dk.p;

@@ -21,6 +21,7 @@
 
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode_tc.cuh"
 #include "kernels/attention_decode.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/half.h"
@@ -386,6 +387,7 @@ TEST_CASE(
     p.partial = part.p;
     dout.poison();
     p.scalar_only = true;  // the tensor-core prefill kernel has its own test
+    p.tc = 0;              // and the tensor-core decode kernel its runs below
     REQUIRE(attention_cuda(p, nullptr).ok());
     auto y = dout.download();
     auto ref = attention_ref(q, kc, vc, cs.pos, cs.seq, cs.n_head, cs.n_head_kv, cs.hd, cs.n_ctx);
@@ -459,6 +461,25 @@ TEST_CASE(
           CAPTURE(own);
           run_checked(pd);
         }
+
+    // The tensor-core decode kernel (kernels/attention_decode_tc.cuh) at every
+    // split count it takes (more than one), its splits short or long, the
+    // last tile of each partial: the same attention to the reference's bounds.
+    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 3, 16, 64}) {
+      if (ns < 2 || (cs.hd != 64 && cs.hd != 128)) continue;  // one split; head_dim 96, 256
+      AttentionParams pt = p;
+      pt.chunk = 0;
+      pt.n_split = ns;
+      pt.tc = 1;
+      DevBuf<float> partt(
+          std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, ns)));
+      partt.poison();
+      pt.partial = partt.p;
+      pt.q8 = {q8q.p, q8ds.p};
+      REQUIRE(attention_decode_tc_applies(pt));
+      CAPTURE(ns);
+      run_checked(pt);
+    }
 
     // The same values in an f32 cache: the same arithmetic, so the same bits,
     // and never the f16-only tensor-core kernel (scalar_only left off).
