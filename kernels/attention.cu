@@ -198,8 +198,8 @@ bool attention_fuses_rope(const AttentionParams& p) {
     const char* e = std::getenv("LS_ATTENTION_ROPE");
     return e && std::string(e) == "0";
   }();
-  return !env_off && p.n_tok == 1 && decode_kernel(p) == 5 && attention_decode_supported(p) &&
-         !attention_decode_tc_applies(p);
+  return !env_off && p.n_tok == 1 && decode_kernel(p) == 5 &&
+         (attention_decode_supported(p) || attention_decode_tc_applies(p));
 }
 
 Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
@@ -236,6 +236,7 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   bool q8_done = p.n_split > 1;
   if (kernel == 5 && attention_decode_tc_applies(p)) {
     LS_TRY(attention_decode_tc_cuda(p, stream));
+    q8_done = true;
   } else if (kernel == 5 && attention_decode_supported(p)) {
     LS_TRY(attention_decode_cuda(p, stream));
     q8_done = true;

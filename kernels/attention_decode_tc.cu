@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/act_q8_group.cuh"
 #include "kernels/attention_decode.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/mma_f16.cuh"
 #include "kernels/pdl.cuh"
+#include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -99,17 +101,57 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
     cp_async_commit();
   };
   const int n_first = n_tiles < kStages ? n_tiles : kStages;
-  // The tile that holds pos: its row is this step's, stored by the kernel
-  // before; with one token it is copied after the wait, as one more group.
+  // The tile that holds pos: its row is this step's. Stored by the kernel
+  // before, with one token it is copied after the wait, as one more group;
+  // fused (k_new), this block stores it below.
+  const bool fuse = p.k_new != nullptr;
   const int j_pos = begin <= pos && pos < end ? (pos - begin) / kTile : -1;
-  const bool pos_group = p.n_tok == 1 && j_pos >= 0 && j_pos < n_first;
+  const bool pos_group = p.n_tok == 1 && !fuse && j_pos >= 0 && j_pos < n_first;
   if (p.n_tok == 1)
     for (int j = 0; j < n_first; ++j) stage(j, begin, pos, true);
+  // The fused rows' loads are issued with the wait's first loads (k_new, v_new,
+  // the cos and sin), so the fusion adds no round trip.
+  const bool holds = fuse && j_pos >= 0;
+  const int n_pair = fuse ? p.rope.n_rot / 2 : 0;
+  __shared__ float2 cs_sh[HD / 2];
+  float2 k_in = make_float2(0.0f, 0.0f);
+  float v_in = 0.0f;
+  static_assert(HD <= kThreads, "a thread per value of the new rows");
   pdl_wait();
   if (p.n_tok != 1) {  // the batch's other rows are the kernel before's too
     for (int j = 0; j < n_first; ++j) stage(j, begin, end, true);
   } else if (pos_group) {
     stage(j_pos, pos, pos + 1, false);
+  }
+  if (fuse) {
+    // RoPE and the KV store (AttentionParams::k_new): the block whose split
+    // holds pos rotates the key and stores both rows (the cache's rounding),
+    // into the stage too where its tile is already being copied (a later
+    // tile copies the row from the cache, after the barriers below).
+    if (holds) {
+      if (tid < HD / 2) k_in = reinterpret_cast<const float2*>(p.k_new + t * KV + kvh * HD)[tid];
+      if (tid < HD) v_in = p.v_new[t * KV + kvh * HD + tid];
+    }
+    for (int i = tid; i < n_pair; i += kThreads) cs_sh[i] = rope_cs_of(p.rope, t, pos, i);
+    __syncthreads();
+    if (holds) {
+      const int64_t off = kv_page_row(p.pages, p.n_ctx, sq, pos) * KV + kvh * HD;
+      __half* const ks =
+          st + (j_pos % kStages) * Sm::kStageHalves + (pos - begin - j_pos * kTile) * kLd;
+      const bool in_stage = j_pos < n_first;
+      if (tid < HD / 2) {
+        float k2[2] = {k_in.x, k_in.y};
+        if (tid < n_pair) rope_rotate(k2, cs_sh[tid]);
+        const __half2 kh = __floats2half2_rn(k2[0], k2[1]);
+        reinterpret_cast<__half2*>(static_cast<__half*>(p.k_cache) + off)[tid] = kh;
+        if (in_stage) reinterpret_cast<__half2*>(ks)[tid] = kh;
+      }
+      if (tid < HD) {
+        const __half vh = __float2half_rn(v_in);
+        static_cast<__half*>(p.v_cache)[off + tid] = vh;
+        if (in_stage) ks[Sm::kTileHalves + tid] = vh;
+      }
+    }
   }
 
   // q^T as the scores' B fragments: lane (g, c) holds head g, dims 16 k + 2c,
@@ -126,6 +168,12 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
       for (int b = 0; b < 2; ++b) {
         float2 x = make_float2(0.0f, 0.0f);
         if (g < G) x = *reinterpret_cast<const float2*>(q + 16 * k + 2 * c + 8 * b);
+        const int pair = 8 * k + c + 4 * b;  // dims 2 pair, + 1: a RoPE pair
+        if (pair < n_pair) {
+          float x2[2] = {x.x, x.y};
+          rope_rotate(x2, cs_sh[pair]);
+          x = make_float2(x2[0], x2[1]);
+        }
         split_half2(x.x * f, x.y * f, qh[k][b], ql[k][b]);
       }
   }
@@ -261,6 +309,16 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
       }
     }
     const int64_t row = t * p.n_head + static_cast<int64_t>(kvh) * G + h;
+    if (p.n_split == 1) {
+      // out = O / l; a warp's 32 values are one 8-bit block of out (HD a
+      // multiple of 32): quantized here for the o GEMV, as quantize_act_q8 would.
+      const float ov = L > 0.0f ? a / L : 0.0f;
+      p.out[row * HD + d] = ov;
+      if (p.q8.q)
+        act_q8_group<1>(&ov, true, p.q8.q + row * HD + d, p.q8.ds + (row * HD + d) / kActQ8Block,
+                        lane == 0);
+      continue;
+    }
     float* const rec = p.partial + (row * p.n_split + s) * (HD + 2);
     if (d == 0) {
       rec[0] = M == -INFINITY ? -FLT_MAX : M * kLn2;  // natural log units, as the reduce merges
@@ -306,17 +364,19 @@ Status launch_hd(const AttentionParams& p, cudaStream_t stream) {
 }  // namespace
 
 bool attention_decode_tc_applies(const AttentionParams& p) {
-  static const bool env_off = [] {  // A/B: LS_ATTENTION_TC=0, the grouped kernel everywhere
-    const char* e = std::getenv("LS_ATTENTION_TC");
-    return e && std::string(e) == "0";
-  }();
-  if (p.tc == 0 || (p.tc == -1 && env_off) || p.kv_f32 || p.k_new != nullptr) return false;
+  // A/B: LS_ATTENTION_TC=0 the grouped kernel everywhere, 1 this one
+  // everywhere (short splits and one split too).
+  static const char* const env = std::getenv("LS_ATTENTION_TC");
+  static const bool env_off = env && std::string(env) == "0";
+  static const bool env_on = env && std::string(env) == "1";
+  if (p.tc == 0 || (p.tc == -1 && env_off) || p.kv_f32) return false;
   if (p.head_dim != 64 && p.head_dim != 128) return false;
   if (p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) return false;
   const int32_t g = p.n_head / p.n_head_kv;
   if (g != 1 && g != 2 && g != 4 && g != 8) return false;
-  if (p.n_split < 2 || !p.partial) return false;
-  return p.tc == 1 || !attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos);
+  if (p.n_split > 1 && !p.partial) return false;
+  return p.tc == 1 || (p.tc == -1 && env_on) ||
+         (p.n_split > 1 && !attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos));
 }
 
 Status attention_decode_tc_cuda(const AttentionParams& p, cudaStream_t stream) {

@@ -297,7 +297,7 @@ TEST_CASE(
         // in shared memory (AttentionParams::no_stage): the same bits too.
         DevBuf<float2> table_cs(static_cast<size_t>(cs.n_rot / 2));
         auto run = [&](int fused, std::vector<float>& out, std::vector<uint8_t>& kc,
-                       std::vector<uint8_t>& vc) {
+                       std::vector<uint8_t>& vc, int32_t tc = 0) {
           DevBuf<float> dq(q), dk(k), dv(v), dout(QW);
           DevBuf<uint8_t> dkc(cache0), dvc(cache0);
           const RopeCudaParams rp =
@@ -324,7 +324,7 @@ TEST_CASE(
           ap.chunk = chunk;
           ap.n_split = n_split;
           ap.no_stage = fused == 3;
-          ap.tc = 0;  // the grouped kernel's fusion (the tensor-core one does not fuse)
+          ap.tc = tc;  // 0: the grouped kernel; 1: the tensor-core one (f16 caches)
           REQUIRE(attention_fuses_rope(ap));
           if (fused == 1 || fused == 2) {
             ap.k_new = dk.p;
@@ -372,6 +372,29 @@ TEST_CASE(
         CHECK(kc3 == kc2);
         CHECK(vc3 == vc2);
         CHECK_FALSE(kc1 == cache0);  // it stored the key
+        // The tensor-core kernel (an f16 cache; kernels/attention_decode_tc.cuh):
+        // fused or not, with the table or not, the same bits, the same rows
+        // stored as the grouped kernel's, and its attention within f32
+        // rounding of the grouped kernel's.
+        if (!cs.f32) {
+          std::vector<float> t1, t2, t3;
+          std::vector<uint8_t> kt1, vt1, kt2, vt2, kt3, vt3;
+          run(1, t1, kt1, vt1, 1);
+          run(0, t2, kt2, vt2, 1);
+          run(2, t3, kt3, vt3, 1);
+          CHECK(same_bits(t1, t2));
+          CHECK(same_bits(t3, t2));
+          CHECK(kt1 == kc2);
+          CHECK(vt1 == vc2);
+          CHECK(kt3 == kc2);
+          CHECK(vt2 == vc2);
+          double num = 0, den = 0;
+          for (size_t i = 0; i < t1.size(); ++i) {
+            num += (double(t1[i]) - o2[i]) * (double(t1[i]) - o2[i]);
+            den += double(o2[i]) * o2[i];
+          }
+          CHECK(num <= 1e-9 * den);
+        }
       }
   // Fused where it cannot be: two tokens.
   AttentionParams two;

@@ -462,11 +462,12 @@ TEST_CASE(
           run_checked(pd);
         }
 
-    // The tensor-core decode kernel (kernels/attention_decode_tc.cuh) at every
-    // split count it takes (more than one), its splits short or long, the
-    // last tile of each partial: the same attention to the reference's bounds.
-    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 2, 3, 16, 64}) {
-      if (ns < 2 || (cs.hd != 64 && cs.hd != 128)) continue;  // one split; head_dim 96, 256
+    // The tensor-core decode kernel (kernels/attention_decode_tc.cuh) at
+    // split counts from one (it writes out and its 8-bit form itself) to 64,
+    // its splits short or long, the last tile of each partial: the same
+    // attention to the reference's bounds.
+    for (int32_t ns : {attention_splits_dynamic(n_tok, cs.n_head, max_pos), 1, 2, 3, 16, 64}) {
+      if (cs.hd != 64 && cs.hd != 128) continue;  // head_dim 96, 256: not its case
       AttentionParams pt = p;
       pt.chunk = 0;
       pt.n_split = ns;
