@@ -21,7 +21,7 @@ namespace {
 
 constexpr int kThreads = 128, kWarps = kThreads / 32;
 constexpr int kTile = 16 * kWarps;  // positions a tile: 16 a warp
-constexpr int kStages = 2;          // tiles in flight
+constexpr int kMaxStages = 3;       // tiles in flight, at most (the default: 2)
 constexpr int kCols = 8;            // the mma's n: query heads, G padded to 8
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -33,8 +33,10 @@ struct TcSmem {
   static constexpr int kStageHalves = 2 * kTileHalves;
   // After the loop the same memory holds each warp's O (kCols, HD), m and l.
   static constexpr size_t kRed = (kWarps * kCols * HD + 2 * kWarps * kCols) * sizeof(float);
-  static constexpr size_t kStage = kStages * kStageHalves * sizeof(__half);
-  static constexpr size_t kBytes = kStage > kRed ? kStage : kRed;
+  static constexpr size_t bytes(int stages) {
+    const size_t st = stages * kStageHalves * sizeof(__half);
+    return st > kRed ? st : kRed;
+  }
 };
 
 // x as hi + lo, both f16 (two lanes' worth: x0 low, x1 high).
@@ -46,7 +48,8 @@ __device__ __forceinline__ void split_half2(float x0, float x1, uint32_t& hi, ui
 }
 
 template <int HD, int G>
-__global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(AttentionParams p) {
+__global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_tc_kernel(AttentionParams p, int stages) {
   using Sm = TcSmem<HD>;
   constexpr int kLd = Sm::kLd;
   constexpr int kK = HD / 16;      // k-steps of the scores, m-tiles of the values
@@ -74,7 +77,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
   // The block table is read first for every copy (an asm copy orders memory:
   // a lookup after one would wait for its own round trip).
   auto stage = [&](int j, int32_t from, int32_t below, bool zero) {
-    __half* const ks = st + (j % kStages) * Sm::kStageHalves;
+    __half* const ks = st + (j % stages) * Sm::kStageHalves;
     __half* const vs = ks + Sm::kTileHalves;
     const int32_t c0 = begin + j * kTile;
     int64_t src[kCopies];
@@ -100,7 +103,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
     }
     cp_async_commit();
   };
-  const int n_first = n_tiles < kStages ? n_tiles : kStages;
+  const int n_first = n_tiles < stages ? n_tiles : stages;
   // The tile that holds pos: its row is this step's. Stored by the kernel
   // before, with one token it is copied after the wait, as one more group;
   // fused (k_new), this block stores it below.
@@ -137,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
     if (holds) {
       const int64_t off = kv_page_row(p.pages, p.n_ctx, sq, pos) * KV + kvh * HD;
       __half* const ks =
-          st + (j_pos % kStages) * Sm::kStageHalves + (pos - begin - j_pos * kTile) * kLd;
+          st + (j_pos % stages) * Sm::kStageHalves + (pos - begin - j_pos * kTile) * kLd;
       const bool in_stage = j_pos < n_first;
       if (tid < HD / 2) {
         float k2[2] = {k_in.x, k_in.y};
@@ -189,12 +192,15 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
     // Tile j's copies have landed (this thread's; the barrier: everyone's).
     // Committed after j's: j + 1's (issued before the loop, or after tile
     // j - 1 ran), and before the loop perhaps pos's: wait for all there.
-    if (j + 1 < n_tiles && !(j == 0 && pos_group) && kStages > 1)
+    const int later = j == 0 && pos_group ? 0 : min(stages - 1, n_tiles - 1 - j);
+    if (later >= 2)
+      cp_async_wait<2>();
+    else if (later == 1)
       cp_async_wait<1>();
     else
       cp_async_wait<0>();
     __syncthreads();
-    const __half* const ks = st + (j % kStages) * Sm::kStageHalves;
+    const __half* const ks = st + (j % stages) * Sm::kStageHalves;
     const __half* const vs = ks + Sm::kTileHalves;
     const int n_in = min(kTile, end - (begin + j * kTile));  // positions of the tile
     // Scores: rows 16 warp + (0..15) of the tile; ldmatrix lane l: row l % 8
@@ -263,8 +269,8 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
         mma_f16_f32(o[k], a, pl0, pl1);
       }
     }
-    __syncthreads();  // the stage is read: tile j + kStages may fill it
-    if (j + kStages < n_tiles) stage(j + kStages, begin, end, true);
+    __syncthreads();  // the stage is read: tile j + stages may fill it
+    if (j + stages < n_tiles) stage(j + stages, begin, end, true);
   }
 
   // The warps' (m, l, O) through shared memory (the stages are done: no copy
@@ -328,22 +334,35 @@ __global__ void __launch_bounds__(kThreads, 2) attention_decode_tc_kernel(Attent
   }
 }
 
+// Tiles in flight: two where a split spans more than one tile, else one
+// (half the shared memory: with two, the kernel on every split of a short
+// decode ran the 8b at 418 tok/s, with one at 440, as the grouped kernel;
+// session 19, call 6). Two beat one and three at 4k-32k positions in
+// ls_bench_attention (16k: 29.6, 35.5 and 30.5 us). LS_ATTENTION_TC_STAGES=1..3
+// for A/B. (Asking the largest shared-memory carveout changed nothing there.)
+int tc_stages(const AttentionParams& p) {
+  static const int env = [] {
+    const char* e = std::getenv("LS_ATTENTION_TC_STAGES");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= kMaxStages ? v : 0;
+  }();
+  if (env) return env;
+  return attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos) ? 1 : 2;
+}
+
 template <int HD, int G>
 Status launch(const AttentionParams& p, cudaStream_t stream) {
-  constexpr size_t smem = TcSmem<HD>::kBytes;
-  static const cudaError_t e = [] {  // above the default 48 KiB: allowed once per kernel
-    const cudaError_t a =
-        cudaFuncSetAttribute(attention_decode_tc_kernel<HD, G>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (a != cudaSuccess) return a;
-    return cudaFuncSetAttribute(attention_decode_tc_kernel<HD, G>,
-                                cudaFuncAttributePreferredSharedMemoryCarveout,
-                                cudaSharedmemCarveoutMaxShared);
-  }();
+  const int stages = tc_stages(p);
+  const size_t smem = TcSmem<HD>::bytes(stages);
+  // Above the default 48 KiB: allowed once per kernel, for the most stages.
+  static const cudaError_t e = cudaFuncSetAttribute(
+      attention_decode_tc_kernel<HD, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(TcSmem<HD>::bytes(kMaxStages)));
   LS_CUDA_TRY(e);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
-  LS_CUDA_TRY(launch_pdl(attention_decode_tc_kernel<HD, G>, grid, dim3(kThreads), smem, stream, p));
+  LS_CUDA_TRY(
+      launch_pdl(attention_decode_tc_kernel<HD, G>, grid, dim3(kThreads), smem, stream, p, stages));
   return ok();
 }
 

@@ -18,12 +18,17 @@
 // split's positions in tiles of 64 (16 a warp), the key and value rows of
 // each tile copied into shared memory (cp.async, rows padded by 16 bytes so
 // ldmatrix is free of bank conflicts, zero-filled past the split's end), two
-// tiles in flight; the first two are issued before the PDL wait.
+// tiles in flight where a split spans more than one (else one: half the
+// shared memory); the first ones are issued before the PDL wait. With
+// AttentionParams::k_new, RoPE and the KV store are fused in as in the
+// grouped kernel (the same bits stored); with one split the block writes
+// out and its 8-bit form itself.
 //   scores  S^T (16 positions x 8 heads) = K (ldmatrix) · (q · scale · log2 e)^T
 //   softmax per head over the warp's positions, online across its tiles
 //           (exp2, the running max and sum per head)
 //   values  O^T (head_dim x 8 heads) += V^T (ldmatrix.trans) · P^T (movmatrix)
-// then the 4 warps' (m, l, O) merge in shared memory into the split's record.
+// then the 4 warps' (m, l, O) merge in shared memory into the split's record
+// (or out).
 //
 // Precision: f32 q and p enter the f16 mma as two terms each, hi = f16(x)
 // and lo = f16(x - hi), so x is carried to ~22 bits (f16 keys and values are
@@ -34,8 +39,12 @@
 // Used (attention_decode_tc_applies) for f16 caches, head_dim 64 or 128, G
 // in {1, 2, 4, 8}, more than one split and splits longer than
 // kAttentionDecodeSmall (attention_decode_short false), unless
-// AttentionParams::tc is 0 or LS_ATTENTION_TC=0. RoPE and the KV store do
-// not fuse into it: attention_fuses_rope says no, and rope_kv runs first.
+// AttentionParams::tc is 0 or LS_ATTENTION_TC=0; tc 1 or LS_ATTENTION_TC=1
+// for every split (tests, A/B). Short splits stay with the grouped kernel:
+// there this one ties it at best (the 8b: 440 tok/s both, session 19).
+// Measured (session 19, bench/results/2026-12-03-h200-s19.md): 8b decode
+// after 16k tokens 315-318 tok/s against 265 with the grouped kernel, after
+// 4k 363-373 against 357-360.
 // defines: attention_decode_tc_applies, attention_decode_tc_cuda
 #pragma once
 
