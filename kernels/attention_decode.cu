@@ -473,8 +473,16 @@ Status attention_decode_cuda(const AttentionParams& params, cudaStream_t stream)
   }();
   AttentionParams p = params;
   p.no_stage = p.no_stage || no_stage;
+  // The form follows the batch's longest row (max_pos), and the two sum the
+  // values in other orders: so never for an f32 cache, the exact oracle,
+  // whose rows must not depend on the batch they share (a sequence in a
+  // batch bit for bit the sequence alone: tests/gpu/test_pipeline_batch.cpp,
+  // which failed from session 18 to 19 with it).
   if (p.own == -1)
-    p.own = !own_off && attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos) ? 1 : 0;
+    p.own =
+        !own_off && !p.kv_f32 && attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos)
+            ? 1
+            : 0;
   if (!attention_decode_supported(p))
     return make_error("attention_decode: head_dim %d with %d heads over %d KV heads", p.head_dim,
                       p.n_head, p.n_head_kv);

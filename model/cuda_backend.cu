@@ -607,6 +607,19 @@ Status CudaBackend::begin(const Batch& b) {
 }
 
 namespace {
+// A layer's attention splits for a batch of n entries. The exact oracle (an
+// f32 cache) takes the count of its whole context, never of the batch: the
+// count by the batch (n entries, the largest position) is a function of the
+// other sequences, and a row cut in other splits is merged in another order,
+// so a sequence in a batch would not be bit for bit the sequence alone
+// (tests/gpu/test_pipeline_batch.cpp; since session 17's 16 splits of at
+// least 8 positions, rows of 16 positions and more split alone but not in a
+// batch of 16 entries or more).
+int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
+  return s.kv_f32 ? max_attention_splits(s.c, s.opt.n_ctx)
+                  : attention_split_count(s.c, n, s.max_pos);
+}
+
 // One layer's kernels on s.stream (see the top of this file).
 Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   const LlamaConfig& c = s.c;
@@ -656,7 +669,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.chunk = attention_chunk();
-  ap.n_split = attention_split_count(c, n, s.max_pos);
+  ap.n_split = layer_split_count(s, n);
   ap.min_chunk = attention_min_chunk();
   ap.max_pos = s.max_pos;
 
@@ -730,7 +743,7 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
-  const int32_t n_split = attention_split_count(s.c, n, s.max_pos);
+  const int32_t n_split = layer_split_count(s, n);
   const bool short_splits_now =
       attention_decode_short(attention_chunk(), n_split, attention_min_chunk(), s.max_pos);
   if (n_split != s.graph_split || short_splits_now != s.graph_short || s.act != s.graph_act) {
