@@ -450,10 +450,16 @@ Status launch_hd(const AttentionParams& p, dim3 grid, cudaStream_t stream) {
 
 }  // namespace
 
-bool attention_decode_short(int32_t chunk, int32_t n_split, int32_t min_chunk, int32_t max_pos) {
-  if (max_pos < 0 || n_split < 1) return false;
+int32_t attention_decode_longest(int32_t chunk, int32_t n_split, int32_t min_chunk,
+                                 int32_t max_pos) {
+  if (max_pos < 0 || n_split < 1) return -1;
   const int32_t c = chunk > 0 ? chunk : std::max(min_chunk, (max_pos + n_split) / n_split);
-  return std::min(c, max_pos + 1) <= kAttentionDecodeSmall;
+  return std::min(c, max_pos + 1);
+}
+
+bool attention_decode_short(int32_t chunk, int32_t n_split, int32_t min_chunk, int32_t max_pos) {
+  const int32_t n = attention_decode_longest(chunk, n_split, min_chunk, max_pos);
+  return n >= 0 && n <= kAttentionDecodeSmall;
 }
 
 bool attention_decode_supported(const AttentionParams& p) {

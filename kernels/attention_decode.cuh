@@ -91,6 +91,9 @@ bool attention_decode_supported(const AttentionParams& p);
 // was faster at 4k and 16k positions). A captured layer graph holds the
 // choice, so its owner captures again when this changes.
 bool attention_decode_short(int32_t chunk, int32_t n_split, int32_t min_chunk, int32_t max_pos);
+// The most positions a split of such a batch has (-1: max_pos not known).
+int32_t attention_decode_longest(int32_t chunk, int32_t n_split, int32_t min_chunk,
+                                 int32_t max_pos);
 
 // attention_cuda's first pass (the reduce pass of n_split > 1 stays there).
 Status attention_decode_cuda(const AttentionParams& p, cudaStream_t stream);

@@ -394,8 +394,9 @@ bool attention_decode_tc_applies(const AttentionParams& p) {
   const int32_t g = p.n_head / p.n_head_kv;
   if (g != 1 && g != 2 && g != 4 && g != 8) return false;
   if (p.n_split > 1 && !p.partial) return false;
-  return p.tc == 1 || (p.tc == -1 && env_on) ||
-         (p.n_split > 1 && !attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos));
+  if (p.tc == 1 || (p.tc == -1 && env_on)) return true;
+  const int32_t longest = attention_decode_longest(p.chunk, p.n_split, p.min_chunk, p.max_pos);
+  return p.n_split > 1 && (longest < 0 || longest > kAttentionDecodeTcMin);
 }
 
 Status attention_decode_tc_cuda(const AttentionParams& p, cudaStream_t stream) {

@@ -38,13 +38,16 @@
 //
 // Used (attention_decode_tc_applies) for f16 caches, head_dim 64 or 128, G
 // in {1, 2, 4, 8}, more than one split and splits longer than
-// kAttentionDecodeSmall (attention_decode_short false), unless
+// kAttentionDecodeTcMin positions (rows past ~512 positions), unless
 // AttentionParams::tc is 0 or LS_ATTENTION_TC=0; tc 1 or LS_ATTENTION_TC=1
-// for every split (tests, A/B). Short splits stay with the grouped kernel:
-// there this one ties it at best (the 8b: 440 tok/s both, session 19).
-// Measured (session 19, bench/results/2026-12-03-h200-s19.md): 8b decode
-// after 16k tokens 315-318 tok/s against 265 with the grouped kernel, after
-// 4k 363-373 against 357-360.
+// for every split (tests, A/B). The shortest splits stay with the grouped
+// kernel: at ~130 positions (splits of 8) this one ties it at best (the 8b:
+// 440 tok/s both), and with two tiles in flight lost (418). Measured
+// (session 19, bench/results/2026-12-03-h200-s19.md), against the grouped
+// kernel in the same call: 8b decode after 1,000 tokens 407 against 377
+// tok/s, after 4k 365-373 against 356-360, after 16k 315-318 against
+// 261-266; 70b after 1,000 tokens 69.4 against 67.3. The threshold of 32
+// between ~130 and 1,000 positions is not measured yet.
 // defines: attention_decode_tc_applies, attention_decode_tc_cuda
 #pragma once
 
@@ -54,6 +57,10 @@
 #include "runtime/status.h"
 
 namespace ls {
+
+// Splits of more positions than this take it by default (a batch's longest:
+// attention_decode_longest).
+inline constexpr int32_t kAttentionDecodeTcMin = 32;
 
 bool attention_decode_tc_applies(const AttentionParams& p);
 

@@ -36,6 +36,7 @@
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/attention_decode.cuh"
+#include "kernels/attention_decode_tc.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/matmul.cuh"
@@ -250,7 +251,7 @@ struct CudaBackend::Impl {
   bool graphs = true;
   std::map<GraphKey, cudaGraphExec_t> graph_cache;
   int32_t graph_split = -1;
-  bool graph_short = false;  // attention_decode_short at capture
+  int graph_form = -1;  // attention_form at capture
   const uint8_t* graph_act = nullptr;
   void drop_graphs() {
     for (auto& [k, e] : graph_cache) cudaGraphExecDestroy(e);
@@ -615,6 +616,17 @@ namespace {
 // (tests/gpu/test_pipeline_batch.cpp; since session 17's 16 splits of at
 // least 8 positions, rows of 16 positions and more split alone but not in a
 // batch of 16 entries or more).
+// Which decode attention a layer graph holds, by its splits' length
+// (kernels/attention_decode.cuh, attention_decode_tc.cuh): 0 the grouped
+// kernel whose warps own heads, 1 the tensor-core kernel with one tile in
+// flight, 2 with two (or, each, the grouped kernel's other form: an f32
+// cache, LS_ATTENTION_TC=0). A change means a new capture.
+int attention_form(int32_t n_split, int32_t max_pos) {
+  const int32_t n =
+      attention_decode_longest(attention_chunk(), n_split, attention_min_chunk(), max_pos);
+  return n < 0 ? 3 : n <= kAttentionDecodeTcMin ? 0 : n <= kAttentionDecodeSmall ? 1 : 2;
+}
+
 int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
   return s.kv_f32 ? max_attention_splits(s.c, s.opt.n_ctx)
                   : attention_split_count(s.c, n, s.max_pos);
@@ -734,22 +746,21 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
 // pending add) combination comes and replayed after; positions and tokens
 // are read from device memory, so they need no new capture. Streamed layers
 // get one graph per device slot they land in. The cache is dropped when the
-// activations move (reserve), the attention split count changes (at three
-// context lengths: attention_splits_dynamic) or the splits stop being short
-// (attention_decode_short: the decode attention kernel's form changes, at
-// 1,024 positions). LS_CUDA_GRAPHS=0 turns graphs off (A/B runs).
+// activations move (reserve), the attention split count changes (at two
+// context lengths: attention_splits_dynamic) or the attention kernel's form
+// does (attention_form: at ~512 and 1,024 positions). LS_CUDA_GRAPHS=0 turns
+// graphs off (A/B runs).
 Status CudaBackend::layer(uint32_t il, const LayerView& w) {
   Impl& s = *impl_;
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
   const int32_t n_split = layer_split_count(s, n);
-  const bool short_splits_now =
-      attention_decode_short(attention_chunk(), n_split, attention_min_chunk(), s.max_pos);
-  if (n_split != s.graph_split || short_splits_now != s.graph_short || s.act != s.graph_act) {
+  const int form_now = attention_form(n_split, s.max_pos);
+  if (n_split != s.graph_split || form_now != s.graph_form || s.act != s.graph_act) {
     s.drop_graphs();
     s.graph_split = n_split;
-    s.graph_short = short_splits_now;
+    s.graph_form = form_now;
     s.graph_act = s.act;
   }
   const Impl::GraphKey key{il, w.wq.data, n, s.pending_add};

@@ -310,6 +310,51 @@ TEST_CASE("cuda ops: attention_decode_short at the edges of the short splits") {
   CHECK_FALSE(attention_decode_short(0, 16, 8, -1));  // position not known
 }
 
+// Where the tensor-core decode kernel takes a batch by default: f16 cache,
+// more than one split, the longest over kAttentionDecodeTcMin positions or
+// not known (host arithmetic, no device).
+TEST_CASE("cuda ops: the tensor-core decode kernel's default at its edges") {
+  CHECK(attention_decode_longest(0, 16, 8, 100) == 8);
+  CHECK(attention_decode_longest(0, 16, 8, 511) == 32);
+  CHECK(attention_decode_longest(0, 16, 8, 512) == 33);
+  CHECK(attention_decode_longest(0, 16, 8, 1023) == 64);
+  CHECK(attention_decode_longest(256, 1, 8, 40) == 41);
+  CHECK(attention_decode_longest(0, 16, 8, -1) == -1);
+  float scratch = 0;
+  AttentionParams p;
+  p.n_head = 64;
+  p.n_head_kv = 8;
+  p.head_dim = 128;
+  p.chunk = 0;
+  p.n_split = 16;
+  p.partial = &scratch;
+  p.max_pos = 511;
+  CHECK_FALSE(attention_decode_tc_applies(p));  // splits of 32
+  p.max_pos = 512;
+  CHECK(attention_decode_tc_applies(p));  // of 33
+  p.max_pos = -1;
+  CHECK(attention_decode_tc_applies(p));  // not known: the long form
+  p.max_pos = 4000;
+  AttentionParams q = p;
+  q.kv_f32 = true;  // the exact oracle: never
+  CHECK_FALSE(attention_decode_tc_applies(q));
+  q = p;
+  q.tc = 0;
+  CHECK_FALSE(attention_decode_tc_applies(q));
+  q = p;
+  q.n_split = 1;  // one split: only when asked (tc 1)
+  CHECK_FALSE(attention_decode_tc_applies(q));
+  q.tc = 1;
+  CHECK(attention_decode_tc_applies(q));
+  q = p;
+  q.head_dim = 96;
+  q.tc = 1;
+  CHECK_FALSE(attention_decode_tc_applies(q));
+  q = p;
+  q.partial = nullptr;  // splits without their scratch
+  CHECK_FALSE(attention_decode_tc_applies(q));
+}
+
 TEST_CASE(
     "cuda ops: attention over the f16 and f32 caches, decode (split) and prefill (causal), GQA") {
   LS_GPU_TEST_GUARD();
