@@ -8,7 +8,8 @@
 // step's weights pass through L2 between one layer's attention calls).
 // GB/s counts the K and V bytes the call must read (positions x KV width x 2
 // bytes x 2), the ratio is to the bound. Rows: each decode kernel
-// (AttentionParams::kernel 3 and 5) with the fixed chunks of 256 positions and with chunks cut
+// (AttentionParams::kernel 3 and 5; "k5tc" where 5 runs as the tensor-core kernel of
+// kernels/attention_decode_tc.cuh) with the fixed chunks of 256 positions and with chunks cut
 // from the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits, for choosing attention_splits_dynamic's rule.
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode_tc.cuh"
 #include "tests/bench/bench_util.cuh"
 
 using namespace ls;
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
         p.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
         p.chunk = v.dyn ? 0 : kAttentionChunk;
         p.n_split = v.n_split;
+        p.max_pos = pos;  // the kernel and its form as decode picks them
         p.kernel = v.kern;
         const double us = graph_us(s, calls, [&](int i) {
           char* base = static_cast<char*>(pool) + static_cast<size_t>(i % layers) * layer;
@@ -169,8 +172,13 @@ int main(int argc, char** argv) {
           ST(attention_cuda(p, s));
         });
         const double g = kv_bytes / (us * 1e-6) / 1e9;
+        // k5 is the grouped kernel, or its tensor-core form for long splits: "k5tc".
+        const bool tc = v.kern != 3 && attention_decode_tc_applies(p);
         char kname[8];
-        std::snprintf(kname, sizeof kname, v.kern ? "k%d" : "dflt", v.kern);
+        if (v.kern)
+          std::snprintf(kname, sizeof kname, "k%d%s", v.kern, tc ? "tc" : "");
+        else
+          std::snprintf(kname, sizeof kname, "dflt%s", tc ? "tc" : "");
         len += std::snprintf(line + len, sizeof line - len,
                              " | %s %s %3d splits %7.1f us %5.0f GB/s %.2f", kname,
                              v.dyn ? "dyn" : "fix", p.n_split, us, g, g / bw);
