@@ -1,7 +1,7 @@
 // Decode attention over long splits on tensor cores: the same contract and
 // the same split records as the grouped kernel (kernels/attention_decode.cuh),
-// for the splits of more than kAttentionDecodeSmall positions that long
-// contexts cut (each row in 16 to 64 splits from 1k positions on).
+// for the splits of more than kAttentionDecodeTcMin positions that longer
+// contexts cut (each row in 16 or 32 splits: from ~512 positions on).
 //
 // Why: the grouped kernel runs its f32 dots on the CUDA cores, a position's
 // key row per thread or split over 16 lanes with shuffles; its warps wait on
