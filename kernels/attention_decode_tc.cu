@@ -23,6 +23,7 @@ constexpr int kThreads = 128, kWarps = kThreads / 32;
 constexpr int kTile = 16 * kWarps;  // positions a tile: 16 a warp
 constexpr int kMaxStages = 3;       // tiles in flight, at most (the default: 2)
 constexpr int kCols = 8;            // the mma's n: query heads, G padded to 8
+constexpr int kPageSlots = 256;     // block-table entries a split may keep in shared memory
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
 template <int HD>
@@ -49,7 +50,7 @@ __device__ __forceinline__ void split_half2(float x0, float x1, uint32_t& hi, ui
 
 template <int HD, int G>
 __global__ void __launch_bounds__(kThreads, 2)
-    attention_decode_tc_kernel(AttentionParams p, int stages) {
+    attention_decode_tc_kernel(AttentionParams p, int stages, bool table_sh_on) {
   using Sm = TcSmem<HD>;
   constexpr int kLd = Sm::kLd;
   constexpr int kK = HD / 16;      // k-steps of the scores, m-tiles of the values
@@ -69,6 +70,24 @@ __global__ void __launch_bounds__(kThreads, 2)
   attention_split_range(p, s, pos, begin, end);
   const int64_t KV = static_cast<int64_t>(p.n_head_kv) * HD;
   const int n_tiles = end > begin ? (end - begin + kTile - 1) / kTile : 0;
+  // With table_sh (AttentionParams::tc_table), the split's block-table
+  // entries are copied into shared memory once, so a tile's copies wait for
+  // no lookup in L2 (each tile's lookups were a round trip on its path).
+  const int32_t page0 = begin >> p.pages.shift;
+  const int n_pages = end > begin ? ((end - 1) >> p.pages.shift) - page0 + 1 : 0;
+  const bool table_sh = table_sh_on && p.pages.table != nullptr && n_pages <= kPageSlots;
+  __shared__ int32_t page_sh[kPageSlots];
+  if (table_sh) {
+    const int32_t* const trow =
+        p.pages.table + static_cast<int64_t>(sq) * p.pages.max_blocks + page0;
+    for (int i = tid; i < n_pages; i += kThreads) page_sh[i] = trow[i];
+    __syncthreads();
+  }
+  auto row_of = [&](int32_t q) -> int64_t {  // the pool row of position q
+    if (!table_sh) return kv_page_row(p.pages, p.n_ctx, sq, q);
+    return (static_cast<int64_t>(page_sh[(q >> p.pages.shift) - page0]) << p.pages.shift) +
+           (q & ((1 << p.pages.shift) - 1));
+  };
 
   // Tile j's rows in [from, below) into its stage, and with `zero` its rows
   // past the split's end as zeros (so stale bytes, even NaN, never meet a
@@ -85,9 +104,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int u = 0; u < kCopies; ++u) {
       const int i = tid + u * kThreads, r = i / kChunks, ch = i % kChunks;
       const int32_t q = c0 + r;
-      src[u] = q < end && q >= from && q < below
-                   ? kv_page_row(p.pages, p.n_ctx, sq, q) * KV + kvh * HD + ch * 8
-                   : (q >= end && zero ? -1 : -2);
+      src[u] = q < end && q >= from && q < below ? row_of(q) * KV + kvh * HD + ch * 8
+                                                 : (q >= end && zero ? -1 : -2);
     }
 #pragma unroll
     for (int u = 0; u < kCopies; ++u) {
@@ -350,6 +368,16 @@ int tc_stages(const AttentionParams& p) {
   return attention_decode_short(p.chunk, p.n_split, p.min_chunk, p.max_pos) ? 1 : 2;
 }
 
+// The split's block-table entries in shared memory (AttentionParams::tc_table):
+// -1 the default, off until measured (LS_ATTENTION_TC_TABLE=1 turns it on).
+bool tc_table(const AttentionParams& p) {
+  static const bool env_on = [] {
+    const char* e = std::getenv("LS_ATTENTION_TC_TABLE");
+    return e && std::string(e) == "1";
+  }();
+  return p.tc_table == 1 || (p.tc_table == -1 && env_on);
+}
+
 template <int HD, int G>
 Status launch(const AttentionParams& p, cudaStream_t stream) {
   const int stages = tc_stages(p);
@@ -361,8 +389,8 @@ Status launch(const AttentionParams& p, cudaStream_t stream) {
   LS_CUDA_TRY(e);
   const dim3 grid(static_cast<unsigned>(p.n_split), static_cast<unsigned>(p.n_head_kv),
                   static_cast<unsigned>(p.n_tok));
-  LS_CUDA_TRY(
-      launch_pdl(attention_decode_tc_kernel<HD, G>, grid, dim3(kThreads), smem, stream, p, stages));
+  LS_CUDA_TRY(launch_pdl(attention_decode_tc_kernel<HD, G>, grid, dim3(kThreads), smem, stream, p,
+                         stages, tc_table(p)));
   return ok();
 }
 

@@ -243,6 +243,37 @@ TEST_CASE(
                       << max_abs(got));
       CHECK(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
       CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      // The tensor-core decode kernel (an f16 cache, head_dim 64 or 128) at
+      // 2 and 16 splits, its lookups through L2 or its split's table entries
+      // in shared memory (tc_table): the contiguous cache's bits each time.
+      if (!f32 && (cs.hd == 64 || cs.hd == 128))
+        for (int32_t ns : {2, 16})
+          for (int32_t table : {0, 1}) {
+            CAPTURE(ns);
+            CAPTURE(table);
+            AttentionParams pt = p;
+            pt.tc = 1;
+            pt.tc_table = table;
+            pt.chunk = 0;
+            pt.n_split = ns;
+            DevBuf<float> partt(attention_partial_floats(n_tok, cs.n_head, cs.hd, ns));
+            pt.partial = partt.p;
+            pt.k_cache = ck16.p;
+            pt.v_cache = cv16.p;
+            pt.pages = KvPages{};
+            dout.poison();
+            REQUIRE(attention_cuda(pt, nullptr).ok());
+            const auto want_tc = dout.download();
+            pt.k_cache = gk16.p;
+            pt.v_cache = gv16.p;
+            pt.pages = pages_of(tb, dtab.p);
+            dout.poison();
+            REQUIRE(attention_cuda(pt, nullptr).ok());
+            const auto got_tc = dout.download();
+            CHECK(std::all_of(got_tc.begin(), got_tc.end(),
+                              [](float x) { return std::isfinite(x); }));
+            CHECK(std::memcmp(got_tc.data(), want_tc.data(), got_tc.size() * sizeof(float)) == 0);
+          }
     }
   }
 }
