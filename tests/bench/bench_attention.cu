@@ -12,7 +12,7 @@
 // kernels/attention_decode_tc.cuh) with the fixed chunks of 256 positions and with chunks cut
 // from the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
-// 256 splits, for choosing attention_splits_dynamic's rule.
+// 256 splits (powers of 2 and 24, 48, 96), for choosing attention_splits_dynamic's rule.
 // --shape 8b|70b runs that shape only, --ctx N that context only.
 // Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits] [--shape 8b|70b] [--ctx N]
 #include <cuda_fp16.h>
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       };
       std::vector<Variant> vars;
       if (sweep) {
-        for (int32_t ns = 4; ns <= 256; ns *= 2)
+        for (int32_t ns : {4, 8, 16, 24, 32, 48, 64, 96, 128, 256})
           if (ns * kAttentionMinChunk <= ctx) vars.push_back({0, true, ns});
       } else {
         for (int kern : kernels)
