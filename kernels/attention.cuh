@@ -80,13 +80,15 @@ struct AttentionParams {
   // The largest position of the batch, where the caller knows it (-1: not
   // known), and the grouped kernel's form for G a multiple of its warps:
   // -1 the default (warps that own heads where every split of the batch is
-  // short: attention_decode_short), 0 never, 1 always (tests, A/B;
-  // LS_ATTENTION_OWN=0 makes the default 0).
+  // short: attention_decode_short, and the cache is f16: an f32 cache, the
+  // exact oracle, keeps one form whatever the batch), 0 never, 1 always
+  // (tests, A/B; LS_ATTENTION_OWN=0 makes the default 0).
   int32_t max_pos = -1;
   int32_t own = -1;
-  // Long splits of an f16 cache on tensor cores (kernels/attention_decode_tc.cuh):
-  // -1 the default (where attention_decode_tc_applies; LS_ATTENTION_TC=0 turns it
-  // off), 0 never, 1 also for short splits (tests).
+  // Splits of an f16 cache on tensor cores (kernels/attention_decode_tc.cuh):
+  // -1 the default (splits over kAttentionDecodeTcMin positions:
+  // attention_decode_tc_applies; LS_ATTENTION_TC=0|1 never or always), 0 never,
+  // 1 for every split (tests).
   int32_t tc = -1;
   // The tensor-core kernel keeps a split's block-table entries in shared
   // memory: -1 the default (off until measured on a device;
