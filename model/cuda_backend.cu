@@ -608,14 +608,6 @@ Status CudaBackend::begin(const Batch& b) {
 }
 
 namespace {
-// A layer's attention splits for a batch of n entries. The exact oracle (an
-// f32 cache) takes the count of its whole context, never of the batch: the
-// count by the batch (n entries, the largest position) is a function of the
-// other sequences, and a row cut in other splits is merged in another order,
-// so a sequence in a batch would not be bit for bit the sequence alone
-// (tests/gpu/test_pipeline_batch.cpp; since session 17's 16 splits of at
-// least 8 positions, rows of 16 positions and more split alone but not in a
-// batch of 16 entries or more).
 // Which decode attention a layer graph holds, by its splits' length
 // (kernels/attention_decode.cuh, attention_decode_tc.cuh): 0 the grouped
 // kernel whose warps own heads, 1 the tensor-core kernel with one tile in
@@ -627,6 +619,14 @@ int attention_form(int32_t n_split, int32_t max_pos) {
   return n < 0 ? 3 : n <= kAttentionDecodeTcMin ? 0 : n <= kAttentionDecodeSmall ? 1 : 2;
 }
 
+// A layer's attention splits for a batch of n entries. The exact oracle (an
+// f32 cache) takes the count of its whole context, never of the batch: the
+// count by the batch (n entries, the largest position) is a function of the
+// other sequences, and a row cut in other splits is merged in another order,
+// so a sequence in a batch would not be bit for bit the sequence alone
+// (tests/gpu/test_pipeline_batch.cpp; since session 17's 16 splits of at
+// least 8 positions, rows of 16 positions and more split alone but not in a
+// batch of 16 entries or more).
 int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
   return s.kv_f32 ? max_attention_splits(s.c, s.opt.n_ctx)
                   : attention_split_count(s.c, n, s.max_pos);

@@ -42,7 +42,11 @@ int main(int argc, char** argv) {
       sweep = true;
       continue;
     }
-    if ((std::string(argv[a]) == "--shape" || std::string(argv[a]) == "--ctx") && a + 1 < argc) {
+    if (std::string(argv[a]) == "--shape" || std::string(argv[a]) == "--ctx") {
+      if (a + 1 >= argc) {
+        std::fprintf(stderr, "error: %s needs a value\n", argv[a]);
+        return 2;
+      }
       if (std::string(argv[a]) == "--shape") {
         only_shape = argv[++a];
         if (only_shape != "8b" && only_shape != "70b") {

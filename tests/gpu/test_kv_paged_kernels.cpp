@@ -228,21 +228,28 @@ TEST_CASE(
       DevBuf<float> part(
           std::max<int64_t>(1, attention_partial_floats(n_tok, cs.n_head, cs.hd, p.n_split)));
       p.partial = part.p;
-      p.k_cache = f32 ? static_cast<void*>(ck32.p) : ck16.p;
-      p.v_cache = f32 ? static_cast<void*>(cv32.p) : cv16.p;
-      dout.poison();
-      REQUIRE(attention_cuda(p, nullptr).ok());
-      const auto want = dout.download();
-      p.k_cache = f32 ? static_cast<void*>(gk32.p) : gk16.p;
-      p.v_cache = f32 ? static_cast<void*>(gv32.p) : gv16.p;
-      p.pages = pages_of(tb, dtab.p);
-      dout.poison();
-      REQUIRE(attention_cuda(p, nullptr).ok());
-      const auto got = dout.download();
+      // pa over the contiguous cache, then over the pool through the table:
+      // the same bits, all finite; returns the paged output.
+      auto contiguous_then_paged = [&](AttentionParams pa) {
+        pa.k_cache = f32 ? static_cast<void*>(ck32.p) : ck16.p;
+        pa.v_cache = f32 ? static_cast<void*>(cv32.p) : cv16.p;
+        pa.pages = KvPages{};
+        dout.poison();
+        REQUIRE(attention_cuda(pa, nullptr).ok());
+        const auto want = dout.download();
+        pa.k_cache = f32 ? static_cast<void*>(gk32.p) : gk16.p;
+        pa.v_cache = f32 ? static_cast<void*>(gv32.p) : gv16.p;
+        pa.pages = pages_of(tb, dtab.p);
+        dout.poison();
+        REQUIRE(attention_cuda(pa, nullptr).ok());
+        const auto got = dout.download();
+        CHECK(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+        return got;
+      };
+      const auto got = contiguous_then_paged(p);
       MESSAGE(cs.what << (f32 ? " f32" : " f16") << ": splits " << p.n_split << ", max|out| "
                       << max_abs(got));
-      CHECK(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
-      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
       // The tensor-core decode kernel (an f16 cache, head_dim 64 or 128) at
       // 2 and 16 splits, its lookups through L2 or its split's table entries
       // in shared memory (tc_table): the contiguous cache's bits each time.
@@ -258,21 +265,7 @@ TEST_CASE(
             pt.n_split = ns;
             DevBuf<float> partt(attention_partial_floats(n_tok, cs.n_head, cs.hd, ns));
             pt.partial = partt.p;
-            pt.k_cache = ck16.p;
-            pt.v_cache = cv16.p;
-            pt.pages = KvPages{};
-            dout.poison();
-            REQUIRE(attention_cuda(pt, nullptr).ok());
-            const auto want_tc = dout.download();
-            pt.k_cache = gk16.p;
-            pt.v_cache = gv16.p;
-            pt.pages = pages_of(tb, dtab.p);
-            dout.poison();
-            REQUIRE(attention_cuda(pt, nullptr).ok());
-            const auto got_tc = dout.download();
-            CHECK(std::all_of(got_tc.begin(), got_tc.end(),
-                              [](float x) { return std::isfinite(x); }));
-            CHECK(std::memcmp(got_tc.data(), want_tc.data(), got_tc.size() * sizeof(float)) == 0);
+            contiguous_then_paged(pt);
           }
     }
   }
