@@ -117,6 +117,10 @@ class ComputeActor {
   void route_by_width(const BalanceSample& s, const Batch& b);
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
+  // A run of consecutive resident layers from `layer` (its job taken) in one
+  // backend call: how many it ran, 0 when the run was stopped.
+  Expected<int32_t> resident_run(int64_t step, int32_t layer, int track);
+  std::vector<LayerView> group_;  // the run's views
   Status check_positions(const Batch& b);
   // Before/after a CPU-tier layer runs on the main backend (a wide step).
   Status kv_to_gpu(int64_t step, int32_t layer, int track);

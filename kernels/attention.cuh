@@ -91,8 +91,8 @@ struct AttentionParams {
   // 1 for every split (tests).
   int32_t tc = -1;
   // The tensor-core kernel keeps a split's block-table entries in shared
-  // memory: -1 the default (off until measured on a device;
-  // LS_ATTENTION_TC_TABLE=1 turns it on), 0 off, 1 on (tests).
+  // memory: -1 the default (on; LS_ATTENTION_TC_TABLE=0 turns it off), 0 off,
+  // 1 on (tests).
   int32_t tc_table = -1;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),
   // for the o projection: written by the kernel that writes out (one split:

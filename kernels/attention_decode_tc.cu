@@ -369,13 +369,16 @@ int tc_stages(const AttentionParams& p) {
 }
 
 // The split's block-table entries in shared memory (AttentionParams::tc_table):
-// -1 the default, off until measured (LS_ATTENTION_TC_TABLE=1 turns it on).
+// -1 the default, on. Session 20 call 1 (bench/results/2026-12-03-h200-s20.md),
+// ls_bench_attention 8b 16k 29.5 against 31.4 us, 32k 47.0 against 50.2; 8b
+// decode after 16,000 tokens 312.8 against 306.9 tok/s, even at 600-4,000.
+// LS_ATTENTION_TC_TABLE=0 turns it off (A/B).
 bool tc_table(const AttentionParams& p) {
-  static const bool env_on = [] {
+  static const bool env_off = [] {
     const char* e = std::getenv("LS_ATTENTION_TC_TABLE");
-    return e && std::string(e) == "1";
+    return e && std::string(e) == "0";
   }();
-  return p.tc_table == 1 || (p.tc_table == -1 && env_on);
+  return p.tc_table == 1 || (p.tc_table == -1 && !env_off);
 }
 
 template <int HD, int G>

@@ -34,7 +34,8 @@
 // with a funnel shift (Q8_0, Q4_0, Q6_K), or 16-byte words for Q4_K and Q5_K
 // (rows of 144- / 176-byte blocks from a 16-byte aligned base stay aligned).
 // When a warp has more than one tile, two stages double-buffer: the next
-// tile's copy is issued before the current one is computed.
+// tile's copy is issued before the current one is computed (one stage where
+// that fits the launch's waves better: the copy after the compute).
 //
 // Per lane, row and token: idot = dot of the 32 integer quants with the 32
 // int8 x (8 dp4a; Q6_K: two chains of 4 for its two 16-value scales, combined
@@ -86,6 +87,10 @@
 #include "kernels/gemv_q8.cuh"
 
 #include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "kernels/act_q8.h"
 #include "kernels/cp_async.cuh"
@@ -631,31 +636,127 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   gemv_q8_rows<T, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
 }
 
-template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
-Status launch(const GemvQ8Params& p, cudaStream_t stream) {
+// Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in
+// ceil(G / (B * SMs)) waves, and the blocks of a last wave that is partly
+// empty keep only part of the memory system busy while it runs: the 8b's
+// Q8_0 down GEMV (1,024 blocks of 4 rows, 6 an SM with two 18 KiB stages a
+// warp: 1.29 waves) read at 0.70 of the copy bandwidth where its gate/up read
+// at 0.88 (bench/results/2026-12-02-h200-s14.md). So where the default shape
+// fits its waves badly, the launch takes one stage (8 blocks an SM) or 2 rows
+// a block (twice the blocks) when that fits clearly better.
+// LS_GEMV_WAVES=0 keeps the default shapes (A/B); GemvQ8Params::stages forces
+// the stages (benches).
+int sm_count() {
+  static const int n = [] {
+    int d = 0, s = 0;
+    if (cudaGetDevice(&d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return s;
+  }();
+  return n;
+}
+
+bool waves_auto() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_GEMV_WAVES");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
+
+// How full a launch's waves are: 1 when the last is full; 1 where unknown.
+double wave_fit(int64_t groups, int per_sm) {
+  const int sms = sm_count();
+  if (per_sm <= 0 || sms <= 0 || groups <= 0) return 1.0;
+  const double w = static_cast<double>(groups) / (static_cast<double>(per_sm) * sms);
+  return w / std::ceil(w);
+}
+
+// One launch's shape: blocks, warps a block, stages, dynamic shared memory,
+// and how well its waves fit.
+struct GemvShape {
+  int64_t groups;
+  int n_warps, stages;
+  size_t smem;
+  double fit;
+};
+
+template <GgmlType T, int NT, int KR, int XB, bool kDirect, GgmlType T2>
+int blocks_per_sm(int n_warps, size_t smem) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
+                                                    32 * n_warps, smem) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+template <GgmlType T, int NT, int KR, int XB, bool kDirect, GgmlType T2>
+GemvShape gemv_shape(const GemvQ8Params& p) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
-  int64_t groups = (p.n_out + KR - 1) / KR;
-  for (int i = 0; i < p.n_more; ++i) groups += (p.more[i].n_out + KR - 1) / KR;
-  if (groups > 0x7fffffff) return make_error("gemv_q8: n_out %lld too large", (long long)p.n_out);
+  GemvShape sh;
+  sh.groups = (p.n_out + KR - 1) / KR;
+  for (int i = 0; i < p.n_more; ++i) sh.groups += (p.more[i].n_out + KR - 1) / KR;
   const int64_t n_tiles = (p.n_in / kActQ8Block + 32 * XB - 1) / (32 * XB);
   // XB 1: always 4 warps (as measured in run 1); XB 2: no more warps than
   // tiles (n_in 4096 has 2), so no warp sits idle.
-  const int n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
-  const int stages = (n_tiles + n_warps - 1) / n_warps > 1 ? 2 : 1;
-  const size_t smem =
-      kDirect ? 0 : static_cast<size_t>(n_warps) * stages * KR * kSR;  // Q8_0: 35 KiB at KR 4
+  sh.n_warps = XB == 1 ? kWarps : static_cast<int>(n_tiles < kWarps ? n_tiles : kWarps);
+  sh.stages = (n_tiles + sh.n_warps - 1) / sh.n_warps > 1 ? 2 : 1;
+  auto smem = [&](int st) {
+    return kDirect ? size_t{0} : static_cast<size_t>(sh.n_warps) * st * KR * kSR;
+  };
+  if (!kDirect && sh.stages == 2) {
+    if (p.stages == 1 || p.stages == 2) {
+      sh.stages = p.stages;
+    } else if (waves_auto()) {
+      const double two = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(
+                                                 sh.n_warps, smem(2)));
+      const double one = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(
+                                                 sh.n_warps, smem(1)));
+      if (one > two + 0.1) sh.stages = 1;
+    }
+  }
+  sh.smem = smem(sh.stages);  // Q8_0: 35 KiB at KR 4, two stages
+  sh.fit = wave_fit(sh.groups,
+                    blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, sh.smem));
+  return sh;
+}
+
+template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
+Status launch(const GemvQ8Params& p, cudaStream_t stream) {
+  constexpr int kSR = V5Tile<T, XB>::kStageRow;
+  const GemvShape sh = gemv_shape<T, NT, KR, XB, kDirect, T2>(p);
+  if (sh.groups > 0x7fffffff)
+    return make_error("gemv_q8: n_out %lld too large", (long long)p.n_out);
   // The most any launch of this kernel asks for (4 warps, 2 stages).
   constexpr size_t kMaxSmem = static_cast<size_t>(kWarps) * 2 * KR * kSR;
-  if (smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
+  if (sh.smem > 48 * 1024) {  // above the default limit (KR 8): allowed once per kernel
     static const cudaError_t e = cudaFuncSetAttribute(gemv_q8_v5<T, NT, KR, XB, kDirect>,
                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                       static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
   LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
-                         dim3(static_cast<unsigned>(groups)), dim3(32 * n_warps), smem, stream, p,
-                         stages));
+                         dim3(static_cast<unsigned>(sh.groups)), dim3(32 * sh.n_warps), sh.smem,
+                         stream, p, sh.stages));
   return ok();
+}
+
+// The staged kernel at n_tok 1 (Q8_0, Q4_0) with 2 rows a block where the
+// default 4 fit their waves badly (the 8b's Q8_0 q|k|v: 1,536 blocks, 1.45
+// waves; with 2 rows 2.9). 2 rows cost ~15 % more time a byte (the 8b's
+// Q8_0 q/o, one wave: 6.7 against 5.8 us; session 20 call 2), so only below
+// 0.75: a gate/up alone at 3.4 waves (fit 0.85) lost with 2 rows (18.1
+// against 16.8 us).
+template <GgmlType T>
+bool two_rows_fit_better(const GemvQ8Params& p) {
+  if (!waves_auto() || p.n_tok != 1 || p.rows != 0 || p.stages != 0) return false;
+  const double four = gemv_shape<T, 1, 4, 1, false, T>(p).fit;
+  return four < 0.75 && gemv_shape<T, 1, 2, 1, false, T>(p).fit > four + 0.15;
 }
 
 template <GgmlType T>
@@ -713,7 +814,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
   if (p.rows != 0 && p.rows != 4) return make_error("gemv_q8: rows %d (0, 2, 4 or 8)", p.rows);
   switch (p.n_tok) {
     case 1:
-      return launch<T, 1, 4>(p, stream);
+      return two_rows_fit_better<T>(p) ? launch<T, 1, 2>(p, stream) : launch<T, 1, 4>(p, stream);
     case 2:
       return launch<T, 2, 4>(p, stream);
     case 3:

@@ -28,6 +28,10 @@ struct GemvQ8Params {
   // 0: the kernel above; 7: its direct form (no shared-memory stage; the
   // K-quants at n_tok <= 2), for A/B (LS_GEMV_VERSION=7) and benches.
   int version = 0;
+  // Stages of the staged kernel's shared-memory copy (Q8_0, Q4_0): 0 = the
+  // default (two where a warp has more than one tile, unless one fits the
+  // launch's waves clearly better: kernels/gemv_q8.cu), 1 or 2 to compare.
+  int stages = 0;
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
   // of (w, y, n_out) above, then those of each more[i].

@@ -82,6 +82,16 @@ class Backend {
   virtual Status begin(const Batch& b) = 0;
   // Apply one layer to the hidden state (and write its keys/values to the cache).
   virtual Status layer(uint32_t index, const LayerView& w) = 0;
+  // Layers first .. first + count - 1 in turn, as layer() does one by one (the
+  // default). The compute actor hands a backend whose layer_group() is more
+  // than 1 each run of consecutive resident layers at once: the CUDA backend
+  // makes them one graph a step (issue 20: one launch for a resident model's
+  // layers, and its kernels overlap across layer boundaries).
+  virtual Status layers(uint32_t first, const LayerView* w, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) LS_TRY(layer(first + i, w[i]));
+    return ok();
+  }
+  virtual uint32_t layer_group() const { return 1; }
   // Final norm and head for the entries with logits set; writes n_logits x n_vocab floats.
   virtual Status finish(float* logits) = 0;
   // finish(), then each row's greedy token (greedy_argmax, model/sampler.h)

@@ -237,18 +237,21 @@ struct CudaBackend::Impl {
   int64_t n_logits = 0;
   bool pending_add = false;  // h += o not yet done (fused into the next norm)
 
-  // CUDA graphs of decode layers (see CudaBackend::layer).
+  // CUDA graphs of decode layers (see CudaBackend::layers): the first layer,
+  // its weights, how many layers the graph runs.
   struct GraphKey {
     uint32_t layer;
     const void* weights;
     int64_t n;
     bool pending_add;
+    uint32_t count;
     bool operator<(const GraphKey& o) const {
-      return std::tie(layer, weights, n, pending_add) <
-             std::tie(o.layer, o.weights, o.n, o.pending_add);
+      return std::tie(layer, weights, n, pending_add, count) <
+             std::tie(o.layer, o.weights, o.n, o.pending_add, o.count);
     }
   };
   bool graphs = true;
+  uint32_t group = 1;  // layer_group(): the most layers one graph runs
   std::map<GraphKey, cudaGraphExec_t> graph_cache;
   int32_t graph_split = -1;
   int graph_form = -1;  // attention_form at capture
@@ -403,6 +406,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   s.opt = o;
   s.opt.max_batch = clamp_batch(o);
   if (const char* g = std::getenv("LS_CUDA_GRAPHS"); g && std::string(g) == "0") s.graphs = false;
+  s.group = static_cast<uint32_t>(m.config().n_layer);
+  if (const char* g = std::getenv("LS_LAYER_GRAPH"); g && std::string(g) == "0") s.group = 1;
   const LlamaConfig& c = s.c;
   const LlamaWeights& w = m.info.weights;
   if (!s.opt.resident.empty() && s.opt.resident.size() != c.n_layer)
@@ -740,21 +745,36 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
 
 }  // namespace
 
-// Decode batches (n <= kGemvMaxTok, no cuBLAS) run each layer as a CUDA graph:
-// one launch instead of ~15, and the GPU runs the kernels back to back. A
-// graph is captured the first time a (layer, weights, n, attention splits,
+// Decode batches (n <= kGemvMaxTok, no cuBLAS) run as CUDA graphs: one launch
+// instead of ~15 a layer, and the GPU runs the kernels back to back. A run
+// of consecutive resident layers (layers(): a resident model's every layer)
+// is one graph, so a step is one launch and the kernels overlap across layer
+// boundaries too (programmatic dependent launch reaches only inside a graph);
+// a streamed layer is a graph of its own, per device slot it lands in. A
+// graph is captured the first time a (first layer, weights, n, count,
 // pending add) combination comes and replayed after; positions and tokens
-// are read from device memory, so they need no new capture. Streamed layers
-// get one graph per device slot they land in. The cache is dropped when the
-// activations move (reserve), the attention split count changes (at two
-// context lengths: attention_splits_dynamic) or the attention kernel's form
-// does (attention_form: at ~512 and 1,024 positions). LS_CUDA_GRAPHS=0 turns
-// graphs off (A/B runs).
+// are read from device memory, so they need no new capture. The cache is
+// dropped when the activations move (reserve), the attention split count
+// changes (at two context lengths: attention_splits_dynamic) or the
+// attention kernel's form does (attention_form: at ~512 and 1,024
+// positions). LS_CUDA_GRAPHS=0 turns graphs off, LS_LAYER_GRAPH=0 makes each
+// layer a graph of its own (A/B runs).
 Status CudaBackend::layer(uint32_t il, const LayerView& w) {
+  return layers(il, &w, 1);
+}
+
+uint32_t CudaBackend::layer_group() const {
+  return impl_->group;
+}
+
+Status CudaBackend::layers(uint32_t first, const LayerView* w, uint32_t count) {
   Impl& s = *impl_;
   const int64_t n = static_cast<int64_t>(s.batch.size());
-  if (n == 0) return ok();
-  if (!s.graphs || n > kGemvMaxTok) return enqueue_layer(s, il, w);
+  if (n == 0 || count == 0) return ok();
+  if (!s.graphs || n > kGemvMaxTok) {
+    for (uint32_t i = 0; i < count; ++i) LS_TRY(enqueue_layer(s, first + i, w[i]));
+    return ok();
+  }
   const int32_t n_split = layer_split_count(s, n);
   const int form_now = attention_form(n_split, s.max_pos);
   if (n_split != s.graph_split || form_now != s.graph_form || s.act != s.graph_act) {
@@ -763,13 +783,14 @@ Status CudaBackend::layer(uint32_t il, const LayerView& w) {
     s.graph_form = form_now;
     s.graph_act = s.act;
   }
-  const Impl::GraphKey key{il, w.wq.data, n, s.pending_add};
+  const Impl::GraphKey key{first, w[0].wq.data, n, s.pending_add, count};
   auto it = s.graph_cache.find(key);
   if (it == s.graph_cache.end()) {
     LS_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
-    const Status st = [&] {
-      const PdlScope pdl;  // the layer's kernels overlap their neighbours (kernels/pdl.cuh)
-      return enqueue_layer(s, il, w);
+    const Status st = [&]() -> Status {
+      const PdlScope pdl;  // the kernels overlap their neighbours (kernels/pdl.cuh)
+      for (uint32_t i = 0; i < count; ++i) LS_TRY(enqueue_layer(s, first + i, w[i]));
+      return ok();
     }();
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(s.stream, &g);

@@ -71,6 +71,8 @@ class CudaBackend final : public Backend {
   const char* name() const override { return "cuda"; }
   Status begin(const Batch& b) override;
   Status layer(uint32_t index, const LayerView& w) override;
+  Status layers(uint32_t first, const LayerView* w, uint32_t count) override;
+  uint32_t layer_group() const override;
   Status finish(float* logits) override;
   void clear_seq(int32_t, int32_t) override {}  // positions are overwritten as they are reused
   uint32_t kv_pool_blocks() const override;

@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
                                       {28672, 8192, "ffn down"},
                                       {8192, 128256, "output"}}
                  : std::vector<Shape>{{4096, 4096, "attn q/o"},
+                                      {4096, 6144, "attn q|k|v"},  // the rows of one launch
                                       {4096, 14336, "ffn gate/up"},
                                       {14336, 4096, "ffn down"},
                                       {4096, 128256, "output"}};
@@ -159,10 +160,13 @@ int main(int argc, char** argv) {
                                    "  graph x20 n_tok=1 %-4s %-11s:", ggml_type_name(t), sh.what);
           // v7*: the direct form (GemvQ8Params::version 7; the K-quants): v7 its
           // default (4 rows, two x-blocks a lane), v72 / v78 2 and 8 rows, v71
-          // one x-block a lane.
-          for (int ver : {2, 5, 6, 62, 68, 7, 72, 78, 71}) {
+          // one x-block a lane. v5x (Q8_0, the staged kernel): v5 its default
+          // (the shape that fits the waves), v51 / v53 4 rows with one / two
+          // stages (v53 the shape before session 20), v52 2 rows.
+          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 72, 78, 71}) {
+            const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
-            if (ver >= 6 && t == GgmlType::Q8_0) continue;
+            if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;
             const double us = graph_us(s, 20, [&](int i) {
               if (ver == 2) {
                 GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),
@@ -182,9 +186,12 @@ int main(int argc, char** argv) {
                                 sh.n_out,
                                 rb,
                                 1,
-                                ver == 62 || ver == 72 ? 2 : (ver == 68 || ver == 78 ? 8 : 0),
-                                ver == 5 || ver == 71 ? 1 : 2};
-                gp.version = ver >= 7 ? 7 : 0;
+                                ver == 62 || ver == 72 || ver == 52 ? 2
+                                : ver == 68 || ver == 78             ? 8
+                                                                     : 0,
+                                ver == 5 || ver == 71 || staged ? 1 : 2};
+                gp.version = ver == 7 || ver == 71 || ver == 72 || ver == 78 ? 7 : 0;
+                gp.stages = ver == 51 ? 1 : ver == 53 ? 2 : 0;
                 ST(gemv_q8_launch(t, gp, s));
               }
             });

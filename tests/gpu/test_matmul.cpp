@@ -454,7 +454,7 @@ struct ActQ8Buf {
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
                           const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s,
-                          int version = 0) {
+                          int version = 0, int stages = 0) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -470,6 +470,7 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
                      rows,
                      lane_blocks};
   p.version = version;
+  p.stages = stages;
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -574,19 +575,22 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           // (rows, lane_blocks): the default; 2 and 8 rows at n_tok 1; two
           // x-blocks per lane (K-quants, n_tok <= 2).
           // Version 7: the direct form (K-quants; n_tok <= 2), its default,
-          // 2 and 8 rows, one x-block per lane.
-          const int variants[8][3] = {{0, 1, 0}, {2, 1, 0}, {8, 1, 0}, {0, 2, 0},
-                                      {0, 2, 7}, {2, 2, 7}, {8, 2, 7}, {0, 1, 7}};
+          // 2 and 8 rows, one x-block per lane. The staged kernel with one and
+          // with two stages forced (the default picks by the waves: one stage
+          // with several tiles a warp is the copy after the compute).
+          const int variants[10][4] = {{0, 1, 0, 0}, {2, 1, 0, 0}, {8, 1, 0, 0}, {0, 2, 0, 0},
+                                       {0, 2, 7, 0}, {2, 2, 7, 0}, {8, 2, 7, 0}, {0, 1, 7, 0},
+                                       {0, 1, 0, 1}, {0, 1, 0, 2}};
           for (const auto& vr : variants) {
-            const int rows = vr[0], lb = vr[1], ver = vr[2];
+            const int rows = vr[0], lb = vr[1], ver = vr[2], stages = vr[3];
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
             if (ver == 7 && (n_tok > 2 || !is_k_quant(t))) continue;
             const std::vector<float> y =
-                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver);
+                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " version ", ver, " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok,
+                 " version ", ver, " stages ", stages, " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok,
                  " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             CHECK(rq.unwritten == 0);
             CHECK(rq.nmse <= kQ8RefThreshold);

@@ -334,6 +334,75 @@ TEST_CASE(
   }
 }
 
+namespace {
+
+// A backend that takes runs of up to `group` layers (Backend::layers, as the
+// CUDA backend's one graph), recording each run, and computes them with the
+// CPU backend one by one.
+class GroupingBackend final : public Backend {
+ public:
+  GroupingBackend(Backend& inner, uint32_t group) : in_(inner), group_(group) {}
+  const char* name() const override { return "grouping"; }
+  Status begin(const Batch& b) override { return in_.begin(b); }
+  Status layer(uint32_t i, const LayerView& w) override { return in_.layer(i, w); }
+  Status layers(uint32_t first, const LayerView* w, uint32_t count) override {
+    runs.push_back({first, count});
+    for (uint32_t i = 0; i < count; ++i) LS_TRY(in_.layer(first + i, w[i]));
+    return ok();
+  }
+  uint32_t layer_group() const override { return group_; }
+  Status finish(float* l) override { return in_.finish(l); }
+  void clear_seq(int32_t s, int32_t from) override { in_.clear_seq(s, from); }
+  Status export_hidden(float* h) override { return in_.export_hidden(h); }
+  Status import_hidden(const Batch& b, const float* h) override { return in_.import_hidden(b, h); }
+  std::vector<std::pair<uint32_t, uint32_t>> runs;  // (first layer, count), as called
+
+ private:
+  Backend& in_;
+  uint32_t group_;
+};
+
+}  // namespace
+
+TEST_CASE("pipeline: runs of resident layers reach the backend as one call, bit for bit") {
+  const std::vector<float> ref = reference_logits();
+  const Model& m = model();
+  struct Case {
+    const char* tiers;
+    uint32_t group;
+    std::vector<std::pair<uint32_t, uint32_t>> step;  // the runs of one step
+  };
+  const Case cases[] = {
+      {"AAAA", 8, {{0, 4}}},          {"AAAA", 3, {{0, 3}, {3, 1}}},
+      {"AABA", 8, {{0, 2}, {3, 1}}},  {"CAAB", 8, {{1, 2}}},
+      {"AHAA", 8, {{0, 1}, {2, 2}}},  {"AAAA", 1, {}},
+  };
+  for (const Case& c : cases)
+    for (int depth : {1, 3}) {
+      CAPTURE(c.tiers);
+      CAPTURE(c.group);
+      CAPTURE(depth);
+      CpuBackend cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      CpuBackend cpu_tier(m.config(), m.globals(), 64, 1, KvType::F32, 2);
+      GroupingBackend be(cpu, c.group);
+      PipelineOptions opt;
+      opt.cpu_backend = &cpu_tier;
+      const TierPlan plan = plan_forced(m.map, mix(c.tiers), 2, 2, 4096);
+      RunResult r = run_pipeline(plan, depth, opt, 0, &be);
+      REQUIRE_MESSAGE(r.status.ok(), (r.status.ok() ? "" : r.status.error().message));
+      REQUIRE(r.logits.size() == ref.size());
+      CHECK(std::memcmp(r.logits.data(), ref.data(), ref.size() * sizeof(float)) == 0);
+      // Every step (the prompt's and each token's) the same runs; a group of 1
+      // takes the one-layer path.
+      if (c.step.empty()) {
+        CHECK(be.runs.empty());
+        continue;
+      }
+      REQUIRE(be.runs.size() == c.step.size() * kGenerated);
+      for (size_t i = 0; i < be.runs.size(); ++i) CHECK(be.runs[i] == c.step[i % c.step.size()]);
+    }
+}
+
 TEST_CASE("pipeline: a CPU-tier plan without a CPU backend is an error, not a hang") {
   const TierPlan plan = plan_forced(model().map, mix("AHAH"), 2, 2, 4096);
   RunResult r = run_pipeline(plan, 2);
