@@ -181,45 +181,31 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
   return be_.import_hidden(b, hidden_.data());
 }
 
-// Resident layers hold no device slot, so each job's depth credit goes back
-// as the job is taken, and the planner issues the next (a run longer than
-// the planner's depth would otherwise wait for itself). The run ends at the
-// backend's group, the step's last layer or the first job that is not a
-// resident GPU layer (kept for its turn in early_). One span on the trace
-// ("layers", at the run's first layer, with all their bytes).
-Expected<int32_t> ComputeActor::resident_run(int64_t step, int32_t l, int track) {
-  const int32_t n_layer = static_cast<int32_t>(m_.config().n_layer);
-  const int32_t most = static_cast<int32_t>(
-      std::min<int64_t>(n_layer - l, static_cast<int64_t>(be_.layer_group())));
+// A run of resident layers (the planner's job for layers l .. l + count - 1)
+// in one backend call (Backend::layers): one span on the trace ("layers", at
+// the run's first layer, with all their bytes) and one depth credit back.
+Status ComputeActor::resident_run(int64_t step, const LayerJob& job, int track) {
+  const int32_t l = job.layer;
   group_.clear();
   uint64_t bytes = 0;
-  int32_t k = 0;
-  for (; k < most; ++k) {
-    if (k > 0) {
-      std::optional<LayerJob> j = next_job(step, l + k, track);
-      if (!j) return 0;
-      if (j->tier != Tier::Resident || cpu_home_[l + k]) {
-        early_.push_back(*j);
-        break;
-      }
-    }
-    depth_.release(0);
+  for (int32_t k = 0; k < job.count; ++k) {
     group_.push_back(be_.resident_layer(l + k).value_or(m_.layer(l + k)));
     bytes += m_.map.layers[l + k].range_bytes;
   }
-  const char* name = k > 1 ? "layers" : nullptr;
-  const GpuSpan gs{l, step, bytes, -1, name};
+  const GpuSpan gs{l, step, bytes, -1, "layers"};
   {
-    TraceScope span(tracer_, track, name ? name : "layer", SpanKind::Busy, l, step, bytes, -1,
+    TraceScope span(tracer_, track, "layers", SpanKind::Busy, l, step, bytes, -1,
                     trace_flow_id(step, l), kFlowNone);
     rc_.chaos();
-    Status st = link_.before_layer(-1, gs);
-    if (st.ok()) st = be_.layers(static_cast<uint32_t>(l), group_.data(), static_cast<uint32_t>(k));
-    if (st.ok()) st = link_.after_layer({nullptr, -1}, gs);
-    if (!st.ok()) return st.error();
+    LS_TRY(link_.before_layer(-1, gs));
+    if (!io_only_)
+      LS_TRY(be_.layers(static_cast<uint32_t>(l), group_.data(),
+                        static_cast<uint32_t>(job.count)));
+    LS_TRY(link_.after_layer({nullptr, -1}, gs));
   }
-  for (int32_t i = 0; i < k; ++i) rc_.pulse();
-  return k;
+  depth_.release(0);
+  rc_.pulse();
+  return ok();
 }
 
 void ComputeActor::run() {
@@ -268,14 +254,12 @@ void ComputeActor::run() {
         rc_.pulse();
         continue;
       }
-      if (job->tier == Tier::Resident && !cpu_home_[l] && !io_only_ && be_.layer_group() > 1) {
-        Expected<int32_t> ran = resident_run(step, l, track);
-        if (!ran) {
-          rc_.fail("compute", l, step, ran.error().message);
+      if (job->count > 1) {
+        if (Status st = resident_run(step, *job, track); !st.ok()) {
+          rc_.fail("compute", l, step, st.error().message);
           return;
         }
-        if (*ran == 0) return;  // stopped
-        l += *ran - 1;
+        l += job->count - 1;
         continue;
       }
       const GpuSpan gs{l, step, m_.map.layers[l].range_bytes, job->slot};

@@ -117,9 +117,8 @@ class ComputeActor {
   void route_by_width(const BalanceSample& s, const Batch& b);
 
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
-  // A run of consecutive resident layers from `layer` (its job taken) in one
-  // backend call: how many it ran, 0 when the run was stopped.
-  Expected<int32_t> resident_run(int64_t step, int32_t layer, int track);
+  // A job of several resident layers (LayerJob::count) in one backend call.
+  Status resident_run(int64_t step, const LayerJob& job, int track);
   std::vector<LayerView> group_;  // the run's views
   Status check_positions(const Batch& b);
   // Before/after a CPU-tier layer runs on the main backend (a wide step).

@@ -23,6 +23,10 @@ struct LayerJob {
   Tier tier = Tier::Resident;
   int32_t staging = -1;  // staging buffer holding the layer (storage tier, reader -> copier)
   int32_t slot = -1;     // device slot holding the layer (RAM and storage tiers, copier -> compute)
+  // Resident layers layer .. layer + count - 1: the planner sends a run of
+  // consecutive resident layers as one job (one depth credit) when the
+  // backend takes runs at once (Backend::layer_group); 1 otherwise.
+  int32_t count = 1;
 };
 
 // The batch of one step: the prompt, or the token the sampler chose

@@ -7,7 +7,7 @@ namespace ls {
 
 Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_reader,
                  Mailbox<LayerJob>& to_compute, const StepWidths* widths, const HybridRoute* route,
-                 RunControl& rc, Tracer& tracer)
+                 RunControl& rc, Tracer& tracer, uint32_t group)
     : plan_(plan),
       depth_(depth),
       to_reader_(to_reader),
@@ -15,7 +15,8 @@ Planner::Planner(const TierPlan& plan, CreditPool& depth, Mailbox<LayerJob>& to_
       widths_(widths),
       route_(route),
       rc_(rc),
-      tracer_(tracer) {}
+      tracer_(tracer),
+      group_(group < 1 ? 1 : group) {}
 
 void Planner::run() {
   const int track = tracer_.register_track("planner");
@@ -39,6 +40,13 @@ void Planner::run() {
       job.tier = plan_.layer_tier[layer];
       if (online && (job.tier == Tier::Cpu || job.tier == Tier::Ram))
         job.tier = on_cpu(layer) ? Tier::Cpu : Tier::Ram;
+      // A run of resident layers (the plan's: the online re-planner moves
+      // only host-memory layers) as one job.
+      while (job.tier == Tier::Resident && static_cast<uint32_t>(job.count) < group_ &&
+             layer + 1 < n_layer && plan_.layer_tier[layer + 1] == Tier::Resident) {
+        ++job.count;
+        ++layer;
+      }
       if (job.tier == Tier::Cpu && widths_ && route_) {
         if (n_set < 0) {
           TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
@@ -57,8 +65,8 @@ void Planner::run() {
       // Streamed layers (RAM and storage) all go through the reader, which
       // keeps them in order; resident and CPU-tier ones go straight to compute.
       const bool streamed = job.tier == Tier::Ram || job.tier == Tier::Storage;
-      TraceScope span(tracer_, track, "plan", SpanKind::Busy, layer, step, 0, -1,
-                      trace_flow_id(step, layer), streamed ? kFlowStart : kFlowNone);
+      TraceScope span(tracer_, track, "plan", SpanKind::Busy, job.layer, step, 0, -1,
+                      trace_flow_id(step, job.layer), streamed ? kFlowStart : kFlowNone);
       Mailbox<LayerJob>& out = streamed ? to_reader_ : to_compute_;
       if (!out.push(job, rc_)) return;
     }

@@ -337,14 +337,17 @@ TEST_CASE(
 namespace {
 
 // A backend that takes runs of up to `group` layers (Backend::layers, as the
-// CUDA backend's one graph), recording each run, and computes them with the
-// CPU backend one by one.
+// CUDA backend's one graph), recording each call (a layer alone as a run of
+// 1), and computes them with the CPU backend one by one.
 class GroupingBackend final : public Backend {
  public:
   GroupingBackend(Backend& inner, uint32_t group) : in_(inner), group_(group) {}
   const char* name() const override { return "grouping"; }
   Status begin(const Batch& b) override { return in_.begin(b); }
-  Status layer(uint32_t i, const LayerView& w) override { return in_.layer(i, w); }
+  Status layer(uint32_t i, const LayerView& w) override {
+    runs.push_back({i, 1});
+    return in_.layer(i, w);
+  }
   Status layers(uint32_t first, const LayerView* w, uint32_t count) override {
     runs.push_back({first, count});
     for (uint32_t i = 0; i < count; ++i) LS_TRY(in_.layer(first + i, w[i]));
@@ -370,12 +373,15 @@ TEST_CASE("pipeline: runs of resident layers reach the backend as one call, bit 
   struct Case {
     const char* tiers;
     uint32_t group;
-    std::vector<std::pair<uint32_t, uint32_t>> step;  // the runs of one step
+    std::vector<std::pair<uint32_t, uint32_t>> step;  // the calls of one step
   };
   const Case cases[] = {
-      {"AAAA", 8, {{0, 4}}},          {"AAAA", 3, {{0, 3}, {3, 1}}},
-      {"AABA", 8, {{0, 2}, {3, 1}}},  {"CAAB", 8, {{1, 2}}},
-      {"AHAA", 8, {{0, 1}, {2, 2}}},  {"AAAA", 1, {}},
+      {"AAAA", 8, {{0, 4}}},
+      {"AAAA", 3, {{0, 3}, {3, 1}}},
+      {"AABA", 8, {{0, 2}, {2, 1}, {3, 1}}},
+      {"CAAB", 8, {{0, 1}, {1, 2}, {3, 1}}},
+      {"AHAA", 8, {{0, 1}, {2, 2}}},  // H: the CPU tier's backend
+      {"AAAA", 1, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}},
   };
   for (const Case& c : cases)
     for (int depth : {1, 3}) {
@@ -392,12 +398,7 @@ TEST_CASE("pipeline: runs of resident layers reach the backend as one call, bit 
       REQUIRE_MESSAGE(r.status.ok(), (r.status.ok() ? "" : r.status.error().message));
       REQUIRE(r.logits.size() == ref.size());
       CHECK(std::memcmp(r.logits.data(), ref.data(), ref.size() * sizeof(float)) == 0);
-      // Every step (the prompt's and each token's) the same runs; a group of 1
-      // takes the one-layer path.
-      if (c.step.empty()) {
-        CHECK(be.runs.empty());
-        continue;
-      }
+      // Every step (the prompt's and each token's) the same calls.
       REQUIRE(be.runs.size() == c.step.size() * kGenerated);
       for (size_t i = 0; i < be.runs.size(); ++i) CHECK(be.runs[i] == c.step[i % c.step.size()]);
     }
