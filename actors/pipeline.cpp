@@ -52,6 +52,22 @@
 
 namespace ls {
 
+namespace {
+
+// Runs of resident layers as one job (Planner, Backend::layer_group) only in
+// plans without a CPU tier: there the GPU's compute is the step (the 8b
+// resident: 478-484 tok/s against 432-445 with a job and a graph a layer;
+// the 70b 75.3 against 73.1). In a hybrid plan the resident layers are ~7 ms
+// of a ~190 ms step, and the 70b at 24 GiB ran 4.45-5.27 tok/s grouped
+// against 5.13-5.45 a layer in four pairs of runs (session 20, calls 5-7;
+// each run's plan and re-planner moves differed, so the cause is not
+// settled): nothing to win there, so a job a layer as before.
+uint32_t resident_group(const TierPlan& plan, const Backend& be) {
+  return plan.n_cpu == 0 && !plan.rebalance ? be.layer_group() : 1;
+}
+
+}  // namespace
+
 struct Pipeline::Graph {
   // The actors keep references to the plan: the graph's own copy (the
   // caller's may be a temporary), which every initializer below names.
@@ -87,7 +103,7 @@ struct Pipeline::Graph {
                     : nullptr),
         // Actors.
         planner(plan, depth, to_reader, to_compute, by_width ? &widths : nullptr,
-                by_width || plan.rebalance ? &route : nullptr, rc, tracer, be.layer_group()),
+                by_width || plan.rebalance ? &route : nullptr, rc, tracer, resident_group(plan, be)),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,

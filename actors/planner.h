@@ -14,7 +14,8 @@
 // host-memory layer (the plan's CPU and RAM tiers) by HybridRoute::on_cpu
 // as it is planned; a fixed plan's CPU layers are its CPU tier.
 // With a group above 1 (Backend::layer_group: the CUDA backend runs a run of
-// resident layers as one graph), each run of up to `group` consecutive
+// resident layers as one graph; the pipeline asks it only for plans without
+// a CPU tier), each run of up to `group` consecutive
 // resident layers is one job and one depth credit: the planner is then
 // ahead by whole runs, so the next step's resident layers are in compute's
 // mailbox before the step begins (a job a layer, taken in one go, waited on

@@ -380,7 +380,8 @@ TEST_CASE("pipeline: runs of resident layers reach the backend as one call, bit 
       {"AAAA", 3, {{0, 3}, {3, 1}}},
       {"AABA", 8, {{0, 2}, {2, 1}, {3, 1}}},
       {"CAAB", 8, {{0, 1}, {1, 2}, {3, 1}}},
-      {"AHAA", 8, {{0, 1}, {2, 2}}},  // H: the CPU tier's backend
+      // A plan with a CPU tier (H: the CPU tier's backend) keeps a job a layer.
+      {"AHAA", 8, {{0, 1}, {2, 1}, {3, 1}}},
       {"AAAA", 1, {{0, 1}, {1, 1}, {2, 1}, {3, 1}}},
   };
   for (const Case& c : cases)
