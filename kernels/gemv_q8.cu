@@ -639,11 +639,13 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
 // Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in
 // ceil(G / (B * SMs)) waves, and the blocks of a last wave that is partly
 // empty keep only part of the memory system busy while it runs: the 8b's
-// Q8_0 down GEMV (1,024 blocks of 4 rows, 6 an SM with two 18 KiB stages a
-// warp: 1.29 waves) read at 0.70 of the copy bandwidth where its gate/up read
+// Q8_0 down GEMV (1,024 blocks of 4 rows, 6 an SM with two 17.5 KiB stages a
+// block: 1.29 waves) read at 0.70 of the copy bandwidth where its gate/up read
 // at 0.88 (bench/results/2026-12-02-h200-s14.md). So where the default shape
 // fits its waves badly, the launch takes one stage (8 blocks an SM) or 2 rows
-// a block (twice the blocks) when that fits clearly better.
+// a block (twice the blocks) when that fits clearly better: the down GEMV
+// then ran 17.4 against 21.0 us, the 8b Q8_0 decode ~1.5 % faster
+// (bench/results/2026-12-03-h200-s20.md).
 // LS_GEMV_WAVES=0 keeps the default shapes (A/B); GemvQ8Params::stages forces
 // the stages (benches).
 int sm_count() {
