@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 namespace ls {
 
@@ -48,30 +49,61 @@ std::pair<int32_t, int32_t> HybridBalancer::gaps(int32_t l) const {
   return {std::min(left, right), std::max(left, right)};
 }
 
-// The RAM layer farthest from the CPU layers: the largest distance to the
-// nearest one, then to the nearest on the other side (the lowest index on a
-// tie). Once every gap is one or two layers, the second distance sends the
-// next layer into a gap of two rather than next to a run.
+int32_t HybridBalancer::run_through(int32_t l) const {
+  const int32_t n = static_cast<int32_t>(movable_.size());
+  const int32_t i = index_[static_cast<size_t>(l)];
+  int32_t run = 1;
+  for (int32_t k = 1; k < n && on_cpu(movable_[static_cast<size_t>((i + k) % n)]); ++k) ++run;
+  for (int32_t k = 1; k < n && on_cpu(movable_[static_cast<size_t>((i - k + n) % n)]); ++k) ++run;
+  return std::min(run, n);
+}
+
+int32_t HybridBalancer::cluster_distance(int32_t l) const {
+  const int32_t n = static_cast<int32_t>(movable_.size());
+  const int32_t i = index_[static_cast<size_t>(l)];
+  auto clustered = [&](int32_t j) {  // movable index j is a CPU layer with a CPU neighbour
+    const int32_t m = movable_[static_cast<size_t>((j % n + n) % n)];
+    if (m == l || !on_cpu(m)) return false;
+    const int32_t a = movable_[static_cast<size_t>(((j + 1) % n + n) % n)];
+    const int32_t b = movable_[static_cast<size_t>(((j - 1) % n + n) % n)];
+    return (a != l && on_cpu(a)) || (b != l && on_cpu(b));
+  };
+  for (int32_t k = 1; k < n; ++k)
+    if (clustered(i + k) || clustered(i - k)) return k;
+  return n_layer_;
+}
+
+// The RAM layer that makes the shortest run of CPU layers; then the one
+// farthest from the CPU layers (the largest distance to the nearest one,
+// then to the nearest on the other side); then the one farthest from the
+// runs of two or more already made; the lowest index on a tie. While the
+// CPU layers are few this is the farthest gap; once they alternate with the
+// streamed layers, the runs of three spread over the step instead of
+// growing into one.
 int32_t HybridBalancer::pick_to_cpu() const {
   int32_t best = -1;
-  std::pair<int32_t, int32_t> best_g{-1, -1};
+  std::tuple<int32_t, int32_t, int32_t, int32_t> best_k{};
   for (int32_t l : movable_) {
     if (on_cpu(l)) continue;
     const auto g = gaps(l);
-    if (g > best_g) best = l, best_g = g;
+    const std::tuple<int32_t, int32_t, int32_t, int32_t> k{-run_through(l), g.first, g.second,
+                                                           cluster_distance(l)};
+    if (best < 0 || k > best_k) best = l, best_k = k;
   }
   return best;
 }
 
-// The CPU layer closest to the others, by the same two distances (the
-// highest index on a tie: the reverse of pick_to_cpu's order).
+// The CPU layer from the longest run, then the closest to the others by the
+// same two distances (the highest index on a tie: the reverse of
+// pick_to_cpu's order).
 int32_t HybridBalancer::pick_to_pcie() const {
   int32_t best = -1;
-  std::pair<int32_t, int32_t> best_g{n_layer_ + 1, n_layer_ + 1};
+  std::tuple<int32_t, int32_t, int32_t> best_k{};
   for (int32_t l : movable_) {
     if (!on_cpu(l)) continue;
     const auto g = gaps(l);
-    if (g <= best_g) best = l, best_g = g;
+    const std::tuple<int32_t, int32_t, int32_t> k{-run_through(l), g.first, g.second};
+    if (best < 0 || k <= best_k) best = l, best_k = k;
   }
   return best;
 }

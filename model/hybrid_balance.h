@@ -46,8 +46,14 @@
 //
 // Which layers move: the CPU layers stay spread between the streamed ones
 // (so the copier has a slot to fill while the CPU computes): a layer goes to
-// the CPU where it is farthest from the CPU layers already there, and one
-// comes back from where they are closest together.
+// the CPU where it makes the shortest run of CPU layers, farthest from the
+// CPU layers already there and then from the runs already made, and one
+// comes back from the longest run, where they are closest together. Once
+// they alternate with the streamed ones, every further layer makes a run of
+// three: before session 20 the ties went to the lowest layer, and the 70b at
+// 24 GiB went from 23 to 29 CPU layers as one run of 13 (layers 35-47), ~80
+// ms of CPU in which the copier, with 3 device slots, waited 51 ms
+// (bench/results/2026-12-03-h200-s20.md).
 //
 // Pure logic, no threads: the compute actor feeds it one sample per step and
 // applies the moves it returns (actors/compute.cpp); tests drive it directly.
@@ -135,6 +141,11 @@ class HybridBalancer {
   int32_t pick_to_cpu() const;
   int32_t pick_to_pcie() const;
   std::pair<int32_t, int32_t> gaps(int32_t layer) const;  // to the CPU layers, nearest first
+  // The run of consecutive CPU layers (in host-memory order, circular) that
+  // holds `layer` counted as on the CPU; and the distance from `layer` to the
+  // nearest CPU layer in a run of two or more (n_layer when there is none).
+  int32_t run_through(int32_t layer) const;
+  int32_t cluster_distance(int32_t layer) const;
 
   const LayerMap& map_;
   HybridRates prior_;

@@ -173,6 +173,46 @@ TEST_CASE("hybrid balance: CPU layers stay spread between the streamed ones") {
   for (int l = 0; l < 36; ++l) CHECK_FALSE(hb.on_cpu(l));  // resident layers never move
 }
 
+// The longest run of CPU layers among layers [from, 80), circular (the steps repeat).
+int longest_cpu_run(const HybridBalancer& hb, int from) {
+  const int n = 80 - from;
+  int worst = 0;
+  for (int i = 0; i < n; ++i) {
+    int run = 0;
+    while (run < n && hb.on_cpu(from + (i + run) % n)) ++run;
+    worst = std::max(worst, run);
+  }
+  return worst;
+}
+
+TEST_CASE("hybrid balance: past half of the layers, the runs of CPU layers spread over the step") {
+  // The 70b at 24 GiB (session 20): 35 resident, 23 CPU layers alternating
+  // with 22 RAM ones, and a CPU fast enough that the best count is ~29.
+  // Every further layer then makes a run of three; they must not grow into
+  // one run (13 CPU layers in a row idled a 3-slot copier for 51 ms a step).
+  Setup su(35, 23);
+  Machine m;
+  m.cpu = 5.5e-3;
+  HybridRates prior;
+  prior.cpu_bytes_per_s = kLayerBytes / m.cpu;
+  prior.copy_bytes_per_s = kLayerBytes / m.copy;
+  HybridBalancer hb(su.map, su.plan, prior);
+  REQUIRE(longest_cpu_run(hb, 35) <= 2);
+  drive(hb, m, 45, 0, 60);
+  const int n_cpu = hb.n_cpu(), n_ram = 45 - n_cpu;
+  INFO("best " << m.best(45) << ", now " << n_cpu);
+  REQUIRE(n_cpu >= 27);
+  REQUIRE(n_cpu <= 31);
+  // 27-31 CPU layers over 14-18 gaps between the RAM ones: runs of 2, some 3.
+  CHECK(longest_cpu_run(hb, 35) <= (n_cpu + n_ram - 1) / n_ram + 1);
+  // And back: a slower CPU sends layers to PCIe from the longest runs first.
+  m.cpu = 9e-3;
+  drive(hb, m, 45, 60, 60);
+  INFO("now " << hb.n_cpu());
+  REQUIRE(hb.n_cpu() < n_cpu);
+  CHECK(longest_cpu_run(hb, 35) <= (hb.n_cpu() + (45 - hb.n_cpu()) - 1) / (45 - hb.n_cpu()) + 1);
+}
+
 TEST_CASE("hybrid balance: a step that is not clean is not averaged in") {
   Setup su(36, 15);
   Machine m;
