@@ -146,15 +146,40 @@ MovedBytes moved_bytes(Engine& e) {
   return m;
 }
 
+// Bytes a decode step reads from device memory when every layer is resident
+// on the GPU: each layer's tensors, the head (token_embd only as a gather of
+// a few rows), and the K and V of every layer at `mean_pos` cached positions
+// for each of `width` sequences. The bound of issue 20's lines
+// (bench/results/2026-12-02-h200-s14.md counts the same bytes).
+struct DeviceStep {
+  double weights = 0, kv = 0;
+};
+DeviceStep device_bytes_per_step(const Model& m, KvType kv_type, double mean_pos, int width) {
+  DeviceStep d;
+  for (const LayerExtent& l : m.map.layers) d.weights += static_cast<double>(l.range_bytes);
+  const GlobalView g = m.globals();
+  const WeightView& head = g.output;  // token_embd itself when the model ties them
+  d.weights += static_cast<double>(ggml_row_bytes(head.type, static_cast<uint64_t>(head.n_in))) *
+               static_cast<double>(head.n_out);
+  const LlamaConfig& c = m.config();
+  const double elem = kv_type == KvType::F32 ? 4.0 : 2.0;
+  d.kv = 2.0 * c.n_embd_kv() * elem * c.n_layer * mean_pos * width;
+  return d;
+}
+
 struct Row {
   std::map<std::string, std::string> settings;
   double tok_s = 0, storage_gbps = 0, streamed_gbps = 0, probe_gbps = 0, ratio = 0;
   double h2d_gbps = 0, pcie_ratio = 0;      // pinned H2D probe around the run; streamed / probe
-  double bound_tok_s = 0, bound_ratio = 0;  // the slower of the two links, as tokens/s
+  double bound_tok_s = 0, bound_ratio = 0;  // the slowest link (storage, PCIe, host reads,
+                                            // device memory), as tokens/s
   double prefill_tok_s = 0;                 // --prompt-tokens: the warm request's prompt rate
   double width_tok_s = 0;     // batch > 1: every sequence's tokens in the window all decode
   double per_seq_tok_s = 0;   // tok_s / batch
   double host_gbps = 0, host_probe_gbps = 0, host_ratio = 0;  // CPU-read bytes; host read probe
+  // A fully resident CUDA plan: device-memory bytes a step and the D2D probe
+  // (read + written, GB/s) right after the run; both 0 otherwise.
+  double device_step_bytes = 0, device_kv_bytes = 0, d2d_gbps = 0;
   std::string bound, error, source;
   std::string cpu_layers;  // the CPU tier's layers: "28", or "24->27" when re-planned online
 };
@@ -436,6 +461,24 @@ int run_bench(BenchArgs& a) {
       if (row.probe_gbps > 0)
         need = std::max(need, e.plan().storage_bytes_per_step / (row.probe_gbps * 1e9));
       if (row.host_probe_gbps > 0) need = std::max(need, host_step / (row.host_probe_gbps * 1e9));
+#ifdef LS_HAVE_CUDA
+      // Device memory, where every layer is resident on the GPU: the decode
+      // steps' mean position is the prompt plus half the steps.
+      if (std::string(e.backend_name()) == "cuda" && !a.io_only &&
+          e.plan().n_resident == static_cast<int32_t>(m.config().n_layer)) {
+        const DeviceStep d = device_bytes_per_step(
+            m, o.kv_type, a.prompt_tokens + 0.5 * static_cast<double>(a.steps), width);
+        auto r = probe_d2d(1ull << 30, 5);
+        if (r) {
+          row.d2d_gbps = r->median;
+          row.device_step_bytes = d.weights + d.kv;
+          row.device_kv_bytes = d.kv;
+          need = std::max(need, row.device_step_bytes / (row.d2d_gbps * 1e9));
+        } else {
+          std::fprintf(stderr, "bench: D2D probe: %s\n", r.error().message.c_str());
+        }
+      }
+#endif
       // A step moves the same bytes whatever the width: `width` tokens each.
       row.bound_tok_s = need > 0 ? width / need : 0;
       row.bound_ratio = row.bound_tok_s > 0 ? row.tok_s / row.bound_tok_s : 0;
@@ -471,6 +514,15 @@ int run_bench(BenchArgs& a) {
   std::printf("\n");
   if (!probe_desc.empty())
     std::printf("storage bound (probe, same run): %s\n\n", probe_desc.c_str());
+  for (const Row& r : rows)
+    if (r.d2d_gbps > 0) {
+      std::printf(
+          "device memory bound (probe, same run): D2D copy %.0f GB/s (read + written) over %.3f GB "
+          "a step (the resident layers and head, and %.3f GB of K and V at the steps' mean "
+          "position): the link bound column\n\n",
+          r.d2d_gbps, r.device_step_bytes / 1e9, r.device_kv_bytes / 1e9);
+      break;
+    }
   std::string head = "|", rule = "|";
   for (const auto& [name, values] : grid) {
     head += " " + name + " |";
@@ -546,6 +598,8 @@ int run_bench(BenchArgs& a) {
                            {"host_gbps", r.host_gbps},
                            {"host_probe_gbps", r.host_probe_gbps},
                            {"ratio_to_host", r.host_ratio},
+                           {"d2d_probe_gbps", r.d2d_gbps},
+                           {"device_bytes_per_step", r.device_step_bytes},
                            {"link_bound_tok_s", r.bound_tok_s},
                            {"ratio_to_link_bound", r.bound_ratio},
                            {"prompt_tokens", a.prompt_tokens},
