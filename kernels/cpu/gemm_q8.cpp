@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include <unistd.h>
 
+#include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/matmul_cpu.h"
@@ -141,7 +144,26 @@ GemmQ8AmxTileFn amx_kernel(CpuIsa isa, int64_t n_tok, GemmQ8Amx amx) {
              : nullptr;
 }
 
+// The pairs tile (GemmQ8Tuning::pairs; LS_GEMM_PAIRS=1 for whole runs).
+bool pairs_wanted(const GemmQ8Tuning& tune) {
+  static const bool env = [] {
+    const char* e = std::getenv("LS_GEMM_PAIRS");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  const bool want = tune.pairs == 1 || (tune.pairs < 0 && env);
+  return want && gemm_q8_pairs_supported();
+}
+
 }  // namespace
+
+bool gemm_q8_pairs_supported() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool ok = cpu_has_avx512_vnni() && __builtin_cpu_supports("avx512dq");
+  return ok;
+#else
+  return false;
+#endif
+}
 
 GemmQ8Plan gemm_q8_plan(CpuIsa isa, int threads, int64_t n_tok, int64_t n, int64_t rows,
                         const GemmQ8Tuning& tune) {
@@ -184,6 +206,8 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.n_parts = n_parts;
   j.amx = amx_kernel(isa, n_tok, tune.amx);
   j.k = j.amx ? GemmQ8Kernel{nullptr, kGemmQ8AmxRows, kGemmQ8AmxToks, "amx"} : gemm_q8_kernel(isa);
+  if (!j.amx && j.k.tile == gemm_q8_tile_avx512vnni && pairs_wanted(tune))
+    j.k = GemmQ8Kernel{gemm_q8_tile_avx512vnni_pairs, 4, 4, "avx512vnni-pairs"};
   j.isa = isa;
   j.n = x.n;
   j.nc = gemm_q8_chunks(x.n);

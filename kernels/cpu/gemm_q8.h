@@ -45,7 +45,7 @@
 //          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
 //          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
-//          gemm_q8_min_tokens()
+//          gemm_q8_min_tokens(), gemm_q8_tile_avx512vnni_pairs(), gemm_q8_pairs_supported()
 #pragma once
 
 #include <cstdint>
@@ -114,6 +114,13 @@ void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const Gemm
                        int n_tok, int64_t nc, float* y, int64_t ldy);
 void gemm_q8_tile_avx512vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
                              int n_tok, int64_t nc, float* y, int64_t ldy);
+// The same tile over token pairs (gemm_q8_avx512_pairs.cpp, the same bits;
+// an experiment: GemmQ8Tuning::pairs). Needs AVX-512 VNNI and DQ.
+void gemm_q8_tile_avx512vnni_pairs(GgmlType t, const GemmQ8WChunk* w, int n_rows,
+                                   const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y,
+                                   int64_t ldy);
+// Whether this CPU runs the pairs tile.
+bool gemm_q8_pairs_supported();
 // The kernel for isa (Avx512 without VNNI runs avx2's, as dot_q8_fn).
 GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
 
@@ -163,6 +170,10 @@ struct GemmQ8Tuning {
   int rows_per_task = 0;    // rows a task packs and computes; 0: from range_bytes
   int64_t range_bytes = 0;  // those rows packed; 0: a quarter of L2 (and >= 4 tasks a thread)
   GemmQ8Amx amx = GemmQ8Amx::Auto;
+  // The AVX-512 VNNI tile over token pairs instead of the default one (same
+  // bits; gemm_q8_avx512_pairs.cpp): -1 as LS_GEMM_PAIRS says (1: on), 0
+  // off, 1 on where gemm_q8_pairs_supported.
+  int pairs = -1;
 };
 
 // How gemm_q8_parts cuts a call (gemm_q8_plan computes it; the CPU backend

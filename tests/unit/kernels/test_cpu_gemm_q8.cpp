@@ -97,6 +97,22 @@ GemmQ8Tuning with_amx(GemmQ8Tuning t, GemmQ8Amx a) {
   return t;
 }
 
+// The AVX-512 VNNI tile over token pairs (an experiment), where this CPU runs it.
+bool pairs_here() {
+  static const bool ok = [] {
+    if (!gemm_q8_pairs_supported())
+      MESSAGE("SKIPPED: avx512vnni-pairs (no AVX-512 VNNI and DQ on this CPU)");
+    return gemm_q8_pairs_supported();
+  }();
+  return ok;
+}
+
+GemmQ8Tuning with_pairs(GemmQ8Tuning t) {
+  t.pairs = 1;
+  t.amx = GemmQ8Amx::Off;
+  return t;
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
 }
@@ -161,6 +177,14 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, {}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {1, 1}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {3 * 416 * 4, 4}), want));
+          if (isa == CpuIsa::Avx512 && pairs_here()) {
+            const std::string pairs = "avx512vnni-pairs";
+            CAPTURE(pairs);
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_pairs({})), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({1, 1})), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({3 * 416 * 4, 4})),
+                            want));
+          }
           for (GemmQ8Amx a : amx_modes()) {
             const std::string amx = a == GemmQ8Amx::On ? "amx" : "amx emulated";
             CAPTURE(amx);
