@@ -103,7 +103,8 @@ struct Pipeline::Graph {
                     : nullptr),
         // Actors.
         planner(plan, depth, to_reader, to_compute, by_width ? &widths : nullptr,
-                by_width || plan.rebalance ? &route : nullptr, rc, tracer, resident_group(plan, be)),
+                by_width || plan.rebalance ? &route : nullptr, rc, tracer,
+                resident_group(plan, be)),
         reader(m.map, *mem, src.get(), staging, to_reader, to_copier, rc, tracer),
         copier(m.map, *mem, link, staging, slots, to_copier, to_compute, rc, tracer),
         compute(m, be, link, *mem, slots, depth, steps, to_compute, to_sampler, to_cpu, from_cpu,

@@ -3,8 +3,9 @@
 // straight to compute, streamed ones (RAM and storage) to the reader, which
 // reads the storage ones and passes all of them to the copier in order. It never runs more than
 // `depth` jobs ahead of compute: each job holds a depth credit that compute returns when the
-// job's layer (or run of resident layers, below) is done. Weights do not depend on the token, so the next step's first layers are read and
-// copied while the current step finishes (prefetch across tokens).
+// job's layer (or run of resident layers, below) is done. Weights do not depend on the token,
+// so the next step's first layers are read and copied while the current step finishes
+// (prefetch across tokens).
 // Of the layers on the CPU, a step computes there only as many as its width
 // allows (StepWidths, HybridRoute::keep, model/width_routing.h); the others
 // go the streamed way for that step, when the plan has device slots to take
@@ -15,8 +16,8 @@
 // as it is planned; a fixed plan's CPU layers are its CPU tier.
 // With a group above 1 (Backend::layer_group: the CUDA backend runs a run of
 // resident layers as one graph; the pipeline asks it only for plans without
-// a CPU tier), each run of up to `group` consecutive
-// resident layers is one job and one depth credit: the planner is then
+// a CPU tier), each run of up to `group` consecutive resident layers is one
+// job and one depth credit: the planner is then
 // ahead by whole runs, so the next step's resident layers are in compute's
 // mailbox before the step begins (a job a layer, taken in one go, waited on
 // the planner's wake-ups: ~0.3 ms a step on the H200 machine's vCPUs).

@@ -715,16 +715,15 @@ GemvShape gemv_shape(const GemvQ8Params& p) {
     if (p.stages == 1 || p.stages == 2) {
       sh.stages = p.stages;
     } else if (waves_auto()) {
-      const double two = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(
-                                                 sh.n_warps, smem(2)));
-      const double one = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(
-                                                 sh.n_warps, smem(1)));
+      const double two =
+          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, smem(2)));
+      const double one =
+          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, smem(1)));
       if (one > two + 0.1) sh.stages = 1;
     }
   }
   sh.smem = smem(sh.stages);  // Q8_0: 35 KiB at KR 4, two stages
-  sh.fit = wave_fit(sh.groups,
-                    blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, sh.smem));
+  sh.fit = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, sh.smem));
   return sh;
 }
 

@@ -75,8 +75,8 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option("--depth", o.depth,
-                  "Layers planned ahead of compute, a run of resident layers counting as one on the "
-                  "GPU (0: 4, or 16 when the CPU computes layers)")
+                  "Layers planned ahead of compute, a run of resident ones counting as one "
+                  "(0: 4, or 16 when the CPU computes layers)")
       ->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")

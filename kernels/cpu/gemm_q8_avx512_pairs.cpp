@@ -98,8 +98,8 @@ LS_VNNI512 inline __m512 step(__m512 acc, __m512 s, __m512 d, __m512i I) {
 // xc: 2 · NP token chunks (a pair's second token may repeat its first: the
 // tile computes it and does not store it).
 template <GgmlType TY, int R, int NP>
-LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n_tok, int64_t nc,
-                     float* y, int64_t ldy) {
+LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y,
+                     int64_t ldy) {
   constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
   __m512 acc[R][NP];
   LS_UNROLL

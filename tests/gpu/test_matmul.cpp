@@ -453,8 +453,8 @@ struct ActQ8Buf {
 // y = v5(W, x) with y poisoned; quantizes x on the device first.
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
-                          const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s,
-                          int version = 0, int stages = 0) {
+                          const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s, int version = 0,
+                          int stages = 0) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -590,8 +590,9 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
                 run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " version ", ver, " stages ", stages, " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok,
-                 " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
+                 " version ", ver, " stages ", stages, " n_in ", n_in, " n_out ", n_out, " n_tok ",
+                 n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ",
+                 rq.unwritten);
             CHECK(rq.unwritten == 0);
             CHECK(rq.nmse <= kQ8RefThreshold);
             CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
