@@ -88,6 +88,7 @@
 
 #include <cuda_fp16.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -677,23 +678,28 @@ double wave_fit(int64_t groups, int per_sm) {
   return w / std::ceil(w);
 }
 
-// One launch's shape: blocks, warps a block, stages, dynamic shared memory,
-// and how well its waves fit.
+// One launch's shape: blocks, warps a block, stages, dynamic shared memory.
 struct GemvShape {
   int64_t groups;
   int n_warps, stages;
   size_t smem;
-  double fit;
 };
 
+// Blocks of this kernel an SM holds with n_warps (1-4) and `stages` (1-2)
+// stages of shared memory: asked of the runtime once per shape, since
+// launches outside a graph come here every time.
 template <GgmlType T, int NT, int KR, int XB, bool kDirect, GgmlType T2>
-int blocks_per_sm(int n_warps, size_t smem) {
+int blocks_per_sm(int n_warps, int stages, size_t smem) {
+  static std::atomic<int> cache[kWarps][2] = {};  // value + 1; 0: not asked yet
+  std::atomic<int>& c = cache[n_warps - 1][stages - 1];
+  if (const int v = c.load(std::memory_order_relaxed); v > 0) return v - 1;
   int n = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
                                                     32 * n_warps, smem) != cudaSuccess) {
     cudaGetLastError();
-    return 0;
+    n = 0;
   }
+  c.store(n + 1, std::memory_order_relaxed);
   return n;
 }
 
@@ -716,15 +722,21 @@ GemvShape gemv_shape(const GemvQ8Params& p) {
       sh.stages = p.stages;
     } else if (waves_auto()) {
       const double two =
-          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, smem(2)));
+          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, 2, smem(2)));
       const double one =
-          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, smem(1)));
+          wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, 1, smem(1)));
       if (one > two + 0.1) sh.stages = 1;
     }
   }
   sh.smem = smem(sh.stages);  // Q8_0: 35 KiB at KR 4, two stages
-  sh.fit = wave_fit(sh.groups, blocks_per_sm<T, NT, KR, XB, kDirect, T2>(sh.n_warps, sh.smem));
   return sh;
+}
+
+// How well a staged launch's waves fit (two_rows_fit_better).
+template <GgmlType T, int KR>
+double staged_fit(const GemvQ8Params& p) {
+  const GemvShape sh = gemv_shape<T, 1, KR, 1, false, T>(p);
+  return wave_fit(sh.groups, blocks_per_sm<T, 1, KR, 1, false, T>(sh.n_warps, sh.stages, sh.smem));
 }
 
 template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
@@ -756,8 +768,8 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
 template <GgmlType T>
 bool two_rows_fit_better(const GemvQ8Params& p) {
   if (!waves_auto() || p.n_tok != 1 || p.rows != 0 || p.stages != 0) return false;
-  const double four = gemv_shape<T, 1, 4, 1, false, T>(p).fit;
-  return four < 0.75 && gemv_shape<T, 1, 2, 1, false, T>(p).fit > four + 0.15;
+  const double four = staged_fit<T, 4>(p);
+  return four < 0.75 && staged_fit<T, 2>(p) > four + 0.15;
 }
 
 template <GgmlType T>
