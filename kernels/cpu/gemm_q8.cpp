@@ -144,13 +144,14 @@ GemmQ8AmxTileFn amx_kernel(CpuIsa isa, int64_t n_tok, GemmQ8Amx amx) {
              : nullptr;
 }
 
-// The pairs tile (GemmQ8Tuning::pairs; LS_GEMM_PAIRS=1 for whole runs).
+// The pairs tile (GemmQ8Tuning::pairs; LS_GEMM_PAIRS=0 turns it off for
+// whole runs).
 bool pairs_wanted(const GemmQ8Tuning& tune) {
-  static const bool env = [] {
+  static const bool env_off = [] {
     const char* e = std::getenv("LS_GEMM_PAIRS");
-    return e && std::strcmp(e, "1") == 0;
+    return e && std::strcmp(e, "0") == 0;
   }();
-  const bool want = tune.pairs == 1 || (tune.pairs < 0 && env);
+  const bool want = tune.pairs == 1 || (tune.pairs < 0 && !env_off);
   return want && gemm_q8_pairs_supported();
 }
 

@@ -114,8 +114,9 @@ void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const Gemm
                        int n_tok, int64_t nc, float* y, int64_t ldy);
 void gemm_q8_tile_avx512vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
                              int n_tok, int64_t nc, float* y, int64_t ldy);
-// The same tile over token pairs (gemm_q8_avx512.cpp, the same bits;
-// an experiment: GemmQ8Tuning::pairs). Needs AVX-512 VNNI and DQ.
+// The same tile over token pairs (gemm_q8_avx512.cpp, the same bits; the
+// default where the CPU runs it: GemmQ8Tuning::pairs). Needs AVX-512 VNNI
+// and DQ.
 void gemm_q8_tile_avx512vnni_pairs(GgmlType t, const GemmQ8WChunk* w, int n_rows,
                                    const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y,
                                    int64_t ldy);
@@ -170,9 +171,11 @@ struct GemmQ8Tuning {
   int rows_per_task = 0;    // rows a task packs and computes; 0: from range_bytes
   int64_t range_bytes = 0;  // those rows packed; 0: a quarter of L2 (and >= 4 tasks a thread)
   GemmQ8Amx amx = GemmQ8Amx::Auto;
-  // The AVX-512 VNNI tile over token pairs instead of the default one (same
-  // bits; gemm_q8_avx512.cpp): -1 as LS_GEMM_PAIRS says (1: on), 0
-  // off, 1 on where gemm_q8_pairs_supported.
+  // The AVX-512 VNNI tile over token pairs instead of the one-token tile
+  // (same bits; gemm_q8_avx512.cpp): 1 on where gemm_q8_pairs_supported, 0
+  // off, -1 on unless LS_GEMM_PAIRS=0 (A/B timing of whole runs). Measured
+  // 1.1-1.45x the one-token tile at 8-32 tokens on the GPU machine's Xeon
+  // (bench/results/2026-12-03-h200-s21.md).
   int pairs = -1;
 };
 

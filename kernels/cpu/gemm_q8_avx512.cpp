@@ -14,9 +14,10 @@
 // At the end, the horizontal sum with q8_lanes_sum's tree.
 // Contraction off: a multiply then an add, as the lane form says.
 //
-// The same tile over token pairs (gemm_q8_tile_avx512vnni_pairs; an
-// experiment, GemmQ8Tuning::pairs, LS_GEMM_PAIRS=1, until it is measured on
-// an AVX-512 machine). The tile above puts two slices of one token in a zmm,
+// The same tile over token pairs (gemm_q8_tile_avx512vnni_pairs; the
+// default where the CPU has AVX-512 DQ too, GemmQ8Tuning::pairs; measured
+// 1.1-1.45x the tile above at 8-32 tokens on the GPU machine's Xeon,
+// bench/results/2026-12-03-h200-s21.md). The tile above puts two slices of one token in a zmm,
 // so each (row, token) sum comes out in two halves to fold (an extract and
 // an add) before the float step, which then runs on 8 lanes: 8 vector
 // operations per (row, token) and chunk against its 16 vpdpbusd (session 8's

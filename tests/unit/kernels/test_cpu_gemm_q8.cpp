@@ -97,7 +97,7 @@ GemmQ8Tuning with_amx(GemmQ8Tuning t, GemmQ8Amx a) {
   return t;
 }
 
-// The AVX-512 VNNI tile over token pairs (an experiment), where this CPU runs it.
+// The AVX-512 VNNI tile over token pairs (the default where this CPU runs it).
 bool pairs_here() {
   static const bool ok = [] {
     if (!gemm_q8_pairs_supported())
@@ -107,8 +107,8 @@ bool pairs_here() {
   return ok;
 }
 
-GemmQ8Tuning with_pairs(GemmQ8Tuning t) {
-  t.pairs = 1;
+GemmQ8Tuning with_pairs(GemmQ8Tuning t, int pairs = 1) {
+  t.pairs = pairs;
   t.amx = GemmQ8Amx::Off;
   return t;
 }
@@ -177,14 +177,15 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, {}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {1, 1}), want));
           CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, {3 * 416 * 4, 4}), want));
-          if (isa == CpuIsa::Avx512 && pairs_here()) {
-            const std::string pairs = "avx512vnni-pairs";
-            CAPTURE(pairs);
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_pairs({})), want));
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({1, 1})), want));
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({3 * 416 * 4, 4})),
-                            want));
-          }
+          if (isa == CpuIsa::Avx512 && pairs_here())
+            for (int p : {0, 1}) {  // the one-token tile and the pairs tile
+              const std::string pairs = p ? "avx512vnni-pairs" : "avx512vnni";
+              CAPTURE(pairs);
+              CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_pairs({}, p)), want));
+              CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({1, 1}, p)), want));
+              CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({3 * 416 * 4, 4}, p)),
+                              want));
+            }
           for (GemmQ8Amx a : amx_modes()) {
             const std::string amx = a == GemmQ8Amx::On ? "amx" : "amx emulated";
             CAPTURE(amx);
