@@ -86,7 +86,13 @@ std::string SpecReport::to_text(const std::string& draft) const {
                 draft.c_str(), steps, drafted, accepted,
                 drafted ? 100.0 * double(accepted) / double(drafted) : 0.0,
                 steps ? double(emitted) / double(steps) : 0.0, draft_s, verify_s);
-  return buf;
+  std::string text = buf;
+  if (replay_left_at >= 0)
+    text += " | the output left the replay file's at output token " +
+            std::to_string(replay_left_at) +
+            ": from there the file no longer predicts the target, and the acceptance is not "
+            "its ALPHA";
+  return text;
 }
 
 SpeculativeDecoder::~SpeculativeDecoder() = default;
@@ -175,7 +181,10 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
   // next prompt starts with it (decode's carry), so it is not counted twice.
   ctx_.resize(std::min<size_t>(ctx_.size(), target.pipeline().n_past()));
   ctx_.insert(ctx_.end(), prompt.begin(), prompt.end());
-  if (!replay_.empty())  // this request's output is the replay's from its start
+  // This request's output starts at out0; the replay's is this output from
+  // its start.
+  const size_t out0 = ctx_.size();
+  if (!replay_.empty())
     draft_ = std::make_unique<ReplayDraft>(replay_, replay_alpha_, ctx_.size(),
                                            static_cast<int32_t>(n_vocab));
   SpecK chooser(opt_.k_min, opt_.k_max);
@@ -219,6 +228,9 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
         size_t j = 0;
         for (; j < got.size(); ++j) {
           ctx_.push_back(got[j]);
+          if (const size_t at = ctx_.size() - 1 - out0;
+              report_.replay_left_at < 0 && at < replay_.size() && got[j] != replay_[at])
+            report_.replay_left_at = static_cast<int64_t>(at);
           ++count;
           if (!emit(got[j]) || count >= n) {
             stop = true;

@@ -29,6 +29,10 @@ struct SpecOptions {
 struct SpecReport {
   size_t steps = 0, drafted = 0, accepted = 0, emitted = 0;
   double draft_s = 0, verify_s = 0;
+  // The replay draft: the first output token (counted from the request's
+  // start) where the target's output left the file's, or -1. Past there the
+  // file no longer predicts the target, so the acceptance is not its ALPHA.
+  int64_t replay_left_at = -1;
   std::string to_text(const std::string& draft) const;
 };
 

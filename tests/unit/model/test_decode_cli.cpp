@@ -450,12 +450,33 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
     const size_t at = r.err.find("speculative (");
     REQUIRE(at != std::string::npos);
     MESSAGE(r.err.substr(at, r.err.find('\n', at) - at));
+    CHECK(r.err.find("left the replay file") == std::string::npos);
     if (k.draft.rfind("replay:", 0) == 0 && k.draft.back() == '7') {
       // Both paths were taken: drafts that stood and drafts that did not.
       CHECK(r.err.find(" 0 accepted") == std::string::npos);
       CHECK(r.err.find("(100.0 %)") == std::string::npos);
     }
   }
+}
+
+TEST_CASE("decode --draft replay: a run whose output leaves the file says where") {
+  const std::vector<std::string> greedy = {"--temp", "0", "-n", "24", "-t", "2"};
+  std::vector<int32_t> ids = decode_ids(greedy);
+  REQUIRE(ids.size() > 12);
+  ids[12] = ids[12] == 1 ? 2 : 1;  // not what the target emits there
+  const std::string ids_file = temp_dir().file("left.ids");
+  {
+    std::ofstream f(ids_file);
+    for (int32_t t : ids) f << t << ' ';
+  }
+  std::vector<std::string> a = {"-m", tiny_model(), "-p", kPrompt, "--no-display-prompt", "--ids"};
+  a.insert(a.end(),
+           {"--draft", "replay:" + ids_file + ":1", "--draft-min", "4", "--draft-max", "4"});
+  a.insert(a.end(), greedy.begin(), greedy.end());
+  const RunResult r = run_decode(a);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("left the replay file's at output token 12:") != std::string::npos);
 }
 
 TEST_CASE("decode --draft: bad drafts are refused by name") {
