@@ -17,9 +17,10 @@
 // The same tile over token pairs (gemm_q8_tile_avx512vnni_pairs; the
 // default where the CPU has AVX-512 DQ too, GemmQ8Tuning::pairs; measured
 // 1.1-1.45x the tile above at 8-32 tokens on the GPU machine's Xeon,
-// bench/results/2026-12-03-h200-s21.md). The tile above puts two slices of one token in a zmm,
-// so each (row, token) sum comes out in two halves to fold (an extract and
-// an add) before the float step, which then runs on 8 lanes: 8 vector
+// bench/results/2026-12-03-h200-s21.md). The tile above puts two slices of
+// one token in a zmm, so each (row, token) sum comes out in two halves to
+// fold (an extract and an add) before the float step, which then runs on 8
+// lanes: 8 vector
 // operations per (row, token) and chunk against its 16 vpdpbusd (session 8's
 // AMX record puts the GEMM's loss at 8-32 tokens in that float step). The
 // pairs tile puts one slice of two tokens in a zmm (token 2p in lanes 0-7,
