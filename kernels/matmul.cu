@@ -13,7 +13,9 @@
 //   f32 x       (set_act_q8(false): --act f32, the exact oracle) gemv_q at
 //               every width, 8 tokens a launch: nothing rounds to f16.
 //   n_tok >  8  dequant W to f16 scratch (skipped for F16 weights), x to f16,
-//               then a tensor-core GEMM with f32 accumulation and f32 output:
+//               then a tensor-core GEMM with f32 accumulation and f32 output
+//               (a weight larger than the scratch, the output head, in slices
+//               of rows: gemm_in_slices):
 //               cublasGemmEx when libcublas loads, else gemm_wmma_f16 below.
 //               PrefillPath (matmul.cuh) picks the dequantization kernel and
 //               whether matmul_cuda_shared_x overlaps the next weight's
@@ -72,8 +74,8 @@ using CublasGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cubla
 struct WmmaParams {
   const uint4* x16;  // (n_tok, n_in) f16, 8 per uint4
   const uint4* w16;  // (n_out, n_in) f16
-  float* y;          // (n_tok, n_out)
-  int64_t n_in, n_out, n_tok;
+  float* y;          // (n_tok, ldy): columns 0..n_out-1 written
+  int64_t n_in, n_out, n_tok, ldy;
 };
 
 __global__ void __launch_bounds__(32) gemm_wmma_f16(WmmaParams p) {
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(32) gemm_wmma_f16(WmmaParams p) {
   __syncwarp();
   for (int i = lane; i < 256; i += 32) {
     const int64_t t = t0 + i / 16, o = o0 + i % 16;
-    if (t < p.n_tok && o < p.n_out) p.y[t * p.n_out + o] = cs[i];
+    if (t < p.n_tok && o < p.n_out) p.y[t * p.ldy + o] = cs[i];
   }
 }
 
@@ -288,13 +290,15 @@ void MatmulContext::note_gemv_x(const float* x, int64_t n_in, int64_t n_tok) {
 }
 
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
-                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream) {
+                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream, int64_t ldy) {
   MatmulContext::Impl& im = *ctx.impl();
+  if (ldy == 0) ldy = n_out;
+  if (ldy < n_out) return make_error("matmul: ldy %lld < n_out %lld", (long long)ldy, (long long)n_out);
   const bool use_cublas = im.handle && im.path != MatmulPath::GemmWmma;
   if (im.path == MatmulPath::GemmCublas && !im.handle)
     return make_error("matmul: cuBLAS path asked for but %s", im.backend.c_str());
   if (use_cublas) {
-    if (n_in > 0x7fffffff || n_out > 0x7fffffff || n_tok > 0x7fffffff)
+    if (n_in > 0x7fffffff || ldy > 0x7fffffff || n_tok > 0x7fffffff)
       return make_error("matmul: GEMM dimension over 2^31 (n_in %lld, n_out %lld, n_tok %lld)",
                         (long long)n_in, (long long)n_out, (long long)n_tok);
     if (im.set_stream(im.handle, stream) != CUBLAS_STATUS_SUCCESS)
@@ -307,7 +311,7 @@ Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int
         im.gemm_ex(im.handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
                    static_cast<int>(n_tok), static_cast<int>(n_in), &alpha, w16, CUDA_R_16F,
                    static_cast<int>(n_in), x16, CUDA_R_16F, static_cast<int>(n_in), &beta, y,
-                   CUDA_R_32F, static_cast<int>(n_out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                   CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
       return make_error(
           "matmul: cublasGemmEx failed with status %d (n_in %lld, n_out %lld, n_tok %lld)",
@@ -319,7 +323,7 @@ Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int
   if ((n_tok + 15) / 16 > 65535)
     return make_error("matmul: wmma GEMM n_tok %lld too large", (long long)n_tok);
   gemm_wmma_f16<<<grid, 32, 0, stream>>>(WmmaParams{
-      static_cast<const uint4*>(x16), static_cast<const uint4*>(w16), y, n_in, n_out, n_tok});
+      static_cast<const uint4*>(x16), static_cast<const uint4*>(w16), y, n_in, n_out, n_tok, ldy});
   LS_CUDA_TRY(cudaGetLastError());
   return ok();
 }
@@ -465,13 +469,58 @@ Status dequant_w(MatmulContext::Impl& im, const WeightView& w, uint16_t* scratch
 }
 
 Status run_gemm(MatmulContext& ctx, MatmulPath path, const void* w16, const WeightView& w,
-                int64_t n_tok, float* y, cudaStream_t stream) {
+                int64_t n_tok, float* y, cudaStream_t stream, int64_t ldy = 0) {
   MatmulContext::Impl& im = *ctx.impl();
   const MatmulPath saved = im.path;
   if (path == MatmulPath::GemmWmma) im.path = MatmulPath::GemmWmma;
-  Status st = matmul_gemm_f16(ctx, w16, im.x16, w.n_in, w.n_out, n_tok, y, stream);
+  Status st = matmul_gemm_f16(ctx, w16, im.x16, w.n_in, w.n_out, n_tok, y, stream, ldy);
   im.path = saved;
   return st;
+}
+
+// Whether w's f16 form fits the scratch (F16 weights are used in place).
+bool fits_scratch(const MatmulContext::Impl& im, const WeightView& w) {
+  return w.type == GgmlType::F16 || w.n_in * w.n_out <= im.max_weight_elems;
+}
+
+// Rows a slice of w holds (a multiple that keeps slices 16-byte aligned, as
+// check_weight asks of the whole weight); 0: not even those fit.
+int64_t slice_rows(const MatmulContext::Impl& im, const WeightView& w) {
+  const uint64_t row_bytes = ggml_row_bytes(w.type, static_cast<uint64_t>(w.n_in));
+  int64_t align = 1;
+  while ((row_bytes * static_cast<uint64_t>(align)) % 16 != 0) align *= 2;
+  return im.max_weight_elems / w.n_in / align * align;
+}
+
+Status check_slices(const MatmulContext::Impl& im, const WeightView& w) {
+  if (fits_scratch(im, w) || slice_rows(im, w) > 0) return ok();
+  return make_error("matmul: a slice of the %s weight (n_in %lld) does not fit the context's "
+                    "f16 scratch (%lld elements)",
+                    ggml_type_name(w.type), (long long)w.n_in, (long long)im.max_weight_elems);
+}
+
+// The GEMM of a weight larger than the scratch (the output head: its f16
+// form alone was 1.96 GiB of a 70b's device budget, 4x any layer weight), x
+// already in x16: slices of as many rows as the scratch holds, each
+// dequantized, then multiplied into its columns of y (row stride n_out).
+// Each output is computed from the same f16 values as unsliced; the GEMM's
+// shapes differ, so cuBLAS may pick another kernel (the WMMA fallback gives
+// the same bits).
+Status gemm_in_slices(MatmulContext& ctx, MatmulPath path, const WeightView& w, int64_t n_tok,
+                      float* y, cudaStream_t stream) {
+  MatmulContext::Impl& im = *ctx.impl();
+  LS_TRY(check_slices(im, w));
+  const uint64_t row_bytes = ggml_row_bytes(w.type, static_cast<uint64_t>(w.n_in));
+  const int64_t rows = slice_rows(im, w);
+  for (int64_t r0 = 0; r0 < w.n_out; r0 += rows) {
+    const WeightView part{w.type,
+                          static_cast<const uint8_t*>(w.data) + static_cast<uint64_t>(r0) * row_bytes,
+                          w.n_in, std::min(rows, w.n_out - r0)};
+    const void* w16 = nullptr;
+    LS_TRY(dequant_w(im, part, im.w16, stream, &w16));
+    LS_TRY(run_gemm(ctx, path, w16, part, n_tok, y + r0, stream, w.n_out));
+  }
+  return ok();
 }
 
 // The second scratch, side stream and events of PrefillPath::Overlap; false
@@ -531,11 +580,15 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     return ok();
   }
   if (im.prefill == PrefillPath::Legacy) {  // as before 2026-11-30: x converted per weight
+    for (int i = 0; i < n_w; ++i) LS_TRY(check_slices(im, w[i]));
     for (int i = 0; i < n_w; ++i) {
       const void* w16 = nullptr;
-      LS_TRY(dequant_w(im, w[i], im.w16, stream, &w16));
+      if (fits_scratch(im, w[i])) LS_TRY(dequant_w(im, w[i], im.w16, stream, &w16));
       LS_TRY(convert_x(im, x, n_tok * w[i].n_in, stream));
-      LS_TRY(run_gemm(ctx, path, w16, w[i], n_tok, y[i], stream));
+      if (fits_scratch(im, w[i]))
+        LS_TRY(run_gemm(ctx, path, w16, w[i], n_tok, y[i], stream));
+      else
+        LS_TRY(gemm_in_slices(ctx, path, w[i], n_tok, y[i], stream));
     }
     return ok();
   }
@@ -544,6 +597,22 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     if (w[i].n_in != w[0].n_in)
       return make_error("matmul: weights sharing x differ in n_in (%lld, %lld)",
                         (long long)w[0].n_in, (long long)w[i].n_in);
+  bool all_fit = true;
+  for (int i = 0; i < n_w; ++i) all_fit = all_fit && fits_scratch(im, w[i]);
+  if (!all_fit) {  // one weight after the other, those too large in slices
+    for (int i = 0; i < n_w; ++i) LS_TRY(check_slices(im, w[i]));
+    LS_TRY(convert_x(im, x, n_tok * w[0].n_in, stream));
+    for (int i = 0; i < n_w; ++i) {
+      if (!fits_scratch(im, w[i])) {
+        LS_TRY(gemm_in_slices(ctx, path, w[i], n_tok, y[i], stream));
+        continue;
+      }
+      const void* w16 = nullptr;
+      LS_TRY(dequant_w(im, w[i], im.w16, stream, &w16));
+      LS_TRY(run_gemm(ctx, path, w16, w[i], n_tok, y[i], stream));
+    }
+    return ok();
+  }
   const bool overlap = im.prefill == PrefillPath::Overlap && n_w > 1 && overlap_ready(im);
   uint16_t* scratch[2] = {im.w16, overlap ? im.w16b : im.w16};
   const void* w16 = nullptr;

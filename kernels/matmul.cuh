@@ -46,7 +46,9 @@ constexpr PrefillPath kDefaultPrefillPath = PrefillPath::Tile;
 // Per-stream state of the matmuls (cuBLAS handle, dequantization scratch).
 class MatmulContext {
  public:
-  // max_weight_elems: the largest weight (n_in * n_out) a GEMM will see.
+  // max_weight_elems: the f16 scratch of the GEMM path, in elements: the
+  // largest weight a GEMM dequantizes whole; larger ones go in slices of
+  // rows (at least one row must fit).
   static Expected<std::unique_ptr<MatmulContext>> create(cudaStream_t stream,
                                                          int64_t max_weight_elems);
   ~MatmulContext();
@@ -103,9 +105,10 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
                             bool x_unchanged = false);
 
 // The GEMM step alone: y (n_tok, n_out) f32 = x16 (n_tok, n_in) · w16ᵀ, both
-// f16 row-major on the device, f32 accumulation. Uses cuBLAS unless the path
-// is GemmWmma or cuBLAS is missing.
+// f16 row-major on the device, f32 accumulation; y's rows ldy floats apart
+// (0: n_out). Uses cuBLAS unless the path is GemmWmma or cuBLAS is missing.
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
-                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream);
+                       int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream,
+                       int64_t ldy = 0);
 
 }  // namespace ls

@@ -141,9 +141,13 @@ int64_t weight_elems(const GgufTensor* t) {
   return static_cast<int64_t>(t->shape[0] * t->rows());
 }
 
-// The largest weight the prefill GEMM path dequantizes into its f16 scratch.
+// The GEMM path's f16 scratch: the largest layer weight. The output head,
+// 4x that on a Llama 3 (128k rows), goes in slices of rows
+// (kernels/matmul.cu): its whole f16 form took 1.96 GiB of a 70b's device
+// budget, three device slots' worth, for a GEMM a step. A model without
+// layers (none in practice) sizes it by the head.
 int64_t max_weight_elems(const LlamaWeights& w) {
-  int64_t m = weight_elems(w.output);
+  int64_t m = w.layers.empty() ? weight_elems(w.output) : 0;
   for (const LayerWeights& lw : w.layers)
     for (const GgufTensor* t : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_gate, lw.w_up, lw.w_down})
       m = std::max(m, weight_elems(t));

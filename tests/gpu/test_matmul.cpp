@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -84,8 +85,15 @@ double gemm_threshold(GgmlType t) {
   return (t == GgmlType::F16 || t == GgmlType::BF16) ? 4e-7 : 1e-6;
 }
 
+// A fixed seed (LS_TEST_SEED overrides it): the NMSE thresholds are
+// statistical, and with a seed from std::random_device a run could fail once
+// and never again (session 22: F16, 2 outputs of 72 terms, 4.5e-7 against
+// 4e-7).
 std::mt19937_64& rng() {
-  static std::mt19937_64 r(std::random_device{}());
+  static std::mt19937_64 r([] {
+    const char* e = std::getenv("LS_TEST_SEED");
+    return e ? std::strtoull(e, nullptr, 0) : 0x5eed2026ull;
+  }());
   return r;
 }
 
@@ -423,10 +431,14 @@ TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
   CHECK_FALSE(ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.as<uint8_t>() + 2, 32, 4}, x.as<float>(), 1,
                               y.as<float>(), s)
                   .ok());
-  // A GEMM weight larger than the context's scratch.
-  CHECK_FALSE(
-      ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 256, 8}, x.as<float>(), 16, y.as<float>(), s)
-          .ok());
+  // A GEMM weight of which not even one aligned slice of rows fits the
+  // context's scratch (1024 elements; larger weights go in slices).
+  {
+    const ls::Status big =
+        ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 1056, 2}, x.as<float>(), 9, y.as<float>(), s);
+    CHECK_FALSE(big.ok());
+    if (!big.ok()) CHECK(std::strstr(big.error().message.c_str(), "scratch") != nullptr);
+  }
   // The GEMV path forced beyond its batch limit.
   ctx.set_path(MatmulPath::Gemv);
   const ls::Status st =
@@ -436,6 +448,60 @@ TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
   CUDA_CHECK(cudaStreamSynchronize(s));
   std::printf("cuda matmul: GEMM backend: %s\n", ctx.gemm_backend());
   ctx_or = ls::Error{"released"};
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// A GEMM weight larger than the context's f16 scratch (the output head since
+// session 22) runs in slices of rows: the WMMA GEMM gives the bits of the
+// unsliced run, cuBLAS the reference's accuracy; alone and in a group of
+// weights sharing x, beside one that fits.
+TEST_CASE("cuda matmul: a weight larger than the scratch runs in slices of rows") {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  const int64_t n_in = 512, n_out = 300, n_tok = 16, small_out = 40;
+  auto small_or = ls::MatmulContext::create(s, n_in * 64);  // slices of 64 rows: 4 + 44
+  auto whole_or = ls::MatmulContext::create(s, n_in * n_out);
+  REQUIRE(small_or.has_value());
+  REQUIRE(whole_or.has_value());
+  ls::MatmulContext& small = **small_or;
+  ls::MatmulContext& whole = **whole_or;
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const std::vector<uint8_t> w = random_weight(t, n_in, n_out),
+                               w2 = random_weight(t, n_in, small_out);
+    const std::vector<float> x = random_floats(n_tok * n_in);
+    DeviceBuf dw(w.size()), dw2(w2.size()), dx(x.size() * 4), dy(n_tok * n_out * 4),
+        dy2(n_tok * small_out * 4);
+    CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dw2.p, w2.data(), w2.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    const ls::WeightView hw{t, w.data(), n_in, n_out}, dv{t, dw.p, n_in, n_out},
+        dv2{t, dw2.p, n_in, small_out};
+    const std::vector<float> ref = reference(hw, x, n_tok);
+    const double scale = term_scale(hw, x, n_tok);
+    for (MatmulPath p : {MatmulPath::GemmCublas, MatmulPath::GemmWmma}) {
+      if (p == MatmulPath::GemmCublas && !small.has_cublas()) continue;
+      INFO(ls::ggml_type_name(t), " ", path_name(p));
+      const std::vector<float> sliced = run_gpu(small, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
+      const std::vector<float> one = run_gpu(whole, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
+      const RunResult r = compare(sliced, ref, scale);
+      CHECK(r.unwritten == 0);
+      CHECK(r.nmse <= gemm_threshold(t));
+      if (p == MatmulPath::GemmWmma)
+        CHECK(std::memcmp(sliced.data(), one.data(), sliced.size() * 4) == 0);
+      // In a group sharing x: the small weight first, then the sliced one.
+      const ls::WeightView group[2] = {dv2, dv};
+      float* const ys[2] = {dy2.as<float>(), dy.as<float>()};
+      CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, n_tok * n_out * 4, s));
+      small.set_path(p);
+      REQUIRE(ls::matmul_cuda_shared_x(small, group, ys, 2, dx.as<float>(), n_tok, s).ok());
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<float> grouped(n_tok * n_out);
+      CUDA_CHECK(cudaMemcpy(grouped.data(), dy.p, grouped.size() * 4, cudaMemcpyDeviceToHost));
+      CHECK(std::memcmp(grouped.data(), sliced.data(), grouped.size() * 4) == 0);
+    }
+  }
+  small_or = ls::Error{"released"};
+  whole_or = ls::Error{"released"};
   CUDA_CHECK(cudaStreamDestroy(s));
 }
 
