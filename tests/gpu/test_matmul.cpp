@@ -3,7 +3,7 @@
 // 256·k, n_out not a multiple of the rows per block (1, 7, 333), n_tok on both
 // sides of the GEMV/GEMM switch (1, 2, 3, 8 | 9, 64, 130). Every path runs:
 // the fused GEMV (n_tok <= 8), cuBLAS when it loaded, and the WMMA fallback.
-// Inputs are fresh random floats (W quantized with quantize_row); y is
+// Inputs are random floats (W quantized with quantize_row); y is
 // poisoned with NaN before each run, so an unwritten element fails.
 //
 // NMSE = ||y - ref||² / ||ref||² against a threshold per format and path,
@@ -28,7 +28,9 @@
 //   GEMM: x and W rounded to f16 (relative 2^-11 each, about 2.8e-4 rms), so
 //     NMSE ~ 2 · (2.8e-4)² ≈ 1.6e-7 for quantized W; only x rounds for F16 /
 //     BF16 W (bf16's 8-bit mantissa fits in f16), ≈ 8e-8. Thresholds: 1e-6
-//     for F32 and the quant types, 4e-7 for F16 and BF16.
+//     for F32 and the quant types, 4e-7 for F16 and BF16, checked on each
+//     path's runs pooled (one output alone is too noisy: kRunSlack below);
+//     each run within 25x the threshold. Inputs come from a fixed seed.
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -37,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -234,6 +237,10 @@ std::vector<float> run_gpu(ls::MatmulContext& ctx, MatmulPath path, const ls::We
   return y;
 }
 
+// A single run's NMSE may exceed its path's threshold by this much (see
+// check_type); the runs of a path pooled may not exceed it at all.
+constexpr double kRunSlack = 25;
+
 struct Worst {
   double gemv = 0, cublas = 0, wmma = 0;
 };
@@ -251,6 +258,10 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
   ls::MatmulContext& ctx = **ctx_or;
   Worst worst;
   double q8_num = 0, q8_den = 0;  // int8-x GEMV runs, pooled
+  struct Pool {
+    double num = 0, den = 0;
+  };
+  std::map<std::string, Pool> pooled;  // the other runs, per path
   for (int64_t n_in : n_ins)
     for (int64_t n_out : n_outs) {
       const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
@@ -284,7 +295,17 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
             q8_num += r.num;
             q8_den += r.den;
           } else {
-            CHECK(r.nmse <= limit);
+            // The rounding of x (and W) to f16 is a random error: over a run
+            // of one or two outputs its NMSE is a chi-square of one or two
+            // degrees of freedom around the mean, above 10x the mean once in
+            // ~600 runs (session 22: F16 4.5e-7 and Q3_K 1.02e-6 on single
+            // outputs, against 4e-7 and 1e-6). So the threshold holds for
+            // the path's runs pooled (below); each run is held to 25x it,
+            // which a wrong row or a lost term still fails by far.
+            CHECK(r.nmse <= kRunSlack * limit);
+            Pool& pool = pooled[path_name(p)];
+            pool.num += r.num;
+            pool.den += r.den;
           }
           double& slot =
               is_gemv ? worst.gemv : (p == MatmulPath::GemmWmma ? worst.wmma : worst.cublas);
@@ -293,6 +314,11 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
       }
     }
   ctx.set_path(MatmulPath::Auto);
+  for (const auto& [name, pool] : pooled) {
+    const double limit = name == std::string("gemv") ? gemv_threshold(t) : gemm_threshold(t);
+    INFO(std::string(ls::ggml_type_name(t)), " path ", name, " pooled NMSE ", pool.num / pool.den);
+    CHECK(pool.num / pool.den <= limit);
+  }
   if (q8_den > 0) {
     INFO(std::string(ls::ggml_type_name(t)), " int8-x gemv pooled NMSE ", q8_num / q8_den);
     CHECK(q8_num / q8_den <= kQ8F32Threshold);
