@@ -4,8 +4,7 @@
 //
 // Contraction off: merge and finish must be the same arithmetic wherever
 // they are called from (they are also kept out of line, one copy each).
-// defines: AttentionCpuScratch::reserve, attention_cpu_isa, attention_cpu_amx, attention_cpu,
-//          attention_block_amx_fits (kernels/cpu/attention_cpu_block.h)
+// defines: AttentionCpuScratch::reserve, attention_cpu_isa, attention_cpu
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -17,10 +16,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
-#include "kernels/cpu/amx.h"
 #include "kernels/cpu/attention_cpu_block.h"
 
 namespace ls {
@@ -68,21 +64,6 @@ CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim) {
   if (isa == CpuIsa::Avx512 && head_dim % 16 == 0) return CpuIsa::Avx512;
   if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx2) && head_dim % 8 == 0) return CpuIsa::Avx2;
   return CpuIsa::Portable;
-}
-
-bool attention_block_amx_fits(AttnKvType type, int group, int head_dim) {
-  return type == AttnKvType::F16 && head_dim % 32 == 0 && head_dim <= 256 && group >= 1 &&
-         group <= 16;
-}
-
-bool attention_cpu_amx(CpuIsa isa, AttnKvType type, int group, int head_dim, AttnTiles tiles) {
-  if (tiles == AttnTiles::Off || !attention_block_amx_fits(type, group, head_dim)) return false;
-  if (tiles == AttnTiles::Emulated) return true;
-  static const bool on = [] {
-    const char* e = std::getenv("LS_CPU_AMX");
-    return cpu_amx_bf16_usable() && !(e && std::strcmp(e, "0") == 0);
-  }();
-  return on && attention_cpu_isa(isa, head_dim) == CpuIsa::Avx512;
 }
 
 namespace {
@@ -201,20 +182,16 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   j.ahead = tune.ahead > 0 ? tune.ahead : 8;
   j.prefetch = tune.prefetch >= 0 ? tune.prefetch : kAttnPfDefault;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
-  if (attention_cpu_amx(isa, a.kv.type, j.group, a.head_dim, tune.tiles)) {
-    j.block = tune.tiles == AttnTiles::Emulated ? attention_block_amx_emu : attention_block_amx;
-  } else {
-    switch (attention_cpu_isa(isa, a.head_dim)) {
-      case CpuIsa::Avx512:
-        j.block = attention_block_avx512;
-        break;
-      case CpuIsa::Avx2:
-        j.block = attention_block_avx2;
-        break;
-      default:
-        j.block = attention_block_portable;
-        break;
-    }
+  switch (attention_cpu_isa(isa, a.head_dim)) {
+    case CpuIsa::Avx512:
+      j.block = attention_block_avx512;
+      break;
+    case CpuIsa::Avx2:
+      j.block = attention_block_avx2;
+      break;
+    default:
+      j.block = attention_block_portable;
+      break;
   }
   const int64_t rows = a.n_tok * a.n_head_kv;
   int64_t tasks = 0;

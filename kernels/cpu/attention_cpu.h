@@ -47,12 +47,10 @@
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
 // take the portable one. All three share one templated body
 // (attention_cpu_body.h) over a vector type; exp is a polynomial in the
-// SIMD variants (a few ulp), std::exp in the portable one. Where the CPU
-// has AMX-BF16, avx512 calls on f16 caches compute the scores on the tile
-// unit (AttnTiles below).
-// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnTiles, AttnCpuTuning,
-//          AttentionCpuScratch, attention_cpu_block_len(), attention_cpu_blocks(),
-//          attention_cpu_max_blocks(), attention_cpu(), attention_cpu_isa(), attention_cpu_amx()
+// SIMD variants (a few ulp), std::exp in the portable one.
+// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning, AttentionCpuScratch,
+//          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
+//          attention_cpu(), attention_cpu_isa()
 #pragma once
 
 #include <atomic>
@@ -93,29 +91,14 @@ inline constexpr int kAttnShortRow = 2048;
 inline constexpr int kAttnPfKeysL1 = 1, kAttnPfKeysL2 = 2, kAttnPfValues = 4;
 inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues;
 
-// Whether a block's scores run on the AMX tile unit (the AMX variant of
-// attention_cpu_block.h: f16 caches, head_dim a multiple of 32 up to 256,
-// groups of up to 16; the softmax and the values stay on AVX-512). On the
-// H200 machine's Xeon it takes the scores' FMAs off the vector units, which
-// bound the AVX-512 block at 16 threads (bench/results/2026-12-03-h200-s15.md).
-enum class AttnTiles {
-  Auto,      // with isa avx512, where cpu_amx_bf16_usable() and the shape fits,
-             // unless LS_CPU_AMX=0 is in the environment (A/B timing)
-  Off,       // the isa's own variant
-  Emulated,  // the AMX variant, tile unit and vectors emulated in plain C++
-             // (tests; any CPU and isa, where the shape fits)
-};
-
 // Knobs of attention_cpu, for the bench to sweep. Results depend on block
-// (the reduction's shape) and tiles (the variant), never on ahead (a
-// prefetch distance).
+// (the reduction's shape), never on ahead (a prefetch distance).
 struct AttnCpuTuning {
   int block = 0;  // positions per block, a multiple of 16 in 16..kAttnBlock; 0: by row length
   int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (8)
   // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
   // -1: the default.
   int prefetch = -1;
-  AttnTiles tiles = AttnTiles::Auto;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
@@ -161,9 +144,6 @@ int64_t attention_cpu_max_blocks(int64_t n_ctx);
 
 // The variant attention_cpu runs for this head_dim when asked for isa.
 CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim);
-// Whether a call with this isa, cache type, GQA group, head_dim and tiles
-// runs the AMX variant (on the hardware, or emulated for AttnTiles::Emulated).
-bool attention_cpu_amx(CpuIsa isa, AttnKvType type, int group, int head_dim, AttnTiles tiles);
 
 // out = attention (kernels/ref/attention.h). Requires n_head a multiple of
 // n_head_kv, head_dim even, 0 <= pos[t] < the cache's n_ctx, and

@@ -6,8 +6,7 @@
 //     e[g][p] = exp(s[g][p] - m[g]),   l[g] = Σ_p e[g][p]
 //     acc[g]  = Σ_p e[g][p] · v_p            (head_dim values)
 // One function per ISA variant (attention_cpu_{avx512,avx2,scalar}.cpp, one
-// templated body in attention_cpu_body.h), and the AMX one (its scores on
-// the tile unit: attention_cpu_amx_body.h); internal to attention_cpu.cpp.
+// templated body in attention_cpu_body.h); internal to attention_cpu.cpp.
 //
 // Summation orders (fixed per variant, whatever the threads):
 //   scores: W lanes (W = 16 avx512, 8 avx2, 16 or 1 portable), lane j summing
@@ -15,11 +14,8 @@
 //           variant's hsums, the same for every position);
 //   l:      W lanes over positions j, j+W, ..., then the tree;
 //   acc:    one chain per value, positions in order.
-// (The AMX variant's scores: the tile unit's order, attention_cpu_amx_body.h;
-// its l: lanes over positions 2j and 2j+1 then the two halves, per head.)
 // defines: kAttnMinRun, kAttnMaxRuns, AttnBlockArgs, kv_row(), attention_block_avx512(),
-//          attention_block_avx2(), attention_block_portable(), attention_block_amx(),
-//          attention_block_amx_emu(), attention_block_amx_fits()
+//          attention_block_avx2(), attention_block_portable()
 #pragma once
 
 #include <cstdint>
@@ -47,9 +43,9 @@ struct AttnBlockArgs {
   const void* v_run[kAttnMaxRuns];
   int run_shift = 30;
   AttnKvType type = AttnKvType::F16;
-  int64_t ld_pos = 0;             // elements between positions of a run
-  int n_pos = 0;                  // 1..kAttnBlock
-  int ahead = 8;                  // key rows the scores loop prefetches ahead
+  int64_t ld_pos = 0;  // elements between positions of a run
+  int n_pos = 0;       // 1..kAttnBlock
+  int ahead = 8;       // key rows the scores loop prefetches ahead
   int prefetch = kAttnPfDefault;  // kAttnPf* bits: what the scores loop prefetches
   int group = 0, head_dim = 0;
   float scale = 0;
@@ -72,12 +68,5 @@ void attention_block_avx512(const AttnBlockArgs& a);
 void attention_block_avx2(const AttnBlockArgs& a);
 // Any head_dim.
 void attention_block_portable(const AttnBlockArgs& a);
-// The scores on the AMX tile unit in bf16 parts (attention_cpu_amx_body.h),
-// the rest with AVX-512; on the hardware (cpu_amx_bf16_usable()) or with the
-// tile unit emulated (any CPU). Only for attention_block_amx_fits shapes.
-void attention_block_amx(const AttnBlockArgs& a);
-void attention_block_amx_emu(const AttnBlockArgs& a);
-// F16 keys and values, head_dim a multiple of 32 up to 256, a group of up to 16.
-bool attention_block_amx_fits(AttnKvType type, int group, int head_dim);
 
 }  // namespace ls

@@ -7,18 +7,17 @@
 // the value loop may use), zero, set1, load(const float*), load(const
 // uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, sub, max, add,
 // hsum, hsums(W vectors, scale, out: out[i] = hsum(vector i) · scale), hmax,
-// exp (exp(-inf) = 0), prefetch_l1, prefetch_l2; and for the AMX body,
-// swap_halves (lane i with lane i ± W/2).
+// exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
 //
 // The scores loop reads the key rows a tile of positions at a time,
 // converting W values at a time, and FMAs them into the accumulators of a
 // tile of NG query heads (up to 8 at a time) × P positions (block_scores
 // says why). It also prefetches (AttnBlockArgs::prefetch; by default) the
 // key row `ahead` positions on and the value row of each position (to L2),
-// so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R
-// accumulators in registers, each position's value tile converted once and FMA'd with each head's
-// broadcast weight. defines (internal): attn_block<V>, block_values_all<V, T, EP>, prefetch_row<V,
-// T>
+// so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
+// registers, each position's value tile converted once and FMA'd with each
+// head's broadcast weight.
+// defines (internal): attn_block<V>
 #pragma once
 
 #include <cmath>
@@ -126,20 +125,12 @@ LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
   }
 }
 
-// The weights e of query head g at position p, at e[g · kHead + p · EP]:
-// EP = 1 is the scores buffer's own layout (a head's positions contiguous,
-// kAttnBlock apart); EP > 1 is position-major, EP heads a position (the AMX
-// scores, attention_cpu_amx_body.h).
-template <int EP>
-inline constexpr int64_t kHeadStride = EP == 1 ? kAttnBlock : 1;
-
-// acc of query heads g0..g0+NG-1 (their weights from e, at head g0): tiles
-// of R·W dims (head_dim % (R·W) == 0).
-template <class V, class T, int NG, int R, int EP>
-LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, const float* e) {
+// acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) == 0).
+template <class V, class T, int NG, int R>
+LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
   using F = typename V::F;
-  constexpr int64_t kHead = kHeadStride<EP>;
   const int hd = a.head_dim;
+  const float* e = a.scores + int64_t{g0} * kAttnBlock;
   float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
   for (int d0 = 0; d0 < hd; d0 += R * V::W) {
     F o[NG][R];
@@ -150,7 +141,7 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, const float* e)
       F x[R];
       for (int r = 0; r < R; ++r) x[r] = V::load(vp + r * V::W);
       for (int g = 0; g < NG; ++g) {
-        const F w = V::set1(e[g * kHead + int64_t{p} * EP]);
+        const F w = V::set1(e[g * kAttnBlock + p]);
         for (int r = 0; r < R; ++r) o[g][r] = V::fma(w, x[r], o[g][r]);
       }
     }
@@ -161,36 +152,21 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, const float* e)
 
 // The widest tile (R = 8, 4, 2, 1 vectors) that divides head_dim and keeps
 // NG × R accumulators within V::kAcc registers.
-template <class V, class T, int NG, int EP>
-LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0, const float* e) {
+template <class V, class T, int NG>
+LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0) {
   const int chunks = a.head_dim / V::W;
   if constexpr (NG * 8 <= V::kAcc)
-    if (chunks % 8 == 0) return block_values<V, T, NG, 8, EP>(a, g0, e);
+    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0);
   if constexpr (NG * 4 <= V::kAcc)
-    if (chunks % 4 == 0) return block_values<V, T, NG, 4, EP>(a, g0, e);
+    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0);
   if constexpr (NG * 2 <= V::kAcc)
-    if (chunks % 2 == 0) return block_values<V, T, NG, 2, EP>(a, g0, e);
-  return block_values<V, T, NG, 1, EP>(a, g0, e);
-}
-
-// acc of the whole group, in runs of 8, 4, 2, 1 query heads (a group of 3:
-// 2 + 1); e: query head 0's weights (layout: kHeadStride above).
-template <class V, class T, int EP>
-LS_ATTN_TARGET void block_values_all(const AttnBlockArgs& a, const float* e) {
-  for (int g0 = 0; g0 < a.group;) {
-    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    const float* eg = e + g0 * kHeadStride<EP>;
-    if (ng == 8) block_values_ng<V, T, 8, EP>(a, g0, eg);
-    if (ng == 4) block_values_ng<V, T, 4, EP>(a, g0, eg);
-    if (ng == 2) block_values_ng<V, T, 2, EP>(a, g0, eg);
-    if (ng == 1) block_values_ng<V, T, 1, EP>(a, g0, eg);
-    g0 += ng;
-  }
+    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0);
+  return block_values<V, T, NG, 1>(a, g0);
 }
 
 template <class V, class T>
 LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
-  // The group in runs of 8, 4, 2, 1 query heads, as block_values_all.
+  // The group in runs of 8, 4, 2, 1 query heads (a group of 3: 2 + 1).
   for (int g0 = 0; g0 < a.group;) {
     const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
     const bool fetch = g0 == 0;
@@ -201,7 +177,14 @@ LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
     g0 += ng;
   }
   block_softmax<V>(a);
-  block_values_all<V, T, 1>(a, a.scores);
+  for (int g0 = 0; g0 < a.group;) {
+    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    if (ng == 8) block_values_ng<V, T, 8>(a, g0);
+    if (ng == 4) block_values_ng<V, T, 4>(a, g0);
+    if (ng == 2) block_values_ng<V, T, 2>(a, g0);
+    if (ng == 1) block_values_ng<V, T, 1>(a, g0);
+    g0 += ng;
+  }
 }
 
 template <class V>

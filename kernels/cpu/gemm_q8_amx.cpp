@@ -1,6 +1,6 @@
 // The AMX path's hardware tile kernel, the process's permission to use the
 // tile registers, and the path's packers (kernels/cpu/gemm_q8_amx.h).
-// defines: gemm_q8_amx_enabled, gemm_q8_amx_min_tokens, gemm_q8_amx_tile_hw,
+// defines: cpu_amx_usable, gemm_q8_amx_enabled, gemm_q8_amx_min_tokens, gemm_q8_amx_tile_hw,
 //          gemm_q8_amx_pack_x (kernels/cpu/gemm_q8_amx.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -15,7 +15,10 @@
 #include "kernels/cpu/gemm_q8_amx.h"
 
 #if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #define LS_AMX_HW 1
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, see dot_avx512.cpp
@@ -39,9 +42,6 @@ struct AmxHw {
   LS_AMX_TARGET void release() { _tile_release(); }
   template <int T>
   LS_AMX_TARGET void load(const void* p, int64_t stride) {
-    // GCC's tile loads are asm without a memory operand: this barrier keeps
-    // the stores that packed a tile's rows before its load.
-    __asm__ volatile("" ::: "memory");
 #define LS_LOAD(n) \
   if constexpr (T == n) _tile_loadd(n, p, stride);
     LS_TILE_CASES(LS_LOAD)
@@ -77,7 +77,26 @@ struct AmxHw {
 };
 #undef LS_TILE_CASES
 
+// The OS's permission for this process (Linux 5.16 on; every thread of it).
+bool request_tile_data() {
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
 }  // namespace
+
+bool cpu_amx_usable() {
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool tile = (d >> 24) & 1, int8 = (d >> 25) & 1;
+    // The float step is AVX-512 (every CPU with AMX has it; checked anyway).
+    return tile && int8 && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           request_tile_data();
+  }();
+  return ok;
+}
 
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
@@ -85,6 +104,10 @@ void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const Ge
 }
 
 #else  // no AMX in this build: never usable, the kernel never called
+
+bool cpu_amx_usable() {
+  return false;
+}
 
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {

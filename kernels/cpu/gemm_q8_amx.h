@@ -23,8 +23,10 @@
 // step and the path through gemm_q8_parts be tested on any CPU; on a CPU
 // with AMX the tests run both.
 //
-// Whether the CPU has it, and the OS's permission: kernels/cpu/amx.h.
-// defines: gemm_q8_amx_enabled(), GemmQ8AmxTileFn, gemm_q8_amx_tile_hw(),
+// Linux gives a process the tile registers only on request
+// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); cpu_amx_usable asks
+// once for the whole process.
+// defines: cpu_amx_usable(), gemm_q8_amx_enabled(), GemmQ8AmxTileFn, gemm_q8_amx_tile_hw(),
 //          gemm_q8_amx_tile_emu(), gemm_q8_amx_pack_x(),
 //          gemm_q8_amx_min_tokens(), kGemmQ8AmxRows, kGemmQ8AmxToks
 #pragma once
@@ -33,7 +35,6 @@
 
 #include "io/ggml_type.h"
 #include "kernels/cpu/act_q8_cpu.h"
-#include "kernels/cpu/amx.h"
 #include "kernels/cpu/gemm_q8.h"
 
 namespace ls {
@@ -41,6 +42,8 @@ namespace ls {
 inline constexpr int kGemmQ8AmxRows = 16;  // weight rows a tile multiply covers
 inline constexpr int kGemmQ8AmxToks = 32;  // tokens a kernel call covers (two groups)
 
+// The CPU has AMX-TILE and AMX-INT8 and the kernel let this process use them.
+bool cpu_amx_usable();
 // cpu_amx_usable, unless LS_CPU_AMX=0 is in the environment (A/B timing of a
 // whole run against the AVX-512 VNNI tile).
 bool gemm_q8_amx_enabled();

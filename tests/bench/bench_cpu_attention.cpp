@@ -24,11 +24,6 @@
 // prefetches: k1v2 (keys into L1, values into L2: the
 // default), k2v2, k1, v2, none.
 //
-// --tiles auto,off,emu: the scores on the AMX tile unit where the CPU has
-// AMX-BF16 (auto: what the engine runs), never (off: the ISA's own
-// variant), or emulated (emu: a test path, slow). The isa column says
-// which ran ("amx" for the tile unit).
-//
 // --read adds, per context, the same bytes read with nothing computed: the
 // same tasks (a block of positions of one head: its keys, then its values)
 // on the same pool, each summing its bytes with the widest loads. The ratio
@@ -37,7 +32,7 @@
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
 //          [--isa best|all|avx512,...] [--layout rows,heads] [--block 0,128,...]
-//          [--ahead 0,16,...] [--prefetch k1v2,none,...] [--tiles auto,off] [--read]
+//          [--ahead 0,16,...] [--prefetch k1v2,none,...] [--read]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -157,7 +152,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> layouts = {"heads"};
   std::vector<int> blocks = {0}, aheads = {0};
   std::vector<std::string> prefetches = {"k1v2"};
-  std::vector<AttnTiles> tiles = {AttnTiles::Auto};
   bool read_only = false;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -202,17 +196,6 @@ int main(int argc, char** argv) {
                        x.c_str());
           return 2;
         }
-    } else if (a == "--tiles") {
-      tiles.clear();
-      for (const auto& x : split(next())) {
-        if (x != "auto" && x != "off" && x != "emu") {
-          std::fprintf(stderr, "--tiles: '%s' is not one of auto, off, emu\n", x.c_str());
-          return 2;
-        }
-        tiles.push_back(x == "auto"  ? AttnTiles::Auto
-                        : x == "off" ? AttnTiles::Off
-                                     : AttnTiles::Emulated);
-      }
     } else if (a == "--read") {
       read_only = true;
     } else if (a == "--isa") {
@@ -287,11 +270,10 @@ int main(int argc, char** argv) {
           auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
                             const Stats& st) {
             const double gbps = bytes / (st.med * 1e-6) / 1e9;
-            std::printf(
-                "%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead, pf.c_str(),
-                static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
-                host[th], gbps / host[th]);
+            std::printf("%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                        static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead,
+                        pf.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
+                        st.min, st.max, gbps, host[th], gbps / host[th]);
             std::fflush(stdout);
             rows.push_back({{"ctx", ctx},
                             {"threads", th},
@@ -311,9 +293,8 @@ int main(int argc, char** argv) {
           };
           for (int blk : blocks)
             for (int ahead : aheads)
-              for (const std::string& pf : prefetches)
-                for (AttnTiles tl : tiles) {
-                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), tl};
+              for (const std::string& pf : prefetches) {
+                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
                   AttentionCpuScratch scratch;
                   const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
                   AttnArgs a;
@@ -341,11 +322,7 @@ int main(int argc, char** argv) {
                     a.kv.v = v;
                     attention_cpu(pool, a, scratch, isa, tune);
                   });
-                  const bool amx =
-                      attention_cpu_amx(isa, AttnKvType::F16, kHead / kHeadKv, kHeadDim, tl);
-                  report(amx ? (tl == AttnTiles::Emulated ? "amx-emu" : "amx")
-                             : cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
-                         blk, ahead, pf, st);
+                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
                 }
           if (read_only && layout == "heads") {
             // The kernel's tasks (block-major: block b of head h is task

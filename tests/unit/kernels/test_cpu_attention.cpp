@@ -31,7 +31,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/amx.h"
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/half.h"
@@ -45,34 +44,16 @@ namespace {
 
 constexpr float kSentinel = 12345.0f;  // row padding of out: must survive
 
-// A variant of the kernel: an ISA, and whether the scores run on the AMX
-// tile unit (AttnTiles: on the hardware with Auto where the CPU has
-// AMX-BF16, emulated anywhere; for shapes it does not fit, the ISA's own).
-struct Variant {
-  CpuIsa isa;
-  AttnTiles tiles;
-  const char* name;
-  // Whether this variant differs from the ISA's own for the shape.
-  bool distinct(AttnKvType type, int group, int hd) const {
-    return tiles == AttnTiles::Off || attention_cpu_amx(isa, type, group, hd, tiles);
-  }
-};
-
 // Said once per run: the variants this CPU cannot run are skipped.
-const std::vector<Variant>& variants() {
-  static const std::vector<Variant> v = [] {
-    std::vector<Variant> r;
+const std::vector<CpuIsa>& supported_isas() {
+  static const std::vector<CpuIsa> v = [] {
+    std::vector<CpuIsa> r;
     for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
       if (cpu_isa_supported(i))
-        r.push_back({i, AttnTiles::Off, cpu_isa_name(i)});
+        r.push_back(i);
       else
         MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
     }
-    if (cpu_amx_bf16_usable())
-      r.push_back({CpuIsa::Avx512, AttnTiles::Auto, "amx"});
-    else
-      MESSAGE("SKIPPED: amx (no AMX-BF16 on this CPU; its emulation runs)");
-    r.push_back({CpuIsa::Portable, AttnTiles::Emulated, "amx-emu"});
     return r;
   }();
   return v;
@@ -240,23 +221,22 @@ double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
   return worst;
 }
 
-std::string name(const Variant& v, const Cache& c, int group, const std::string& shape) {
-  return std::string(v.name) + (c.type == AttnKvType::F16 ? " f16" : " f32") + " group " +
-         std::to_string(group) + " head_dim " + std::to_string(c.hd) + " " + shape;
+std::string name(CpuIsa isa, const Cache& c, int group, const std::string& shape) {
+  return std::string(cpu_isa_name(isa)) + (c.type == AttnKvType::F16 ? " f16" : " f32") +
+         " group " + std::to_string(group) + " head_dim " + std::to_string(c.hd) + " " + shape;
 }
 
 // Runs attention_cpu on each pool; all must give the same bits; returns the
 // first result.
 std::vector<float> run_pools(const Cache& c, int n_head, const Tokens& tk,
-                             const std::vector<float>& q, const Variant& v,
+                             const std::vector<float>& q, CpuIsa isa,
                              std::vector<ThreadPool*> pools, const std::string& what,
-                             AttnCpuTuning tune = {}) {
+                             const AttnCpuTuning& tune = {}) {
   std::vector<float> first, out;
-  tune.tiles = v.tiles;
   for (ThreadPool* pool : pools) {
     AttentionCpuScratch scratch;
     const AttnArgs a = args(c, n_head, tk, q, out);
-    attention_cpu(*pool, a, scratch, v.isa, tune);
+    attention_cpu(*pool, a, scratch, isa, tune);
     if (first.empty()) {
       first = out;
     } else {
@@ -284,10 +264,9 @@ TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 r
           std::vector<float> tmp;
           const AttnArgs a = args(c, n_head, tk, q, tmp);
           const Ref ref = reference(c, a, false);
-          for (const Variant& v : variants()) {
-            if (!v.distinct(c.type, group, c.hd)) continue;
-            const std::string what = name(v, c, group, "ctx ") + std::to_string(ctx);
-            const auto out = run_pools(c, n_head, tk, q, v, {&p1, &p3, &p16}, what);
+          for (CpuIsa isa : supported_isas()) {
+            const std::string what = name(isa, c, group, "ctx ") + std::to_string(ctx);
+            const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what);
             worst = std::max(worst, check(a, out, ref, what));
           }
         }
@@ -329,10 +308,9 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
             std::vector<float> tmp;
             const AttnArgs a = args(c, n_head, *tk, q, tmp);
             const Ref ref = reference(c, a, false);
-            for (const Variant& v : variants()) {
-              if (!v.distinct(c.type, group, c.hd)) continue;
-              const std::string what = name(v, c, group, shape);
-              const auto out = run_pools(c, n_head, *tk, q, v, {&p1, &p3, &p16}, what);
+            for (CpuIsa isa : supported_isas()) {
+              const std::string what = name(isa, c, group, shape);
+              const auto out = run_pools(c, n_head, *tk, q, isa, {&p1, &p3, &p16}, what);
               worst = std::max(worst, check(a, out, ref, what));
             }
           }
@@ -356,21 +334,21 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
       const AttnArgs a = args(c, n_head, tk, q, tmp);
       for (int blk : {16, 64, 128}) {
         const Ref ref = reference(c, a, false, blk);
-        for (const Variant& v : variants()) {
-          if (!v.distinct(c.type, group, c.hd)) continue;
-          const std::string what =
-              name(v, c, group, "ctx ") + std::to_string(ctx) + " block " + std::to_string(blk);
-          const auto out = run_pools(c, n_head, tk, q, v, {&p1, &p16}, what, {blk, 0});
+        for (CpuIsa isa : supported_isas()) {
+          const std::string what = name(isa, c, group, "ctx ") + std::to_string(ctx) + " block " +
+                                   std::to_string(blk);
+          const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, {blk, 0});
           worst = std::max(worst, check(a, out, ref, what));
-          const auto far = run_pools(c, n_head, tk, q, v, {&p16}, what, {blk, 32});
+          const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
           CHECK_MESSAGE(std::memcmp(far.data(), out.data(), out.size() * 4) == 0,
                         what << ": prefetch distance 32 changed the result");
           // What is prefetched, and where, changes nothing either.
           for (int pf : {0, kAttnPfKeysL1, kAttnPfValues, kAttnPfKeysL2 | kAttnPfValues}) {
-            const auto o = run_pools(c, n_head, tk, q, v, {&p16}, what, {blk, 0, pf});
+            const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 0, pf});
             CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                           what << ": prefetch mode " << pf << " changed the result");
           }
+
         }
       }
     }
@@ -382,22 +360,21 @@ TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
   std::mt19937 rng(13);
   ThreadPool pool(4);
   const int n_kv = 2, hd = 64, n_head = 8;
-  for (const Variant& v : variants()) {
-    if (!v.distinct(AttnKvType::F16, n_head / n_kv, hd)) continue;
+  for (CpuIsa isa : supported_isas()) {
     const Cache c = make_cache(2, 2048, n_kv, hd, AttnKvType::F16, rng);
     Tokens batch;
     for (int p = 1500; p < 1508; ++p) batch.seq.push_back(0), batch.pos.push_back(p);
     batch.seq.push_back(1), batch.pos.push_back(2000);
     const int64_t n = static_cast<int64_t>(batch.pos.size());
     const auto q = make_q(n, n_head, hd, 1.0f, rng);
-    const auto all = run_pools(c, n_head, batch, q, v, {&pool}, "batch");
+    const auto all = run_pools(c, n_head, batch, q, isa, {&pool}, "batch");
     const int64_t ld = int64_t{n_head} * hd + 16;
     for (int64_t t = 0; t < n; ++t) {
       const Tokens one{{batch.pos[t]}, {batch.seq[t]}};
       const std::vector<float> q1(q.begin() + t * ld, q.begin() + (t + 1) * ld);
-      const auto alone = run_pools(c, n_head, one, q1, v, {&pool}, "alone");
+      const auto alone = run_pools(c, n_head, one, q1, isa, {&pool}, "alone");
       CHECK_MESSAGE(std::memcmp(alone.data(), all.data() + t * ld, ld * 4) == 0,
-                    v.name << ": token " << t << " alone differs from the batch");
+                    cpu_isa_name(isa) << ": token " << t << " alone differs from the batch");
     }
   }
 }
@@ -413,11 +390,10 @@ TEST_CASE("cpu_attention: the 70B shape (64 heads, 8 KV heads, head_dim 128) at 
     std::vector<float> tmp;
     const AttnArgs a = args(c, 64, tk, q, tmp);
     const Ref ref = reference(c, a, false);
-    for (const Variant& v : variants()) {
-      if (!v.distinct(c.type, 8, c.hd)) continue;
-      const std::string what = name(v, c, 8, "70b ctx ") + std::to_string(ctx);
-      worst =
-          std::max(worst, check(a, run_pools(c, 64, tk, q, v, {&p1, &p3, &p16}, what), ref, what));
+    for (CpuIsa isa : supported_isas()) {
+      const std::string what = name(isa, c, 8, "70b ctx ") + std::to_string(ctx);
+      worst = std::max(worst,
+                       check(a, run_pools(c, 64, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
     }
   }
   MESSAGE("largest error / bound: " << worst);
@@ -444,11 +420,10 @@ TEST_CASE("cpu_attention: odd groups and head dims, peaked softmax, take the fal
       std::vector<float> tmp;
       const AttnArgs a = args(c, n_head, tk, q, tmp);
       const Ref ref = reference(c, a, false);
-      for (const Variant& v : variants()) {
-        if (!v.distinct(c.type, s.group, c.hd)) continue;
-        const std::string what = name(v, c, s.group, "odd shape");
+      for (CpuIsa isa : supported_isas()) {
+        const std::string what = name(isa, c, s.group, "odd shape");
         worst = std::max(
-            worst, check(a, run_pools(c, n_head, tk, q, v, {&p1, &p3, &p16}, what), ref, what));
+            worst, check(a, run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
       }
     }
   MESSAGE("largest error / bound: " << worst);
