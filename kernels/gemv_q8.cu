@@ -98,6 +98,7 @@
 #include "kernels/gemv_q.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_decode.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -147,20 +148,6 @@ __device__ __forceinline__ int dot8(const int (&q)[8], const int (&x)[8]) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) s = __dp4a(q[k], x[k], s);
   return s;
-}
-
-// Q4_K / Q5_K: scale and min of sub-block s (0..7) from the header's words
-// (hd.y, hd.z, hd.w = scale bytes 0-3, 4-7, 8-11; q4_k_scale_min's packing),
-// computed for both halves and selected, so lanes do not diverge.
-__device__ __forceinline__ void k_scale_min(const uint4 hd, int s, float& a, float& b) {
-  const int sh = 8 * (s & 3);
-  const uint32_t y = hd.y >> sh, z = hd.z >> sh, w = hd.w >> sh;
-  const uint32_t sc = s < 4 ? (y & 63) : ((w & 0xF) | (((y >> 6) & 3) << 4));
-  const uint32_t m = s < 4 ? (z & 63) : (((w >> 4) & 0xF) | (((z >> 6) & 3) << 4));
-  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x & 0xFFFFu)));
-  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x >> 16)));
-  a = d * static_cast<float>(sc);
-  b = -(dmin * static_cast<float>(m));
 }
 
 template <GgmlType T>

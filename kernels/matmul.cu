@@ -56,6 +56,7 @@
 #include "kernels/dequant.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
+#include "kernels/mmq_q8.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/cuda_util.cuh"
 
@@ -137,6 +138,11 @@ struct MatmulContext::Impl {
   int8_t* xq = nullptr;
   float2* xds = nullptr;
   int64_t xq_cap = 0;
+  // 8-bit x of the int8 GEMM (kernels/mmq_q8.cuh), (n_tok, n_in) and
+  // (n_tok, n_in / 32), grown stream-ordered to the largest batch seen.
+  int8_t* mq = nullptr;
+  float2* mds = nullptr;
+  int64_t mq_cap = 0;  // values
   const float* xq_src = nullptr;
   int64_t xq_n_in = 0, xq_n_tok = 0;
   // cuBLAS, when it loads.
@@ -211,6 +217,8 @@ MatmulContext::~MatmulContext() {
   if (impl_->join) cudaEventDestroy(impl_->join);
   cudaFree(impl_->xq);
   cudaFree(impl_->xds);
+  cudaFree(impl_->mq);
+  cudaFree(impl_->mds);
   if (impl_->handle) impl_->destroy(impl_->handle);
   if (impl_->lib) dlclose(impl_->lib);
 }
@@ -293,7 +301,8 @@ Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int
                        int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream, int64_t ldy) {
   MatmulContext::Impl& im = *ctx.impl();
   if (ldy == 0) ldy = n_out;
-  if (ldy < n_out) return make_error("matmul: ldy %lld < n_out %lld", (long long)ldy, (long long)n_out);
+  if (ldy < n_out)
+    return make_error("matmul: ldy %lld < n_out %lld", (long long)ldy, (long long)n_out);
   const bool use_cublas = im.handle && im.path != MatmulPath::GemmWmma;
   if (im.path == MatmulPath::GemmCublas && !im.handle)
     return make_error("matmul: cuBLAS path asked for but %s", im.backend.c_str());
@@ -494,9 +503,10 @@ int64_t slice_rows(const MatmulContext::Impl& im, const WeightView& w) {
 
 Status check_slices(const MatmulContext::Impl& im, const WeightView& w) {
   if (fits_scratch(im, w) || slice_rows(im, w) > 0) return ok();
-  return make_error("matmul: a slice of the %s weight (n_in %lld) does not fit the context's "
-                    "f16 scratch (%lld elements)",
-                    ggml_type_name(w.type), (long long)w.n_in, (long long)im.max_weight_elems);
+  return make_error(
+      "matmul: a slice of the %s weight (n_in %lld) does not fit the context's "
+      "f16 scratch (%lld elements)",
+      ggml_type_name(w.type), (long long)w.n_in, (long long)im.max_weight_elems);
 }
 
 // The GEMM of a weight larger than the scratch (the output head: its f16
@@ -513,9 +523,9 @@ Status gemm_in_slices(MatmulContext& ctx, MatmulPath path, const WeightView& w, 
   const uint64_t row_bytes = ggml_row_bytes(w.type, static_cast<uint64_t>(w.n_in));
   const int64_t rows = slice_rows(im, w);
   for (int64_t r0 = 0; r0 < w.n_out; r0 += rows) {
-    const WeightView part{w.type,
-                          static_cast<const uint8_t*>(w.data) + static_cast<uint64_t>(r0) * row_bytes,
-                          w.n_in, std::min(rows, w.n_out - r0)};
+    const WeightView part{
+        w.type, static_cast<const uint8_t*>(w.data) + static_cast<uint64_t>(r0) * row_bytes, w.n_in,
+        std::min(rows, w.n_out - r0)};
     const void* w16 = nullptr;
     LS_TRY(dequant_w(im, part, im.w16, stream, &w16));
     LS_TRY(run_gemm(ctx, path, w16, part, n_tok, y + r0, stream, w.n_out));
@@ -542,6 +552,59 @@ bool overlap_ready(MatmulContext::Impl& im) {
   return true;
 }
 
+// The most weights matmul_cuda_shared_x splits between the int8 GEMM and the
+// f16 GEMM (q, k, v; gate, up: 3 at most in the engine; more run as given).
+constexpr int kMaxSharedX = 8;
+
+// Whether a weight runs the int8 GEMM in a call of n_tok tokens: asked for
+// (MatmulPath::Mmq, up to 64 tokens, the types it has kernels for), or Auto
+// with 8-bit x from 9 tokens up to where it measured faster than the f16
+// GEMM for the weight's type and rows (mmq_auto_max_tok).
+bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok) {
+  static const bool env_off = [] {
+    const char* e = std::getenv("LS_MMQ");
+    return e && std::string(e) == "0";
+  }();
+  if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
+  if (im.path == MatmulPath::Mmq) return true;
+  return im.path == MatmulPath::Auto && im.act_q8 && !env_off && n_tok >= kMmqMinTok &&
+         n_tok <= mmq_auto_max_tok(w.type, w.n_out);
+}
+
+// x quantized once into the int8 GEMM's scratch (block-major, grown
+// stream-ordered), then one launch per weight.
+Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, int n_w,
+               const float* x, int64_t n_tok, cudaStream_t stream) {
+  const int64_t n_in = w[0].n_in, ld = mmq_x_ld(n_tok), n = ld * n_in;
+  for (int i = 1; i < n_w; ++i)
+    if (w[i].n_in != n_in)
+      return make_error("matmul: weights sharing x differ in n_in (%lld, %lld)", (long long)n_in,
+                        (long long)w[i].n_in);
+  if (n > im.mq_cap) {
+    if (im.mq) LS_CUDA_TRY(cudaFreeAsync(im.mq, stream));
+    if (im.mds) LS_CUDA_TRY(cudaFreeAsync(im.mds, stream));
+    im.mq = nullptr;
+    im.mds = nullptr;
+    im.mq_cap = 0;
+    LS_CUDA_TRY(cudaMallocAsync(&im.mq, static_cast<size_t>(n), stream));
+    LS_CUDA_TRY(cudaMallocAsync(&im.mds, static_cast<size_t>(n / 32) * sizeof(float2), stream));
+    im.mq_cap = n;
+  }
+  const ActQ8Device xq{im.mq, im.mds};
+  LS_TRY(quantize_act_q8_blocks_cuda(x, n_tok, n_in, ld, xq, stream));
+  for (int i = 0; i < n_w; ++i) {
+    MmqParams p{static_cast<const uint8_t*>(w[i].data),
+                xq,
+                y[i],
+                w[i].n_in,
+                w[i].n_out,
+                static_cast<int64_t>(ggml_row_bytes(w[i].type, w[i].n_in)),
+                static_cast<int>(n_tok)};
+    LS_TRY(mmq_launch(w[i].type, p, stream));
+  }
+  return ok();
+}
+
 }  // namespace
 
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
@@ -559,6 +622,43 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
   MatmulContext::Impl& im = *ctx.impl();
   for (int i = 0; i < n_w; ++i) LS_TRY(check_weight(w[i], x, n_tok));
   if (n_tok == 0 || n_w <= 0) return ok();
+  // The weights the int8 GEMM takes run there (one quantization of x); the
+  // others (F16, Q3_K, ...) go on below as a group of their own, so each
+  // weight gets what a call of its own would.
+  WeightView rest_w[kMaxSharedX];
+  float* rest_y[kMaxSharedX];
+  int n_rest = 0;
+  if (n_w <= kMaxSharedX && (im.path == MatmulPath::Auto || im.path == MatmulPath::Mmq)) {
+    WeightView mw[kMaxSharedX];
+    float* my[kMaxSharedX];
+    int n_m = 0;
+    for (int i = 0; i < n_w; ++i) {
+      if (takes_mmq(im, w[i], n_tok)) {
+        mw[n_m] = w[i];
+        my[n_m++] = y[i];
+      } else {
+        rest_w[n_rest] = w[i];
+        rest_y[n_rest++] = y[i];
+      }
+    }
+    if (n_m > 0) {
+      if (im.path == MatmulPath::Mmq && n_rest > 0)
+        return make_error(
+            "matmul: the int8 GEMM path asked for %lld tokens of %s (it takes up "
+            "to %d tokens of Q4_K, Q5_K, Q6_K, Q8_0)",
+            (long long)n_tok, ggml_type_name(rest_w[0].type), kMmqMaxTok);
+      LS_TRY(run_mmq(im, mw, my, n_m, x, n_tok, stream));
+      if (n_rest == 0) return ok();
+      w = rest_w;
+      y = rest_y;
+      n_w = n_rest;
+    }
+  }
+  if (im.path == MatmulPath::Mmq)
+    return make_error(
+        "matmul: the int8 GEMM path asked for %lld tokens of %s (it takes up to %d "
+        "tokens of Q4_K, Q5_K, Q6_K, Q8_0)",
+        (long long)n_tok, ggml_type_name(w[0].type), kMmqMaxTok);
   const MatmulPath path = pick_path(im, n_tok);
   if (path == MatmulPath::Gemv) {
     // Runs of consecutive weights of one 8-bit-GEMV type and n_in share a launch,

@@ -3,9 +3,11 @@
 // of n_in elements). Decode batches (n_tok <= 8) run fused dequantize-GEMV
 // kernels that read each weight once for the whole batch (int8 x and dp4a,
 // kernels/gemv_q8.cu, for Q4_K, Q5_K, Q6_K, Q8_0, Q4_0; f32 x,
-// kernels/gemv_q.cu, for the rest); larger batches
-// (prefill) dequantize to f16 and run a tensor-core GEMM, except under f32
-// activations (set_act_q8(false)), which keep the f32 GEMV at every width. The CPU reference
+// kernels/gemv_q.cu, for the rest); batches of 9..64 (batched decode, verify
+// steps, short prompts) int8 tensor cores over the quantized weight where
+// that is faster (kernels/mmq_q8.cu: Q4_K, Q5_K, Q6_K, Q8_0); larger batches (prefill) and
+// the other types dequantize to f16 and run a tensor-core GEMM, except under
+// f32 activations (set_act_q8(false)), which keep the f32 GEMV at every width. The CPU reference
 // is kernels/ref/matmul.h (matmul_f32).
 // defines: MatmulContext, MatmulPath, PrefillPath, matmul_cuda, matmul_cuda_shared_x,
 //          matmul_gemm_f16
@@ -21,10 +23,13 @@
 
 namespace ls {
 
-// Which kernels matmul_cuda runs. Auto: the fused GEMV for n_tok <= 8, else
-// dequantize + GEMM (cuBLAS when libcublas loads, else the WMMA fallback).
-// The others force one path, for tests and benchmarks.
-enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma };
+// Which kernels matmul_cuda runs. Auto: the fused GEMV for n_tok <= 8; the
+// int8 tensor-core GEMM (kernels/mmq_q8.cuh) from 9 tokens up to where it
+// measured faster for the weight's type and rows (mmq_auto_max_tok: 16 to
+// 64; LS_MMQ=0 turns it off, for A/B); else dequantize + GEMM (cuBLAS when
+// libcublas loads, else the WMMA fallback). The others force one path, for tests and benchmarks
+// (Mmq: at any width up to 64, for the types it covers).
+enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma, Mmq };
 
 // How a GEMM batch gets its f16 operands; every choice gives the same bits.
 //   Legacy:  the v2 dequantization kernel (DequantKernel::Rows) and x

@@ -13,7 +13,7 @@
 // of 4; the rest of 2), so each loader below uses the widest load the block
 // offset allows: 2-byte loads for 18/22/34/110/210-byte blocks, 4 or 8 for
 // the others.
-// defines: decode8, DecodeTraits
+// defines: decode8, DecodeTraits, ld_f16(), ld8(), byte8(), k_scale_min()
 #pragma once
 
 #include <cuda_bf16.h>
@@ -49,6 +49,20 @@ __device__ __forceinline__ void ld8(const uint8_t* p, uint32_t& lo, uint32_t& hi
 // Byte i (0..7) of the pair (lo, hi).
 __device__ __forceinline__ uint32_t byte8(uint32_t lo, uint32_t hi, int i) {
   return ((i < 4 ? lo : hi) >> (8 * (i & 3))) & 0xFFu;
+}
+
+// Q4_K / Q5_K: scale and min of sub-block s (0..7) from the header's words
+// (hd.y, hd.z, hd.w = scale bytes 0-3, 4-7, 8-11; q4_k_scale_min's packing),
+// computed for both halves and selected, so lanes do not diverge.
+__device__ __forceinline__ void k_scale_min(const uint4 hd, int s, float& a, float& b) {
+  const int sh = 8 * (s & 3);
+  const uint32_t y = hd.y >> sh, z = hd.z >> sh, w = hd.w >> sh;
+  const uint32_t sc = s < 4 ? (y & 63) : ((w & 0xF) | (((y >> 6) & 3) << 4));
+  const uint32_t m = s < 4 ? (z & 63) : (((w >> 4) & 0xF) | (((z >> 6) & 3) << 4));
+  const float d = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x & 0xFFFFu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<uint16_t>(hd.x >> 16)));
+  a = d * static_cast<float>(sc);
+  b = -(dmin * static_cast<float>(m));
 }
 
 template <GgmlType T>
@@ -199,8 +213,8 @@ __device__ __forceinline__ void decode8<GgmlType::Q3_K>(const uint8_t* __restric
   const int sh = 2 * (vv >> 5), hb = w >> 5;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const int q = static_cast<int>((byte8(lo, hi, i) >> sh) & 3) -
-                  (((byte8(mlo, mhi, i) >> hb) & 1) ? 0 : 4);
+    const int q =
+        static_cast<int>((byte8(lo, hi, i) >> sh) & 3) - (((byte8(mlo, mhi, i) >> hb) & 1) ? 0 : 4);
     v[i] = dl * static_cast<float>(q);
   }
 }
@@ -272,13 +286,12 @@ Status dispatch_decodable(GgmlType t, const char* what, F&& f) {
 #define LS_DECODE_CASE(T) \
   case GgmlType::T:       \
     return f.template operator()<GgmlType::T>();
-    LS_DECODE_CASE(F32) LS_DECODE_CASE(F16) LS_DECODE_CASE(BF16) LS_DECODE_CASE(Q8_0)
-    LS_DECODE_CASE(Q4_0) LS_DECODE_CASE(Q4_1) LS_DECODE_CASE(Q5_0) LS_DECODE_CASE(Q5_1)
-    LS_DECODE_CASE(Q2_K) LS_DECODE_CASE(Q3_K) LS_DECODE_CASE(Q4_K) LS_DECODE_CASE(Q5_K)
-    LS_DECODE_CASE(Q6_K)
+    LS_DECODE_CASE(F32)
+    LS_DECODE_CASE(F16) LS_DECODE_CASE(BF16) LS_DECODE_CASE(Q8_0) LS_DECODE_CASE(Q4_0)
+        LS_DECODE_CASE(Q4_1) LS_DECODE_CASE(Q5_0) LS_DECODE_CASE(Q5_1) LS_DECODE_CASE(Q2_K)
+            LS_DECODE_CASE(Q3_K) LS_DECODE_CASE(Q4_K) LS_DECODE_CASE(Q5_K) LS_DECODE_CASE(Q6_K)
 #undef LS_DECODE_CASE
-    default:
-      return make_error("%s: no kernel for type %s", what, ggml_type_name(t));
+                default : return make_error("%s: no kernel for type %s", what, ggml_type_name(t));
   }
 }
 

@@ -15,6 +15,12 @@
 // whose total exceeds the 60 MB L2 several times, so decode reads DRAM.
 // Weights: 64 rows of random floats quantized with quantize_row, tiled.
 // Usage: ls_bench_matmul [out.json]
+//        ls_bench_matmul --widths [70b] (the bound, then per type and shape
+//                                   matmul_cuda at 8, 16, 32, 64 tokens: the
+//                                   default path (GEMV at 8, the int8 GEMM of
+//                                   kernels/mmq_q8.cuh from 9) against the
+//                                   dequantize + cuBLAS GEMM; us, GB/s of
+//                                   weight bytes and the ratio to the bound)
 //        ls_bench_matmul --graph [70b]  (the bound and the graph x20 lines
 //                                   only: each decode GEMV form as decode
 //                                   runs it: x already int8, PDL, in a CUDA
@@ -43,7 +49,8 @@ using namespace ls;
 
 int main(int argc, char** argv) {
   const bool graph_only = argc > 1 && std::string(argv[1]) == "--graph";
-  const bool shapes_70b = graph_only && argc > 2 && std::string(argv[2]) == "70b";
+  const bool widths_only = argc > 1 && std::string(argv[1]) == "--widths";
+  const bool shapes_70b = (graph_only || widths_only) && argc > 2 && std::string(argv[2]) == "70b";
   std::mt19937_64 rng(1234);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
@@ -64,7 +71,7 @@ int main(int argc, char** argv) {
   std::printf("GEMM backend: %s\n", ctx.gemm_backend());
 
   // Bound 2: an 8192^3 f16 GEMM through the same call the prefill path uses.
-  if (!graph_only) {
+  if (!graph_only && !widths_only) {
     const int64_t n = 8192;
     uint16_t *w16, *x16;
     float* y;
@@ -131,6 +138,36 @@ int main(int argc, char** argv) {
       CK(cudaMalloc(&dy, size_t(ntok_pf) * sh.n_out * 4));
       CK(cudaMemcpy(dx, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
 
+      if (widths_only) {
+        if (sh.n_out > 100000) {  // the output head: not a batched layer's shape
+          for (auto p : dw) CK(cudaFree(p));
+          CK(cudaFree(dx));
+          CK(cudaFree(dy));
+          continue;
+        }
+        std::printf("  widths %-4s %-11s %5lld x %6lld %7.1f MB:", ggml_type_name(t), sh.what,
+                    (long long)sh.n_in, (long long)sh.n_out, bytes / 1e6);
+        for (int64_t nt : {8, 16, 32, 64})
+          for (MatmulPath path : {MatmulPath::Auto, MatmulPath::GemmCublas}) {
+            if (nt == 8 && path != MatmulPath::Auto) continue;
+            ctx.set_path(path);
+            const Stats st = time_it(s, 3, 30, [&](int i) {
+              ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, nt, dy, s));
+            });
+            const double g = bytes / (st.med * 1e-3) / 1e9;
+            std::printf(" | n=%lld %s %7.1f us %5.0f GB/s %.2f", (long long)nt,
+                        path == MatmulPath::Auto ? (nt <= 8 ? "gemv" : "mmq ") : "f16 ",
+                        st.med * 1e3, g, g / bw);
+          }
+        std::printf("\n");
+        std::fflush(stdout);
+        ctx.set_path(MatmulPath::Auto);
+        for (auto p : dw) CK(cudaFree(p));
+        CK(cudaFree(dx));
+        CK(cudaFree(dy));
+        continue;
+      }
+
       ctx.set_path(MatmulPath::Auto);
       Stats dec = time_it(s, 5, 60, [&](int i) {
         ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, 1, dy, s));
@@ -187,8 +224,8 @@ int main(int argc, char** argv) {
                                 rb,
                                 1,
                                 ver == 62 || ver == 72 || ver == 52 ? 2
-                                : ver == 68 || ver == 78             ? 8
-                                                                     : 0,
+                                : ver == 68 || ver == 78            ? 8
+                                                                    : 0,
                                 ver == 5 || ver == 71 || staged ? 1 : 2};
                 gp.version = ver == 7 || ver == 71 || ver == 72 || ver == 78 ? 7 : 0;
                 gp.stages = ver == 51 ? 1 : ver == 53 ? 2 : 0;
@@ -329,7 +366,7 @@ int main(int argc, char** argv) {
       "n_tok=512 ms | TF/s | cuBLAS same-shape TF/s | ratio |\n");
   for (auto& r : rows) std::printf("%s\n", r.c_str());
   for (auto& r : multi_rows) std::printf("%s\n", r.c_str());
-  if (argc > 1 && !graph_only) {
+  if (argc > 1 && !graph_only && !widths_only) {
     FILE* f = std::fopen(argv[1], "w");
     if (f) {
       std::fputs(json.c_str(), f);

@@ -1,8 +1,9 @@
 // matmul_cuda against the CPU reference matmul_f32 (kernels/ref/matmul.h),
 // for every GGUF type, on odd shapes: n_in a multiple of the block but not of
 // 256·k, n_out not a multiple of the rows per block (1, 7, 333), n_tok on both
-// sides of the GEMV/GEMM switch (1, 2, 3, 8 | 9, 64, 130). Every path runs:
-// the fused GEMV (n_tok <= 8), cuBLAS when it loaded, and the WMMA fallback.
+// sides of the GEMV/GEMM switches (1, 2, 3, 8 | 9, 64 | 130). Every path runs:
+// the fused GEMV (n_tok <= 8), the int8 GEMM (kernels/mmq_q8.cuh: its types,
+// up to 64 tokens), cuBLAS when it loaded, and the WMMA fallback.
 // Inputs are random floats (W quantized with quantize_row); y is
 // poisoned with NaN before each run, so an unwritten element fails.
 //
@@ -17,7 +18,8 @@
 //     values and f32 accumulation as the reference, only the summation order
 //     differs: ~1e-14 expected, threshold 1e-9.
 //   GEMV, int8 x (v5, kernels/gemv_q8.cu: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, the
-//     default unless LS_GEMV_VERSION=2): x rounded to the format of
+//     default unless LS_GEMV_VERSION=2), and the int8 GEMM (the same x, the
+//     same thresholds and bound): x rounded to the format of
 //     kernels/act_q8.h, whose stated cost against the f32 reference is NMSE
 //     <= 1e-4 (tests/unit/kernels/test_act_q8.cpp; ~3e-5 seen for normal x),
 //     checked pooled over a type's runs (one output alone is too noisy),
@@ -49,6 +51,7 @@
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/mmq_q8.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/ref/act_q8.h"
 #include "kernels/ref/matmul.h"
@@ -216,6 +219,8 @@ const char* path_name(MatmulPath p) {
       return "gemv";
     case MatmulPath::GemmCublas:
       return "cublas";
+    case MatmulPath::Mmq:
+      return "mmq";
     case MatmulPath::GemmWmma:
       return "wmma";
   }
@@ -277,20 +282,22 @@ Worst check_type(GgmlType t, const std::vector<int64_t>& n_ins, const std::vecto
         const double scale = term_scale(hw, x, n_tok);
         std::vector<MatmulPath> paths;
         if (n_tok <= 8) paths.push_back(MatmulPath::Gemv);
-        paths.push_back(ctx.has_cublas() ? MatmulPath::GemmCublas : MatmulPath::Auto);
+        if (ls::mmq_supports(t) && n_tok <= ls::kMmqMaxTok) paths.push_back(MatmulPath::Mmq);
+        if (ctx.has_cublas()) paths.push_back(MatmulPath::GemmCublas);
         paths.push_back(MatmulPath::GemmWmma);
         for (MatmulPath p : paths) {
-          if (p == MatmulPath::Auto && n_tok <= 8) continue;  // that would be the GEMV again
           const std::vector<float> y =
               run_gpu(ctx, p, dwv, dx.as<float>(), n_tok, dy.as<float>(), s);
           const RunResult r = compare(y, ref, scale);
-          const bool is_gemv = p == MatmulPath::Gemv;
+          // The GEMVs and the int8 GEMM (x as the GEMV v5 takes it).
+          const bool is_gemv = p == MatmulPath::Gemv || p == MatmulPath::Mmq;
           const double limit = is_gemv ? gemv_threshold(t) : gemm_threshold(t);
           INFO(std::string(ls::ggml_type_name(t)), " path ", std::string(path_name(p)), " n_in ",
                n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse ", r.nmse, " unwritten ",
                r.unwritten);
           CHECK(r.unwritten == 0);
-          if (is_gemv && gemv_is_q8(t)) {  // a statistic: pooled below, and the per-output bound
+          if ((p == MatmulPath::Gemv && gemv_is_q8(t)) || p == MatmulPath::Mmq) {
+            // a statistic: pooled below, and the per-output bound
             CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
             q8_num += r.num;
             q8_den += r.den;
@@ -449,7 +456,7 @@ TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
   auto ctx_or = ls::MatmulContext::create(s, 256 * 4);
   REQUIRE(ctx_or.has_value());
   ls::MatmulContext& ctx = **ctx_or;
-  DeviceBuf w(1 << 16), x(1 << 16), y(1 << 16);
+  DeviceBuf w(1 << 16), x(1 << 19), y(1 << 16);
   // n_in not a multiple of the Q4_K super-block.
   CHECK_FALSE(
       ls::matmul_cuda(ctx, {GgmlType::Q4_K, w.p, 128, 4}, x.as<float>(), 1, y.as<float>(), s).ok());
@@ -458,10 +465,11 @@ TEST_CASE("cuda matmul: bad input is an error value, not a crash") {
                               y.as<float>(), s)
                   .ok());
   // A GEMM weight of which not even one aligned slice of rows fits the
-  // context's scratch (1024 elements; larger weights go in slices).
+  // context's scratch (1024 elements; larger weights go in slices), at 65
+  // tokens (up to 64 the int8 GEMM takes Q8_0 and needs no scratch).
   {
     const ls::Status big =
-        ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 1056, 2}, x.as<float>(), 9, y.as<float>(), s);
+        ls::matmul_cuda(ctx, {GgmlType::Q8_0, w.p, 1056, 2}, x.as<float>(), 65, y.as<float>(), s);
     CHECK_FALSE(big.ok());
     if (!big.ok()) CHECK(std::strstr(big.error().message.c_str(), "scratch") != nullptr);
   }
@@ -507,8 +515,10 @@ TEST_CASE("cuda matmul: a weight larger than the scratch runs in slices of rows"
     for (MatmulPath p : {MatmulPath::GemmCublas, MatmulPath::GemmWmma}) {
       if (p == MatmulPath::GemmCublas && !small.has_cublas()) continue;
       INFO(ls::ggml_type_name(t), " ", path_name(p));
-      const std::vector<float> sliced = run_gpu(small, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
-      const std::vector<float> one = run_gpu(whole, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
+      const std::vector<float> sliced =
+          run_gpu(small, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
+      const std::vector<float> one =
+          run_gpu(whole, p, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
       const RunResult r = compare(sliced, ref, scale);
       CHECK(r.unwritten == 0);
       CHECK(r.nmse <= gemm_threshold(t));
@@ -719,6 +729,109 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
   bad.rows = 0;
   bad.lane_blocks = 3;
   CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// The int8 GEMM (kernels/mmq_q8.cuh) called directly: every covered type,
+// odd shapes (n_out past a tile of 16 and past a block's tiles; K-quant rows
+// of 1, 3 and 37 super-blocks, Q8_0 rows of 1, 33 and 161 blocks at 2-byte
+// offsets), n_tok across its n-tiles of 8 (1, 8, 9, 17, 32, 33, 63, 64), one
+// and two m-tiles a warp, k_split 1, 4 and the default (the sums of a tile's
+// warps meet in shared memory), y
+// poisoned; against matmul_act_q8_ref (the same rounded x: tight) and the
+// f32 reference (the cost of int8 x: pooled, and the per-output bound).
+// Errors are values: an uncovered type, 65 tokens, a bad k_split or m_tiles.
+TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both references") {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    REQUIRE(ls::mmq_supports(t));
+    const std::vector<int64_t> n_ins =
+        is_k_quant(t) ? std::vector<int64_t>{256, 768, 9472} : std::vector<int64_t>{32, 1056, 5152};
+    double worst_q8 = 0, worst_f32 = 0, num = 0, den = 0;
+    int runs = 0;
+    for (int64_t n_in : n_ins)
+      for (int64_t n_out : {1, 7, 40, 333}) {
+        const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
+        DeviceBuf dw(w.size());
+        CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+        const ls::WeightView hw{t, w.data(), n_in, n_out};
+        for (int64_t n_tok : {1, 8, 9, 17, 32, 33, 63, 64}) {
+          if (n_in == n_ins[2] && n_tok != 33 && n_tok != 64) continue;  // CI time
+          const std::vector<float> x = random_floats(n_tok * n_in);
+          DeviceBuf dx(x.size() * sizeof(float)),
+              dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
+          CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+          const int64_t ld = ls::mmq_x_ld(n_tok);
+          ActQ8Buf xq(ld * n_in);
+          REQUIRE(
+              ls::quantize_act_q8_blocks_cuda(dx.as<float>(), n_tok, n_in, ld, xq.dev(), s).ok());
+          std::vector<float> ref_q8(static_cast<size_t>(n_tok * n_out));
+          ls::matmul_act_q8_ref(hw, x.data(), n_tok, ref_q8.data());
+          const std::vector<float> ref = reference(hw, x, n_tok);
+          const double scale = term_scale(hw, x, n_tok);
+          constexpr int kSplits[3] = {0, 1, 4};
+          for (int v = 0; v < 6; ++v) {
+            const int mt = 1 + v / 3, ks = kSplits[v % 3];
+            const size_t ny = static_cast<size_t>(n_tok * n_out);
+            CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
+            ls::MmqParams p{dw.as<uint8_t>(),
+                            xq.dev(),
+                            dy.as<float>(),
+                            n_in,
+                            n_out,
+                            static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
+                            static_cast<int>(n_tok),
+                            ks,
+                            mt};
+            const ls::Status st = ls::mmq_launch(t, p, s);
+            REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+            CUDA_CHECK(cudaGetLastError());
+            std::vector<float> y(ny);
+            CUDA_CHECK(cudaMemcpy(y.data(), dy.p, ny * sizeof(float), cudaMemcpyDeviceToHost));
+            const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
+            INFO(std::string(ls::ggml_type_name(t)), " mmq m_tiles ", mt, " k_split ", ks, " n_in ",
+                 n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
+                 " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
+            CHECK(rq.unwritten == 0);
+            CHECK(rq.nmse <= kQ8RefThreshold);
+            CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
+            worst_q8 = std::max(worst_q8, rq.nmse);
+            worst_f32 = std::max(worst_f32, rf.nmse);
+            num += rf.num;
+            den += rf.den;
+            ++runs;
+          }
+        }
+      }
+    INFO(std::string(ls::ggml_type_name(t)), " mmq pooled NMSE vs f32 ref ", num / den);
+    CHECK(num / den <= kQ8F32Threshold);
+    std::printf(
+        "cuda matmul: %-5s mmq worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
+        "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
+        ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold, worst_f32,
+        runs);
+  }
+  DeviceBuf w(1 << 14), y(1 << 16);
+  ActQ8Buf xq(65 * 256);
+  ls::MmqParams bad{w.as<uint8_t>(), xq.dev(), y.as<float>(), 256, 4, 0, 9, 0};
+  bad.row_bytes = static_cast<int64_t>(ls::ggml_row_bytes(GgmlType::Q2_K, 256));
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q2_K, bad, s).ok());
+  bad.row_bytes = static_cast<int64_t>(ls::ggml_row_bytes(GgmlType::Q4_K, 256));
+  CHECK(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.n_tok = 65;
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.n_tok = 9;
+  bad.k_split = 3;
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.k_split = 0;
+  bad.m_tiles = 3;
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.m_tiles = 0;
+  bad.n_in = 128;
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  CUDA_CHECK(cudaStreamSynchronize(s));
   CUDA_CHECK(cudaStreamDestroy(s));
 }
 
