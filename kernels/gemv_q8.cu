@@ -636,19 +636,6 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
 // (bench/results/2026-12-03-h200-s20.md).
 // LS_GEMV_WAVES=0 keeps the default shapes (A/B); GemvQ8Params::stages forces
 // the stages (benches).
-int sm_count() {
-  static const int n = [] {
-    int d = 0, s = 0;
-    if (cudaGetDevice(&d) != cudaSuccess ||
-        cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) {
-      cudaGetLastError();
-      return 0;
-    }
-    return s;
-  }();
-  return n;
-}
-
 bool waves_auto() {
   static const bool on = [] {
     const char* e = std::getenv("LS_GEMV_WAVES");
@@ -659,7 +646,7 @@ bool waves_auto() {
 
 // How full a launch's waves are: 1 when the last is full; 1 where unknown.
 double wave_fit(int64_t groups, int per_sm) {
-  const int sms = sm_count();
+  const int sms = cuda_sm_count();
   if (per_sm <= 0 || sms <= 0 || groups <= 0) return 1.0;
   const double w = static_cast<double>(groups) / (static_cast<double>(per_sm) * sms);
   return w / std::ceil(w);

@@ -138,8 +138,9 @@ struct MatmulContext::Impl {
   int8_t* xq = nullptr;
   float2* xds = nullptr;
   int64_t xq_cap = 0;
-  // 8-bit x of the int8 GEMM (kernels/mmq_q8.cuh), (n_tok, n_in) and
-  // (n_tok, n_in / 32), grown stream-ordered to the largest batch seen.
+  // 8-bit x of the int8 GEMM (kernels/mmq_q8.cuh), block-major: (n_in / 32,
+  // mmq_x_ld(n_tok), 32) and (n_in / 32, mmq_x_ld(n_tok)), grown
+  // stream-ordered to the largest batch seen.
   int8_t* mq = nullptr;
   float2* mds = nullptr;
   int64_t mq_cap = 0;  // values
@@ -571,6 +572,14 @@ bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok
          n_tok <= mmq_auto_max_tok(w.type, w.n_out);
 }
 
+// MatmulPath::Mmq asked for a weight or width it does not take.
+Error mmq_refused(int64_t n_tok, GgmlType t) {
+  return make_error(
+      "matmul: the int8 GEMM path asked for %lld tokens of %s (it takes up to %d tokens of "
+      "Q4_K, Q5_K, Q6_K, Q8_0, in groups of up to %d weights)",
+      (long long)n_tok, ggml_type_name(t), kMmqMaxTok, kMaxSharedX);
+}
+
 // x quantized once into the int8 GEMM's scratch (block-major, grown
 // stream-ordered), then one launch per weight.
 Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, int n_w,
@@ -641,12 +650,8 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
         rest_y[n_rest++] = y[i];
       }
     }
+    if (im.path == MatmulPath::Mmq && n_rest > 0) return mmq_refused(n_tok, rest_w[0].type);
     if (n_m > 0) {
-      if (im.path == MatmulPath::Mmq && n_rest > 0)
-        return make_error(
-            "matmul: the int8 GEMM path asked for %lld tokens of %s (it takes up "
-            "to %d tokens of Q4_K, Q5_K, Q6_K, Q8_0)",
-            (long long)n_tok, ggml_type_name(rest_w[0].type), kMmqMaxTok);
       LS_TRY(run_mmq(im, mw, my, n_m, x, n_tok, stream));
       if (n_rest == 0) return ok();
       w = rest_w;
@@ -654,11 +659,7 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
       n_w = n_rest;
     }
   }
-  if (im.path == MatmulPath::Mmq)
-    return make_error(
-        "matmul: the int8 GEMM path asked for %lld tokens of %s (it takes up to %d "
-        "tokens of Q4_K, Q5_K, Q6_K, Q8_0)",
-        (long long)n_tok, ggml_type_name(w[0].type), kMmqMaxTok);
+  if (im.path == MatmulPath::Mmq) return mmq_refused(n_tok, w[0].type);  // past kMaxSharedX
   const MatmulPath path = pick_path(im, n_tok);
   if (path == MatmulPath::Gemv) {
     // Runs of consecutive weights of one 8-bit-GEMV type and n_in share a launch,

@@ -9,7 +9,8 @@
 // are mma.sync s8 × s8 → s32 over one x-block of 32 values, the scales
 // applied in f32 once per x-block, as the GEMV does (kernels/gemv_q8.cu).
 //
-// Mapping. A warp owns a tile of 16 rows × all the tokens (n-tiles of 8) over
+// Mapping. A warp owns a tile of 16 · MT rows (MT m-tiles of 16: two by
+// default, so each x load feeds two products) × all the tokens (n-tiles of 8) over
 // a range of the blocks of K: lane (g, c) = (lane / 4, lane % 4) holds, of
 // rows g and g + 8, values 8c .. 8c + 7 of each x-block of 32 (Q6_K: 4c ..
 // 4c + 3 of each half of 16). The mma's k index runs over the block in
@@ -26,14 +27,13 @@
 // sums meet in shared memory, added in warp order: the result does not
 // depend on timing), the others take further tiles. k_split is the smallest
 // that gives every SM a block (mmq_k_split), so small n_out (k, v) still
-// spreads. Each warp loads the next block of K for its two rows while it
+// spreads. Each warp loads the next block of K for its rows while it
 // computes the current one.
 // defines: mmq_supports, mmq_launch
 #include "kernels/mmq_q8.cuh"
 
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <cstdlib>
 
 #include "kernels/act_q8.h"
@@ -337,25 +337,12 @@ __global__ void __launch_bounds__(kThreads) mmq_kernel(MmqParams p) {
       }
 }
 
-int sm_count() {
-  static const int n = [] {
-    int d = 0, s = 0;
-    if (cudaGetDevice(&d) != cudaSuccess ||
-        cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) {
-      cudaGetLastError();
-      return 132;
-    }
-    return s;
-  }();
-  return n;
-}
-
 // The fewest warps a tile's K range is split over (1, 2, 4) that still gives
 // every SM a block (tiles of 16 · mt rows).
 int mmq_k_split(int64_t n_out, int mt) {
   const int64_t tiles = (n_out + 16 * mt - 1) / (16 * mt);
   for (int ks : {1, 2})
-    if (tiles * ks / kWarps >= sm_count()) return ks;
+    if (tiles * ks / kWarps >= cuda_sm_count()) return ks;
   return 4;
 }
 

@@ -1,6 +1,6 @@
 // CUDA error handling as values: a failed call becomes an Error carrying the
 // CUDA error name, its text and the call site, never an abort.
-// defines: cuda_error(), LS_CUDA_TRY, LS_CUDA_LAUNCH_TRY
+// defines: cuda_error(), cuda_sm_count(), LS_CUDA_TRY, LS_CUDA_LAUNCH_TRY
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,14 +14,28 @@ inline Error cuda_error(cudaError_t e, const char* call, const char* file, int l
                     call, file, line);
 }
 
+// The current device's SM count, read once per process (0 where it cannot
+// be read: the kernels' shape rules then fall back to their defaults).
+inline int cuda_sm_count() {
+  static const int n = [] {
+    int d = 0, s = 0;
+    if (cudaGetDevice(&d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&s, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return s;
+  }();
+  return n;
+}
+
 }  // namespace ls
 
 // Return an Error from the enclosing function when a CUDA call fails.
-#define LS_CUDA_TRY(call)                                                  \
-  do {                                                                     \
-    cudaError_t ls_cuda_e_ = (call);                                       \
-    if (ls_cuda_e_ != cudaSuccess)                                         \
-      return ::ls::cuda_error(ls_cuda_e_, #call, __FILE__, __LINE__);      \
+#define LS_CUDA_TRY(call)                                                                          \
+  do {                                                                                             \
+    cudaError_t ls_cuda_e_ = (call);                                                               \
+    if (ls_cuda_e_ != cudaSuccess) return ::ls::cuda_error(ls_cuda_e_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: the launch error, if any (cudaGetLastError also

@@ -640,6 +640,35 @@ TEST_CASE("cuda matmul: quantize_act_q8 gives the reference's q and d bits, and 
   CUDA_CHECK(cudaStreamDestroy(s));
 }
 
+// The int8-x kernels' runs of one type against both references: each
+// against matmul_act_q8_ref (the same rounded x: tight) and inside the
+// rounding's per-output bound; the f32 reference's NMSE pooled over them.
+struct Q8Tally {
+  double worst_q8 = 0, worst_f32 = 0, num = 0, den = 0;
+  int runs = 0;
+  // rq, rf: a run against the q8 and the f32 references; bad: its outputs
+  // outside the bound (q8_bound_violations).
+  void add(const RunResult& rq, const RunResult& rf, int64_t bad) {
+    CHECK(rq.unwritten == 0);
+    CHECK(rq.nmse <= kQ8RefThreshold);
+    CHECK(bad == 0);
+    worst_q8 = std::max(worst_q8, rq.nmse);
+    worst_f32 = std::max(worst_f32, rf.nmse);
+    num += rf.num;
+    den += rf.den;
+    ++runs;
+  }
+  void report(const char* kernel, GgmlType t) const {
+    INFO(std::string(ls::ggml_type_name(t)), " ", kernel, " pooled NMSE vs f32 ref ", num / den);
+    CHECK(num / den <= kQ8F32Threshold);
+    std::printf(
+        "cuda matmul: %-5s %s worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
+        "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
+        ls::ggml_type_name(t), kernel, worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold,
+        worst_f32, runs);
+  }
+};
+
 // v5 called directly: every covered type, odd shapes (n_in with a partial
 // last tile and with several tiles per warp, rows of 2-byte offsets for
 // Q8_0 / Q4_0 / Q6_K), n_tok 1..8, the 2- and 8-row variants at n_tok 1, y poisoned;
@@ -655,8 +684,7 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
     // takes two, the second partial); 32-value formats: 1, 33 (2 tiles), 161 blocks.
     const std::vector<int64_t> n_ins = is_k_quant(t) ? std::vector<int64_t>{256, 768, 5376, 9472}
                                                      : std::vector<int64_t>{32, 1056, 5152};
-    double worst_q8 = 0, worst_f32 = 0, num = 0, den = 0;
-    int runs = 0;
+    Q8Tally tally;
     for (int64_t n_in : n_ins)
       for (int64_t n_out : {1, 7, 333, 4099}) {
         if (n_out == 4099 && n_in != n_ins[1]) continue;  // one large shape per type
@@ -695,24 +723,11 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
                  " version ", ver, " stages ", stages, " n_in ", n_in, " n_out ", n_out, " n_tok ",
                  n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ",
                  rq.unwritten);
-            CHECK(rq.unwritten == 0);
-            CHECK(rq.nmse <= kQ8RefThreshold);
-            CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
-            worst_q8 = std::max(worst_q8, rq.nmse);
-            worst_f32 = std::max(worst_f32, rf.nmse);
-            num += rf.num;
-            den += rf.den;
-            ++runs;
+            tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
           }
         }
       }
-    INFO(std::string(ls::ggml_type_name(t)), " v5 pooled NMSE vs f32 ref ", num / den);
-    CHECK(num / den <= kQ8F32Threshold);
-    std::printf(
-        "cuda matmul: %-5s v5 worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
-        "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
-        ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold, worst_f32,
-        runs);
+    tally.report("v5", t);
   }
   // Errors are values: an uncovered type, n_in off the block, 2 rows at n_tok 2.
   DeviceBuf w(1 << 14), y(1 << 12);
@@ -748,8 +763,7 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
     REQUIRE(ls::mmq_supports(t));
     const std::vector<int64_t> n_ins =
         is_k_quant(t) ? std::vector<int64_t>{256, 768, 9472} : std::vector<int64_t>{32, 1056, 5152};
-    double worst_q8 = 0, worst_f32 = 0, num = 0, den = 0;
-    int runs = 0;
+    Q8Tally tally;
     for (int64_t n_in : n_ins)
       for (int64_t n_out : {1, 7, 40, 333}) {
         const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
@@ -794,24 +808,11 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
             INFO(std::string(ls::ggml_type_name(t)), " mmq m_tiles ", mt, " k_split ", ks, " n_in ",
                  n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
                  " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
-            CHECK(rq.unwritten == 0);
-            CHECK(rq.nmse <= kQ8RefThreshold);
-            CHECK(q8_bound_violations(hw, x, n_tok, y, ref) == 0);
-            worst_q8 = std::max(worst_q8, rq.nmse);
-            worst_f32 = std::max(worst_f32, rf.nmse);
-            num += rf.num;
-            den += rf.den;
-            ++runs;
+            tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
           }
         }
       }
-    INFO(std::string(ls::ggml_type_name(t)), " mmq pooled NMSE vs f32 ref ", num / den);
-    CHECK(num / den <= kQ8F32Threshold);
-    std::printf(
-        "cuda matmul: %-5s mmq worst NMSE vs act_q8 ref %.2e (thr %.0e); vs f32 ref: pooled "
-        "%.2e (thr %.0e), worst single run %.2e, per-output bound held; %d runs\n",
-        ls::ggml_type_name(t), worst_q8, kQ8RefThreshold, num / den, kQ8F32Threshold, worst_f32,
-        runs);
+    tally.report("mmq", t);
   }
   DeviceBuf w(1 << 14), y(1 << 16);
   ActQ8Buf xq(65 * 256);
