@@ -32,6 +32,31 @@ void ActQ8Buffer::reserve(int64_t n_tok, int64_t n) {
   ds16_.assign(vals / 16, 0.0f);
   qk4_.assign(vals, 0);
   dds_.assign(vals / 16, 0.0f);
+  if (chunks_) {
+    qc_.assign(vals, 0);
+    dc_.assign(vals / 256 + 1, 0.0f);
+    bsc_.assign(vals / kActQ8Block, 0);
+  }
+}
+
+void ActQ8Buffer::set_chunks(bool on) {
+  if (on == chunks_) return;
+  chunks_ = on;
+  const int64_t vals = capacity();
+  q_.clear();  // the next reserve allocates everything again, chunks included
+  if (vals > 0) reserve(1, vals);
+}
+
+void quantize_act_q8c_chunk(const float* x, int8_t* q, float* d, int16_t* bsum) {
+  float amax = 0;
+  for (int i = 0; i < 256; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+  const float dc = act_q8_scale(amax), id = act_q8_inv(dc);
+  for (int j = 0; j < 8; ++j) {
+    int32_t s = 0;
+    for (int i = 32 * j; i < 32 * j + 32; ++i) s += q[i] = act_q8_round(x[i], id);
+    bsum[j] = static_cast<int16_t>(s);
+  }
+  *d = dc;
 }
 
 namespace {
@@ -90,6 +115,31 @@ LS_AVX2 void quantize_block_avx2(const float* x, int8_t* q, float* d, float* ds,
   ds16[0] = db * static_cast<float>(s0);
   ds16[1] = db * static_cast<float>(s1);
 }
+
+// The chunk form's chunk with AVX2 (the same steps as quantize_act_q8c_chunk).
+LS_AVX2 void quantize_chunk_avx2(const float* x, int8_t* q, float* d, int16_t* bsum) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const float dc = act_q8_scale(_mm_cvtss_f32(m4)), id = act_q8_inv(dc);
+  const __m256 idv = _mm256_set1_ps(id);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int j = 0; j < 8; ++j) {
+    __m256i qi[4];
+    for (int k = 0; k < 4; ++k)
+      qi[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * j + 8 * k), idv));
+    bsum[j] = static_cast<int16_t>(
+        hsum8(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]))));
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]),
+                                         _mm256_packs_epi32(qi[2], qi[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * j),
+                        _mm256_permutevar8x32_epi32(p, order));
+  }
+  *d = dc;
+}
 #endif
 
 }  // namespace
@@ -119,6 +169,17 @@ void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b
     std::memcpy(out.qk4() + 32 * (first + kActQ8K4Order[j % 8]), out.q() + 32 * b, 32);
     out.dds()[2 * first + j % 8] = out.d()[b];
     out.dds()[2 * first + 8 + j % 8] = out.ds()[b];
+  }
+  if (!out.chunks() || n % 256 != 0) return;
+  assert(b0 % 8 == 0 && b1 % 8 == 0);
+  for (int64_t c = (b0 + 7) / 8; 8 * c + 8 <= b1; ++c) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa != CpuIsa::Portable) {
+      quantize_chunk_avx2(x + 256 * c, out.qc() + 256 * c, out.dc() + c, out.bsc() + 8 * c);
+      continue;
+    }
+#endif
+    quantize_act_q8c_chunk(x + 256 * c, out.qc() + 256 * c, out.dc() + c, out.bsc() + 8 * c);
   }
 }
 

@@ -19,12 +19,19 @@
 //                        32-blocks in the order 0 2 1 3 4 6 5 7 (kActQ8K4Order)
 //   dds  (n_tok, n / 16) f32: per chunk of 256, its 8 d then its 8 ds (one
 //                        load gives a K-quant super-block both factors)
+// With chunks on (ActQ8Buffer::set_chunks; the chunk form of
+// kernels/cpu/q8_chunks.h), the same x also quantized per chunk of 256:
+//   qc   (n_tok, n)       int8, natural order
+//   dc   (n_tok, n / 256) f32: the chunk's scale dx_c
+//   bsc  (n_tok, n / 32)  int16: sum of qc over each block of 32 (exact)
+// (n % 256 == 0 only; otherwise they are left unset.)
 // qk4 is q in the order in which Q4_K / Q5_K quants come out of their packed
 // bytes without a lane shuffle (low nibbles of 64 bytes: values 0-31 and
 // 64-95; high nibbles: 32-63 and 96-127), so the AVX-512 kernel loads both
 // operands straight (kernels/cpu/dot_q8_avx512.cpp). Chunks that a row of n
 // values does not fill (n % 256) are left out of qk4; no K-quant has them.
-// defines: ActQ8View, ActQ8Buffer, quantize_act_q8_cpu(), quantize_act_q8_cpu_blocks()
+// defines: ActQ8View, ActQ8Buffer, quantize_act_q8_cpu(), quantize_act_q8_cpu_blocks(),
+//          quantize_act_q8c_chunk()
 #pragma once
 
 #include <cstdint>
@@ -47,6 +54,9 @@ struct ActQ8View {
   int64_t n = 0;  // values per token (a multiple of 32)
   const int8_t* qk4 = nullptr;
   const float* dds = nullptr;
+  const int8_t* qc = nullptr;  // the chunk form's (null: chunks off)
+  const float* dc = nullptr;
+  const int16_t* bsc = nullptr;
 
   const int8_t* q_at(int64_t t) const { return q + t * n; }
   const int8_t* qk4_at(int64_t t) const { return qk4 + t * n; }
@@ -54,6 +64,9 @@ struct ActQ8View {
   const float* d_at(int64_t t) const { return d + t * (n / kActQ8Block); }
   const float* ds_at(int64_t t) const { return ds + t * (n / kActQ8Block); }
   const float* ds16_at(int64_t t) const { return ds16 + t * (n / 16); }
+  const int8_t* qc_at(int64_t t) const { return qc + t * n; }
+  const float* dc_at(int64_t t) const { return dc + t * (n / 256); }
+  const int16_t* bsc_at(int64_t t) const { return bsc + t * (n / kActQ8Block); }
 };
 
 // Owns the storage; grows in reserve() only (never per call once sized).
@@ -61,9 +74,17 @@ class ActQ8Buffer {
  public:
   void reserve(int64_t n_tok, int64_t n);
   int64_t capacity() const { return static_cast<int64_t>(q_.size()); }  // values
+  // Whether the quantizers also write the chunk form's qc, dc, bsc (storage
+  // follows at the next reserve).
+  void set_chunks(bool on);
+  bool chunks() const { return chunks_; }
   // The view of n_tok tokens of n values (reserve(n_tok, n) first).
   ActQ8View view(int64_t n) const {
-    return {q_.data(), d_.data(), ds_.data(), ds16_.data(), n, qk4_.data(), dds_.data()};
+    const bool c = chunks_ && n % 256 == 0;
+    return {q_.data(),   d_.data(),   ds_.data(),
+            ds16_.data(), n,          qk4_.data(),
+            dds_.data(), c ? qc_.data() : nullptr, c ? dc_.data() : nullptr,
+            c ? bsc_.data() : nullptr};
   }
   int8_t* q() { return q_.data(); }
   float* d() { return d_.data(); }
@@ -71,10 +92,15 @@ class ActQ8Buffer {
   float* ds16() { return ds16_.data(); }
   int8_t* qk4() { return qk4_.data(); }
   float* dds() { return dds_.data(); }
+  int8_t* qc() { return qc_.data(); }
+  float* dc() { return dc_.data(); }
+  int16_t* bsc() { return bsc_.data(); }
 
  private:
-  std::vector<int8_t> q_, qk4_;
-  std::vector<float> d_, ds_, ds16_, dds_;
+  std::vector<int8_t> q_, qk4_, qc_;
+  std::vector<float> d_, ds_, ds16_, dds_, dc_;
+  std::vector<int16_t> bsc_;
+  bool chunks_ = false;
 };
 
 // x: (n_tok, n) f32, n a multiple of 32; out reserved for it. isa picks the
@@ -85,8 +111,14 @@ void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& 
 // Blocks [b0, b1) of the same, counted over all tokens (block b is values
 // 32b .. 32b + 31 of x, n values per token): every block is independent, so
 // threads can quantize disjoint ranges of one input (the CPU backend fuses it
-// with swiglu).
+// with swiglu). With chunks on, the chunks wholly inside [b0, b1) get their
+// chunk form too: ranges must then start and end on chunks (multiples of 8
+// blocks) for every chunk to be covered.
 void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1,
                                 ActQ8Buffer& out, CpuIsa isa = cpu_isa_active());
+
+// One chunk of 256 values in the chunk form (kernels/cpu/q8_chunks.h):
+// q (256), *d, bsum (8). Portable; the quantizers above call it.
+void quantize_act_q8c_chunk(const float* x, int8_t* q, float* d, int16_t* bsum);
 
 }  // namespace ls

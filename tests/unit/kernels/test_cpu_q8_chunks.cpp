@@ -1,0 +1,213 @@
+// Tests of the chunk form (kernels/cpu/q8_chunks.h) of the CPU tier's int8
+// matmuls for the K-quants:
+//   - the chunk quantizer: portable and AVX2 give the same bytes, which are
+//     the definition's (amax over 256, IEEE division and reciprocal, ties to
+//     even), with exact 32-block sums;
+//   - the portable dot against the exact value of the chunk form's product
+//     (long double over the decoded integers and scales), within the bound
+//     of kernels/cpu/dot_q8c.h, for weights at random and at their extremes;
+//   - bits: every dot variant this CPU runs, at 1..8 tokens and odd token
+//     offsets, memcmp against the portable dot; the AMX GEMM (emulated
+//     everywhere, on the tile unit where the CPU has it) at 1..64 tokens;
+//     matmul_cpu_q8_auto in the chunk form against a token computed alone.
+// Outputs are poisoned with NaN first.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/act_q8.h"
+#include "kernels/cpu/act_q8_cpu.h"
+#include "kernels/cpu/dot_q8c.h"
+#include "kernels/cpu/q8_chunks.h"
+#include "tests/unit/kernels/random_quant.h"
+
+using namespace ls;
+
+namespace {
+
+const GgmlType kKTypes[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::string tn(GgmlType t) {
+  return std::string(ggml_traits(t).name);
+}
+
+std::vector<float> nan_vec(size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+// The chunk form's quantization of n_tok tokens of n values.
+ActQ8Buffer quantize_chunks(const std::vector<float>& x, int64_t n_tok, int64_t n, CpuIsa isa) {
+  ActQ8Buffer buf;
+  buf.set_chunks(true);
+  buf.reserve(n_tok, n);
+  quantize_act_q8_cpu(x.data(), n_tok, n, buf, isa);
+  return buf;
+}
+
+// Weights at their extremes: every quant bit set, every 6-bit scale and min
+// 63 (Q6_K: scales -128, quants 0 so that u - 32 = -32), where an int16 or
+// int32 overflow in a kernel would show.
+std::vector<uint8_t> extreme_weight(GgmlType t, int64_t n_in, int64_t n_out) {
+  std::vector<uint8_t> w(ggml_row_bytes(t, n_in) * n_out, 0xFF);
+  const size_t bb = ggml_traits(t).block_bytes;
+  for (size_t off = 0; off < w.size(); off += bb) {
+    const uint16_t h = fp32_to_fp16(0.01f);
+    for (size_t f : test::half_fields(t)) std::memcpy(&w[off + f], &h, 2);
+    if (t == GgmlType::Q6_K) {
+      auto* b = reinterpret_cast<BlockQ6_K*>(&w[off]);
+      std::memset(b->ql, 0, sizeof b->ql);
+      std::memset(b->qh, 0, sizeof b->qh);
+      std::memset(b->scales, 0x80, sizeof b->scales);
+    }
+  }
+  return w;
+}
+
+// The chunk form's exact value (no rounding but the inputs') and its bound
+// T of dot_q8c.h, for one row and one token.
+void exact(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok, long double* value,
+           long double* T) {
+  const uint64_t cb = ggml_row_bytes(t, QK_K);
+  Q8cChunkTerms w;
+  *value = 0;
+  *T = 0;
+  for (int64_t c = 0; 256 * c < x.n; ++c) {
+    q8c_chunk_terms(t, row + c * cb, w);
+    const int8_t* q = x.qc_at(tok) + 256 * c;
+    const long double dx = x.dc_at(tok)[c];
+    long double a = 0, aa = 0, b = 0, ba = 0;
+    for (int i = 0; i < 256; ++i) {
+      a += static_cast<long double>(w.sc[i]) * w.u[i] * q[i];
+      aa += std::fabs(static_cast<long double>(w.sc[i]) * w.u[i] * q[i]);
+    }
+    for (int j = 0; j < 8; ++j) {
+      b += static_cast<long double>(w.mn[j]) * x.bsc_at(tok)[8 * c + j];
+      ba += std::fabs(static_cast<long double>(w.mn[j]) * x.bsc_at(tok)[8 * c + j]);
+    }
+    *value += dx * (w.d * a - w.dmin * b);
+    *T += std::fabs(dx) * (std::fabs(w.d) * aa + std::fabs(w.dmin) * ba);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu_q8_chunks: the chunk quantizer, portable and AVX2 the same bytes, exact sums") {
+  std::mt19937 rng(31);
+  const int64_t n = 1024, n_tok = 3;
+  std::vector<float> x = test::random_x(n * n_tok, rng);
+  for (int i = 0; i < 256; ++i) x[256 + i] = 0.0f;   // an all-zero chunk: d = 0, q = 0
+  x[600] = 1e4f;                                       // an outlier in one chunk
+  const ActQ8Buffer a = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
+  const ActQ8View va = a.view(n);
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t c = 0; c < n / 256; ++c) {
+      const float* xc = x.data() + t * n + 256 * c;
+      float amax = 0;
+      for (int i = 0; i < 256; ++i) amax = std::fmax(amax, std::fabs(xc[i]));
+      const float d = act_q8_scale(amax), id = act_q8_inv(d);
+      CHECK(va.dc_at(t)[c] == d);
+      for (int j = 0; j < 8; ++j) {
+        int s = 0;
+        for (int i = 0; i < 32; ++i) {
+          const int8_t q = act_q8_round(xc[32 * j + i], id);
+          CHECK(va.qc_at(t)[256 * c + 32 * j + i] == q);
+          s += q;
+        }
+        CHECK(va.bsc_at(t)[8 * c + j] == s);
+      }
+    }
+  if (!cpu_isa_supported(CpuIsa::Avx2)) {
+    MESSAGE("SKIPPED: the AVX2 chunk quantizer (no AVX2 on this CPU)");
+    return;
+  }
+  const ActQ8Buffer b = quantize_chunks(x, n_tok, n, CpuIsa::Avx2);
+  const ActQ8View vb = b.view(n);
+  CHECK(std::memcmp(va.qc, vb.qc, n * n_tok) == 0);
+  CHECK(std::memcmp(va.dc, vb.dc, sizeof(float) * n * n_tok / 256) == 0);
+  CHECK(std::memcmp(va.bsc, vb.bsc, sizeof(int16_t) * n * n_tok / 32) == 0);
+}
+
+TEST_CASE("cpu_q8_chunks: the portable dot is the chunk form's exact value within the bound") {
+  std::mt19937 rng(32);
+  for (GgmlType t : kKTypes)
+    for (bool extreme : {false, true}) {
+      CAPTURE(tn(t));
+      CAPTURE(extreme);
+      const int64_t n = 2048, n_out = 24, n_tok = 5;
+      const std::vector<uint8_t> w =
+          extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
+      std::vector<float> x = test::random_x(n * n_tok, rng);
+      if (extreme)
+        for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 == 0 ? -1.0f : 1.0f;  // q at +-127
+      const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
+      const ActQ8View xv = buf.view(n);
+      const uint64_t rb = ggml_row_bytes(t, n);
+      double worst = 0;
+      for (int64_t r = 0; r < n_out; ++r) {
+        std::vector<float> y = nan_vec(n_tok);
+        dot_q8c_scalar(t, w.data() + r * rb, xv, 0, static_cast<int>(n_tok), y.data(), 1, {});
+        for (int64_t k = 0; k < n_tok; ++k) {
+          long double v, T;
+          exact(t, w.data() + r * rb, xv, k, &v, &T);
+          const long double bound = (2.0L * n / 256 + 6) * 0x1p-24L * T;
+          const long double err = std::fabs(static_cast<long double>(y[k]) - v);
+          CHECK(err <= bound);
+          if (bound > 0) worst = std::max(worst, static_cast<double>(err / bound));
+        }
+      }
+      MESSAGE(tn(t) + (extreme ? " extreme" : " random")
+                                  << ": largest error / bound " << worst);
+    }
+}
+
+TEST_CASE("cpu_q8_chunks: every dot variant gives the portable dot's bits, 1-8 tokens") {
+  std::mt19937 rng(33);
+  std::vector<DotQ8Fn> fns;
+  std::vector<std::string> names;
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    if (!cpu_isa_supported(isa) || (isa == CpuIsa::Avx512 && !cpu_has_avx512_vnni())) {
+      MESSAGE("SKIPPED: the " << std::string(cpu_isa_name(isa)) << " chunk dot (not on this CPU)");
+      continue;
+    }
+    fns.push_back(dot_q8c_fn(isa));
+    names.push_back(dot_q8c_name(isa));
+  }
+  for (GgmlType t : kKTypes)
+    for (bool extreme : {false, true}) {
+      const int64_t n = 1536, n_out = 9, n_tok = 11;
+      const std::vector<uint8_t> w =
+          extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
+      std::vector<float> x = test::random_x(n * n_tok, rng);
+      if (extreme)
+        for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
+      const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
+      const ActQ8View xv = buf.view(n);
+      const uint64_t rb = ggml_row_bytes(t, n);
+      std::vector<float> want = nan_vec(n_out * n_tok);
+      for (int64_t r = 0; r < n_out; ++r)
+        for (int64_t k = 0; k < n_tok; ++k)
+          dot_q8c_scalar(t, w.data() + r * rb, xv, k, 1, &want[k * n_out + r], 1, {});
+      for (size_t f = 0; f < fns.size(); ++f)
+        for (int width = 1; width <= kDotMaxTokens; ++width)
+          for (int64_t t0 : {int64_t{0}, n_tok - width}) {
+            CAPTURE(names[f]);
+            CAPTURE(tn(t));
+            CAPTURE(extreme);
+            CAPTURE(width);
+            CAPTURE(t0);
+            std::vector<float> y = nan_vec(n_out * n_tok);
+            for (int64_t r = 0; r < n_out; ++r) {
+              const RowPrefetch pf{r + 1 < n_out ? w.data() + (r + 1) * rb : nullptr,
+                                   static_cast<int64_t>(rb), 0};
+              fns[f](t, w.data() + r * rb, xv, t0, width, &y[t0 * n_out + r], n_out, pf);
+            }
+            CHECK(std::memcmp(&y[t0 * n_out], &want[t0 * n_out], sizeof(float) * n_out * width) ==
+                  0);
+          }
+    }
+}
