@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/q8_chunks.h"
 #include "kernels/ref/quant.h"
 
 namespace ls {
@@ -23,6 +24,9 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   for (auto& s : scratch_) s.resize(std::max<size_t>(c.n_embd, c.n_ff));
   // Rows are at most n_ff long (w_down) or n_embd (everything else).
   mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
+  // The int8 arithmetic of the K-quants (kernels/cpu/q8_chunks.h), one for
+  // the whole run so that every width computes the same bits.
+  mm_scratch_.act().set_chunks(cpu_q8_chunks_active());
   // Attention: a one-token step at the full context (a larger split batch
   // grows it once, on its first call).
   const int64_t blocks = attention_cpu_max_blocks(n_ctx);
@@ -66,11 +70,13 @@ void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
   // Blocks of 32 values, a few ranges per thread: the activation function and
   // the quantizer are cheap per value, but 28672 values a token on one
   // thread would idle the other fifteen for tens of microseconds a layer.
-  const int64_t nb = n_tok * c_.n_ff / kActQ8Block;
-  const int64_t n_tasks = std::min<int64_t>(nb, 4 * pool_.size());
+  // Ranges of whole chunks of 8 blocks where the chunk form quantizes too.
   ActQ8Buffer& act = mm_scratch_.act();
+  const int64_t unit = act.chunks() && c_.n_ff % 256 == 0 ? 8 : 1;
+  const int64_t nu = n_tok * c_.n_ff / kActQ8Block / unit;
+  const int64_t n_tasks = std::min<int64_t>(nu, 4 * pool_.size());
   pool_.run(n_tasks, [&](int64_t task, int) {
-    const int64_t b0 = nb * task / n_tasks, b1 = nb * (task + 1) / n_tasks;
+    const int64_t b0 = nu * task / n_tasks * unit, b1 = nu * (task + 1) / n_tasks * unit;
     const int64_t i0 = b0 * kActQ8Block, len = (b1 - b0) * kActQ8Block;
     silu_mul_f32(gate_.data() + i0, up_.data() + i0, gate_.data() + i0, len);
     if (quantize) quantize_act_q8_cpu_blocks(gate_.data(), c_.n_ff, b0, b1, act);

@@ -1,7 +1,8 @@
 // The AMX path's hardware tile kernel, the process's permission to use the
 // tile registers, and the path's packers (kernels/cpu/gemm_q8_amx.h).
 // defines: cpu_amx_usable, gemm_q8_amx_enabled, gemm_q8_amx_min_tokens, gemm_q8_amx_tile_hw,
-//          gemm_q8_amx_pack_x (kernels/cpu/gemm_q8_amx.h)
+//          gemm_q8_amx_pack_x (kernels/cpu/gemm_q8_amx.h), gemm_q8c_amx_tile_hw
+//          (kernels/cpu/gemm_q8c.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm_q8_amx.h"
+#include "kernels/cpu/gemm_q8c.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -23,8 +25,10 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, see dot_avx512.cpp
 #endif
-#define LS_AMX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")))
+#define LS_AMX_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,amx-tile,amx-int8")))
 #include "kernels/cpu/gemm_q8_amx_body.h"
+#include "kernels/cpu/gemm_q8c_amx_body.h"
 #endif
 
 namespace ls {
@@ -35,10 +39,7 @@ namespace {
 // The tile instructions take their registers as immediates: one case each.
 #define LS_TILE_CASES(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 struct AmxHw {
-  LS_AMX_TARGET void config() {
-    static const AmxTileConfig cfg;
-    _tile_loadconfig(&cfg);
-  }
+  LS_AMX_TARGET void config(const AmxTileConfig& cfg) { _tile_loadconfig(&cfg); }
   LS_AMX_TARGET void release() { _tile_release(); }
   template <int T>
   LS_AMX_TARGET void load(const void* p, int64_t stride) {
@@ -68,11 +69,19 @@ struct AmxHw {
     if constexpr (C == 1 && A == 2 && B == 4) _tile_dpbusd(1, 2, 4);
     if constexpr (C == 0 && A == 5 && B == 6) _tile_dpbusd(0, 5, 6);
     if constexpr (C == 1 && A == 5 && B == 7) _tile_dpbusd(1, 5, 7);
+    if constexpr (C == 1 && A == 5 && B == 6) _tile_dpbusd(1, 5, 6);  // the chunk form's
+    if constexpr (C == 3 && A == 5 && B == 7) _tile_dpbusd(3, 5, 7);
   }
   template <int C, int A, int B>
   LS_AMX_TARGET void dp_ss() {
     if constexpr (C == 0 && A == 2 && B == 3) _tile_dpbssd(0, 2, 3);
     if constexpr (C == 1 && A == 2 && B == 4) _tile_dpbssd(1, 2, 4);
+    if constexpr (C == 0 && A == 4 && B == 6) _tile_dpbssd(0, 4, 6);  // the chunk form's
+    if constexpr (C == 2 && A == 4 && B == 7) _tile_dpbssd(2, 4, 7);
+  }
+  LS_AMX_TARGET static LsAmxV16i dpwssd(LsAmxV16i acc, LsAmxV16i a, int32_t b) {
+    return reinterpret_cast<LsAmxV16i>(_mm512_dpwssd_epi32(
+        reinterpret_cast<__m512i>(acc), reinterpret_cast<__m512i>(a), _mm512_set1_epi32(b)));
   }
 };
 #undef LS_TILE_CASES
@@ -93,7 +102,7 @@ bool cpu_amx_usable() {
     // The float step is AVX-512 (every CPU with AMX has it; checked anyway).
     return tile && int8 && __builtin_cpu_supports("avx512f") &&
            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           request_tile_data();
+           __builtin_cpu_supports("avx512vnni") && request_tile_data();
   }();
   return ok;
 }
@@ -101,6 +110,11 @@ bool cpu_amx_usable() {
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
   amx_tile_any<AmxHw>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+}
+
+void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
+                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
+  amx_chunk_tile_any<AmxHw>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
 }
 
 #else  // no AMX in this build: never usable, the kernel never called
@@ -112,6 +126,11 @@ bool cpu_amx_usable() {
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
   gemm_q8_amx_tile_emu(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+}
+
+void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
+                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
+  gemm_q8c_amx_tile_emu(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
 }
 
 #endif

@@ -3,7 +3,7 @@
 // emulation (gemm_q8_amx_emu.cpp). Each includes it after defining
 // LS_AMX_TARGET (the function attribute of its ISA) and
 // the policy class, which has:
-//     config(), release()                  the tile shapes below / back to init
+//     config(cfg), release()               the tile shapes (LDTILECFG) / back to init
 //     load<T>(p, stride), store<T>(p, stride), zero<T>()
 //     dp_us<C, A, B>(), dp_ss<C, A, B>()   C += A · B, A unsigned / signed bytes
 // Tiles: 0, 1: the int32 sums of token groups 0 and 1 (16 x 16); 2: 16
@@ -46,6 +46,7 @@ struct alignas(64) AmxTileConfig {
   uint8_t rows[16] = {16, 16, 16, 8, 8, 16, 4, 4};
 };
 static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
+constexpr AmxTileConfig kAmxLaneTiles{};
 
 template <class Ops, ls::GgmlType TY>
 LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::GemmQ8AmxX* x,
@@ -54,7 +55,7 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
   constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
   constexpr int R = ls::kGemmQ8AmxGroup;  // rows of a weight tile (16, as the group)
   Ops o;
-  o.config();
+  o.config(kAmxLaneTiles);
   // The lane form's accumulators: row, group, lane j; 16 tokens a vector.
   alignas(64) LsAmxV16f acc[R][2][8];
   for (auto& r : acc)

@@ -3,7 +3,8 @@
 // TDPBUSD / TDPBSSD: C[m][n] += the sum over k of A[m][k] · B[k / 4][4n + k %
 // 4], exact in int32): the tests' way to run the AMX path's layouts and float
 // step on a CPU without AMX (kernels/cpu/gemm_q8_amx.h).
-// defines: gemm_q8_amx_tile_emu (kernels/cpu/gemm_q8_amx.h)
+// defines: gemm_q8_amx_tile_emu (kernels/cpu/gemm_q8_amx.h), gemm_q8c_amx_tile_emu
+//          (kernels/cpu/gemm_q8c.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -14,9 +15,11 @@
 #include <cstring>
 
 #include "kernels/cpu/gemm_q8_amx.h"
+#include "kernels/cpu/gemm_q8c.h"
 
 #define LS_AMX_TARGET
 #include "kernels/cpu/gemm_q8_amx_body.h"
+#include "kernels/cpu/gemm_q8c_amx_body.h"
 
 namespace ls {
 namespace {
@@ -26,8 +29,7 @@ struct AmxEmu {
   uint8_t rows[8];
   uint16_t colsb[8];
 
-  void config() {
-    const AmxTileConfig c;
+  void config(const AmxTileConfig& c) {
     for (int i = 0; i < 8; ++i) {
       rows[i] = c.rows[i];
       colsb[i] = c.colsb[i];
@@ -70,6 +72,13 @@ struct AmxEmu {
   void dp_ss() {
     dp<C, A, B, true>();
   }
+  static LsAmxV16i dpwssd(LsAmxV16i acc, LsAmxV16i a, int32_t b) {
+    const int32_t b0 = static_cast<int16_t>(b & 0xFFFF), b1 = static_cast<int16_t>(b >> 16);
+    for (int i = 0; i < 16; ++i)
+      acc[i] += int32_t{static_cast<int16_t>(a[i] & 0xFFFF)} * b0 +
+                int32_t{static_cast<int16_t>(a[i] >> 16)} * b1;
+    return acc;
+  }
 };
 
 }  // namespace
@@ -77,6 +86,11 @@ struct AmxEmu {
 void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                           int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
   amx_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+}
+
+void gemm_q8c_amx_tile_emu(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
+                           int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
+  amx_chunk_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
 }
 
 }  // namespace ls

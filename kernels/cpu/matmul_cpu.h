@@ -32,6 +32,12 @@
 // dot_q8.h. The weights are read once per call, n_tok 1..8 per pass over a
 // row, larger batches in tiles of 8. f32 (above) stays the exact oracle.
 //
+// The chunk form (kernels/cpu/q8_chunks.h): where x also carries its
+// per-256 quantization (ActQ8Buffer::set_chunks; the CPU backend sets it
+// from cpu_q8_chunks_active), the K-quant weights take the chunk form's dot
+// (kernels/cpu/dot_q8c.h) and, from gemm_q8c_min_tokens on where the CPU has
+// AMX, its GEMM (kernels/cpu/gemm_q8c.h); the other types keep the lane form.
+//
 // Wide batches (prompts) take the GEMM instead (kernels/cpu/gemm_q8.h: tiles
 // of rows × tokens, each weight block decoded once per tile), from
 // gemm_q8_min_tokens tokens on; it computes the same bits, so the choice is
@@ -56,6 +62,7 @@
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/cpu_act.h"
 #include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/gemm_q8c.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_part.h"
 #include "kernels/ref/matmul.h"
@@ -103,6 +110,8 @@ class CpuMatmulScratch {
   ActQ8Buffer& act() { return act_; }
   // The GEMM's panel and tiles (wide batches, kernels/cpu/gemm_q8.h).
   GemmQ8Scratch& gemm() { return gemm_; }
+  // The chunk form's (kernels/cpu/gemm_q8c.h).
+  GemmQ8cScratch& gemm_chunks() { return gemm_c_; }
 
   Row row(int thread) {
     return {q_[thread].data(), sm_[thread].data(), sm_[thread].data() + max_n_in_ / 16};
@@ -114,6 +123,7 @@ class CpuMatmulScratch {
   std::vector<std::vector<float>> sm_;  // (threads, 2 * max_n_in / 16): scales, then mins
   ActQ8Buffer act_;
   GemmQ8Scratch gemm_;
+  GemmQ8cScratch gemm_c_;
 };
 
 // Whether matmul_cpu handles this weight (type and row length).

@@ -21,6 +21,9 @@
 #include <cstdlib>
 
 #include "kernels/cpu/dot_q8.h"
+#include "kernels/cpu/dot_q8c.h"
+#include "kernels/cpu/gemm_q8c.h"
+#include "kernels/cpu/q8_chunks.h"
 #include "kernels/cpu/matmul_cpu.h"
 
 namespace ls {
@@ -47,7 +50,7 @@ struct JobQ8 {
   uint64_t row_bytes[kMatmulQ8MaxParts];
   const ActQ8View* x;
   int64_t n_tok;
-  DotQ8Fn dot;
+  DotQ8Fn dot[kMatmulQ8MaxParts];  // per part: the chunk form's dot for a K-quant when x has it
   int64_t prefetch_rows;
   int prefetch_hint;
   int64_t divisor;  // threads * tasks_per_thread
@@ -108,7 +111,7 @@ void run_thread_q8(JobQ8& j) {
       const int64_t r = g - j.start[p];
       for (int64_t t0 = 0; t0 < j.n_tok; t0 += kDotMaxTokens) {
         const int nt = static_cast<int>(std::min<int64_t>(kDotMaxTokens, j.n_tok - t0));
-        j.dot(part.w.type, src, *j.x, t0, nt, part.y + t0 * part.w.n_out + r, part.w.n_out,
+        j.dot[p](part.w.type, src, *j.x, t0, nt, part.y + t0 * part.w.n_out + r, part.w.n_out,
               t0 == 0 ? next : RowPrefetch{});
       }
     }
@@ -139,7 +142,8 @@ void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_part
   if (j.total() == 0) return;
   j.x = &x;
   j.n_tok = n_tok;
-  j.dot = dot_q8_fn(isa);
+  for (int p = 0; p < n_parts; ++p)
+    j.dot[p] = x.qc && q8c_type(parts[p].w.type) ? dot_q8c_fn(isa) : dot_q8_fn(isa);
   j.prefetch_rows = tune.prefetch_rows;
   j.prefetch_hint = tune.prefetch_hint;
   j.divisor = static_cast<int64_t>(pool.size()) * std::max(1, tune.tasks_per_thread);
@@ -150,6 +154,26 @@ void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_part
 void matmul_cpu_q8_auto(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
                         const ActQ8View& x, int64_t n_tok, CpuMatmulScratch& scratch, CpuIsa isa,
                         const CpuMatmulTuning& tune) {
+  if (x.qc) {  // the chunk form: its GEMM for K-quants where the tile unit runs it, else the dot
+    bool all_k = true, any_k = false;
+    for (int p = 0; p < n_parts; ++p) {
+      all_k = all_k && q8c_type(parts[p].w.type);
+      any_k = any_k || q8c_type(parts[p].w.type);
+    }
+    if (any_k && !all_k) {  // mixed: one part at a time, each by its own form
+      for (int p = 0; p < n_parts; ++p)
+        matmul_cpu_q8_auto(pool, parts + p, 1, x, n_tok, scratch, isa, tune);
+      return;
+    }
+    if (all_k) {
+      const GemmQ8cTileFn k = isa == CpuIsa::Avx512 ? gemm_q8c_kernel(GemmQ8Amx::Auto) : nullptr;
+      if (k && n_tok >= gemm_q8c_min_tokens())
+        gemm_q8c_parts(pool, parts, n_parts, x, n_tok, scratch.gemm_chunks(), k);
+      else
+        matmul_cpu_q8_parts(pool, parts, n_parts, x, n_tok, isa, tune);
+      return;
+    }
+  }
   if (n_tok >= gemm_q8_min_tokens(isa))
     gemm_q8_parts(pool, parts, n_parts, x, n_tok, scratch.gemm(), isa);
   else

@@ -23,7 +23,11 @@
 #include "kernels/act_q8.h"
 #include "kernels/cpu/act_q8_cpu.h"
 #include "kernels/cpu/dot_q8c.h"
+#include "kernels/cpu/gemm_q8_amx.h"
+#include "kernels/cpu/gemm_q8c.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "kernels/cpu/q8_chunks.h"
+#include "runtime/thread_pool.h"
 #include "tests/unit/kernels/random_quant.h"
 
 using namespace ls;
@@ -160,8 +164,8 @@ TEST_CASE("cpu_q8_chunks: the portable dot is the chunk form's exact value withi
           if (bound > 0) worst = std::max(worst, static_cast<double>(err / bound));
         }
       }
-      MESSAGE(tn(t) + (extreme ? " extreme" : " random")
-                                  << ": largest error / bound " << worst);
+      const std::string what = tn(t) + (extreme ? " extreme" : " random");
+      MESSAGE(what << ": largest error / bound " << worst);
     }
 }
 
@@ -210,4 +214,97 @@ TEST_CASE("cpu_q8_chunks: every dot variant gives the portable dot's bits, 1-8 t
                   0);
           }
     }
+}
+
+TEST_CASE("cpu_q8_chunks: the AMX GEMM gives each token its dot's bits, 1-64 tokens") {
+  std::mt19937 rng(34);
+  std::vector<std::pair<std::string, GemmQ8cTileFn>> kernels{{"emulated", gemm_q8c_amx_tile_emu}};
+  if (cpu_amx_usable())
+    kernels.push_back({"tile unit", gemm_q8c_amx_tile_hw});
+  else
+    MESSAGE("SKIPPED: the chunk GEMM on the tile unit (no AMX on this CPU; emulated instead)");
+  ThreadPool pool(3);
+  for (GgmlType t : kKTypes)
+    for (bool extreme : {false, true}) {
+      // Rows not a multiple of 16, chunks not a multiple of 2.
+      const int64_t n = 768, n_out = 37, n_tok = 64;
+      const std::vector<uint8_t> w =
+          extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
+      std::vector<float> x = test::random_x(n * n_tok, rng);
+      if (extreme)
+        for (size_t i = 0; i < x.size(); ++i) x[i] = i % 7 == 0 ? -1.0f : 1.0f;
+      const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
+      const ActQ8View xv = buf.view(n);
+      const uint64_t rb = ggml_row_bytes(t, n);
+      std::vector<float> want = nan_vec(n_out * n_tok);
+      for (int64_t r = 0; r < n_out; ++r)
+        for (int64_t k = 0; k < n_tok; ++k)
+          dot_q8c_scalar(t, w.data() + r * rb, xv, k, 1, &want[k * n_out + r], 1, {});
+      const WeightView wv{t, w.data(), n, n_out};
+      for (const auto& [name, kernel] : kernels)
+        for (int64_t width : {1, 7, 16, 17, 32, 33, 64}) {
+          CAPTURE(name);
+          CAPTURE(tn(t));
+          CAPTURE(extreme);
+          CAPTURE(width);
+          std::vector<float> y = nan_vec(n_out * width);
+          GemmQ8cScratch scratch;
+          const MatmulQ8Part part{wv, y.data()};
+          gemm_q8c_parts(pool, &part, 1, xv, width, scratch, kernel);
+          CHECK(std::memcmp(y.data(), want.data(), sizeof(float) * n_out * width) == 0);
+        }
+    }
+}
+
+TEST_CASE("cpu_q8_chunks: the packers give the same planes") {
+  std::mt19937 rng(35);
+  for (GgmlType t : kKTypes) {
+    const int64_t n = 512;
+    const std::vector<uint8_t> w = test::random_weight(t, n, 1, rng);
+    GemmQ8cW a[2], b[2];
+    std::memset(static_cast<void*>(a), 0x55, sizeof a);
+    std::memset(static_cast<void*>(b), 0xAA, sizeof b);
+    gemm_q8c_pack_w(t, w.data(), n, a);
+    gemm_q8c_pack_w_fast(t, w.data(), n, b);
+    CAPTURE(tn(t));
+    CHECK(std::memcmp(a, b, sizeof a) == 0);
+    // The planes hold v: 64 hi + lo = sc(i) u'(i).
+    Q8cChunkTerms terms;
+    q8c_chunk_terms(t, w.data(), terms);
+    bool same = true;
+    for (int i = 0; i < 256; ++i) same = same && 64 * a[0].hi[i] + a[0].lo[i] == terms.sc[i] * terms.u[i];
+    CHECK(same);
+  }
+}
+
+TEST_CASE("cpu_q8_chunks: matmul_cpu_q8_auto in the chunk form, batch against alone") {
+  std::mt19937 rng(36);
+  ThreadPool pool(2);
+  const int64_t n = 512, n_tok = 40;
+  // q/k/v-like parts sharing x, two types, and a lane-form type beside them.
+  const GgmlType types[] = {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  const int64_t outs[] = {33, 16, 20};
+  std::vector<std::vector<uint8_t>> ws;
+  for (int p = 0; p < 3; ++p) ws.push_back(test::random_weight(types[p], n, outs[p], rng));
+  const std::vector<float> x = test::random_x(n * n_tok, rng);
+  auto run = [&](int64_t t0, int64_t nt, std::vector<std::vector<float>>& ys) {
+    CpuMatmulScratch scratch(pool.size(), n);
+    scratch.act().set_chunks(true);
+    const ActQ8View xv = matmul_cpu_quantize(x.data() + t0 * n, nt, n, scratch);
+    MatmulQ8Part parts[3];
+    for (int p = 0; p < 3; ++p)
+      parts[p] = {WeightView{types[p], ws[p].data(), n, outs[p]}, ys[p].data() + t0 * outs[p]};
+    matmul_cpu_q8_auto(pool, parts, 3, xv, nt, scratch);
+  };
+  std::vector<std::vector<float>> batch, alone;
+  for (int p = 0; p < 3; ++p) {
+    batch.push_back(nan_vec(outs[p] * n_tok));
+    alone.push_back(nan_vec(outs[p] * n_tok));
+  }
+  run(0, n_tok, batch);
+  for (int64_t t = 0; t < n_tok; ++t) run(t, 1, alone);
+  for (int p = 0; p < 3; ++p) {
+    CAPTURE(p);
+    CHECK(std::memcmp(batch[p].data(), alone[p].data(), sizeof(float) * outs[p] * n_tok) == 0);
+  }
 }

@@ -1,0 +1,340 @@
+// The chunk-form dot (kernels/cpu/dot_q8c.h) as one body over a vector
+// policy V, for dot_q8c_avx2.cpp (V: 256-bit ymm) and dot_q8c_avx512.cpp
+// (V: 512-bit zmm, VNNI) to instantiate: each includes it after defining
+// LS_Q8C_TARGET (its target attribute) and V, so the AVX-512 variant, which
+// this repo's CI machine cannot run, is the AVX2 variant's algorithm with
+// only V's one-line primitives changed. Everything here has internal
+// linkage, so the two copies never mix.
+//
+// Per chunk c of 256 values (one super-block), decoded ONCE for all n_tok
+// tokens, with AVX2 at 256-bit granularity in both variants (Q8cChunk:
+// ymm k holds values 32k .. 32k + 31, natural order, as x.qc):
+//   u[k]  the quants: Q4_K / Q5_K u (0..31, unsigned); Q6_K u' = u - 32
+//   s[k]  int16 words: the scale of the value pair under each word
+//   mn    the 8 mins as int16 (Q4_K / Q5_K)
+//   corr  Q6_K: -128 * sum_i sc(i) u'_i as 8 int32 partial sums
+// and joined into 256 / V::W vectors of V::I (V::join: 32 values per
+// ymm part, in order). Then per token t (q_t = x.qc of the chunk):
+//   Q4_K, Q5_K:  acc = sum_v madd(maddubs(u_v, q_v), s_v)            exact
+//   Q6_K:        acc = join(corr) + sum_v madd(maddubs(q_v ^ 0x80, u'_v), s_v)
+// (q ^ 0x80 is q + 128 as an unsigned byte, so maddubs' unsigned operand
+// holds x and its signed one u': sum sc u' (q + 128) - 128 sum sc u' = A.
+// No int16 saturation: a maddubs pair is at most 2 * 31 * 127 (Q5_K) or
+// 2 * 255 * 32 (Q6_K), a corr pair 2 * 128 * 32, all < 32767; int32 sums
+// are exact modulo 2^32 and A, B fit.)
+// Each token's acc folds to a ymm (V::fold), then to 4 lanes, beside its 4
+// lanes of B = madd(bsc_t, mn) (Q6_K: the ymm's two halves); a vphaddd tree
+// over 4 tokens at a time leaves A (and B) of token t in lane t, so the
+// float step runs for all tokens in one ymm, lane t being token t's chain:
+//   a = a + float(A) * (d * dx_c);   a = a - float(B) * (dmin * dx_c)
+// each a separate IEEE operation (the including file turns contraction
+// off), the same roundings in the same order as dot_q8c_scalar.
+// Per token and chunk (Q4_K): 8 / 4 (AVX2 / AVX-512) x (maddubs + madd-add)
+// plus ~16 for the fold, B and its share of the tree and float step.
+//
+// V provides: I (the register type), W (bytes per register), join(const
+// __m256i* parts) (W / 32 ymm, low part first), zero(), load(p), xor_(a,b),
+// set1_8(c), maddubs(u8, s8) (_mm*_maddubs_epi16), madd_acc(acc, a, b) =
+// acc + _mm*_madd_epi16(a, b), fold(I) (a ymm whose int32 lanes have the
+// same total).
+// defines (internal): dot_q8c_body<V>
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "kernels/cpu/dot_q8c.h"
+#include "kernels/cpu/k4_scales.h"
+#include "kernels/cpu/q45_k_avx2.h"
+#include "kernels/quant_blocks.h"
+
+#ifndef LS_Q8C_TARGET
+#error "define LS_Q8C_TARGET before including dot_q8c_body.h"
+#endif
+
+// Loops over tokens and vectors have fixed trip counts; unrolled, the
+// accumulators and weights stay in registers.
+#define LS_Q8C_UNROLL _Pragma("GCC unroll 16")
+
+namespace ls {
+namespace {
+
+// One super-block decoded (see the top): ymm k is values 32k .. 32k + 31.
+struct Q8cChunk {
+  __m256i u[8];
+  __m256i s[8];
+  __m128i mn;
+  __m256i corr;
+  float d, dmin;
+};
+
+LS_Q8C_TARGET inline __m128i q8c_load16(const void* p) {
+  return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+LS_Q8C_TARGET inline __m256i q8c_load32(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+// Lane bytes that select int16 word w of a 128-bit lane, in every word.
+LS_Q8C_TARGET inline __m128i q8c_word(int w) {
+  return _mm_set1_epi16(static_cast<int16_t>((2 * w + 1) << 8 | 2 * w));
+}
+
+// Q4_K / Q5_K. Block k's scale sc_k in every word of ymm k (a byte shuffle
+// of the 8 scales, as words, in both lanes); the quants by q45_k_values
+// (block 2c: low nibbles of qs[32c ..], 2c + 1: high; Q5_K's 5th bit).
+template <bool kFive, class Block>
+LS_Q8C_TARGET inline void q8c_decode_k45(const uint8_t* p, Q8cChunk& ch) {
+  const Block* b = reinterpret_cast<const Block*>(p);
+  uint64_t s8, m8;
+  k4_scale_min_bytes(b->scales, &s8, &m8);
+  const __m256i sb =
+      _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(s8))));
+  LS_Q8C_UNROLL
+  for (int k = 0; k < 8; ++k) ch.s[k] = _mm256_shuffle_epi8(sb, _mm256_broadcastsi128_si256(q8c_word(k)));
+  ch.mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(m8)));
+  __m256i h = _mm256_setzero_si256();
+  if constexpr (kFive) h = q8c_load32(reinterpret_cast<const BlockQ5_K*>(p)->qh);
+  LS_Q8C_UNROLL
+  for (int c = 0; c < 4; ++c) q45_k_values<kFive>(b->qs, h, c, &ch.u[2 * c], &ch.u[2 * c + 1]);
+  ch.corr = _mm256_setzero_si256();
+  ch.d = _cvtsh_ss(b->d);
+  ch.dmin = _cvtsh_ss(b->dmin);
+}
+
+// Q6_K. Block k (h = k / 4, j = k % 4) from A = ql[64h ..], B = ql[64h +
+// 32 ..], H = qh[32h ..]:
+//   j = 0: A & 15 | (H & 3) << 4        j = 1: B & 15 | (H >> 2 & 3) << 4
+//   j = 2: A >> 4 | (H >> 4 & 3) << 4   j = 3: B >> 4 | (H >> 6 & 3) << 4
+// (16-bit shifts pull a neighbour's bits in; the masks drop them), minus
+// 32. Its two 16-groups' signed scales: group 2k in the low lane's words,
+// 2k + 1 in the high lane's (the 16 scales as words; the half holding
+// them broadcast, then a byte shuffle per lane).
+LS_Q8C_TARGET inline void q8c_decode_q6_k(const uint8_t* p, Q8cChunk& ch) {
+  const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
+  const __m256i sw = _mm256_cvtepi8_epi16(q8c_load16(b->scales));
+  const __m256i half[2] = {_mm256_permute2x128_si256(sw, sw, 0x00),
+                           _mm256_permute2x128_si256(sw, sw, 0x11)};
+  LS_Q8C_UNROLL
+  for (int k = 0; k < 8; ++k)
+    ch.s[k] = _mm256_shuffle_epi8(half[k / 4],
+                                  _mm256_setr_m128i(q8c_word(2 * k % 8), q8c_word((2 * k + 1) % 8)));
+  const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
+  const __m256i thirty_two = _mm256_set1_epi8(32);
+  const __m256i x80 = _mm256_set1_epi8(static_cast<char>(0x80));  // 128 as maddubs' u8
+  __m256i corr = _mm256_setzero_si256();
+  LS_Q8C_UNROLL
+  for (int k = 0; k < 8; ++k) {
+    const int h = k / 4, j = k % 4;
+    const __m256i ab = q8c_load32(b->ql + 64 * h + 32 * (j % 2));
+    const __m256i H = q8c_load32(b->qh + 32 * h);
+    const __m256i lo = _mm256_and_si256(j < 2 ? ab : _mm256_srli_epi16(ab, 4), lo_mask);
+    __m256i hb;  // the pair of high bits moved to bits 4-5
+    switch (j) {
+      case 0:
+        hb = _mm256_slli_epi16(H, 4);
+        break;
+      case 1:
+        hb = _mm256_slli_epi16(H, 2);
+        break;
+      case 2:
+        hb = H;
+        break;
+      default:
+        hb = _mm256_srli_epi16(H, 2);
+        break;
+    }
+    ch.u[k] = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask)), thirty_two);
+    corr = _mm256_add_epi32(corr,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(x80, ch.u[k]), ch.s[k]));
+  }
+  ch.mn = _mm_setzero_si128();
+  ch.corr = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
+  ch.d = _cvtsh_ss(b->d);
+  ch.dmin = 0;
+}
+
+template <GgmlType T>
+LS_Q8C_TARGET inline void q8c_decode(const uint8_t* p, Q8cChunk& ch) {
+  if constexpr (T == GgmlType::Q4_K)
+    q8c_decode_k45<false, BlockQ4_K>(p, ch);
+  else if constexpr (T == GgmlType::Q5_K)
+    q8c_decode_k45<true, BlockQ5_K>(p, ch);
+  else
+    q8c_decode_q6_k(p, ch);
+}
+
+// y[0..3] -> [low-half totals of y0..y3 | high-half totals of y0..y3].
+LS_Q8C_TARGET inline __m256i q8c_tree4(const __m256i* y) {
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(y[0], y[1]), _mm256_hadd_epi32(y[2], y[3]));
+}
+
+// Lane t: p[t][c] (0 past NT).
+template <int NT>
+LS_Q8C_TARGET inline __m256 q8c_lanes(const float* const* p, int64_t c) {
+  const auto at = [&](int t) { return t < NT ? p[t < NT ? t : 0][c] : 0.0f; };
+  return _mm256_setr_ps(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
+}
+
+// Spreads prefetches of the next row over this row's chunks (as the lane
+// form's dots: a cursor advancing bytes * 256 / n per chunk).
+struct Q8cPrefetcher {
+  const uint8_t* p;
+  int64_t end, cur = 0, step16, at16 = 0;
+  int hint;
+  Q8cPrefetcher(const RowPrefetch& pf, int64_t n)
+      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0), hint(pf.hint) {}
+  LS_Q8C_TARGET inline void advance() {
+    if (!end) return;
+    at16 += step16;
+    const int64_t to = std::min<int64_t>(end, (at16 >> 16) + 64);
+    for (; cur < to; cur += 64) {
+      const char* a = reinterpret_cast<const char*>(p + cur);
+      switch (hint) {  // the same every call: predicted
+        case 1:
+          _mm_prefetch(a, _MM_HINT_T1);
+          break;
+        case 2:
+          _mm_prefetch(a, _MM_HINT_T2);
+          break;
+        case 3:
+          _mm_prefetch(a, _MM_HINT_NTA);
+          break;
+        default:
+          _mm_prefetch(a, _MM_HINT_T0);
+      }
+    }
+  }
+};
+
+template <class V, GgmlType T, int NT>
+LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
+                           int64_t ldy, const RowPrefetch& pf) {
+  using I = typename V::I;
+  constexpr int kVec = 256 / V::W;   // registers per chunk
+  constexpr int kPart = V::W / 32;   // ymm per register
+  constexpr bool kMin = T != GgmlType::Q6_K;
+  const int64_t n = x.n, n_chunks = n / 256;
+  const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
+  const int8_t* q[NT];
+  const int16_t* bs[NT];
+  const float* dc[NT];
+  LS_Q8C_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    q[t] = x.qc_at(t0 + t);
+    bs[t] = x.bsc_at(t0 + t);
+    dc[t] = x.dc_at(t0 + t);
+  }
+  const I x80 = V::set1_8(static_cast<char>(0x80));
+  __m256 acc = _mm256_setzero_ps();  // lane t: token t's a
+  Q8cPrefetcher pre(pf, n);
+  for (int64_t c = 0; c < n_chunks; ++c) {
+    pre.advance();
+    Q8cChunk ch;
+    q8c_decode<T>(row + c * chunk_bytes, ch);
+    I u[kVec], s[kVec], a[NT];
+    LS_Q8C_UNROLL
+    for (int v = 0; v < kVec; ++v) {
+      u[v] = V::join(ch.u + kPart * v);
+      s[v] = V::join(ch.s + kPart * v);
+    }
+    if constexpr (kMin) {
+      LS_Q8C_UNROLL
+      for (int t = 0; t < NT; ++t) a[t] = V::zero();
+    } else {
+      __m256i parts[kPart];
+      parts[0] = ch.corr;
+      LS_Q8C_UNROLL
+      for (int i = 1; i < kPart; ++i) parts[i] = _mm256_setzero_si256();
+      const I corr = V::join(parts);
+      LS_Q8C_UNROLL
+      for (int t = 0; t < NT; ++t) a[t] = corr;
+    }
+    LS_Q8C_UNROLL
+    for (int v = 0; v < kVec; ++v) {
+      LS_Q8C_UNROLL
+      for (int t = 0; t < NT; ++t) {
+        const I qv = V::load(q[t] + 256 * c + V::W * v);
+        const I p = kMin ? V::maddubs(u[v], qv) : V::maddubs(V::xor_(qv, x80), u[v]);
+        a[t] = V::madd_acc(a[t], p, s[v]);
+      }
+    }
+    // Per token a ymm whose halves' totals are (A, B) (Q6_K: A's two parts).
+    __m256i yv[8];
+    LS_Q8C_UNROLL
+    for (int t = 0; t < NT; ++t) {
+      const __m256i f = V::fold(a[t]);
+      if constexpr (kMin) {
+        const __m128i a4 = _mm_add_epi32(_mm256_castsi256_si128(f), _mm256_extracti128_si256(f, 1));
+        const __m128i b4 = _mm_madd_epi16(q8c_load16(bs[t] + 8 * c), ch.mn);
+        yv[t] = _mm256_setr_m128i(a4, b4);
+      } else {
+        yv[t] = f;
+      }
+    }
+    LS_Q8C_UNROLL
+    for (int t = NT; t < 8; ++t) yv[t] = yv[0];  // lanes past NT: never stored
+    const __m256i g0 = q8c_tree4(yv);
+    const __m256i g1 = NT > 4 ? q8c_tree4(yv + 4) : g0;
+    const __m256i lo = _mm256_permute2x128_si256(g0, g1, 0x20);  // lane t: token t
+    const __m256i hi = _mm256_permute2x128_si256(g0, g1, 0x31);
+    const __m256 dx = q8c_lanes<NT>(dc, c);
+    if constexpr (kMin) {
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(lo),
+                                             _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
+      acc = _mm256_sub_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(hi),
+                                             _mm256_mul_ps(_mm256_set1_ps(ch.dmin), dx)));
+    } else {
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)),
+                                             _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
+    }
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, acc);
+  LS_Q8C_UNROLL
+  for (int t = 0; t < NT; ++t) y[t * ldy] = out[t];
+}
+
+template <class V, int NT>
+LS_Q8C_TARGET void q8c_dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0,
+                                float* y, int64_t ldy, const RowPrefetch& pf) {
+  switch (t) {
+    case GgmlType::Q4_K:
+      return q8c_dot<V, GgmlType::Q4_K, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q5_K:
+      return q8c_dot<V, GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
+    case GgmlType::Q6_K:
+      return q8c_dot<V, GgmlType::Q6_K, NT>(row, x, t0, y, ldy, pf);
+    default:
+      assert(false && "dot_q8c: not a K-quant");
+  }
+}
+
+template <class V>
+void dot_q8c_body(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
+                  float* y, int64_t ldy, const RowPrefetch& pf) {
+  assert(n_tok >= 1 && n_tok <= kDotMaxTokens && x.qc && x.n % 256 == 0);
+  switch (n_tok) {
+    case 1:
+      return q8c_dot_type<V, 1>(t, row, x, t0, y, ldy, pf);
+    case 2:
+      return q8c_dot_type<V, 2>(t, row, x, t0, y, ldy, pf);
+    case 3:
+      return q8c_dot_type<V, 3>(t, row, x, t0, y, ldy, pf);
+    case 4:
+      return q8c_dot_type<V, 4>(t, row, x, t0, y, ldy, pf);
+    case 5:
+      return q8c_dot_type<V, 5>(t, row, x, t0, y, ldy, pf);
+    case 6:
+      return q8c_dot_type<V, 6>(t, row, x, t0, y, ldy, pf);
+    case 7:
+      return q8c_dot_type<V, 7>(t, row, x, t0, y, ldy, pf);
+    default:
+      return q8c_dot_type<V, 8>(t, row, x, t0, y, ldy, pf);
+  }
+}
+
+}  // namespace
+}  // namespace ls
