@@ -40,6 +40,9 @@
 //   --amx off,on          gemm on the ISA's tile kernel, on AMX's tile unit
 //       (kernels/cpu/gemm_q8_amx.h; "on" where the CPU has it; its bound is
 //       the memory's alone: no peak of the tile unit is measured)
+//   --form lanes,chunks   the int8 arithmetic: the lane form (kernels/cpu/
+//       q8_lanes.h) or the K-quants' chunk form (kernels/cpu/q8_chunks.h:
+//       its dot, and its GEMM on the tile unit only)
 //   --shapes 70b|8b|1b|l2 the model's matmul shapes; l2: one 8192 x 256
 //       matrix (with --weights-gib 0, the kernel's compute rate from L2)
 //
@@ -68,7 +71,10 @@
 #include "io/ggml_type.h"
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/dot_q8c.h"
 #include "kernels/cpu/gemm_q8_amx.h"
+#include "kernels/cpu/gemm_q8c.h"
+#include "kernels/cpu/q8_chunks.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/half.h"
@@ -203,7 +209,7 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"}, paths = {"dot", "gemm"};
   std::vector<int> panel_kibs = {0};
-  std::vector<std::string> amx_names = {"off", "on"};
+  std::vector<std::string> amx_names = {"off", "on"}, forms = {"lanes"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
                    pfs = {CpuMatmulTuning{}.prefetch_rows},
                    hints = {CpuMatmulTuning{}.prefetch_hint};
@@ -241,6 +247,8 @@ int main(int argc, char** argv) {
       for (auto& s : split(next())) panel_kibs.push_back(std::atoi(s.c_str()));
     } else if (a == "--amx") {
       amx_names = split(next());
+    } else if (a == "--form") {
+      forms = split(next());
     } else if (a == "--mem") {
       mems = split(next());
     } else if (a == "--tasks") {
@@ -348,8 +356,10 @@ int main(int argc, char** argv) {
           y.assign(nt * s.n_out, 0.0f);
           for (int th : threads) {
             ThreadPool pool(th);
-            CpuMatmulScratch scratch(th, s.n_in);
+            CpuMatmulScratch scratch(th, s.n_in), scratch_c(th, s.n_in);
             scratch.act().reserve(nt, s.n_in);
+            scratch_c.act().set_chunks(true);
+            scratch_c.act().reserve(nt, s.n_in);
             std::vector<std::vector<float>> ref_scratch(th);
             GemmQ8Scratch gemm_scratch;
             struct Variant {
@@ -360,6 +370,7 @@ int main(int argc, char** argv) {
               bool gemm;
               CpuMatmulTuning tune;
               GemmQ8Tuning gtune;
+              bool chunks = false;  // the chunk form (kernels/cpu/q8_chunks.h)
             };
             std::vector<Variant> vs;
             for (CpuIsa i : isas)
@@ -369,7 +380,18 @@ int main(int argc, char** argv) {
                   vs.push_back({cpu_isa_name(i), false, i, act, false, {}, {}});
                   continue;
                 }
-                for (const std::string& path : paths) {
+                for (const std::string& path : paths)
+                  for (const std::string& form : forms) {
+                  const bool ch = form == "chunks";
+                  if (ch && !q8c_type(*t)) continue;
+                  if (ch) {  // the chunk form: its dot, or its GEMM on the tile unit
+                    if (path == "gemm" && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
+                    GemmQ8Tuning gt{int64_t{0}, 0, 0, GemmQ8Amx::On};
+                    vs.push_back({path == "gemm" ? "amx-chunks"
+                                                 : std::string(dot_q8c_name(i)) + "-chunks",
+                                  false, i, act, path == "gemm", {}, gt, true});
+                    continue;
+                  }
                   if (path == "gemm") {
                     for (const std::string& am : amx_names) {
                       const bool amx = am == "on";
@@ -387,7 +409,7 @@ int main(int argc, char** argv) {
                     for (int pf : pfs)
                       for (int h : hints)
                         vs.push_back({dot_q8_name(i), false, i, act, false, {tp, pf, h}, {}});
-                }
+                  }
               }
             if (with_ref && nt == 1)
               vs.push_back({"ref", true, CpuIsa::Portable, CpuAct::F32, false, {}, {}});
@@ -400,8 +422,13 @@ int main(int argc, char** argv) {
                 if (v.ref) {
                   matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
                 } else if (v.act == CpuAct::Q8) {
-                  const ActQ8View xq = matmul_cpu_quantize(x.data(), nt, s.n_in, scratch, v.isa);
-                  if (v.gemm) {
+                  const ActQ8View xq =
+                      matmul_cpu_quantize(x.data(), nt, s.n_in, v.chunks ? scratch_c : scratch, v.isa);
+                  if (v.gemm && v.chunks) {
+                    const MatmulQ8Part part{w, y.data()};
+                    gemm_q8c_parts(pool, &part, 1, xq, nt, scratch_c.gemm_chunks(),
+                                   gemm_q8c_kernel(GemmQ8Amx::On));
+                  } else if (v.gemm) {
                     const MatmulQ8Part part{w, y.data()};
                     gemm_q8_parts(pool, &part, 1, xq, nt, gemm_scratch, v.isa, v.gtune);
                   } else {
@@ -422,7 +449,7 @@ int main(int argc, char** argv) {
               const int ik = static_cast<int>(v.isa);
               // (AMX: no peak measured; its products are 8x VNNI's a cycle,
               // so the bound is the memory's.)
-              const double peak = v.ref || v.gtune.amx == GemmQ8Amx::On ? 0
+              const double peak = v.ref || (v.gemm && v.gtune.amx == GemmQ8Amx::On) ? 0
                                   : v.act == CpuAct::Q8                 ? peak_i8[ik][th]
                                                         : peak_f32[ik][th] / 2;  // FMAs/s
               const double t_cpu = peak > 0 ? macs / peak : 0;
