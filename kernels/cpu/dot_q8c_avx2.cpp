@@ -25,12 +25,15 @@ struct Q8cVecAvx2 {
   using I = __m256i;
   static constexpr int W = 32;
   LS_Q8C_TARGET static I join(const __m256i* parts) { return parts[0]; }
+  LS_Q8C_TARGET static I bcast128(__m128i v) { return _mm256_broadcastsi128_si256(v); }
   LS_Q8C_TARGET static I zero() { return _mm256_setzero_si256(); }
   LS_Q8C_TARGET static I load(const int8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   }
   LS_Q8C_TARGET static I xor_(I a, I b) { return _mm256_xor_si256(a, b); }
+  LS_Q8C_TARGET static I sub32(I a, I b) { return _mm256_sub_epi32(a, b); }
   LS_Q8C_TARGET static I set1_8(char c) { return _mm256_set1_epi8(c); }
+  LS_Q8C_TARGET static I shuffle8(I a, I idx) { return _mm256_shuffle_epi8(a, idx); }
   LS_Q8C_TARGET static I maddubs(I u8, I s8) { return _mm256_maddubs_epi16(u8, s8); }
   LS_Q8C_TARGET static I madd_acc(I acc, I a, I b) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));

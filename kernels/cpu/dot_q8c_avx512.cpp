@@ -3,9 +3,12 @@
 // (4 per chunk), vpmaddubsw then vpdpwssd (VNNI's madd + add in one) per
 // register and token. Only the primitives below differ from the AVX2
 // variant (dot_q8c_avx2.cpp), each the same integer operation on twice the
-// lanes: join puts two ymm side by side, fold adds a zmm's halves (the
-// lanes' total is kept), vpdpwssd is vpmaddwd + vpaddd without saturation.
-// The decode of a chunk and the float step are the AVX2 code of the body.
+// lanes (vpshufb, vpmaddubsw and vpmaddwd work within 128-bit lanes or
+// lane by lane, so a zmm is two ymm side by side): join puts two ymm side
+// by side, bcast128 fills four 128-bit lanes instead of two, fold adds a
+// zmm's halves (the total of its int32 lanes is kept), vpdpwssd is vpmaddwd
+// + vpaddd (no saturation: vpdpwssds is the saturating one). The unpacking
+// of the quants and the float step are the body's AVX2 code.
 // No FMA instruction is used (contraction is off: the float step must round
 // as dot_q8c_scalar's).
 // defines: dot_q8c_avx512 (kernels/cpu/dot_q8c.h)
@@ -26,8 +29,7 @@
 #endif
 #include <immintrin.h>
 
-#define LS_Q8C_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
+#define LS_Q8C_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,f16c")))
 
 namespace ls {
 namespace {
@@ -39,10 +41,13 @@ struct Q8cVecAvx512 {
   LS_Q8C_TARGET static I join(const __m256i* parts) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(parts[0]), parts[1], 1);
   }
+  LS_Q8C_TARGET static I bcast128(__m128i v) { return _mm512_broadcast_i32x4(v); }
   LS_Q8C_TARGET static I zero() { return _mm512_setzero_si512(); }
   LS_Q8C_TARGET static I load(const int8_t* p) { return _mm512_loadu_si512(p); }
   LS_Q8C_TARGET static I xor_(I a, I b) { return _mm512_xor_si512(a, b); }
+  LS_Q8C_TARGET static I sub32(I a, I b) { return _mm512_sub_epi32(a, b); }
   LS_Q8C_TARGET static I set1_8(char c) { return _mm512_set1_epi8(c); }
+  LS_Q8C_TARGET static I shuffle8(I a, I idx) { return _mm512_shuffle_epi8(a, idx); }
   LS_Q8C_TARGET static I maddubs(I u8, I s8) { return _mm512_maddubs_epi16(u8, s8); }
   LS_Q8C_TARGET static I madd_acc(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
   LS_Q8C_TARGET static __m256i fold(I v) {

@@ -7,36 +7,41 @@
 // linkage, so the two copies never mix.
 //
 // Per chunk c of 256 values (one super-block), decoded ONCE for all n_tok
-// tokens, with AVX2 at 256-bit granularity in both variants (Q8cChunk:
-// ymm k holds values 32k .. 32k + 31, natural order, as x.qc):
-//   u[k]  the quants: Q4_K / Q5_K u (0..31, unsigned); Q6_K u' = u - 32
-//   s[k]  int16 words: the scale of the value pair under each word
-//   mn    the 8 mins as int16 (Q4_K / Q5_K)
-//   corr  Q6_K: -128 * sum_i sc(i) u'_i as 8 int32 partial sums
-// and joined into 256 / V::W vectors of V::I (V::join: 32 values per
-// ymm part, in order). Then per token t (q_t = x.qc of the chunk):
-//   Q4_K, Q5_K:  acc = sum_v madd(maddubs(u_v, q_v), s_v)            exact
-//   Q6_K:        acc = join(corr) + sum_v madd(maddubs(q_v ^ 0x80, u'_v), s_v)
+// tokens. The quants are unpacked with AVX2 in both variants (Q8cChunk::u:
+// ymm k holds values 32k .. 32k + 31, natural order, as x.qc), then joined
+// into the 256 / V::W registers u_v of V::I (V::join: ymm parts in order):
+//   u_v   Q4_K / Q5_K: u (0..31, unsigned); Q6_K: u' = u - 32 (signed)
+//   s_v   int16 words, each the scale of the value pair under it: the 8
+//         (Q4_K / Q5_K) or 16 (Q6_K) scales as words, broadcast to every
+//         128-bit lane and spread by one vpshufb per register
+//   a0    Q4_K / Q5_K: 0;  Q6_K: -128 * sum_i sc(i) u'_i (int32 partials)
+// Then per token t (q_v: x.qc of the chunk, the same W values as u_v):
+//   Q4_K, Q5_K:  acc = sum_v madd(maddubs(u_v, q_v), s_v)
+//   Q6_K:        acc = a0 + sum_v madd(maddubs(q_v ^ 0x80, u'_v), s_v)
 // (q ^ 0x80 is q + 128 as an unsigned byte, so maddubs' unsigned operand
 // holds x and its signed one u': sum sc u' (q + 128) - 128 sum sc u' = A.
 // No int16 saturation: a maddubs pair is at most 2 * 31 * 127 (Q5_K) or
-// 2 * 255 * 32 (Q6_K), a corr pair 2 * 128 * 32, all < 32767; int32 sums
-// are exact modulo 2^32 and A, B fit.)
-// Each token's acc folds to a ymm (V::fold), then to 4 lanes, beside its 4
-// lanes of B = madd(bsc_t, mn) (Q6_K: the ymm's two halves); a vphaddd tree
-// over 4 tokens at a time leaves A (and B) of token t in lane t, so the
-// float step runs for all tokens in one ymm, lane t being token t's chain:
+// 2 * 255 * 32 (Q6_K), a0's pairs 2 * 128 * 32, all < 32767; int32 sums
+// wrap modulo 2^32 and A, B fit, so the total is exact.)
+// Each token's acc folds to a ymm (V::fold), then (Q4_K / Q5_K) to 4 lanes
+// beside the 4 lanes of madd(bsc_t, mins) (B's partials), or (Q6_K) stays
+// as is; a vphaddd tree over 4 tokens at a time leaves token t's A and B
+// (Q6_K: A's two parts) in lane t of two ymm, so the float step runs for
+// all tokens in one ymm, lane t being token t's chain:
 //   a = a + float(A) * (d * dx_c);   a = a - float(B) * (dmin * dx_c)
 // each a separate IEEE operation (the including file turns contraction
-// off), the same roundings in the same order as dot_q8c_scalar.
-// Per token and chunk (Q4_K): 8 / 4 (AVX2 / AVX-512) x (maddubs + madd-add)
-// plus ~16 for the fold, B and its share of the tree and float step.
+// off): the roundings and order of dot_q8c_scalar.
+// Per chunk and token (Q4_K): 8 (AVX2) or 4 (AVX-512) x (load-maddubs +
+// madd-add), ~10 for the fold and B, and a share of the tree and the float
+// step (~20 per chunk at 1 token, ~4 per token at 8); per chunk ~45 for the
+// decode (scales, quants, d / dmin) and the prefetch.
 //
 // V provides: I (the register type), W (bytes per register), join(const
-// __m256i* parts) (W / 32 ymm, low part first), zero(), load(p), xor_(a,b),
-// set1_8(c), maddubs(u8, s8) (_mm*_maddubs_epi16), madd_acc(acc, a, b) =
-// acc + _mm*_madd_epi16(a, b), fold(I) (a ymm whose int32 lanes have the
-// same total).
+// __m256i* parts) (W / 32 ymm, low part first), bcast128(xmm) (in every
+// 128-bit lane), zero(), load(const int8_t*), xor_(a, b), sub32(a, b)
+// (int32 lanes), set1_8(c), shuffle8(a, idx) (vpshufb, within 128-bit
+// lanes), maddubs(u8, s8) (vpmaddubsw), madd_acc(acc, a, b) = acc +
+// vpmaddwd(a, b), fold(I) (a ymm whose int32 lanes have the same total).
 // defines (internal): dot_q8c_body<V>
 #pragma once
 
@@ -65,9 +70,9 @@ namespace {
 // One super-block decoded (see the top): ymm k is values 32k .. 32k + 31.
 struct Q8cChunk {
   __m256i u[8];
-  __m256i s[8];
+  __m128i sw[2];  // the scales as int16: Q4_K / Q5_K 8 (per 32) in sw[0];
+                  // Q6_K 16 (per 16), groups 0-7 in sw[0], 8-15 in sw[1]
   __m128i mn;
-  __m256i corr;
   float d, dmin;
 };
 
@@ -77,29 +82,42 @@ LS_Q8C_TARGET inline __m128i q8c_load16(const void* p) {
 LS_Q8C_TARGET inline __m256i q8c_load32(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
-// Lane bytes that select int16 word w of a 128-bit lane, in every word.
-LS_Q8C_TARGET inline __m128i q8c_word(int w) {
-  return _mm_set1_epi16(static_cast<int16_t>((2 * w + 1) << 8 | 2 * w));
-}
+// vpshufb patterns for register v of a chunk (values W v .. W v + W - 1,
+// W bytes a register), applied to the 8 scale words of Q8cChunk::sw
+// broadcast to every 128-bit lane: each word of the lane holding values
+// i .. i + 15 takes the word of i's scale, word i / 32 (Q4_K / Q5_K) or
+// (i / 16) % 8 (Q6_K, from sw[i / 128]: one half per register, as W <= 64).
+// In memory: vpshufb operands, not rebuilt per chunk.
+template <int W>
+struct Q8cPatterns {
+  alignas(64) int8_t k45[256 / W][W];
+  alignas(64) int8_t q6[256 / W][W];
+  constexpr Q8cPatterns() : k45(), q6() {
+    for (int v = 0; v < 256 / W; ++v)
+      for (int b = 0; b < W; ++b) {
+        const int i = W * v + b;
+        k45[v][b] = static_cast<int8_t>(2 * (i / 32) + b % 2);
+        q6[v][b] = static_cast<int8_t>(2 * (i / 16 % 8) + b % 2);
+      }
+  }
+};
+template <int W>
+constexpr Q8cPatterns<W> kQ8cPatterns;
 
-// Q4_K / Q5_K. Block k's scale sc_k in every word of ymm k (a byte shuffle
-// of the 8 scales, as words, in both lanes); the quants by q45_k_values
+// Q4_K / Q5_K. The 8 scales and mins as words; the quants by q45_k_values
 // (block 2c: low nibbles of qs[32c ..], 2c + 1: high; Q5_K's 5th bit).
 template <bool kFive, class Block>
 LS_Q8C_TARGET inline void q8c_decode_k45(const uint8_t* p, Q8cChunk& ch) {
   const Block* b = reinterpret_cast<const Block*>(p);
   uint64_t s8, m8;
   k4_scale_min_bytes(b->scales, &s8, &m8);
-  const __m256i sb =
-      _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(s8))));
-  LS_Q8C_UNROLL
-  for (int k = 0; k < 8; ++k) ch.s[k] = _mm256_shuffle_epi8(sb, _mm256_broadcastsi128_si256(q8c_word(k)));
+  ch.sw[0] = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(s8)));
+  ch.sw[1] = ch.sw[0];
   ch.mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(m8)));
   __m256i h = _mm256_setzero_si256();
   if constexpr (kFive) h = q8c_load32(reinterpret_cast<const BlockQ5_K*>(p)->qh);
   LS_Q8C_UNROLL
   for (int c = 0; c < 4; ++c) q45_k_values<kFive>(b->qs, h, c, &ch.u[2 * c], &ch.u[2 * c + 1]);
-  ch.corr = _mm256_setzero_si256();
   ch.d = _cvtsh_ss(b->d);
   ch.dmin = _cvtsh_ss(b->dmin);
 }
@@ -109,22 +127,14 @@ LS_Q8C_TARGET inline void q8c_decode_k45(const uint8_t* p, Q8cChunk& ch) {
 //   j = 0: A & 15 | (H & 3) << 4        j = 1: B & 15 | (H >> 2 & 3) << 4
 //   j = 2: A >> 4 | (H >> 4 & 3) << 4   j = 3: B >> 4 | (H >> 6 & 3) << 4
 // (16-bit shifts pull a neighbour's bits in; the masks drop them), minus
-// 32. Its two 16-groups' signed scales: group 2k in the low lane's words,
-// 2k + 1 in the high lane's (the 16 scales as words; the half holding
-// them broadcast, then a byte shuffle per lane).
+// 32. The 16 signed scales as words.
 LS_Q8C_TARGET inline void q8c_decode_q6_k(const uint8_t* p, Q8cChunk& ch) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
-  const __m256i sw = _mm256_cvtepi8_epi16(q8c_load16(b->scales));
-  const __m256i half[2] = {_mm256_permute2x128_si256(sw, sw, 0x00),
-                           _mm256_permute2x128_si256(sw, sw, 0x11)};
-  LS_Q8C_UNROLL
-  for (int k = 0; k < 8; ++k)
-    ch.s[k] = _mm256_shuffle_epi8(half[k / 4],
-                                  _mm256_setr_m128i(q8c_word(2 * k % 8), q8c_word((2 * k + 1) % 8)));
+  const __m128i sc = q8c_load16(b->scales);
+  ch.sw[0] = _mm_cvtepi8_epi16(sc);
+  ch.sw[1] = _mm_cvtepi8_epi16(_mm_srli_si128(sc, 8));
   const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
   const __m256i thirty_two = _mm256_set1_epi8(32);
-  const __m256i x80 = _mm256_set1_epi8(static_cast<char>(0x80));  // 128 as maddubs' u8
-  __m256i corr = _mm256_setzero_si256();
   LS_Q8C_UNROLL
   for (int k = 0; k < 8; ++k) {
     const int h = k / 4, j = k % 4;
@@ -147,11 +157,8 @@ LS_Q8C_TARGET inline void q8c_decode_q6_k(const uint8_t* p, Q8cChunk& ch) {
         break;
     }
     ch.u[k] = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask)), thirty_two);
-    corr = _mm256_add_epi32(corr,
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(x80, ch.u[k]), ch.s[k]));
   }
   ch.mn = _mm_setzero_si128();
-  ch.corr = _mm256_sub_epi32(_mm256_setzero_si256(), corr);
   ch.d = _cvtsh_ss(b->d);
   ch.dmin = 0;
 }
@@ -213,8 +220,8 @@ template <class V, GgmlType T, int NT>
 LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
                            int64_t ldy, const RowPrefetch& pf) {
   using I = typename V::I;
-  constexpr int kVec = 256 / V::W;   // registers per chunk
-  constexpr int kPart = V::W / 32;   // ymm per register
+  constexpr int kVec = 256 / V::W;  // registers per chunk
+  constexpr int kPart = V::W / 32;  // ymm per register
   constexpr bool kMin = T != GgmlType::Q6_K;
   const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
@@ -235,23 +242,23 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
     Q8cChunk ch;
     q8c_decode<T>(row + c * chunk_bytes, ch);
     I u[kVec], s[kVec], a[NT];
+    const I sw[2] = {V::bcast128(ch.sw[0]), V::bcast128(ch.sw[1])};
     LS_Q8C_UNROLL
     for (int v = 0; v < kVec; ++v) {
       u[v] = V::join(ch.u + kPart * v);
-      s[v] = V::join(ch.s + kPart * v);
+      s[v] = kMin ? V::shuffle8(sw[0], V::load(kQ8cPatterns<V::W>.k45[v]))
+                  : V::shuffle8(sw[V::W * v / 128], V::load(kQ8cPatterns<V::W>.q6[v]));
     }
-    if constexpr (kMin) {
+    // Accumulators start at 0, or for Q6_K at -128 sum sc u' (see the top).
+    I a0 = V::zero();
+    if constexpr (!kMin) {
+      I corr = V::zero();
       LS_Q8C_UNROLL
-      for (int t = 0; t < NT; ++t) a[t] = V::zero();
-    } else {
-      __m256i parts[kPart];
-      parts[0] = ch.corr;
-      LS_Q8C_UNROLL
-      for (int i = 1; i < kPart; ++i) parts[i] = _mm256_setzero_si256();
-      const I corr = V::join(parts);
-      LS_Q8C_UNROLL
-      for (int t = 0; t < NT; ++t) a[t] = corr;
+      for (int v = 0; v < kVec; ++v) corr = V::madd_acc(corr, V::maddubs(x80, u[v]), s[v]);
+      a0 = V::sub32(a0, corr);
     }
+    LS_Q8C_UNROLL
+    for (int t = 0; t < NT; ++t) a[t] = a0;
     LS_Q8C_UNROLL
     for (int v = 0; v < kVec; ++v) {
       LS_Q8C_UNROLL
@@ -282,10 +289,10 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
     const __m256i hi = _mm256_permute2x128_si256(g0, g1, 0x31);
     const __m256 dx = q8c_lanes<NT>(dc, c);
     if constexpr (kMin) {
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(lo),
-                                             _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
-      acc = _mm256_sub_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(hi),
-                                             _mm256_mul_ps(_mm256_set1_ps(ch.dmin), dx)));
+      acc = _mm256_add_ps(
+          acc, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
+      acc = _mm256_sub_ps(
+          acc, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(_mm256_set1_ps(ch.dmin), dx)));
     } else {
       acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)),
                                              _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
