@@ -19,7 +19,15 @@
 
 namespace ls {
 
-void gemm_q8c_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out) {
+namespace {
+// Two int16 as one vpdpwssd operand: lo | hi << 16.
+int32_t pair16(int lo, int hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16);
+}
+}  // namespace
+
+void gemm_q8c_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out, int r) {
   const uint64_t cb = ggml_row_bytes(t, QK_K);
   Q8cChunkTerms w;
   for (int64_t c = 0; c < n / 256; ++c) {
@@ -27,25 +35,34 @@ void gemm_q8c_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out) {
     GemmQ8cW& o = out[c];
     for (int i = 0; i < 256; ++i) {
       const int v = w.sc[i] * w.u[i];
-      o.hi[i] = static_cast<int8_t>(v >> 6);
-      o.lo[i] = static_cast<uint8_t>(v & 63);
+      o.hi[i / 64][r][i % 64] = static_cast<int8_t>(v >> 6);
+      o.lo[i / 64][r][i % 64] = static_cast<uint8_t>(v & 63);
     }
-    o.d = w.d;
-    o.dmin = w.dmin;
-    for (int p = 0; p < 4; ++p)
-      o.mn[p] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(w.mn[2 * p])) |
-                                     static_cast<uint32_t>(static_cast<uint16_t>(w.mn[2 * p + 1]))
-                                         << 16);
-    std::memset(o.pad, 0, sizeof o.pad);
+    o.d[r] = w.d;
+    o.dmin[r] = w.dmin;
+    for (int p = 0; p < 4; ++p) o.mn[p][r] = pair16(w.mn[2 * p], w.mn[2 * p + 1]);
   }
 }
 
-void gemm_q8c_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8cX* panel) {
+void gemm_q8c_zero_row(int64_t nc, GemmQ8cW* out, int r) {
+  for (int64_t c = 0; c < nc; ++c) {
+    GemmQ8cW& o = out[c];
+    for (int s = 0; s < 4; ++s) {
+      std::memset(o.hi[s][r], 0, 64);
+      std::memset(o.lo[s][r], 0, 64);
+      o.mn[s][r] = 0;
+    }
+    o.d[r] = o.dmin[r] = 0;
+  }
+}
+
+void gemm_q8c_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0, int64_t c1,
+                     GemmQ8cX* panel) {
   assert(x.qc && t0 % kGemmQ8AmxGroup == 0);
   const int64_t nc = x.n / 256;
   const int64_t g0 = t0 / kGemmQ8AmxGroup, g1 = (t1 + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
   for (int64_t g = g0; g < g1; ++g)
-    for (int64_t c = 0; c < nc; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
       GemmQ8cX& o = panel[g * nc + c];
       std::memset(&o, 0, sizeof o);
       for (int tt = 0; tt < kGemmQ8AmxGroup; ++tt) {
@@ -56,11 +73,7 @@ void gemm_q8c_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8cX* panel
           for (int k = 0; k < 16; ++k) std::memcpy(&o.b[s][64 * k + 4 * tt], q + 64 * s + 4 * k, 4);
         o.dx[tt] = x.dc_at(t)[c];
         const int16_t* bs = x.bsc_at(t) + 8 * c;
-        for (int p = 0; p < 4; ++p)
-          o.bs[p][tt] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(bs[2 * p])) |
-                                             static_cast<uint32_t>(
-                                                 static_cast<uint16_t>(bs[2 * p + 1]))
-                                                 << 16);
+        for (int p = 0; p < 4; ++p) o.bs[p][tt] = pair16(bs[2 * p], bs[2 * p + 1]);
       }
     }
 }
@@ -113,8 +126,8 @@ struct JobC {
   bool fast_pack;
 };
 
-// Rows [r0, r1) of one part packed (and padded with zero rows to whole
-// tiles of 16), then tokens 32 at a time (a group starts on 16).
+// Rows [r0, r1) of one part packed into tiles of 16 (the last padded with
+// zero rows), then tokens 32 at a time (a group starts on 16).
 void run_task(const JobC& j, int64_t task, int thread) {
   const int64_t range = task % j.n_ranges, group = task / j.n_ranges;
   int p = 0;
@@ -127,21 +140,24 @@ void run_task(const JobC& j, int64_t task, int thread) {
   const int64_t g1 = std::min(j.n_tok, g0 + j.tokens_per_group);
   GemmQ8cW* tile = j.scratch->tile(thread);
   const uint8_t* rows = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = r0; r < r1; ++r) {
-    if (j.fast_pack)
-      gemm_q8c_pack_w_fast(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc);
-    else
-      gemm_q8c_pack_w(w.type, rows + r * j.row_bytes[p], j.n, tile + (r - r0) * j.nc);
-  }
   const int64_t padded = (r1 - r0 + 15) / 16 * 16;
-  std::fill(tile + (r1 - r0) * j.nc, tile + padded * j.nc, GemmQ8cW{});
+  for (int64_t r = r0; r < r0 + padded; ++r) {
+    GemmQ8cW* at = tile + (r - r0) / 16 * j.nc;
+    const int place = static_cast<int>((r - r0) % 16);
+    if (r >= r1)
+      gemm_q8c_zero_row(j.nc, at, place);
+    else if (j.fast_pack)
+      gemm_q8c_pack_w_fast(w.type, rows + r * j.row_bytes[p], j.n, at, place);
+    else
+      gemm_q8c_pack_w(w.type, rows + r * j.row_bytes[p], j.n, at, place);
+  }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
     const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
     for (int64_t r = r0; r < r1; r += 16) {
       const int nr = static_cast<int>(std::min<int64_t>(16, r1 - r));
       for (int64_t t = b0; t < b1; t += 32) {
         const int nt = static_cast<int>(std::min<int64_t>(32, b1 - t));
-        j.kernel(w.type, tile + (r - r0) * j.nc, j.nc, j.panel + t / 16 * j.nc, (nt + 15) / 16,
+        j.kernel(w.type, tile + (r - r0) / 16 * j.nc, j.nc, j.panel + t / 16 * j.nc, (nt + 15) / 16,
                  nr, nt, y + t * w.n_out + r, w.n_out);
       }
     }
@@ -181,24 +197,22 @@ void gemm_q8c_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, co
   j.plan.tokens_per_block = (j.plan.tokens_per_block + 31) / 32 * 32;
   const int64_t n_groups_x = (n_tok + 15) / 16;
   const int64_t padded_rows = (j.plan.rows_per_range + 15) / 16 * 16;
-  scratch.reserve(threads, padded_rows * j.nc, n_groups_x * j.nc);
+  scratch.reserve(threads, padded_rows / 16 * j.nc, n_groups_x * j.nc);
   j.scratch = &scratch;
   j.panel = scratch.panel();
-  {
+  {  // the panel: tasks of (token group, range of chunks), every thread busy
     struct PackX {
       const ActQ8View* x;
       GemmQ8cX* panel;
-      int64_t n_tok, n_groups, n_tasks;
-    } px{&x, scratch.panel(), n_tok, n_groups_x, std::min<int64_t>(n_groups_x * j.nc, 4 * threads)};
+      int64_t n_tok, nc, per_group, n_tasks;
+    } px{&x, scratch.panel(), n_tok, j.nc, 0, 0};
+    px.per_group = std::clamp<int64_t>(2 * threads / n_groups_x, 1, j.nc);
+    px.n_tasks = n_groups_x * px.per_group;
     const PackX* pp = &px;
-    // Tasks over (group, chunk range) would need a chunk-range packer; groups
-    // are enough where tokens are many, and a 16-token panel is small.
-    const int64_t tasks = std::min<int64_t>(n_groups_x, 4 * threads);
-    px.n_tasks = tasks;
-    pool.run(tasks, [pp](int64_t task, int) {
-      const int64_t ga = pp->n_groups * task / pp->n_tasks;
-      const int64_t gb = pp->n_groups * (task + 1) / pp->n_tasks;
-      gemm_q8c_pack_x(*pp->x, ga * 16, std::min(pp->n_tok, gb * 16), pp->panel);
+    pool.run(px.n_tasks, [pp](int64_t task, int) {
+      const int64_t g = task / pp->per_group, k = task % pp->per_group;
+      gemm_q8c_pack_x(*pp->x, g * 16, std::min(pp->n_tok, g * 16 + 16), pp->nc * k / pp->per_group,
+                      pp->nc * (k + 1) / pp->per_group, pp->panel);
     });
   }
   const int64_t rb = j.plan.rows_per_range;

@@ -15,8 +15,12 @@
 // mins' term) is 4 vpdpwssd of the 32-block sums against the row's mins.
 //
 // Layouts (built per call):
-//   GemmQ8cW  one row's chunk: the two planes in natural order (value k at
-//             byte k), d and dmin as f32, the 8 mins as int16 pairs.
+//   GemmQ8cW  one chunk of a tile of 16 rows: each plane as 4 A tiles of K
+//             = 64 values (16 rows of 64 bytes, contiguous: the tile unit
+//             loads a tile from 1 KiB in a row), the rows' d and dmin as f32,
+//             their 8 mins as int16 pairs. (Rows nc chunks apart, as first
+//             written, made a pack and the tile loads after it 2-4x slower
+//             than either alone: bench/results/2026-12-04-h200-s24.md.)
 //   GemmQ8cX  one chunk of a group of 16 tokens: 4 B tiles of K = 64
 //             values (row k4, bytes 4t + e = token t's value 64s + 4k4 + e:
 //             the tile unit's "VNNI" layout), dx of the 16 tokens, and the
@@ -25,7 +29,8 @@
 // operations, run by the hardware (gemm_q8_amx.cpp) or by their emulation
 // in plain C++ (gemm_q8_amx_emu.cpp: tests on any CPU).
 // defines: GemmQ8cW, GemmQ8cX, GemmQ8cTileFn, gemm_q8c_amx_tile_hw(), gemm_q8c_amx_tile_emu(),
-//          gemm_q8c_pack_w(), gemm_q8c_pack_w_fast(), gemm_q8c_pack_x(), GemmQ8cScratch,
+//          gemm_q8c_pack_w(), gemm_q8c_pack_w_fast(), gemm_q8c_zero_row(), gemm_q8c_pack_x(),
+//          kGemmQ8cRows, GemmQ8cScratch,
 //          gemm_q8c_parts(), gemm_q8c_min_tokens(), gemm_q8c_kernel()
 #pragma once
 
@@ -41,13 +46,13 @@
 namespace ls {
 
 struct alignas(64) GemmQ8cW {
-  int8_t hi[256];   // v >> 6
-  uint8_t lo[256];  // v & 63
-  float d, dmin;    // dmin 0 for Q6_K
-  int32_t mn[4];    // mins (2p) | (2p + 1) << 16, as vpdpwssd pairs (0 for Q6_K)
-  uint8_t pad[40];
+  int8_t hi[4][16][64];   // [K step][row][value 64s + k]: v >> 6
+  uint8_t lo[4][16][64];  // v & 63
+  float d[16], dmin[16];  // dmin 0 for Q6_K
+  int32_t mn[4][16];      // [pair][row]: mins (2p) | (2p + 1) << 16, vpdpwssd pairs (0: Q6_K)
 };
-static_assert(sizeof(GemmQ8cW) == 576, "GemmQ8cW is 9 lines");
+static_assert(sizeof(GemmQ8cW) == 8576, "GemmQ8cW is 134 lines");
+inline constexpr int kGemmQ8cRows = 16;  // rows a GemmQ8cW holds
 
 struct alignas(64) GemmQ8cX {
   int8_t b[4][1024];  // K-step s: 16 rows of 64 bytes
@@ -57,8 +62,8 @@ struct alignas(64) GemmQ8cX {
 static_assert(sizeof(GemmQ8cX) == 4416, "GemmQ8cX is 69 lines");
 
 // y[t * ldy + r] = row r · token t for r < n_rows (<= 16), t < n_tok (<= 16
-// · n_groups, n_groups 1 or 2). w: 16 rows of nc chunks (rows past n_rows
-// are read: zeros do), row r chunk c at w[r * nc + c]; x: group g chunk c
+// · n_groups, n_groups 1 or 2). w: the 16 rows' nc chunks (rows past n_rows
+// are computed and dropped: zeros do), chunk c at w[c]; x: group g chunk c
 // at x[g * nc + c].
 using GemmQ8cTileFn = void (*)(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
                                int n_groups, int n_rows, int n_tok, float* y, int64_t ldy);
@@ -67,14 +72,18 @@ void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ
 void gemm_q8c_amx_tile_emu(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
                            int n_groups, int n_rows, int n_tok, float* y, int64_t ldy);
 
-// One row of n values (n % 256 == 0) of type t into n / 256 chunks: plain
-// C++, and the AVX-512 BW variant (same bytes; where the CPU has it).
-void gemm_q8c_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out);
-void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out);
-// Tokens [t0, t1) of x (chunk form set) into the panel (t0 a multiple of
-// 16; token t in group t / 16, group g chunk c at panel[g * nc + c]); a
-// group's places from t1 on are zeroed.
-void gemm_q8c_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8cX* panel);
+// One row of n values (n % 256 == 0) of type t into place r (< 16) of the
+// n / 256 chunks at out: plain C++, and the AVX-512 BW variant (same bytes;
+// where the CPU has it).
+void gemm_q8c_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out, int r);
+void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out, int r);
+// Place r of the n / 256 chunks at out zeroed (a tile's rows past the matrix).
+void gemm_q8c_zero_row(int64_t nc, GemmQ8cW* out, int r);
+// Chunks [c0, c1) of tokens [t0, t1) of x (chunk form set) into the panel
+// (t0 a multiple of 16; token t in group t / 16, group g chunk c at
+// panel[g * nc + c]); a group's places from t1 on are zeroed.
+void gemm_q8c_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0, int64_t c1,
+                     GemmQ8cX* panel);
 
 class GemmQ8cScratch {
  public:

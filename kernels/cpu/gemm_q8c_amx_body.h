@@ -35,7 +35,6 @@ LS_AMX_TARGET void amx_chunk_tile(const ls::GemmQ8cW* w, int64_t nc, const ls::G
     for (auto& g : r) g = LsAmxV16f{};  // +0, as the chunk form starts
   // The tiles' sums as stored, two chunks' worth: [chunk & 1][2g + plane][row].
   alignas(64) int32_t cb[2][4][R][16];
-  const int64_t stride = nc * static_cast<int64_t>(sizeof(ls::GemmQ8cW));
   const bool two = n_groups > 1;
   // The tile multiplies of chunk c into cb[buf].
   auto multiply = [&](int64_t c, int buf) LS_AMX_TARGET {
@@ -49,8 +48,8 @@ LS_AMX_TARGET void amx_chunk_tile(const ls::GemmQ8cW* w, int64_t nc, const ls::G
       o.template zero<3>();
     }
     for (int s = 0; s < 4; ++s) {
-      o.template load<4>(wc->hi + 64 * s, stride);
-      o.template load<5>(wc->lo + 64 * s, stride);
+      o.template load<4>(wc->hi[s], 64);
+      o.template load<5>(wc->lo[s], 64);
       o.template load<6>(x0->b[s], 64);
       o.template dp_ss<0, 4, 6>();
       o.template dp_us<1, 5, 6>();
@@ -73,7 +72,7 @@ LS_AMX_TARGET void amx_chunk_tile(const ls::GemmQ8cW* w, int64_t nc, const ls::G
   for (int64_t c = 0; c < nc; ++c) {
     const int buf = static_cast<int>(c & 1);
     if (c + 1 < nc) multiply(c + 1, buf ^ 1);
-    const ls::GemmQ8cW* wc = w + c;
+    const ls::GemmQ8cW& wc = w[c];
     for (int g = 0; g < n_groups; ++g) {
       const ls::GemmQ8cX* xg = x + g * nc + c;
       const LsAmxV16f dx = amx_load16<LsAmxV16f>(xg->dx);
@@ -81,16 +80,15 @@ LS_AMX_TARGET void amx_chunk_tile(const ls::GemmQ8cW* w, int64_t nc, const ls::G
       if constexpr (kMin)
         for (int p = 0; p < 4; ++p) bs[p] = amx_load16<LsAmxV16i>(xg->bs[p]);
       for (int r = 0; r < R; ++r) {
-        const ls::GemmQ8cW& wr = wc[r * nc];
         const LsAmxV16i hi = amx_load16<LsAmxV16i>(cb[buf][2 * g][r]);
         const LsAmxV16i lo = amx_load16<LsAmxV16i>(cb[buf][2 * g + 1][r]);
         const LsAmxV16i A = hi * 64 + lo;  // exact: |A| < 2^28
         LsAmxV16f a = acc[r][g];
-        a = a + __builtin_convertvector(A, LsAmxV16f) * (wr.d * dx);
+        a = a + __builtin_convertvector(A, LsAmxV16f) * (wc.d[r] * dx);
         if constexpr (kMin) {
           LsAmxV16i B = LsAmxV16i{};
-          for (int p = 0; p < 4; ++p) B = o.dpwssd(B, bs[p], wr.mn[p]);
-          a = a - __builtin_convertvector(B, LsAmxV16f) * (wr.dmin * dx);
+          for (int p = 0; p < 4; ++p) B = o.dpwssd(B, bs[p], wc.mn[p][r]);
+          a = a - __builtin_convertvector(B, LsAmxV16f) * (wc.dmin[r] * dx);
         }
         acc[r][g] = a;
       }

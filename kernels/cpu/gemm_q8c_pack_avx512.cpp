@@ -31,7 +31,7 @@ LS_PACK_TARGET inline void planes(__m512i v, int8_t* hi, uint8_t* lo) {
                       _mm512_cvtepi16_epi8(_mm512_and_si512(v, _mm512_set1_epi16(63))));
 }
 
-LS_PACK_TARGET void pack_q4k(const uint8_t* row, int64_t nc, GemmQ8cW* out) {
+LS_PACK_TARGET void pack_q4k(const uint8_t* row, int64_t nc, GemmQ8cW* out, int r) {
   const __m512i nib = _mm512_set1_epi16(15);
   for (int64_t c = 0; c < nc; ++c) {
     const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c];
@@ -47,17 +47,16 @@ LS_PACK_TARGET void pack_q4k(const uint8_t* row, int64_t nc, GemmQ8cW* out) {
       const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(q, nib), _mm512_set1_epi16(sc[2 * k]));
       const __m512i hi =
           _mm512_mullo_epi16(_mm512_srli_epi16(q, 4), _mm512_set1_epi16(sc[2 * k + 1]));
-      planes(lo, o.hi + 64 * k, o.lo + 64 * k);
-      planes(hi, o.hi + 64 * k + 32, o.lo + 64 * k + 32);
+      planes(lo, o.hi[k][r], o.lo[k][r]);
+      planes(hi, o.hi[k][r] + 32, o.lo[k][r] + 32);
     }
-    o.d = fp16_to_fp32(b.d);
-    o.dmin = fp16_to_fp32(b.dmin);
-    for (int p = 0; p < 4; ++p) o.mn[p] = int32_t{mn[2 * p]} | int32_t{mn[2 * p + 1]} << 16;
-    std::memset(o.pad, 0, sizeof o.pad);
+    o.d[r] = fp16_to_fp32(b.d);
+    o.dmin[r] = fp16_to_fp32(b.dmin);
+    for (int p = 0; p < 4; ++p) o.mn[p][r] = int32_t{mn[2 * p]} | int32_t{mn[2 * p + 1]} << 16;
   }
 }
 
-LS_PACK_TARGET void pack_q6k(const uint8_t* row, int64_t nc, GemmQ8cW* out) {
+LS_PACK_TARGET void pack_q6k(const uint8_t* row, int64_t nc, GemmQ8cW* out, int r) {
   const __m512i low4 = _mm512_set1_epi16(15), two = _mm512_set1_epi16(3 << 4);
   const __m512i off = _mm512_set1_epi16(32);
   for (int64_t c = 0; c < nc; ++c) {
@@ -83,13 +82,13 @@ LS_PACK_TARGET void pack_q6k(const uint8_t* row, int64_t nc, GemmQ8cW* out) {
         const __m512i sc = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(b.scales[g]),
                                                    _mm512_set1_epi16(b.scales[g + 1]));
         const __m512i v = _mm512_mullo_epi16(_mm512_sub_epi16(u[m], off), sc);
-        planes(v, o.hi + 128 * h + 32 * m, o.lo + 128 * h + 32 * m);
+        const int s = 2 * h + m / 2, at = 32 * (m % 2);  // values 128h + 32m ..
+        planes(v, o.hi[s][r] + at, o.lo[s][r] + at);
       }
     }
-    o.d = fp16_to_fp32(b.d);
-    o.dmin = 0;
-    std::memset(o.mn, 0, sizeof o.mn);
-    std::memset(o.pad, 0, sizeof o.pad);
+    o.d[r] = fp16_to_fp32(b.d);
+    o.dmin[r] = 0;
+    for (int p = 0; p < 4; ++p) o.mn[p][r] = 0;
   }
 }
 
@@ -101,10 +100,10 @@ bool has_bw() {
 
 }  // namespace
 
-void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out) {
-  if (has_bw() && t == GgmlType::Q4_K) return pack_q4k(row, n / 256, out);
-  if (has_bw() && t == GgmlType::Q6_K) return pack_q6k(row, n / 256, out);
-  gemm_q8c_pack_w(t, row, n, out);
+void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out, int r) {
+  if (has_bw() && t == GgmlType::Q4_K) return pack_q4k(row, n / 256, out, r);
+  if (has_bw() && t == GgmlType::Q6_K) return pack_q6k(row, n / 256, out, r);
+  gemm_q8c_pack_w(t, row, n, out, r);
 }
 
 }  // namespace ls
@@ -112,8 +111,8 @@ void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* o
 #else
 
 namespace ls {
-void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out) {
-  gemm_q8c_pack_w(t, row, n, out);
+void gemm_q8c_pack_w_fast(GgmlType t, const uint8_t* row, int64_t n, GemmQ8cW* out, int r) {
+  gemm_q8c_pack_w(t, row, n, out, r);
 }
 }  // namespace ls
 

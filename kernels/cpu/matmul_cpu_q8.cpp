@@ -35,6 +35,24 @@ ActQ8View matmul_cpu_quantize(const float* x, int64_t n_tok, int64_t n_in,
   return scratch.act().view(n_in);
 }
 
+ActQ8View matmul_cpu_quantize(ThreadPool& pool, const float* x, int64_t n_tok, int64_t n_in,
+                              CpuMatmulScratch& scratch, CpuIsa isa) {
+  // Ranges of whole chunks (the chunk form quantizes per 256), at least 16k
+  // values a task: below that one thread does it (a wake-up costs more).
+  const int64_t unit = n_in % 256 == 0 ? 8 : 1;
+  const int64_t nu = n_tok * n_in / kActQ8Block / unit;
+  const int64_t tasks =
+      std::min<int64_t>(2 * int64_t{pool.size()}, n_tok * n_in / (int64_t{16} << 10));
+  if (tasks <= 1) return matmul_cpu_quantize(x, n_tok, n_in, scratch, isa);
+  ActQ8Buffer& act = scratch.act();
+  act.reserve(n_tok, n_in);
+  pool.run(tasks, [&](int64_t task, int) {
+    quantize_act_q8_cpu_blocks(x, n_in, nu * task / tasks * unit, nu * (task + 1) / tasks * unit,
+                               act, isa);
+  });
+  return act.view(n_in);
+}
+
 namespace {
 
 // Short enough that the last claims end together, long enough that a claim

@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
                   matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
                 } else if (v.act == CpuAct::Q8) {
                   const ActQ8View xq =
-                      matmul_cpu_quantize(x.data(), nt, s.n_in, v.chunks ? scratch_c : scratch, v.isa);
+                      matmul_cpu_quantize(pool, x.data(), nt, s.n_in, v.chunks ? scratch_c : scratch, v.isa);
                   if (v.gemm && v.chunks) {
                     const MatmulQ8Part part{w, y.data()};
                     gemm_q8c_parts(pool, &part, 1, xq, nt, scratch_c.gemm_chunks(),

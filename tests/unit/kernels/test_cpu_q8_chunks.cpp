@@ -261,18 +261,22 @@ TEST_CASE("cpu_q8_chunks: the packers give the same planes") {
   for (GgmlType t : kKTypes) {
     const int64_t n = 512;
     const std::vector<uint8_t> w = test::random_weight(t, n, 1, rng);
-    GemmQ8cW a[2], b[2];
-    std::memset(static_cast<void*>(a), 0x55, sizeof a);
-    std::memset(static_cast<void*>(b), 0xAA, sizeof b);
-    gemm_q8c_pack_w(t, w.data(), n, a);
-    gemm_q8c_pack_w_fast(t, w.data(), n, b);
+    std::vector<GemmQ8cW> a(2), b(2);
+    std::memset(static_cast<void*>(a.data()), 0x55, sizeof(GemmQ8cW) * 2);
+    std::memset(static_cast<void*>(b.data()), 0x55, sizeof(GemmQ8cW) * 2);
+    for (int r : {0, 5, 15}) {  // places of the tile; the others keep their bytes
+      gemm_q8c_pack_w(t, w.data(), n, a.data(), r);
+      gemm_q8c_pack_w_fast(t, w.data(), n, b.data(), r);
+    }
     CAPTURE(tn(t));
-    CHECK(std::memcmp(a, b, sizeof a) == 0);
+    CHECK(std::memcmp(a.data(), b.data(), sizeof(GemmQ8cW) * 2) == 0);
     // The planes hold v: 64 hi + lo = sc(i) u'(i).
     Q8cChunkTerms terms;
     q8c_chunk_terms(t, w.data(), terms);
     bool same = true;
-    for (int i = 0; i < 256; ++i) same = same && 64 * a[0].hi[i] + a[0].lo[i] == terms.sc[i] * terms.u[i];
+    for (int i = 0; i < 256; ++i)
+      same = same && 64 * a[0].hi[i / 64][5][i % 64] + a[0].lo[i / 64][5][i % 64] ==
+                         terms.sc[i] * terms.u[i];
     CHECK(same);
   }
 }
