@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/cpu/dot_q8c.h"
+#include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/half.h"
 #include "kernels/quant_blocks.h"
@@ -127,7 +128,9 @@ bool cpu_q8_chunks_active() {
   if (f >= 0) return f == 1;
   static const bool env = [] {
     const char* e = std::getenv("LS_CPU_Q8_FORM");
-    return e && std::strcmp(e, "chunks") == 0;
+    if (e && std::strcmp(e, "chunks") == 0) return true;
+    if (e && std::strcmp(e, "lanes") == 0) return false;
+    return gemm_q8_amx_enabled();  // the default: where its GEMM runs on the tile unit
   }();
   return env;
 }

@@ -54,8 +54,9 @@ inline bool q8c_type(GgmlType t) {
 }
 
 // The process's choice: the override if set, else LS_CPU_Q8_FORM=chunks|lanes
-// from the environment, else the default (lanes: the chunk form is not yet
-// the default anywhere).
+// from the environment, else the default: chunks where the CPU runs the AMX
+// GEMM (gemm_q8_amx_enabled; LS_CPU_AMX=0 turns both off), lanes elsewhere
+// (without AMX the lane form's VNNI tiles are the faster GEMM).
 bool cpu_q8_chunks_active();
 // Force the form (nullopt: back to the environment / default). Tests and
 // benches use it; the engine reads cpu_q8_chunks_active once per call.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 24, call 2: the chunk form in the engine. Synthetic 70b Q4_K_M at
+# Session 24, call 6: the chunk form in the engine. Synthetic 70b Q4_K_M at
 # 24 GiB, bench --batch 1,8,32 (issue 17's shape) with the lane form and with
 # LS_CPU_Q8_FORM=chunks, in the same call.
 set -u
