@@ -41,8 +41,8 @@ void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, floa
     matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
   } else {
     const MatmulQ8Part part{w, y};
-    matmul_cpu_q8_auto(pool_, &part, 1, matmul_cpu_quantize(pool_, x, n_tok, w.n_in, mm_scratch_), n_tok,
-                       mm_scratch_, cpu_isa_active(), tune_);
+    matmul_cpu_q8_auto(pool_, &part, 1, matmul_cpu_quantize(pool_, x, n_tok, w.n_in, mm_scratch_),
+                       n_tok, mm_scratch_, cpu_isa_active(), tune_);
   }
 }
 
@@ -61,7 +61,8 @@ void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<Ma
     for (const MatmulQ8Part& p : parts) matmul(p.w, x, n_tok, p.y);
     return;
   }
-  const ActQ8View v = xq ? *xq : matmul_cpu_quantize(pool_, x, n_tok, parts.begin()->w.n_in, mm_scratch_);
+  const ActQ8View v =
+      xq ? *xq : matmul_cpu_quantize(pool_, x, n_tok, parts.begin()->w.n_in, mm_scratch_);
   matmul_cpu_q8_auto(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok, mm_scratch_,
                      cpu_isa_active(), tune_);
 }

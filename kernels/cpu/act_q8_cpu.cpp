@@ -120,7 +120,8 @@ LS_AVX2 void quantize_block_avx2(const float* x, int8_t* q, float* d, float* ds,
 LS_AVX2 void quantize_chunk_avx2(const float* x, int8_t* q, float* d, int16_t* bsum) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
-  for (int k = 0; k < 32; ++k) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
+  for (int k = 0; k < 32; ++k)
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * k)));
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -133,8 +134,8 @@ LS_AVX2 void quantize_chunk_avx2(const float* x, int8_t* q, float* d, int16_t* b
       qi[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * j + 8 * k), idv));
     bsum[j] = static_cast<int16_t>(
         hsum8(_mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]))));
-    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]),
-                                         _mm256_packs_epi32(qi[2], qi[3]));
+    const __m256i p =
+        _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * j),
                         _mm256_permutevar8x32_epi32(p, order));
   }
@@ -144,8 +145,8 @@ LS_AVX2 void quantize_chunk_avx2(const float* x, int8_t* q, float* d, int16_t* b
 
 }  // namespace
 
-void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1,
-                                ActQ8Buffer& out, CpuIsa isa) {
+void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1, ActQ8Buffer& out,
+                                CpuIsa isa) {
   assert(n % kActQ8Block == 0 && b0 >= 0 && b0 <= b1 && out.capacity() >= b1 * kActQ8Block);
   auto block = [&](int64_t b) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -81,9 +81,15 @@ class ActQ8Buffer {
   // The view of n_tok tokens of n values (reserve(n_tok, n) first).
   ActQ8View view(int64_t n) const {
     const bool c = chunks_ && n % 256 == 0;
-    return {q_.data(),   d_.data(),   ds_.data(),
-            ds16_.data(), n,          qk4_.data(),
-            dds_.data(), c ? qc_.data() : nullptr, c ? dc_.data() : nullptr,
+    return {q_.data(),
+            d_.data(),
+            ds_.data(),
+            ds16_.data(),
+            n,
+            qk4_.data(),
+            dds_.data(),
+            c ? qc_.data() : nullptr,
+            c ? dc_.data() : nullptr,
             c ? bsc_.data() : nullptr};
   }
   int8_t* q() { return q_.data(); }
@@ -114,8 +120,8 @@ void quantize_act_q8_cpu(const float* x, int64_t n_tok, int64_t n, ActQ8Buffer& 
 // with swiglu). With chunks on, the chunks wholly inside [b0, b1) get their
 // chunk form too: ranges must then start and end on chunks (multiples of 8
 // blocks) for every chunk to be covered.
-void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1,
-                                ActQ8Buffer& out, CpuIsa isa = cpu_isa_active());
+void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b1, ActQ8Buffer& out,
+                                CpuIsa isa = cpu_isa_active());
 
 // One chunk of 256 values in the chunk form (kernels/cpu/q8_chunks.h):
 // q (256), *d, bsum (8). Portable; the quantizers above call it.

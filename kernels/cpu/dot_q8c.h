@@ -45,9 +45,9 @@ const char* dot_q8c_name(CpuIsa isa);
 // the tests: the quants u (Q6_K: u - 32), the scale of each value's group,
 // the mins (0 for Q6_K) and d, dmin as f32.
 struct Q8cChunkTerms {
-  int8_t u[256];     // Q4_K 0..15, Q5_K 0..31, Q6_K -32..31
-  int16_t sc[256];   // the scale of value i's sub-block (Q6_K: signed)
-  int16_t mn[8];     // the min of block j (Q4_K, Q5_K), else 0
+  int8_t u[256];    // Q4_K 0..15, Q5_K 0..31, Q6_K -32..31
+  int16_t sc[256];  // the scale of value i's sub-block (Q6_K: signed)
+  int16_t mn[8];    // the min of block j (Q4_K, Q5_K), else 0
   float d = 0, dmin = 0;
 };
 void q8c_chunk_terms(GgmlType t, const uint8_t* block, Q8cChunkTerms& out);

@@ -31,6 +31,9 @@
 //   a = a + float(A) * (d * dx_c);   a = a - float(B) * (dmin * dx_c)
 // each a separate IEEE operation (the including file turns contraction
 // off): the roundings and order of dot_q8c_scalar.
+// One token alone (decode's width) keeps 8 chunks' (A, B) and runs the
+// tree and the products once per 8 chunks, chunk k in lane k, then its
+// chain of additions in scalar code, in chunk order: the same operations.
 // Per chunk and token (Q4_K): 8 (AVX2) or 4 (AVX-512) x (load-maddubs +
 // madd-add), ~10 for the fold and B, and a share of the tree and the float
 // step (~20 per chunk at 1 token, ~4 per token at 8); per chunk ~45 for the
@@ -236,6 +239,39 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
   }
   const I x80 = V::set1_8(static_cast<char>(0x80));
   __m256 acc = _mm256_setzero_ps();  // lane t: token t's a
+  // One token: the (A, B) ymm of 8 chunks at a time, so the tree and the
+  // products run once per 8 chunks with chunk k in lane k; the chain of
+  // additions stays scalar, in chunk order (flush below).
+  __m256i ring[8];
+  alignas(32) float ring_d[8], ring_dm[8];
+  float a1 = 0.0f;  // the one token's a
+  auto flush = [&](int64_t c_end, int m) LS_Q8C_TARGET {
+    for (int k = m; k < 8; ++k) {
+      ring[k] = ring[0];
+      ring_d[k] = ring_dm[k] = 0.0f;
+    }
+    const __m256i g0 = q8c_tree4(ring), g1 = q8c_tree4(ring + 4);
+    const __m256i lo = _mm256_permute2x128_si256(g0, g1, 0x20);  // lane k: chunk k
+    const __m256i hi = _mm256_permute2x128_si256(g0, g1, 0x31);
+    alignas(32) float dxs[8] = {};
+    std::copy(dc[0] + c_end - m, dc[0] + c_end, dxs);
+    const __m256 dx = _mm256_load_ps(dxs);
+    alignas(32) float pa[8], pb[8];
+    if constexpr (kMin) {
+      _mm256_store_ps(
+          pa, _mm256_mul_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(_mm256_load_ps(ring_d), dx)));
+      _mm256_store_ps(
+          pb, _mm256_mul_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(_mm256_load_ps(ring_dm), dx)));
+      for (int k = 0; k < m; ++k) {
+        a1 = a1 + pa[k];
+        a1 = a1 - pb[k];
+      }
+    } else {
+      _mm256_store_ps(pa, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)),
+                                        _mm256_mul_ps(_mm256_load_ps(ring_d), dx)));
+      for (int k = 0; k < m; ++k) a1 = a1 + pa[k];
+    }
+  };
   Q8cPrefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
@@ -281,6 +317,14 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
         yv[t] = f;
       }
     }
+    if constexpr (NT == 1) {
+      const int k = static_cast<int>(c % 8);
+      ring[k] = yv[0];
+      ring_d[k] = ch.d;
+      ring_dm[k] = ch.dmin;
+      if (k == 7 || c + 1 == n_chunks) flush(c + 1, k + 1);
+      continue;
+    }
     LS_Q8C_UNROLL
     for (int t = NT; t < 8; ++t) yv[t] = yv[0];  // lanes past NT: never stored
     const __m256i g0 = q8c_tree4(yv);
@@ -297,6 +341,10 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
       acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)),
                                              _mm256_mul_ps(_mm256_set1_ps(ch.d), dx)));
     }
+  }
+  if constexpr (NT == 1) {
+    y[0] = a1;
+    return;
   }
   alignas(32) float out[8];
   _mm256_store_ps(out, acc);

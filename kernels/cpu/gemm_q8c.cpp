@@ -225,8 +225,7 @@ void gemm_q8c_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, co
   j.tokens_per_group = (per_group + 31) / 32 * 32;
   const int64_t n_groups = (n_tok + j.tokens_per_group - 1) / j.tokens_per_group;
   const JobC* jp = &j;
-  pool.run(n_groups * j.n_ranges,
-           [jp](int64_t task, int thread) { run_task(*jp, task, thread); });
+  pool.run(n_groups * j.n_ranges, [jp](int64_t task, int thread) { run_task(*jp, task, thread); });
 }
 
 }  // namespace ls

@@ -42,8 +42,8 @@ LS_PACK_TARGET void pack_q4k(const uint8_t* row, int64_t nc, GemmQ8cW* out, int 
     std::memcpy(sc, &sc8, 8);
     std::memcpy(mn, &mn8, 8);
     for (int k = 0; k < 4; ++k) {
-      const __m512i q = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * k)));
+      const __m512i q =
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * k)));
       const __m512i lo = _mm512_mullo_epi16(_mm512_and_si512(q, nib), _mm512_set1_epi16(sc[2 * k]));
       const __m512i hi =
           _mm512_mullo_epi16(_mm512_srli_epi16(q, 4), _mm512_set1_epi16(sc[2 * k + 1]));
@@ -68,14 +68,17 @@ LS_PACK_TARGET void pack_q6k(const uint8_t* row, int64_t nc, GemmQ8cW* out, int 
           _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql)));
       const __m512i l1 =
           _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32)));
-      const __m512i qh = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
+      const __m512i qh =
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h)));
       // The four runs of 32 values of this half: low bits and the pair of qh.
       const __m512i u[4] = {
-          _mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(qh, 4), two)),
-          _mm512_or_si512(_mm512_and_si512(l1, low4), _mm512_and_si512(_mm512_slli_epi16(qh, 2), two)),
+          _mm512_or_si512(_mm512_and_si512(l0, low4),
+                          _mm512_and_si512(_mm512_slli_epi16(qh, 4), two)),
+          _mm512_or_si512(_mm512_and_si512(l1, low4),
+                          _mm512_and_si512(_mm512_slli_epi16(qh, 2), two)),
           _mm512_or_si512(_mm512_srli_epi16(l0, 4), _mm512_and_si512(qh, two)),
-          _mm512_or_si512(_mm512_srli_epi16(l1, 4), _mm512_and_si512(_mm512_srli_epi16(qh, 2), two)),
+          _mm512_or_si512(_mm512_srli_epi16(l1, 4),
+                          _mm512_and_si512(_mm512_srli_epi16(qh, 2), two)),
       };
       for (int m = 0; m < 4; ++m) {
         const int g = 8 * h + 2 * m;  // the first of the run's two groups of 16

@@ -130,7 +130,7 @@ void run_thread_q8(JobQ8& j) {
       for (int64_t t0 = 0; t0 < j.n_tok; t0 += kDotMaxTokens) {
         const int nt = static_cast<int>(std::min<int64_t>(kDotMaxTokens, j.n_tok - t0));
         j.dot[p](part.w.type, src, *j.x, t0, nt, part.y + t0 * part.w.n_out + r, part.w.n_out,
-              t0 == 0 ? next : RowPrefetch{});
+                 t0 == 0 ? next : RowPrefetch{});
       }
     }
     if (!claimed_next) have_next = j.claim(n0, n1);

@@ -382,33 +382,39 @@ int main(int argc, char** argv) {
                 }
                 for (const std::string& path : paths)
                   for (const std::string& form : forms) {
-                  const bool ch = form == "chunks";
-                  if (ch && !q8c_type(*t)) continue;
-                  if (ch) {  // the chunk form: its dot, or its GEMM on the tile unit
-                    if (path == "gemm" && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
-                    GemmQ8Tuning gt{int64_t{0}, 0, 0, GemmQ8Amx::On};
-                    vs.push_back({path == "gemm" ? "amx-chunks"
-                                                 : std::string(dot_q8c_name(i)) + "-chunks",
-                                  false, i, act, path == "gemm", {}, gt, true});
-                    continue;
-                  }
-                  if (path == "gemm") {
-                    for (const std::string& am : amx_names) {
-                      const bool amx = am == "on";
-                      if (amx && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
-                      GemmQ8Tuning gt{int64_t{0}, 0, 0, amx ? GemmQ8Amx::On : GemmQ8Amx::Off};
-                      for (int kib : panel_kibs) {
-                        gt.panel_bytes = int64_t{kib} << 10;
-                        vs.push_back({amx ? "amx" : gemm_q8_kernel(i).name, false, i, act, true,
-                                      {}, gt});
-                      }
+                    const bool ch = form == "chunks";
+                    if (ch && !q8c_type(*t)) continue;
+                    if (ch) {  // the chunk form: its dot, or its GEMM on the tile unit
+                      if (path == "gemm" && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
+                      GemmQ8Tuning gt{int64_t{0}, 0, 0, GemmQ8Amx::On};
+                      vs.push_back(
+                          {path == "gemm" ? "amx-chunks" : std::string(dot_q8c_name(i)) + "-chunks",
+                           false,
+                           i,
+                           act,
+                           path == "gemm",
+                           {},
+                           gt,
+                           true});
+                      continue;
                     }
-                    continue;
-                  }
-                  for (int tp : tasks)
-                    for (int pf : pfs)
-                      for (int h : hints)
-                        vs.push_back({dot_q8_name(i), false, i, act, false, {tp, pf, h}, {}});
+                    if (path == "gemm") {
+                      for (const std::string& am : amx_names) {
+                        const bool amx = am == "on";
+                        if (amx && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
+                        GemmQ8Tuning gt{int64_t{0}, 0, 0, amx ? GemmQ8Amx::On : GemmQ8Amx::Off};
+                        for (int kib : panel_kibs) {
+                          gt.panel_bytes = int64_t{kib} << 10;
+                          vs.push_back(
+                              {amx ? "amx" : gemm_q8_kernel(i).name, false, i, act, true, {}, gt});
+                        }
+                      }
+                      continue;
+                    }
+                    for (int tp : tasks)
+                      for (int pf : pfs)
+                        for (int h : hints)
+                          vs.push_back({dot_q8_name(i), false, i, act, false, {tp, pf, h}, {}});
                   }
               }
             if (with_ref && nt == 1)
@@ -422,8 +428,8 @@ int main(int argc, char** argv) {
                 if (v.ref) {
                   matmul_f32(pool, w, x.data(), nt, y.data(), ref_scratch);
                 } else if (v.act == CpuAct::Q8) {
-                  const ActQ8View xq =
-                      matmul_cpu_quantize(pool, x.data(), nt, s.n_in, v.chunks ? scratch_c : scratch, v.isa);
+                  const ActQ8View xq = matmul_cpu_quantize(pool, x.data(), nt, s.n_in,
+                                                           v.chunks ? scratch_c : scratch, v.isa);
                   if (v.gemm && v.chunks) {
                     const MatmulQ8Part part{w, y.data()};
                     gemm_q8c_parts(pool, &part, 1, xq, nt, scratch_c.gemm_chunks(),
@@ -450,7 +456,7 @@ int main(int argc, char** argv) {
               // (AMX: no peak measured; its products are 8x VNNI's a cycle,
               // so the bound is the memory's.)
               const double peak = v.ref || (v.gemm && v.gtune.amx == GemmQ8Amx::On) ? 0
-                                  : v.act == CpuAct::Q8                 ? peak_i8[ik][th]
+                                  : v.act == CpuAct::Q8 ? peak_i8[ik][th]
                                                         : peak_f32[ik][th] / 2;  // FMAs/s
               const double t_cpu = peak > 0 ? macs / peak : 0;
               const double t_med = wbytes / (st.med * 1e9);
