@@ -16,7 +16,6 @@
 #include <cstring>
 
 #include "kernels/cpu/dot_q8c.h"
-#include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/half.h"
 #include "kernels/quant_blocks.h"
@@ -128,9 +127,11 @@ bool cpu_q8_chunks_active() {
   if (f >= 0) return f == 1;
   static const bool env = [] {
     const char* e = std::getenv("LS_CPU_Q8_FORM");
-    if (e && std::strcmp(e, "chunks") == 0) return true;
-    if (e && std::strcmp(e, "lanes") == 0) return false;
-    return gemm_q8_amx_enabled();  // the default: where its GEMM runs on the tile unit
+    // The default is the lane form: on the H200 host the chunk form's wide
+    // steps won (width 32: +2-8 %) but its one-token dot cost a CPU layer
+    // 2-12 % more (bench/results/2026-12-04-h200-s24.md), and batch 1 must
+    // not fall.
+    return e && std::strcmp(e, "chunks") == 0;
   }();
   return env;
 }

@@ -53,10 +53,10 @@ inline bool q8c_type(GgmlType t) {
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
 }
 
-// The process's choice: the override if set, else LS_CPU_Q8_FORM=chunks|lanes
-// from the environment, else the default: chunks where the CPU runs the AMX
-// GEMM (gemm_q8_amx_enabled; LS_CPU_AMX=0 turns both off), lanes elsewhere
-// (without AMX the lane form's VNNI tiles are the faster GEMM).
+// The process's choice: the override if set, else LS_CPU_Q8_FORM=chunks from
+// the environment, else the lane form (the default: the chunk form's
+// one-token dot is not yet as fast as the lane form's, see
+// dot_q8c_scalar.cpp).
 bool cpu_q8_chunks_active();
 // Force the form (nullopt: back to the environment / default). Tests and
 // benches use it; the engine reads cpu_q8_chunks_active once per call.
