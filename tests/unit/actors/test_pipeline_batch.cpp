@@ -5,14 +5,18 @@
 // a prompt fed in chunks beside decoding sequences, a cancelled sequence,
 // streamed tiers, and CPU-tier layers whose key/value rows move between the
 // backends per sequence. The CPU backend with f32 activations (the oracle) and
-// with 8-bit ones: both compute each row independently of its batch.
+// with 8-bit ones: both compute each row independently of its batch; and on
+// a Q4_K_M model the 8-bit ones in either form of kernels/cpu/q8_chunks.h.
 #include <doctest/doctest.h>
 
 #include <cstring>
 #include <future>
+#include <map>
 #include <memory>
+#include <string>
 
 #include "actors/pipeline.h"
+#include "kernels/cpu/q8_chunks.h"
 #include "model/cpu_backend.h"
 #include "model/model.h"
 #include "tests/unit/test_models.h"
@@ -21,12 +25,14 @@ using namespace ls;
 
 namespace {
 
-const Model& model() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = open_model(test::tiny_model_path("ls_test_pipeline_batch"));
+const Model& model(const std::string& quant = "q8_0") {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto& m = models[quant];
+  if (!m) {
+    auto r = open_model(test::tiny_model_path("ls_test_pipeline_batch", quant));
     REQUIRE(r.has_value());
-    return std::move(*r);
-  }();
+    m = std::move(*r);
+  }
   return *m;
 }
 
@@ -66,8 +72,9 @@ std::vector<SeqSpec> specs() {
 // width_cpu_layers: CPU-tier layers a step of 2+ tokens keeps on the CPU
 // (-1: as the routing by width measures, PipelineOptions).
 std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const std::string& tiers,
-                         CpuAct act, int32_t chunk, int32_t width_cpu_layers = -1) {
-  const Model& m = model();
+                         CpuAct act, int32_t chunk, int32_t width_cpu_layers = -1,
+                         const std::string& quant = "q8_0") {
+  const Model& m = model(quant);
   const int V = static_cast<int>(m.config().n_vocab);
   CpuBackend be(m.config(), m.globals(), 64, n_seq, KvType::F32, 2, act);
   // The CPU tier's own backend (tiers with H): its cache holds those layers'
@@ -159,8 +166,8 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
           std::tuple{5u, "HHBH", 512, 2}}) {
       const auto batch = run(sp, n_seq, tiers, act, chunk, keep);
       for (size_t i = 0; i < sp.size(); ++i) {
-        INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk " << chunk
-                << ", CPU layers kept " << keep << ", sequence " << i);
+        INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk "
+                             << chunk << ", CPU layers kept " << keep << ", sequence " << i);
         CHECK(batch[i].tokens == alone[i].tokens);
         REQUIRE(batch[i].rows.size() == alone[i].rows.size());
         CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),
@@ -183,10 +190,9 @@ TEST_CASE("pipeline batch: bad requests are refused with a message, and the run 
   opt.n_ctx = 16;
   opt.n_seq = 2;
   opt.source.log = false;
-  auto p = Pipeline::start(m, be, plan_forced(m.map, std::vector<Tier>(m.config().n_layer,
-                                                                         Tier::Resident),
-                                              2, 2, 4096),
-                           opt, tracer, rc);
+  auto p = Pipeline::start(
+      m, be, plan_forced(m.map, std::vector<Tier>(m.config().n_layer, Tier::Resident), 2, 2, 4096),
+      opt, tracer, rc);
   REQUIRE(p.has_value());
   Pipeline& pl = **p;
   auto refused = [&](SeqRequest r, const std::string& needle) {
@@ -215,4 +221,29 @@ TEST_CASE("pipeline batch: bad requests are refused with a message, and the run 
   CHECK(e->pos == 16);
   CHECK_FALSE(e->cancelled);
   pl.stop();
+}
+
+TEST_CASE("pipeline batch: the chunk form on a Q4_K_M model, batch equal to alone") {
+  const auto sp = specs();
+  const auto lanes = run(sp, 1, "AAAA", CpuAct::Q8, 512, -1, "q4_k_m");
+  struct Chunks {  // the form for this case only, whatever fails in it
+    Chunks() { cpu_q8_chunks_override(true); }
+    ~Chunks() { cpu_q8_chunks_override(std::nullopt); }
+  } chunks_on;
+  const auto alone = run(sp, 1, "AAAA", CpuAct::Q8, 512, -1, "q4_k_m");
+  // The form took effect: its logits are not the lane form's.
+  REQUIRE(alone[0].rows.size() == lanes[0].rows.size());
+  CHECK(std::memcmp(alone[0].rows.data(), lanes[0].rows.data(),
+                    lanes[0].rows.size() * sizeof(float)) != 0);
+  for (auto [n_seq, tiers, chunk] :
+       {std::tuple{8u, "AAAA", 2}, std::tuple{4u, "AHBH", 3}, std::tuple{5u, "HHBH", 512}}) {
+    const auto batch = run(sp, n_seq, tiers, CpuAct::Q8, chunk, -1, "q4_k_m");
+    for (size_t i = 0; i < sp.size(); ++i) {
+      INFO(n_seq << " slots, tiers " << tiers << ", chunk " << chunk << ", sequence " << i);
+      CHECK(batch[i].tokens == alone[i].tokens);
+      REQUIRE(batch[i].rows.size() == alone[i].rows.size());
+      CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),
+                        alone[i].rows.size() * sizeof(float)) == 0);
+    }
+  }
 }
