@@ -140,10 +140,11 @@ void run_task(const JobC& j, int64_t task, int thread) {
   const int64_t g1 = std::min(j.n_tok, g0 + j.tokens_per_group);
   GemmQ8cW* tile = j.scratch->tile(thread);
   const uint8_t* rows = static_cast<const uint8_t*>(w.data);
-  const int64_t padded = (r1 - r0 + 15) / 16 * 16;
+  constexpr int64_t R = kGemmQ8cRows;
+  const int64_t padded = (r1 - r0 + R - 1) / R * R;
   for (int64_t r = r0; r < r0 + padded; ++r) {
-    GemmQ8cW* at = tile + (r - r0) / 16 * j.nc;
-    const int place = static_cast<int>((r - r0) % 16);
+    GemmQ8cW* at = tile + (r - r0) / R * j.nc;
+    const int place = static_cast<int>((r - r0) % R);
     if (r >= r1)
       gemm_q8c_zero_row(j.nc, at, place);
     else if (j.fast_pack)
@@ -153,11 +154,11 @@ void run_task(const JobC& j, int64_t task, int thread) {
   }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
     const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
-    for (int64_t r = r0; r < r1; r += 16) {
-      const int nr = static_cast<int>(std::min<int64_t>(16, r1 - r));
+    for (int64_t r = r0; r < r1; r += R) {
+      const int nr = static_cast<int>(std::min<int64_t>(R, r1 - r));
       for (int64_t t = b0; t < b1; t += 32) {
         const int nt = static_cast<int>(std::min<int64_t>(32, b1 - t));
-        j.kernel(w.type, tile + (r - r0) / 16 * j.nc, j.nc, j.panel + t / 16 * j.nc, (nt + 15) / 16,
+        j.kernel(w.type, tile + (r - r0) / R * j.nc, j.nc, j.panel + t / 16 * j.nc, (nt + 15) / 16,
                  nr, nt, y + t * w.n_out + r, w.n_out);
       }
     }
@@ -196,8 +197,8 @@ void gemm_q8c_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, co
                             total_rows, tune);
   j.plan.tokens_per_block = (j.plan.tokens_per_block + 31) / 32 * 32;
   const int64_t n_groups_x = (n_tok + 15) / 16;
-  const int64_t padded_rows = (j.plan.rows_per_range + 15) / 16 * 16;
-  scratch.reserve(threads, padded_rows / 16 * j.nc, n_groups_x * j.nc);
+  const int64_t tiles = (j.plan.rows_per_range + kGemmQ8cRows - 1) / kGemmQ8cRows;
+  scratch.reserve(threads, tiles * j.nc, n_groups_x * j.nc);
   j.scratch = &scratch;
   j.panel = scratch.panel();
   {  // the panel: tasks of (token group, range of chunks), every thread busy

@@ -16,11 +16,9 @@
 //
 // Layouts (built per call):
 //   GemmQ8cW  one chunk of a tile of 16 rows: each plane as 4 A tiles of K
-//             = 64 values (16 rows of 64 bytes, contiguous: the tile unit
-//             loads a tile from 1 KiB in a row), the rows' d and dmin as f32,
-//             their 8 mins as int16 pairs. (Rows nc chunks apart, as first
-//             written, made a pack and the tile loads after it 2-4x slower
-//             than either alone: bench/results/2026-12-04-h200-s24.md.)
+//             = 64 values (16 rows of 64 bytes, contiguous: a tile load
+//             reads 1 KiB in a row, stride 64), the rows' d and dmin as
+//             f32, their 8 mins as int16 pairs.
 //   GemmQ8cX  one chunk of a group of 16 tokens: 4 B tiles of K = 64
 //             values (row k4, bytes 4t + e = token t's value 64s + 4k4 + e:
 //             the tile unit's "VNNI" layout), dx of the 16 tokens, and the
