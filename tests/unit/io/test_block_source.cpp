@@ -22,6 +22,7 @@
 #include "io/block_source.h"
 #include "io/faulty_source.h"
 #include "io/probe_storage.h"
+#include "tests/unit/ls_binary.h"
 
 using namespace ls;
 namespace fs = std::filesystem;

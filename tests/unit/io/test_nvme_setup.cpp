@@ -27,6 +27,7 @@
 #include "io/vfio/nvme_inventory.h"  // defines: scan_nvme, format_inventory
 #include "io/vfio/pci_sysfs.h"       // defines: SysFs, write_error_hint
 #include "io/vfio/vfio.h"            // defines: VfioDevice
+#include "tests/unit/ls_binary.h"    // defines: LS_BINARY
 
 using namespace ls;
 namespace fs = std::filesystem;

@@ -10,7 +10,8 @@
 #include <iterator>
 #include <string>
 
-#include "model/default_model.h"  // defines: default_model_candidates(), default_model_path()
+#include "model/default_model.h"   // defines: default_model_candidates(), default_model_path()
+#include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
 using namespace ls;
 

@@ -17,13 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf.h"             // defines: GgufFile
-#include "io/gguf_writer.h"      // defines: GgufWriter
-#include "model/cpu_backend.h"   // defines: CpuBackend
-#include "model/llama_config.h"  // defines: load_llama()
-#include "model/model.h"         // defines: open_model()
-#include "model/session.h"       // defines: Session
-#include "model/synth.h"         // defines: synth_write()
+#include "io/gguf.h"               // defines: GgufFile
+#include "io/gguf_writer.h"        // defines: GgufWriter
+#include "model/cpu_backend.h"     // defines: CpuBackend
+#include "model/llama_config.h"    // defines: load_llama()
+#include "model/model.h"           // defines: open_model()
+#include "model/session.h"         // defines: Session
+#include "model/synth.h"           // defines: synth_write()
+#include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
 using namespace ls;
 namespace fs = std::filesystem;

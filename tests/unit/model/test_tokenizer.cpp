@@ -18,6 +18,7 @@
 #include "io/gguf_writer.h"
 #include "model/tokenizer.h"
 #include "model/unicode.h"
+#include "tests/unit/ls_binary.h"
 
 using namespace ls;
 

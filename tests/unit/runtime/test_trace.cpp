@@ -24,6 +24,7 @@
 
 #include "runtime/trace.h"
 #include "runtime/trace_summary.h"
+#include "tests/unit/ls_binary.h"
 
 using namespace ls;
 using nlohmann::json;

@@ -26,9 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf.h"       // defines: GgufFile
-#include "kernels/half.h"  // defines: fp32_to_fp16, fp16_to_fp32
-#include "model/synth.h"   // defines: SynthShape, synth_write()
+#include "io/gguf.h"               // defines: GgufFile
+#include "kernels/half.h"          // defines: fp32_to_fp16, fp16_to_fp32
+#include "model/synth.h"           // defines: SynthShape, synth_write()
+#include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
 namespace ls::test {
 

@@ -33,6 +33,7 @@
 #include "model/session.h"                          // defines: Session
 #include "model/synth.h"                            // defines: synth_tensor_plan()
 #include "model/tokenizer.h"                        // defines: Tokenizer
+#include "tests/unit/ls_binary.h"                   // defines: LS_BINARY
 #include "tests/unit/model/ref_llama_f64.h"         // defines: RefModel, ref_forward(), rel_err()
 #include "tests/unit/tools/hf_checkpoint_writer.h"  // defines: make_checkpoint(), run_tool(), ...
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/gguf.h"                                // defines: GgufFile
+#include "tests/unit/ls_binary.h"                   // defines: LS_BINARY
 #include "tests/unit/tools/hf_checkpoint_writer.h"  // defines: make_checkpoint(), run_tool(), ...
 
 using namespace ls;

@@ -18,9 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf.h"            // defines: GgufFile
-#include "kernels/ref/quant.h"  // defines: dequantize_row
-#include "model/synth.h"        // defines: synth_write()
+#include "io/gguf.h"               // defines: GgufFile
+#include "kernels/ref/quant.h"     // defines: dequantize_row
+#include "model/synth.h"           // defines: synth_write()
+#include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
 using namespace ls;
 

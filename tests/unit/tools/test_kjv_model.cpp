@@ -23,8 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "io/gguf.h"          // defines: GgufFile
-#include "model/tokenizer.h"  // defines: Tokenizer, detokenize()
+#include "io/gguf.h"               // defines: GgufFile
+#include "model/tokenizer.h"       // defines: Tokenizer, detokenize()
+#include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
 using namespace ls;
 

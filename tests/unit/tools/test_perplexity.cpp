@@ -25,6 +25,7 @@
 #include "model/cpu_backend.h"            // defines: CpuBackend
 #include "model/model.h"                  // defines: open_model(), forward_resident()
 #include "model/synth.h"                  // defines: synth_write()
+#include "tests/unit/ls_binary.h"         // defines: LS_BINARY
 #include "tests/unit/sanitizer_subset.h"  // defines: sanitizer_subset()
 
 using namespace ls;
