@@ -28,6 +28,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "kernels/cpu/q6_k_avx2.h"
+
 // Loops over tokens and vectors have fixed trip counts; unrolled, their
 // accumulators and weights stay in registers (an indexed array would live on
 // the stack, and each FMA would wait for a store).
@@ -232,7 +234,6 @@ template <int NT>
 LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
   const int64_t n = x.n, n_chunks = n / 256;
-  const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
   const __m256i ones = _mm256_set1_epi16(1);
   // Scale bytes 0..15 -> even ones (lo groups) then odd ones (hi groups).
   const __m128i evens_odds = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
@@ -254,28 +255,7 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     const __m256 m_hi = _mm256_mul_ps(s_hi, thirty_two);
     __m256i w[8];
     LS_UNROLL
-    for (int k = 0; k < 8; ++k) {
-      const int h = k / 4, j = k % 4;
-      const __m256i ab = load32(b.ql + 64 * h + 32 * (j % 2));
-      const __m256i H = load32(b.qh + 32 * h);
-      const __m256i lo = _mm256_and_si256(j < 2 ? ab : _mm256_srli_epi16(ab, 4), lo_mask);
-      __m256i hb;  // the pair of high bits moved to bits 4-5
-      switch (j) {
-        case 0:
-          hb = _mm256_slli_epi16(H, 4);
-          break;
-        case 1:
-          hb = _mm256_slli_epi16(H, 2);
-          break;
-        case 2:
-          hb = H;
-          break;
-        default:
-          hb = _mm256_srli_epi16(H, 2);
-          break;
-      }
-      w[k] = _mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask));
-    }
+    for (int k = 0; k < 8; ++k) w[k] = q6_k_values(b, k);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
       const int8_t* xq = x.q_at(t0 + t) + 256 * c;

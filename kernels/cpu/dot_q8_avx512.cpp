@@ -34,6 +34,8 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/cpu/row_prefetcher.h"
+
 // Loops over tokens and vectors have fixed trip counts; unrolled, their
 // accumulators and weights stay in registers (an indexed array would live on
 // the stack, and each FMA would wait for a store).
@@ -191,36 +193,6 @@ LS_VNNI512 inline void decode<GgmlType::Q8_0>(const uint8_t* p, Chunk& c) {
   c.m = _mm256_setzero_ps();
 }
 
-// Spreads issuing prefetches for the next row over this row's chunks.
-struct Prefetcher {
-  const uint8_t* p;
-  int64_t end, cur = 0, step16, at16 = 0;
-  int hint;
-  Prefetcher(const RowPrefetch& pf, int64_t n)
-      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0), hint(pf.hint) {}
-  LS_VNNI512 inline void advance() {
-    if (!end) return;
-    at16 += step16;
-    const int64_t to = std::min<int64_t>(end, (at16 >> 16) + 64);
-    for (; cur < to; cur += 64) {
-      const char* a = reinterpret_cast<const char*>(p + cur);
-      switch (hint) {  // the same every call: predicted
-        case 1:
-          _mm_prefetch(a, _MM_HINT_T1);
-          break;
-        case 2:
-          _mm_prefetch(a, _MM_HINT_T2);
-          break;
-        case 3:
-          _mm_prefetch(a, _MM_HINT_NTA);
-          break;
-        default:
-          _mm_prefetch(a, _MM_HINT_T0);
-      }
-    }
-  }
-};
-
 // The block sums of a chunk: p[k] has 8 int32 lanes for each of its two
 // 32-blocks (lanes 0-7 and 8-15, 4 products a lane; for Q6_K lanes 0-3 and
 // 4-7 of a block are its lo and hi groups). Two levels of "add the even lanes
@@ -271,7 +243,7 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  Prefetcher pre(pf, n);
+  RowPrefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
     Chunk ch;
@@ -329,7 +301,7 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  Prefetcher pre(pf, n);
+  RowPrefetcher pre(pf, n);
   const BlockQ6_K* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();

@@ -57,6 +57,8 @@
 #include "kernels/cpu/dot_q8c.h"
 #include "kernels/cpu/k4_scales.h"
 #include "kernels/cpu/q45_k_avx2.h"
+#include "kernels/cpu/q6_k_avx2.h"
+#include "kernels/cpu/row_prefetcher.h"
 #include "kernels/quant_blocks.h"
 
 #ifndef LS_Q8C_TARGET
@@ -125,42 +127,15 @@ LS_Q8C_TARGET inline void q8c_decode_k45(const uint8_t* p, Q8cChunk& ch) {
   ch.dmin = _cvtsh_ss(b->dmin);
 }
 
-// Q6_K. Block k (h = k / 4, j = k % 4) from A = ql[64h ..], B = ql[64h +
-// 32 ..], H = qh[32h ..]:
-//   j = 0: A & 15 | (H & 3) << 4        j = 1: B & 15 | (H >> 2 & 3) << 4
-//   j = 2: A >> 4 | (H >> 4 & 3) << 4   j = 3: B >> 4 | (H >> 6 & 3) << 4
-// (16-bit shifts pull a neighbour's bits in; the masks drop them), minus
-// 32. The 16 signed scales as words.
+// Q6_K: the values by q6_k_values, minus 32. The 16 signed scales as words.
 LS_Q8C_TARGET inline void q8c_decode_q6_k(const uint8_t* p, Q8cChunk& ch) {
   const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
   const __m128i sc = q8c_load16(b->scales);
   ch.sw[0] = _mm_cvtepi8_epi16(sc);
   ch.sw[1] = _mm_cvtepi8_epi16(_mm_srli_si128(sc, 8));
-  const __m256i lo_mask = _mm256_set1_epi8(0x0F), hi_mask = _mm256_set1_epi8(0x30);
   const __m256i thirty_two = _mm256_set1_epi8(32);
   LS_Q8C_UNROLL
-  for (int k = 0; k < 8; ++k) {
-    const int h = k / 4, j = k % 4;
-    const __m256i ab = q8c_load32(b->ql + 64 * h + 32 * (j % 2));
-    const __m256i H = q8c_load32(b->qh + 32 * h);
-    const __m256i lo = _mm256_and_si256(j < 2 ? ab : _mm256_srli_epi16(ab, 4), lo_mask);
-    __m256i hb;  // the pair of high bits moved to bits 4-5
-    switch (j) {
-      case 0:
-        hb = _mm256_slli_epi16(H, 4);
-        break;
-      case 1:
-        hb = _mm256_slli_epi16(H, 2);
-        break;
-      case 2:
-        hb = H;
-        break;
-      default:
-        hb = _mm256_srli_epi16(H, 2);
-        break;
-    }
-    ch.u[k] = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_and_si256(hb, hi_mask)), thirty_two);
-  }
+  for (int k = 0; k < 8; ++k) ch.u[k] = _mm256_sub_epi8(q6_k_values(*b, k), thirty_two);
   ch.mn = _mm_setzero_si128();
   ch.d = _cvtsh_ss(b->d);
   ch.dmin = 0;
@@ -187,37 +162,6 @@ LS_Q8C_TARGET inline __m256 q8c_lanes(const float* const* p, int64_t c) {
   const auto at = [&](int t) { return t < NT ? p[t < NT ? t : 0][c] : 0.0f; };
   return _mm256_setr_ps(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
 }
-
-// Spreads prefetches of the next row over this row's chunks (as the lane
-// form's dots: a cursor advancing bytes * 256 / n per chunk).
-struct Q8cPrefetcher {
-  const uint8_t* p;
-  int64_t end, cur = 0, step16, at16 = 0;
-  int hint;
-  Q8cPrefetcher(const RowPrefetch& pf, int64_t n)
-      : p(pf.p), end(pf.bytes), step16(n > 0 ? (pf.bytes << 16) / n * 256 : 0), hint(pf.hint) {}
-  LS_Q8C_TARGET inline void advance() {
-    if (!end) return;
-    at16 += step16;
-    const int64_t to = std::min<int64_t>(end, (at16 >> 16) + 64);
-    for (; cur < to; cur += 64) {
-      const char* a = reinterpret_cast<const char*>(p + cur);
-      switch (hint) {  // the same every call: predicted
-        case 1:
-          _mm_prefetch(a, _MM_HINT_T1);
-          break;
-        case 2:
-          _mm_prefetch(a, _MM_HINT_T2);
-          break;
-        case 3:
-          _mm_prefetch(a, _MM_HINT_NTA);
-          break;
-        default:
-          _mm_prefetch(a, _MM_HINT_T0);
-      }
-    }
-  }
-};
 
 template <class V, GgmlType T, int NT>
 LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
@@ -272,7 +216,7 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
       for (int k = 0; k < m; ++k) a1 = a1 + pa[k];
     }
   };
-  Q8cPrefetcher pre(pf, n);
+  RowPrefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
     Q8cChunk ch;
