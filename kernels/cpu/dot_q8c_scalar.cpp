@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -131,7 +132,10 @@ bool cpu_q8_chunks_active() {
     // steps won (width 32: +2-8 %) but its one-token dot cost a CPU layer
     // 2-12 % more (bench/results/2026-12-04-h200-s24.md), and batch 1 must
     // not fall.
-    return e && std::strcmp(e, "chunks") == 0;
+    if (!e || !*e || std::strcmp(e, "lanes") == 0) return false;
+    if (std::strcmp(e, "chunks") == 0) return true;
+    std::fprintf(stderr, "LS_CPU_Q8_FORM=%s: want lanes or chunks; using lanes\n", e);
+    return false;
   }();
   return env;
 }

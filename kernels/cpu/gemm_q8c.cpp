@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -104,8 +105,14 @@ GemmQ8cTileFn gemm_q8c_kernel(GemmQ8Amx amx) {
 int64_t gemm_q8c_min_tokens() {
   static const int64_t v = [] {
     const char* e = std::getenv("LS_CPU_Q8C_GEMM_MIN");
-    const long n = e ? std::strtol(e, nullptr, 10) : 0;
-    return n > 0 ? static_cast<int64_t>(n) : int64_t{8};
+    if (!e || !*e) return int64_t{8};
+    char* end = nullptr;
+    const long n = std::strtol(e, &end, 10);
+    if (*end != '\0' || n < 1) {
+      std::fprintf(stderr, "LS_CPU_Q8C_GEMM_MIN=%s: want a token count >= 1; using 8\n", e);
+      return int64_t{8};
+    }
+    return static_cast<int64_t>(n);
   }();
   return v;
 }
