@@ -203,14 +203,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.ldq = E;
   at.out = att_.data();
   at.ldo = E;
-  const bool f16 = kv_.type() == KvType::F16;
-  at.kv.type = f16 ? AttnKvType::F16 : AttnKvType::F32;
-  at.kv.k = f16 ? static_cast<const void*>(kv_.k_f16(il)) : kv_.k_f32(il);
-  at.kv.v = f16 ? static_cast<const void*>(kv_.v_f16(il)) : kv_.v_f32(il);
-  at.kv.ld_pos = kv_.ld_pos();
-  at.kv.ld_head = kv_.ld_head();
-  at.kv.ld_block = kv_.ld_block();
-  at.kv.pages = kv_.pages();
+  at.kv = kv_.attn(il);
   attention_cpu(pool_, at, attn_scratch_);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];

@@ -65,18 +65,37 @@ uint64_t KvCache::at(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) 
   return index(layer, static_cast<uint32_t>(block), head, pos % kKvBlockLen);
 }
 
+AttnKv KvCache::attn(uint32_t layer) const {
+  AttnKv kv;
+  const bool f16 = type_ == KvType::F16;
+  kv.type = f16 ? AttnKvType::F16 : AttnKvType::F32;
+  kv.k = f16 ? static_cast<const void*>(k_f16(layer)) : k_f32(layer);
+  kv.v = f16 ? static_cast<const void*>(v_f16(layer)) : v_f32(layer);
+  kv.ld_pos = ld_pos();
+  kv.ld_head = ld_head();
+  kv.ld_block = ld_block();
+  kv.pages = pages();
+  kv.k_tiled = true;
+  return kv;
+}
+
 void KvCache::store(uint32_t layer, uint32_t seq, uint32_t pos, const float* k, const float* v) {
   write_rows(layer, seq, pos, pos + 1, k, v);
 }
 
+uint64_t KvCache::k_at(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const {
+  const uint32_t in_tile = pos % kAttnKTile;
+  return at(layer, seq, head, pos - in_tile) + in_tile;
+}
+
 void KvCache::load_k(uint32_t layer, uint32_t seq, uint32_t pos, float* out) const {
   for (uint32_t h = 0; h < n_head_kv_; ++h) {
-    const uint64_t i = at(layer, seq, h, pos);
+    const uint64_t i = k_at(layer, seq, h, pos);
     float* o = out + static_cast<uint64_t>(h) * head_dim_;
-    if (type_ == KvType::F32)
-      std::copy_n(kf_.data() + i, head_dim_, o);
-    else
-      fp16_to_fp32_n(kh_.data() + i, o, head_dim_);
+    for (uint32_t d = 0; d < head_dim_; ++d) {
+      const uint64_t e = i + uint64_t{d} * kAttnKTile;
+      o[d] = type_ == KvType::F32 ? kf_[e] : fp16_to_fp32(kh_[e]);
+    }
   }
 }
 
@@ -102,15 +121,17 @@ void KvCache::read_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, 
 
 void KvCache::write_rows(uint32_t layer, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                          const float* v) {
+  std::vector<uint16_t> row(type_ == KvType::F16 ? head_dim_ : 0);
   for (uint32_t p = p0; p < p1; ++p)
     for (uint32_t h = 0; h < n_head_kv_; ++h) {
-      const uint64_t i = at(layer, seq, h, p);
+      const uint64_t i = at(layer, seq, h, p), ki = k_at(layer, seq, h, p);
       const uint64_t in = static_cast<uint64_t>(p - p0) * n_embd_kv() + uint64_t{h} * head_dim_;
       if (type_ == KvType::F32) {
-        std::copy_n(k + in, head_dim_, kf_.data() + i);
+        for (uint32_t d = 0; d < head_dim_; ++d) kf_[ki + uint64_t{d} * kAttnKTile] = k[in + d];
         std::copy_n(v + in, head_dim_, vf_.data() + i);
       } else {
-        fp32_to_fp16_n(k + in, kh_.data() + i, head_dim_);
+        fp32_to_fp16_n(k + in, row.data(), head_dim_);
+        for (uint32_t d = 0; d < head_dim_; ++d) kh_[ki + uint64_t{d} * kAttnKTile] = row[d];
         fp32_to_fp16_n(v + in, vh_.data() + i, head_dim_);
       }
     }

@@ -6,10 +6,13 @@
 // a batch of (sequence, position) pairs; a sequence takes blocks as it grows
 // (model/kv_blocks.h decides which; set_table() brings the decision here).
 //
-// Layout: (layer, block, head, pos in block, dim), head-major within a
-// block: each key/value head's 16 positions are contiguous (4 KiB at head_dim
-// 128 in f16). The CPU tier's attention reads one head over a run of
-// positions at a time (kernels/cpu/attention_cpu.h), and contiguous runs
+// Layout: (layer, block, head, pos in block, dim) for values, (layer,
+// block, head, dim, pos in block) for keys: head-major within a block, each
+// key/value head's 16 positions contiguous (4 KiB at head_dim 128 in f16),
+// and a block's keys of a head dims-major, the tiled keys of
+// kernels/ref/attention.h (AttnKv::k_tiled: a vector load holds one dim of
+// 16 positions, and the CPU tier's scores need no horizontal sums). The CPU tier's attention reads
+// one head over a run of positions at a time (kernels/cpu/attention_cpu.h), and contiguous runs
 // stream at the host's read bandwidth where rows of all heads, read one head
 // at a time, left 7/8 of every 2 KiB row to be skipped (on the H200
 // machine's Xeon, 70B shape, one thread: 6.7-8.7 GB/s against 5.5-7.1 with
@@ -29,11 +32,15 @@
 
 #include "kernels/half.h"
 #include "kernels/kv_pages.h"
+#include "kernels/ref/attention.h"
 #include "runtime/status.h"
 
 namespace ls {
 
 enum class KvType { F32, F16 };
+
+// A pool block holds whole key tiles.
+static_assert(kKvBlockLen == kAttnKTile, "a KvCache block is one key tile a head");
 
 class KvCache {
  public:
@@ -83,9 +90,13 @@ class KvCache {
   KvPages pages() const {
     return {table_.data(), static_cast<int32_t>(max_blocks_), kKvBlockShift};
   }
+  // Values' strides; keys are tiled (AttnKv::k_tiled) within the same
+  // blocks and heads.
   int64_t ld_pos() const { return head_dim_; }
   int64_t ld_head() const { return int64_t{kKvBlockLen} * head_dim_; }
   int64_t ld_block() const { return ld_head() * n_head_kv_; }
+  // Layer's pool as the attention kernels read it: paged, tiled keys.
+  AttnKv attn(uint32_t layer) const;
 
  private:
   // Element of (layer, pool block, head, position within the block).
@@ -94,8 +105,10 @@ class KvCache {
             in_block) *
            head_dim_;
   }
-  // Element of (layer, slot, head, position) through the table.
+  // Element of (layer, slot, head, position) through the table: a value
+  // row's first; k_at: a key's dim 0 (its dim d kAttnKTile·d further).
   uint64_t at(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const;
+  uint64_t k_at(uint32_t layer, uint32_t seq, uint32_t head, uint32_t pos) const;
   uint32_t n_layer_ = 0, n_seq_ = 0, n_ctx_ = 0, n_head_kv_ = 0, head_dim_ = 0;
   uint32_t n_blocks_ = 0, max_blocks_ = 0;
   KvType type_ = KvType::F32;

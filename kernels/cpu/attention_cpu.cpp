@@ -111,6 +111,7 @@ void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* trip
     ba.v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
   }
   ba.type = a.kv.type;
+  ba.k_tiled = a.kv.k_tiled;
   ba.ld_pos = a.kv.ld_pos;
   ba.ahead = j.ahead;
   ba.prefetch = j.prefetch;
@@ -179,6 +180,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // A paged cache's blocks tile every attention block (16 divides them all).
   assert(!a.kv.pages.table ||
          ((1 << a.kv.pages.shift) >= kAttnMinRun && (1 << a.kv.pages.shift) <= 16));
+  // Tiled keys: rows of a head contiguous, runs of whole tiles.
+  assert(!a.kv.k_tiled || (a.kv.ld_pos == a.head_dim &&
+                           (!a.kv.pages.table || (1 << a.kv.pages.shift) % kAttnKTile == 0)));
   j.ahead = tune.ahead > 0 ? tune.ahead : 8;
   j.prefetch = tune.prefetch >= 0 ? tune.prefetch : kAttnPfDefault;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;

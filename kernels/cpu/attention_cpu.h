@@ -10,6 +10,12 @@
 // AVX2+F16C _mm256_cvtph_ps, portable fp16_to_fp32), nothing converted in
 // advance.
 //
+// Scores: with tiled keys (AttnKv::k_tiled, the KvCache's layout) a vector
+// holds one dim of 16 positions, so a block's scores are FMAs of each key
+// vector with broadcast query values, a lane per position; with key rows,
+// FMAs over dims and a transposed horizontal sum per 16 scores (about a
+// third more instructions, and a query load per FMA).
+//
 // Softmax: two passes inside a block, a log-sum-exp merge across blocks.
 // A block computes its scores s = q·k·scale into an L1-resident buffer
 // (group × kAttnBlock floats), takes their max m, turns them into e =
@@ -48,7 +54,8 @@
 // take the portable one. All three share one templated body
 // (attention_cpu_body.h) over a vector type; exp is a polynomial in the
 // SIMD variants (a few ulp), std::exp in the portable one.
-// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning, AttentionCpuScratch,
+// defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning,
+// AttentionCpuScratch,
 //          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
 //          attention_cpu(), attention_cpu_isa()
 #pragma once

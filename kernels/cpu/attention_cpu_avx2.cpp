@@ -28,6 +28,7 @@ struct VecAvx2 {
   }
   LS_ATTN_TARGET static void store(float* p, F x) { _mm256_storeu_ps(p, x); }
   LS_ATTN_TARGET static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  LS_ATTN_TARGET static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   LS_ATTN_TARGET static F add(F a, F b) { return _mm256_add_ps(a, b); }
   LS_ATTN_TARGET static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   LS_ATTN_TARGET static F max(F a, F b) { return _mm256_max_ps(a, b); }

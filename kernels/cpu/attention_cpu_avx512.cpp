@@ -31,6 +31,7 @@ struct VecAvx512 {
   }
   LS_ATTN_TARGET static void store(float* p, F x) { _mm512_storeu_ps(p, x); }
   LS_ATTN_TARGET static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  LS_ATTN_TARGET static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   LS_ATTN_TARGET static F add(F a, F b) { return _mm512_add_ps(a, b); }
   LS_ATTN_TARGET static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   LS_ATTN_TARGET static F max(F a, F b) { return _mm512_max_ps(a, b); }

@@ -9,9 +9,11 @@
 // templated body in attention_cpu_body.h); internal to attention_cpu.cpp.
 //
 // Summation orders (fixed per variant, whatever the threads):
-//   scores: W lanes (W = 16 avx512, 8 avx2, 16 or 1 portable), lane j summing
-//           dims j, j+W, ... in order, then the lanes by a fixed tree (the
-//           variant's hsums, the same for every position);
+//   scores: tiled keys (AttnKv::k_tiled): one chain per score, dims 0, 1, ...
+//           in order (a lane per position);
+//           row keys: W lanes (W = 16 avx512, 8 avx2, 16 or 1 portable), lane
+//           j summing dims j, j+W, ... in order, then the lanes by a fixed
+//           tree (the variant's hsums, the same for every position);
 //   l:      W lanes over positions j, j+W, ..., then the tree;
 //   acc:    one chain per value, positions in order.
 // defines: kAttnMinRun, kAttnMaxRuns, AttnBlockArgs, kv_row(), attention_block_avx512(),
@@ -43,9 +45,12 @@ struct AttnBlockArgs {
   const void* v_run[kAttnMaxRuns];
   int run_shift = 30;
   AttnKvType type = AttnKvType::F16;
-  int64_t ld_pos = 0;  // elements between positions of a run
-  int n_pos = 0;       // 1..kAttnBlock
-  int ahead = 8;       // key rows the scores loop prefetches ahead
+  // Keys in tiles (AttnKv::k_tiled): position p's tile starts at kv_row(a,
+  // k_run, p rounded down to kAttnKTile); runs are whole tiles.
+  bool k_tiled = false;
+  int64_t ld_pos = 0;             // elements between positions of a run
+  int n_pos = 0;                  // 1..kAttnBlock
+  int ahead = 8;                  // key rows the scores loop prefetches ahead
   int prefetch = kAttnPfDefault;  // kAttnPf* bits: what the scores loop prefetches
   int group = 0, head_dim = 0;
   float scale = 0;

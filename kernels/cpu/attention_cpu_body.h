@@ -5,7 +5,7 @@
 //
 // V provides: F (the register type), W (lanes), kAcc (accumulator registers
 // the value loop may use), zero, set1, load(const float*), load(const
-// uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, sub, max, add,
+// uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, mul, sub, max, add,
 // hsum, hsums(W vectors, scale, out: out[i] = hsum(vector i) · scale), hmax,
 // exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
 //
@@ -14,12 +14,14 @@
 // tile of NG query heads (up to 8 at a time) × P positions (block_scores
 // says why). It also prefetches (AttnBlockArgs::prefetch; by default) the
 // key row `ahead` positions on and the value row of each position (to L2),
-// so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R accumulators in
-// registers, each position's value tile converted once and FMA'd with each
-// head's broadcast weight.
+// so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R
+// accumulators in registers, each position's value tile converted once and FMA'd with each head's
+// broadcast weight. With tiled keys (AttnKv::k_tiled) the scores loop is block_scores_tiled
+// instead: a lane per position, no horizontal sums.
 // defines (internal): attn_block<V>
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -98,6 +100,90 @@ LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
   }
 }
 
+// One step of block_scores_tiled: NG × PV score vectors into to[g·PV + j].
+// (A function of its own, so that acc lives in registers: inline in the
+// loop, GCC kept it in memory too, a store per FMA.)
+template <class V, class T, int NG, int PV>
+LS_ATTN_TARGET inline void tiled_step(const T* const* kp, const float* q, int hd, float scale,
+                                      float* const* to) {
+  using F = typename V::F;
+  F acc[NG * PV];
+  for (int i = 0; i < NG * PV; ++i) acc[i] = V::zero();
+  const T* k[PV];
+  for (int j = 0; j < PV; ++j) k[j] = kp[j];
+  for (int d = 0; d < hd; ++d) {
+    F x[PV];
+    for (int j = 0; j < PV; ++j) x[j] = V::load(k[j]), k[j] += kAttnKTile;
+    for (int g = 0; g < NG; ++g) {
+      const F qg = V::set1(q[int64_t{g} * hd + d]);
+      for (int j = 0; j < PV; ++j) acc[g * PV + j] = V::fma(qg, x[j], acc[g * PV + j]);
+    }
+  }
+  const F sc = V::set1(scale);
+  for (int i = 0; i < NG * PV; ++i) V::store(to[i], V::mul(acc[i], sc));
+}
+
+// Scores of query heads g0..g0+NG-1 over tiled keys (AttnKv::k_tiled): a
+// lane per position. Per dim d, PV vectors of W positions' keys (W
+// consecutive values of row d of their tile) are converted once and FMA'd
+// with each head's broadcast q[g][d] into NG × PV accumulators: no
+// horizontal sums, no scalar stores, and one load of keys per W·NG FMAs
+// where the row form needs one of queries per FMA. Each score is one chain
+// over d in order, so its bits do not depend on where its position falls.
+// Vectors past n_pos repeat the last one and are dropped; lanes past n_pos
+// in the last vector hold whatever the tile holds there, and block_softmax
+// overwrites them (-inf) before anything reads them. The next step's tiles
+// are prefetched whole (a tile is 16 rows of all dims), and each position's
+// value row into L2, as the row form does.
+template <class V, class T, int NG, int PV>
+LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetch) {
+  using F = typename V::F;
+  constexpr int W = V::W, kStep = PV * W;
+  static_assert(kAttnKTile % W == 0, "a vector's positions lie in one tile");
+  const int hd = a.head_dim, n = a.n_pos;
+  const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
+  const int64_t tile_bytes = row_bytes * kAttnKTile;
+  const float* q = a.q + int64_t{g0} * hd;
+  float* s = a.scores + int64_t{g0} * kAttnBlock;
+  const bool keys = fetch && (a.prefetch & (kAttnPfKeysL1 | kAttnPfKeysL2));
+  const bool keys_l2 = !(a.prefetch & kAttnPfKeysL1);
+  const bool values = fetch && (a.prefetch & kAttnPfValues);
+  // Keys `ahead` positions on, in whole tiles.
+  const int ahead = (std::max(a.ahead, 1) + kAttnKTile - 1) / kAttnKTile * kAttnKTile;
+  auto tile = [&](int p) { return kv_row<T>(a, a.k_run, p & ~(kAttnKTile - 1)); };
+  auto fetch_tiles = [&](int p0, int p1) {  // tiles starting in [p0, p1)
+    for (int p = (p0 + kAttnKTile - 1) / kAttnKTile * kAttnKTile; p < p1 && p < n; p += kAttnKTile)
+      prefetch_row<V>(tile(p), tile_bytes, keys_l2);
+  };
+  if (keys) fetch_tiles(0, ahead);
+  const int last = (n - 1) / W * W;  // the last vector's first position
+  alignas(64) float sink[W];
+  for (int p0 = 0; p0 < n; p0 += kStep) {
+    if (keys) fetch_tiles(p0 + ahead, p0 + ahead + kStep);
+    if (values)
+      for (int p = p0; p < p0 + kStep && p < n; ++p)
+        prefetch_row<V>(kv_row<T>(a, a.v_run, p), row_bytes, true);
+    const T* kp[PV];
+    for (int j = 0; j < PV; ++j) {
+      const int p = p0 + j * W < n ? p0 + j * W : last;
+      kp[j] = tile(p) + (p & (kAttnKTile - 1));
+    }
+    float* to[PV * NG];
+    for (int g = 0; g < NG; ++g)
+      for (int j = 0; j < PV; ++j)
+        to[g * PV + j] = p0 + j * W < n ? s + int64_t{g} * kAttnBlock + p0 + j * W : sink;
+    tiled_step<V, T, NG, PV>(kp, q, hd, a.scale, to);
+  }
+}
+
+// Tiled scores with as many position vectors as the accumulators allow, up
+// to 4 (64 positions a step at W = 16: short blocks waste little).
+template <class V, class T, int NG>
+LS_ATTN_TARGET void block_scores_tiled_ng(const AttnBlockArgs& a, int g0, bool fetch) {
+  constexpr int pv = V::kAcc / NG < 1 ? 1 : V::kAcc / NG > 4 ? 4 : V::kAcc / NG;
+  block_scores_tiled<V, T, NG, pv>(a, g0, fetch);
+}
+
 // m, l and e = exp(s - m) in place, per query head. Scores past n_pos (up to
 // the next multiple of W) are set to -inf, so whole vectors can be used:
 // they become e = 0 and add nothing.
@@ -170,10 +256,17 @@ LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
   for (int g0 = 0; g0 < a.group;) {
     const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
     const bool fetch = g0 == 0;
-    if (ng == 8) block_scores<V, T, 8>(a, g0, fetch);
-    if (ng == 4) block_scores<V, T, 4>(a, g0, fetch);
-    if (ng == 2) block_scores<V, T, 2>(a, g0, fetch);
-    if (ng == 1) block_scores<V, T, 1>(a, g0, fetch);
+    if (a.k_tiled) {
+      if (ng == 8) block_scores_tiled_ng<V, T, 8>(a, g0, fetch);
+      if (ng == 4) block_scores_tiled_ng<V, T, 4>(a, g0, fetch);
+      if (ng == 2) block_scores_tiled_ng<V, T, 2>(a, g0, fetch);
+      if (ng == 1) block_scores_tiled_ng<V, T, 1>(a, g0, fetch);
+    } else {
+      if (ng == 8) block_scores<V, T, 8>(a, g0, fetch);
+      if (ng == 4) block_scores<V, T, 4>(a, g0, fetch);
+      if (ng == 2) block_scores<V, T, 2>(a, g0, fetch);
+      if (ng == 1) block_scores<V, T, 1>(a, g0, fetch);
+    }
     g0 += ng;
   }
   block_softmax<V>(a);

@@ -44,6 +44,10 @@ struct VecLanes {
     for (int i = 0; i < N; ++i) c.x[i] += a.x[i] * b.x[i];
     return c;
   }
+  static F mul(F a, const F& b) {
+    for (int i = 0; i < N; ++i) a.x[i] *= b.x[i];
+    return a;
+  }
   static F add(F a, const F& b) {
     for (int i = 0; i < N; ++i) a.x[i] += b.x[i];
     return a;

@@ -14,9 +14,19 @@ namespace ls {
 
 namespace {
 
-// Head `head` of the key or value row at (seq, pos), as f32 (into row for f16).
-const float* kv_head(const AttnKv& kv, const void* base, int32_t seq, int32_t pos, int head,
-                     int head_dim, float* row) {
+// Head `head` of the key or value row at (seq, pos), as f32 (into row for f16
+// or tiled keys).
+const float* kv_head(const AttnKv& kv, bool key, int32_t seq, int32_t pos, int head, int head_dim,
+                     float* row) {
+  const void* base = key ? kv.k : kv.v;
+  if (key && kv.k_tiled) {  // a key row's dims lie kAttnKTile apart
+    for (int i = 0; i < head_dim; ++i) {
+      const int64_t at = kv.k_elem(seq, pos, head, head_dim, i);
+      row[i] = kv.type == AttnKvType::F32 ? static_cast<const float*>(base)[at]
+                                          : fp16_to_fp32(static_cast<const uint16_t*>(base)[at]);
+    }
+    return row;
+  }
   const int64_t at = kv.at(seq, pos) + static_cast<int64_t>(head) * kv.head_stride(head_dim);
   if (kv.type == AttnKvType::F32) return static_cast<const float*>(base) + at;
   const uint16_t* h = static_cast<const uint16_t*>(base) + at;
@@ -37,12 +47,12 @@ void attention_ref_f32(const AttnArgs& a) {
       const int kvh = h / group;
       const float* q = a.q + t * a.ldq + static_cast<int64_t>(h) * hd;
       for (int32_t p = 0; p <= pos; ++p)
-        sc[p] = dot_f32(q, kv_head(a.kv, a.kv.k, seq, p, kvh, hd, row.data()), hd) * a.scale;
+        sc[p] = dot_f32(q, kv_head(a.kv, true, seq, p, kvh, hd, row.data()), hd) * a.scale;
       softmax_f32(sc.data(), pos + 1);
       float* out = a.out + t * a.ldo + static_cast<int64_t>(h) * hd;
       std::fill(out, out + hd, 0.0f);
       for (int32_t p = 0; p <= pos; ++p) {
-        const float* v = kv_head(a.kv, a.kv.v, seq, p, kvh, hd, row.data());
+        const float* v = kv_head(a.kv, false, seq, p, kvh, hd, row.data());
         for (int i = 0; i < hd; ++i) out[i] += sc[p] * v[i];
       }
     }

@@ -15,7 +15,18 @@
 // at q + t·ldq + h·head_dim) uses key/value head h / (n_head / n_head_kv)
 // (grouped-query attention), and its output goes to out + t·ldo +
 // h·head_dim.
-// defines: AttnKvType, AttnKv, AttnArgs, attention_ref_f32()
+//
+// Tiled keys (k_tiled; the CPU tier's KvCache): each head's keys in tiles of
+// kAttnKTile consecutive positions (16j..16j+15, contiguous: ld_pos =
+// head_dim, and runs of whole tiles), each tile dims-major: dim d of
+// position p at the tile's start + d·kAttnKTile + p mod kAttnKTile, the
+// tile's start being where position 16j's row would start. A cache holds
+// whole tiles (a tile past a sequence's end is allocated; its unused
+// positions are read and their scores dropped). Why: one vector load then
+// holds one dim of 16 positions, so the CPU tier's scores are plain FMAs
+// with a position per lane, no horizontal sums (attention_cpu.h). Values
+// keep the row layout.
+// defines: AttnKvType, kAttnKTile, AttnKv, AttnArgs, attention_ref_f32()
 #pragma once
 
 #include <cstdint>
@@ -25,6 +36,9 @@
 namespace ls {
 
 enum class AttnKvType { F32, F16 };
+
+// Positions per key tile (AttnKv::k_tiled).
+inline constexpr int kAttnKTile = 16;
 
 // One layer's cache.
 struct AttnKv {
@@ -38,12 +52,20 @@ struct AttnKv {
   // blocks; ld_seq is then unused.
   KvPages pages;
   int64_t ld_block = 0;
+  bool k_tiled = false;  // keys in tiles (the header); values never
   int64_t head_stride(int head_dim) const { return ld_head ? ld_head : head_dim; }
   // Elements from k (or v) to position pos of sequence seq, head 0.
   int64_t at(int32_t seq, int32_t pos) const {
     if (!pages.table) return seq * ld_seq + pos * ld_pos;
     const int32_t b = pages.table[int64_t{seq} * pages.max_blocks + (pos >> pages.shift)];
     return b * ld_block + (pos & ((1 << pages.shift) - 1)) * ld_pos;
+  }
+  // Elements from k to dim d of the key of (seq, pos), head `head`.
+  int64_t k_elem(int32_t seq, int32_t pos, int head, int head_dim, int d) const {
+    const int64_t h = int64_t{head} * head_stride(head_dim);
+    if (!k_tiled) return at(seq, pos) + h + d;
+    return at(seq, pos & ~(kAttnKTile - 1)) + h + int64_t{d} * kAttnKTile +
+           (pos & (kAttnKTile - 1));
   }
 };
 

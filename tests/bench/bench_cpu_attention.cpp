@@ -13,9 +13,11 @@
 // caches of that context as fit, and successive calls rotate through them.
 // Acceptance (issue 14): a ratio >= 0.70 on a 16-core AVX-512 Xeon.
 //
-// --layout: heads (head-major: each head's positions contiguous, the
-// layout of model/kv_cache.h, the default) or rows (a position's row holds
-// its 8 heads, as the GPU's cache does), or both.
+// --layout: tiles (head-major with tiled keys, AttnKv::k_tiled: the layout
+// of model/kv_cache.h, the default), heads (head-major, keys in rows: the
+// CPU cache's layout before 2026-12-04) or rows (a position's row holds its
+// 8 heads, as the GPU's cache does), or several. The values are random, so
+// one buffer serves every layout; tiles needs contexts in whole tiles (16).
 //
 // --block and --ahead sweep attention_cpu's knobs (AttnCpuTuning): positions
 // per block (16..256, multiples of 16; 0: the kernel's choice by context
@@ -31,7 +33,7 @@
 // the reading itself.
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
-//          [--isa best|all|avx512,...] [--layout rows,heads] [--block 0,128,...]
+//          [--isa best|all|avx512,...] [--layout tiles,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--prefetch k1v2,none,...] [--read]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
   std::vector<int> threads;
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
-  std::vector<std::string> layouts = {"heads"};
+  std::vector<std::string> layouts = {"tiles"};
   std::vector<int> blocks = {0}, aheads = {0};
   std::vector<std::string> prefetches = {"k1v2"};
   bool read_only = false;
@@ -173,8 +175,8 @@ int main(int argc, char** argv) {
     } else if (a == "--layout") {
       layouts = split(next());
       for (const auto& l : layouts)
-        if (l != "rows" && l != "heads") {
-          std::fprintf(stderr, "--layout: '%s' is neither rows nor heads\n", l.c_str());
+        if (l != "rows" && l != "heads" && l != "tiles") {
+          std::fprintf(stderr, "--layout: '%s' is not one of tiles, heads, rows\n", l.c_str());
           return 2;
         }
     } else if (a == "--block" || a == "--ahead") {
@@ -214,6 +216,13 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (int64_t c : ctxs)
+    if (c % kAttnKTile != 0 &&
+        std::find(layouts.begin(), layouts.end(), "tiles") != layouts.end()) {
+      std::fprintf(stderr, "--ctx %ld: the tiles layout needs a multiple of %d\n",
+                   static_cast<long>(c), kAttnKTile);
+      return 2;
+    }
   if (threads.empty()) threads.push_back(default_thread_count());
   const int most = *std::max_element(threads.begin(), threads.end());
 
@@ -270,10 +279,11 @@ int main(int argc, char** argv) {
           auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
                             const Stats& st) {
             const double gbps = bytes / (st.med * 1e-6) / 1e9;
-            std::printf("%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                        static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead,
-                        pf.c_str(), static_cast<unsigned long>(n_layers), bytes / 1e6, st.med,
-                        st.min, st.max, gbps, host[th], gbps / host[th]);
+            std::printf(
+                "%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead, pf.c_str(),
+                static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
+                host[th], gbps / host[th]);
             std::fflush(stdout);
             rows.push_back({{"ctx", ctx},
                             {"threads", th},
@@ -294,37 +304,38 @@ int main(int argc, char** argv) {
           for (int blk : blocks)
             for (int ahead : aheads)
               for (const std::string& pf : prefetches) {
-                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
-                  AttentionCpuScratch scratch;
-                  const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-                  AttnArgs a;
-                  a.n_head = kHead;
-                  a.n_head_kv = kHeadKv;
-                  a.head_dim = kHeadDim;
-                  a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                  a.n_tok = 1;
-                  a.pos = &pos;
-                  a.seq = &seq;
-                  a.q = q.data();
-                  a.ldq = kHead * kHeadDim;
-                  a.out = out.data();
-                  a.ldo = a.ldq;
-                  a.kv.type = AttnKvType::F16;
-                  if (layout == "rows") {
-                    a.kv.ld_pos = kRow;
-                  } else {  // head-major: each head's positions contiguous
-                    a.kv.ld_pos = kHeadDim;
-                    a.kv.ld_head = ctx * kHeadDim;
-                  }
-                  a.kv.ld_seq = ctx * kRow;
-                  const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
-                    a.kv.k = k;
-                    a.kv.v = v;
-                    attention_cpu(pool, a, scratch, isa, tune);
-                  });
-                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
+                const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
+                AttentionCpuScratch scratch;
+                const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                AttnArgs a;
+                a.n_head = kHead;
+                a.n_head_kv = kHeadKv;
+                a.head_dim = kHeadDim;
+                a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                a.n_tok = 1;
+                a.pos = &pos;
+                a.seq = &seq;
+                a.q = q.data();
+                a.ldq = kHead * kHeadDim;
+                a.out = out.data();
+                a.ldo = a.ldq;
+                a.kv.type = AttnKvType::F16;
+                if (layout == "rows") {
+                  a.kv.ld_pos = kRow;
+                } else {  // head-major: each head's positions contiguous
+                  a.kv.ld_pos = kHeadDim;
+                  a.kv.ld_head = ctx * kHeadDim;
+                  a.kv.k_tiled = layout == "tiles";
                 }
-          if (read_only && layout == "heads") {
+                a.kv.ld_seq = ctx * kRow;
+                const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+                  a.kv.k = k;
+                  a.kv.v = v;
+                  attention_cpu(pool, a, scratch, isa, tune);
+                });
+                report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
+              }
+          if (read_only && layout != "rows") {
             // The kernel's tasks (block-major: block b of head h is task
             // b·8 + h), reading only.
             const int blk = attention_cpu_block_len(ctx);

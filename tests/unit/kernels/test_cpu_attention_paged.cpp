@@ -7,8 +7,9 @@
 // lengths share the batch (decode tokens and a prompt's rows), and every
 // pool element no table entry covers, and every position past a sequence's
 // end, is NaN: a read of one shows in the output. Layouts: head-major blocks
-// (the CPU's KvCache) and blocks of whole rows (the GPU's), blocks of 16
-// positions and of 4 (more runs than any real cache, up to 64 a block).
+// with tiled keys (the CPU's KvCache) and without, and blocks of whole rows
+// (the GPU's), blocks of 16 positions and of 4 (more runs than any real
+// cache, up to 64 a block).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -35,6 +36,7 @@ struct Shape {
   int shift;             // log2 of positions per block
   bool head_major;
   AttnKvType type;
+  bool tiled = false;  // keys tiled (AttnKv::k_tiled), both ways: head-major, 16-position blocks
 };
 
 // Contiguous cache: (seq, head, pos, dim), head-major, as values and as the
@@ -95,6 +97,20 @@ void build(const Shape& sh, std::mt19937& rng, Both& b) {
           b.pf_k[at] = b.cf_k[from];
           b.pf_v[at] = b.cf_v[from];
         }
+  // Tiled keys: each 16 positions of a head (a tile of the contiguous
+  // head's run; a block of the pool) dims-major.
+  if (sh.tiled) {
+    REQUIRE((sh.head_major && sh.shift == 4 && n_ctx % kAttnKTile == 0));
+    auto tile = [&](std::vector<float>& x, int64_t n_runs) {
+      const std::vector<float> rows = x;
+      for (int64_t r = 0; r < n_runs; ++r)  // a run: a head's 16 rows
+        for (int64_t p = 0; p < kAttnKTile; ++p)
+          for (int64_t i = 0; i < hd; ++i)
+            x[(r * kAttnKTile * hd) + i * kAttnKTile + p] = rows[(r * kAttnKTile + p) * hd + i];
+    };
+    tile(b.cf_k, n / (kAttnKTile * hd));
+    tile(b.pf_k, b.n_blocks * n_kv);
+  }
   auto to_f16 = [](const std::vector<float>& x) {
     std::vector<uint16_t> y(x.size());
     for (size_t i = 0; i < x.size(); ++i) y[i] = fp32_to_fp16(x[i]);
@@ -122,6 +138,7 @@ void build(const Shape& sh, std::mt19937& rng, Both& b) {
   pg.pages.table = b.table.data();
   pg.pages.max_blocks = b.max_blocks;
   pg.pages.shift = sh.shift;
+  c.k_tiled = pg.k_tiled = sh.tiled;
 }
 
 // The batch: each sequence's last position (decode), and sequence 0's last
@@ -142,6 +159,9 @@ TEST_CASE("cpu_attention paged: the same bits as over a contiguous cache, blocks
     shapes.push_back({3, 300, 1, 128, 8, {300, 129, 33}, 4, false, type});
     shapes.push_back({2, 2100, 2, 32, 2, {2099, 250}, 2, true, type});  // 64 runs a block
     shapes.push_back({2, 100, 3, 40, 3, {99, 7}, 3, true, type});       // odd head_dim, group 3
+    // Tiled keys (the KvCache's layout).
+    shapes.push_back({4, 2208, 2, 64, 4, {17, 16, 1, 2100}, 4, true, type, true});
+    shapes.push_back({2, 112, 3, 40, 3, {99, 7}, 4, true, type, true});
   }
   ThreadPool one(1), three(3);
   int compared = 0;
@@ -168,7 +188,9 @@ TEST_CASE("cpu_attention paged: the same bits as over a contiguous cache, blocks
     const std::string what = std::string(sh.type == AttnKvType::F16 ? "f16" : "f32") +
                              " head_dim " + std::to_string(sh.hd) + " block " +
                              std::to_string(1 << sh.shift) +
-                             (sh.head_major ? " head-major" : " rows");
+                             (sh.tiled        ? " tiled"
+                              : sh.head_major ? " head-major"
+                                              : " rows");
     auto run = [&](const AttnKv& kv, auto f) {
       std::vector<float> out(pos.size() * ld, std::numeric_limits<float>::quiet_NaN());
       AttnArgs x = a;

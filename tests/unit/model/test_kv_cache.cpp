@@ -1,6 +1,7 @@
 // KvCache (model/kv_cache.h): rows in, the same rows out, whatever the
 // layout; the paged, head-major layout the attention kernels read through
-// the direct pointers, the strides and the block table.
+// the direct pointers, the strides and the block table (keys tiled:
+// kernels/ref/attention.h), and the view the kernels take (KvCache::attn).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -42,13 +43,19 @@ int64_t store_and_check(KvCache& kv, uint32_t n_layer, const std::vector<uint32_
         const int32_t block = kv.table()[s * kv.max_blocks() + p / kKvBlockLen];
         for (uint32_t i = 0; i < E; ++i) {
           bad += rk[i] != value(l, s, p, i, false) || rv[i] != value(l, s, p, i, true);
-          // In place: head h = i / hd, element i % hd of it.
-          const int64_t at = block * kv.ld_block() + (i / hd) * kv.ld_head() +
-                             (p % kKvBlockLen) * kv.ld_pos() + i % hd;
+          // In place: head h = i / hd, element i % hd of it; keys tiled
+          // (dims-major within the block's head), values in rows.
+          const int64_t head = block * kv.ld_block() + (i / hd) * kv.ld_head();
+          const int64_t at = head + (p % kKvBlockLen) * kv.ld_pos() + i % hd;
+          const int64_t kat = head + (i % hd) * kAttnKTile + p % kKvBlockLen;
           const bool f16 = kv.type() == KvType::F16;
-          const float ik = f16 ? fp16_to_fp32(kv.k_f16(l)[at]) : kv.k_f32(l)[at];
+          const float ik = f16 ? fp16_to_fp32(kv.k_f16(l)[kat]) : kv.k_f32(l)[kat];
           const float iv = f16 ? fp16_to_fp32(kv.v_f16(l)[at]) : kv.v_f32(l)[at];
           bad += ik != value(l, s, p, i, false) || iv != value(l, s, p, i, true);
+          // The kernels' view finds the same elements.
+          const AttnKv view = kv.attn(l);
+          bad += !view.k_tiled || view.k_elem(s, p, i / hd, hd, i % hd) != kat ||
+                 view.at(s, p) + (i / hd) * view.head_stride(hd) + i % hd != at;
         }
       }
   return bad;
