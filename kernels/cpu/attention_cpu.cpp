@@ -27,9 +27,10 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
     threads_ = std::max(threads, threads_);
     group_ = std::max(group, group_);
     head_dim_ = std::max(head_dim, head_dim_);
-    // Scores, the running state and the block's partial; rounded to 16
-    // floats so threads do not share cache lines.
-    per_thread_ = (scores_floats() + 2 * triple_floats() + 15) / 16 * 16;
+    // Scores, the running state, the block's partial and the transposed
+    // queries; rounded to 16 floats so threads do not share cache lines.
+    per_thread_ =
+        (scores_floats() + 2 * triple_floats() + int64_t{group_} * head_dim_ + 15) / 16 * 16;
     thread_.assign(static_cast<size_t>(threads_ * per_thread_), 0.0f);
     split_floats_ = 0;  // the triple grew: resize below
     split_.clear();
@@ -92,7 +93,7 @@ struct Job {
 };
 
 // Block b of token t's key/value head h, into triple.
-void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* triple) {
+void run_block(const Job& j, int64_t t, int h, int b, int thread, float* triple) {
   const AttnArgs& a = *j.a;
   const int blk = block_len(j.blk, a.pos[t]);
   const int64_t p0 = int64_t{b} * blk;
@@ -118,7 +119,8 @@ void run_block(const Job& j, int64_t t, int h, int b, float* scores, float* trip
   ba.group = j.group;
   ba.head_dim = a.head_dim;
   ba.scale = a.scale;
-  ba.scores = scores;
+  ba.scores = j.s->scores(thread);
+  ba.q_t = j.s->q_t(thread);
   ba.triple = triple;
   j.block(ba);
 }
@@ -154,12 +156,11 @@ float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
 
 // A whole row on one thread: each block folded into the state as it is made.
 void run_row(const Job& j, int64_t t, int h, int thread) {
-  float* scores = j.s->scores(thread);
   float* state = j.s->state(thread);
   float* part = j.s->part(thread);
   const int nb = n_blocks(j.a->pos[t], j.blk);
   for (int b = 0; b < nb; ++b) {
-    run_block(j, t, h, b, scores, b == 0 ? state : part);
+    run_block(j, t, h, b, thread, b == 0 ? state : part);
     if (b > 0) merge(state, part, j.group, j.a->head_dim);
   }
   finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
@@ -237,7 +238,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     const int nb = n_blocks(j.a->pos[t], j.blk);
     const int n_kv = j.a->n_head_kv;
     const int64_t i = task0[t] + int64_t{b} * n_kv + h;
-    run_block(j, t, h, b, j.s->scores(thread), j.s->split_part(i));
+    run_block(j, t, h, b, thread, j.s->split_part(i));
     // acq_rel: the folding thread sees every other block's partial.
     if (j.s->pending()[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     const int64_t first = task0[t] + h;

@@ -109,8 +109,8 @@ struct AttnCpuTuning {
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
-// call and nothing is allocated per call): per thread a scores block and
-// two partial triples; for the split path, one partial per task and one
+// call and nothing is allocated per call): per thread a scores block, two
+// partial triples and the transposed queries; for the split path, one partial per task and one
 // counter per row.
 class AttentionCpuScratch {
  public:
@@ -125,6 +125,8 @@ class AttentionCpuScratch {
   // (group), acc (group, head_dim).
   float* state(int thread) { return scores(thread) + scores_floats(); }
   float* part(int thread) { return state(thread) + triple_floats(); }
+  // (head_dim, group): the group's queries transposed, for tiled keys.
+  float* q_t(int thread) { return part(thread) + triple_floats(); }
   // Split path: task i's partial triple, each row's count of blocks still
   // running, each token's first task.
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }

@@ -55,6 +55,7 @@ struct AttnBlockArgs {
   int group = 0, head_dim = 0;
   float scale = 0;
   float* scores = nullptr;  // (group, kAttnBlock) scratch
+  float* q_t = nullptr;     // (head_dim, group) scratch: q transposed (tiled keys)
   // The partial triple, out: m (group), l (group), acc (group, head_dim),
   // contiguous in that order.
   float* triple = nullptr;
