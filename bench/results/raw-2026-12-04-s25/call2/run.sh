@@ -13,7 +13,7 @@ echo "unit rc=${PIPESTATUS[0]}"; grep -c "TEST CASE" $O/unit-fail.txt; grep "TES
 for r in 1 2 3; do
   L=tiles,heads; [ $r = 2 ] && L=heads,tiles
   timeout 60 $B/ls_bench_cpu_attention --threads 16 --ctx 1024,2048,4096,8192,16384 --layout $L --prefetch k1v2,k2v2,none --reps 41 > $O/attn-$r.txt 2>&1
-  echo "round $r rc=$?"; grep -E "^ +[0-9]+ +16 " $O/attn-$r.txt | awk '{print $1,$4,$7,$10,$14,$15}' | paste -sd' ' | fold -w 2000
+  echo "round $r rc=$?"; grep -E "^ +[0-9]+ +16 " $O/attn-$r.txt | awk '{print $1,$4,$7,$10,$14,$15}'
 done; el
 timeout 60 $B/ls_bench_cpu_attention --threads 1 --ctx 1024,16384 --layout tiles,heads --prefetch k1v2,none --reps 15 > $O/attn-1t.txt 2>&1
 echo "1t rc=$?"; grep -E "^ +[0-9]+ +1 " $O/attn-1t.txt | awk '{print $1,$4,$7,$10,$14,$15}'; el
