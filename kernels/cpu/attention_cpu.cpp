@@ -184,7 +184,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // Tiled keys: rows of a head contiguous, runs of whole tiles.
   assert(!a.kv.k_tiled || (a.kv.ld_pos == a.head_dim &&
                            (!a.kv.pages.table || (1 << a.kv.pages.shift) % kAttnKTile == 0)));
-  j.ahead = tune.ahead > 0 ? tune.ahead : 8;
+  j.ahead = tune.ahead > 0 ? tune.ahead : a.kv.k_tiled ? kAttnAheadTiled : kAttnAheadRows;
   j.prefetch = tune.prefetch >= 0 ? tune.prefetch : kAttnPfDefault;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {

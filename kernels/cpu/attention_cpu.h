@@ -94,15 +94,30 @@ inline constexpr int kAttnBlockShort = 128;
 inline constexpr int kAttnShortRow = 2048;
 
 // What the scores loop prefetches (AttnCpuTuning::prefetch): the key row
-// `ahead` positions on into L1 or L2, each position's value row into L2.
+// `ahead` positions on into L1 or L2, each position's value row into L2;
+// with tiled keys, kAttnPfValuesFirst: the block's value rows all at its
+// start instead of a step's during the step.
 inline constexpr int kAttnPfKeysL1 = 1, kAttnPfKeysL2 = 2, kAttnPfValues = 4;
+inline constexpr int kAttnPfValuesFirst = 8;
 inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues;
+
+// Key positions prefetched ahead by default: rows, 8 positions; tiled, the
+// whole block at its start (the step loop then prefetches nothing more of
+// the keys). On the H200 machine's Xeon, 16 threads, tiled keys, two rounds
+// of one call (host 91-98 GB/s): one step ahead (32 positions) read 0.62-0.69
+// of the host bandwidth at 1k and 0.72-0.79 at 16k, the whole block
+// 0.72-0.76 and 0.81-0.88; at 256 positions 0.43-0.46 against 0.63-0.71
+// (bench/results/raw-2026-12-04-s25/call3). A core's reads in flight are
+// bounded by its fill buffers; a burst at the block's start has them all
+// busy at once, and other cores compute while it waits.
+inline constexpr int kAttnAheadRows = 8;
+inline constexpr int kAttnAheadTiled = kAttnBlock;
 
 // Knobs of attention_cpu, for the bench to sweep. Results depend on block
 // (the reduction's shape), never on ahead (a prefetch distance).
 struct AttnCpuTuning {
   int block = 0;  // positions per block, a multiple of 16 in 16..kAttnBlock; 0: by row length
-  int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (8)
+  int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (kAttnAhead*)
   // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
   // -1: the default.
   int prefetch = -1;

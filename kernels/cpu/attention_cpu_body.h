@@ -170,7 +170,8 @@ LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetc
     for (int g = 0; g < NG; ++g) a.q_t[d * NG + g] = a.q[int64_t{g0 + g} * hd + d];
   const bool keys = fetch && (a.prefetch & (kAttnPfKeysL1 | kAttnPfKeysL2));
   const bool keys_l2 = !(a.prefetch & kAttnPfKeysL1);
-  const bool values = fetch && (a.prefetch & kAttnPfValues);
+  const bool values_first = fetch && (a.prefetch & kAttnPfValuesFirst);
+  const bool values = fetch && (a.prefetch & kAttnPfValues) && !values_first;
   // Keys `ahead` positions on, in whole steps, at least one.
   const int ahead = std::max(kStep, (a.ahead + kStep - 1) / kStep * kStep);
   // Position p's vector: row 0 of its tile, at its lane offset.
@@ -181,6 +182,10 @@ LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetc
     for (int p = 0; p < ahead && p < n; p += W)
       prefetch_row<V>(vec(p) - (p & (kAttnKTile - 1)), int64_t{hd} * kAttnKTile * sizeof(T),
                       keys_l2);
+  if (values_first)  // the block's value rows, a tile's run at a time
+    for (int p = 0; p < n; p += kAttnKTile)
+      prefetch_row<V>(kv_row<T>(a, a.v_run, p),
+                      int64_t{std::min(kAttnKTile, n - p)} * hd * sizeof(T), true);
   const int last = (n - 1) / W * W;  // the last vector's first position
   alignas(64) float sink[W];
   for (int p0 = 0; p0 < n; p0 += kStep) {

@@ -24,7 +24,8 @@
 // length) and key rows
 // prefetched ahead (0: the default); --prefetch what the scores loop
 // prefetches: k1v2 (keys into L1, values into L2: the
-// default), k2v2, k1, v2, none.
+// default), k2v2, k1v2f and k2v2f (tiled keys: the block's values all at
+// its start), k1, v2, none.
 //
 // --read adds, per context, the same bytes read with nothing computed: the
 // same tasks (a block of positions of one head: its keys, then its values)
@@ -112,6 +113,8 @@ uint16_t* make_kv(ThreadPool& pool, uint64_t elems) {
 // --prefetch names as kAttnPf* bits; -1: unknown.
 int prefetch_bits(const std::string& x) {
   if (x == "k1v2") return kAttnPfKeysL1 | kAttnPfValues;
+  if (x == "k1v2f") return kAttnPfKeysL1 | kAttnPfValuesFirst;
+  if (x == "k2v2f") return kAttnPfKeysL2 | kAttnPfValuesFirst;
   if (x == "k2v2") return kAttnPfKeysL2 | kAttnPfValues;
   if (x == "k1") return kAttnPfKeysL1;
   if (x == "v2") return kAttnPfValues;
@@ -194,7 +197,8 @@ int main(int argc, char** argv) {
       prefetches = split(next());
       for (const auto& x : prefetches)
         if (prefetch_bits(x) < 0) {
-          std::fprintf(stderr, "--prefetch: '%s' is not one of k1v2, k2v2, k1, v2, none\n",
+          std::fprintf(stderr,
+                       "--prefetch: '%s' is not one of k1v2, k2v2, k1v2f, k2v2f, k1, v2, none\n",
                        x.c_str());
           return 2;
         }
