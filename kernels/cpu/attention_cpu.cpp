@@ -92,24 +92,55 @@ struct Job {
   int64_t kv_bytes;  // of one element
 };
 
-// Block b of token t's key/value head h, into triple.
-void run_block(const Job& j, int64_t t, int h, int b, int thread, float* triple) {
+// Where block b of token t's key/value head h lies: its positions, and the
+// runs of them (one for a contiguous cache; a paged cache's blocks, which
+// tile the block: its length is a multiple of theirs, each found through
+// the table), each run's first key and value.
+struct BlockSpan {
+  int n_pos = 0, run_len = 0, runs = 0;
+};
+BlockSpan block_span(const Job& j, int64_t t, int h, int b, const void** k_run,
+                     const void** v_run) {
   const AttnArgs& a = *j.a;
   const int blk = block_len(j.blk, a.pos[t]);
   const int64_t p0 = int64_t{b} * blk;
-  AttnBlockArgs ba;
-  ba.q = a.q + t * a.ldq + int64_t{h} * j.group * a.head_dim;
-  ba.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
-  // The block's runs of positions: one for a contiguous cache; a paged
-  // cache's blocks (which tile the block: its length is a multiple of theirs)
-  // each found through the table.
+  BlockSpan sp;
+  sp.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
   const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
-  const int run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
+  sp.run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
+  for (int r = 0; r * sp.run_len < sp.n_pos; ++r, ++sp.runs) {
+    const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * sp.run_len)) + head;
+    k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
+    if (v_run) v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  }
+  return sp;
+}
+
+// A block to run: (token, key/value head, block).
+struct BlockId {
+  int64_t t = -1;
+  int h = 0, b = 0;
+};
+
+// Block `id` into triple; `next`, if any (t >= 0), is the block this thread
+// runs after it, whose keys the value loop prefetches.
+void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple) {
+  const AttnArgs& a = *j.a;
+  AttnBlockArgs ba;
+  ba.q = a.q + id.t * a.ldq + int64_t{id.h} * j.group * a.head_dim;
+  const BlockSpan sp = block_span(j, id.t, id.h, id.b, ba.k_run, ba.v_run);
+  ba.n_pos = sp.n_pos;
   ba.run_shift = a.kv.pages.table ? a.kv.pages.shift : 30;
-  for (int r = 0; r * run_len < ba.n_pos; ++r) {
-    const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * run_len)) + head;
-    ba.k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
-    ba.v_run[r] = static_cast<const char*>(a.kv.v) + at * j.kv_bytes;
+  if (next.t >= 0 && (j.prefetch & kAttnPfNextKeys)) {
+    const BlockSpan ns = block_span(j, next.t, next.h, next.b, ba.next_k, nullptr);
+    // Keys of a run: tiled or rows, run_len positions of a head contiguous
+    // (head-major; a row cache's runs hold its other heads too: only this
+    // head's rows are read, so only the first row's bytes are fetched).
+    const int64_t row = int64_t{a.head_dim} * j.kv_bytes;
+    const bool contiguous = a.kv.ld_pos == a.head_dim;
+    ba.next_runs = ns.runs;
+    ba.next_run_bytes = contiguous ? ns.run_len * row : row;
+    ba.next_last_bytes = contiguous ? (ns.n_pos - (ns.runs - 1) * ns.run_len) * row : row;
   }
   ba.type = a.kv.type;
   ba.k_tiled = a.kv.k_tiled;
@@ -160,7 +191,8 @@ void run_row(const Job& j, int64_t t, int h, int thread) {
   float* part = j.s->part(thread);
   const int nb = n_blocks(j.a->pos[t], j.blk);
   for (int b = 0; b < nb; ++b) {
-    run_block(j, t, h, b, thread, b == 0 ? state : part);
+    const BlockId next = b + 1 < nb ? BlockId{t, h, b + 1} : BlockId{};
+    run_block(j, {t, h, b}, next, thread, b == 0 ? state : part);
     if (b > 0) merge(state, part, j.group, j.a->head_dim);
   }
   finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
@@ -230,29 +262,54 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     for (int h = 0; h < a.n_head_kv; ++h)
       pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
   }
-  // Block b of token t's head h: its partial, then the row's fold if it is
-  // the row's last block to finish.
-  auto one = [jp](int64_t t, int h, int b, int thread) {
-    const Job& j = *jp;
-    const int64_t* task0 = j.s->task0();
-    const int nb = n_blocks(j.a->pos[t], j.blk);
-    const int n_kv = j.a->n_head_kv;
-    const int64_t i = task0[t] + int64_t{b} * n_kv + h;
-    run_block(j, t, h, b, thread, j.s->split_part(i));
-    // acq_rel: the folding thread sees every other block's partial.
-    if (j.s->pending()[t * n_kv + h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    const int64_t first = task0[t] + h;
-    float* state = j.s->split_part(first);
-    for (int c = 1; c < nb; ++c)
-      merge(state, j.s->split_part(first + int64_t{c} * n_kv), j.group, j.a->head_dim);
-    finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
+  // Task i: block b of token t's head h, its partial into split_part(i),
+  // then the row's fold if it is the row's last block to finish.
+  struct Split {
+    const Job* j;
+    std::atomic<int64_t>* claim;
+    int64_t tasks, threads;
+    BlockId id(int64_t i) const {
+      const int64_t* task0 = j->s->task0();
+      const int64_t t = std::upper_bound(task0, task0 + j->a->n_tok + 1, i) - task0 - 1;
+      const int n_kv = j->a->n_head_kv;
+      return {t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv)};
+    }
+    void one(int64_t i, BlockId next, int thread) const {
+      const BlockId b = id(i);
+      const int nb = n_blocks(j->a->pos[b.t], j->blk);
+      const int n_kv = j->a->n_head_kv;
+      run_block(*j, b, next, thread, j->s->split_part(i));
+      // acq_rel: the folding thread sees every other block's partial.
+      if (j->s->pending()[b.t * n_kv + b.h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      const int64_t first = j->s->task0()[b.t] + b.h;
+      float* state = j->s->split_part(first);
+      for (int c = 1; c < nb; ++c)
+        merge(state, j->s->split_part(first + int64_t{c} * n_kv), j->group, j->a->head_dim);
+      finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+    }
   };
-  pool.run(tasks, [jp, one](int64_t i, int thread) {
-    const int64_t* task0 = jp->s->task0();
-    const int64_t t = std::upper_bound(task0, task0 + jp->a->n_tok + 1, i) - task0 - 1;
-    const int n_kv = jp->a->n_head_kv;
-    one(t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv),
-        thread);
+  // Each thread takes blocks from a counter, and claims its next one as it
+  // starts a block, so that the block's value loop can fetch the next one's
+  // keys: a core's reads in flight are bounded by its fill buffers, and
+  // with nothing to fetch while the values (already in cache) are summed,
+  // that phase read nothing (attention_cpu.h). Not while at most one block
+  // per thread is left: a block held back then could leave a thread idle.
+  std::atomic<int64_t>* claim = scratch.claim();
+  claim->store(0, std::memory_order_relaxed);
+  const Split sp{&j, claim, tasks, pool.size()};
+  const Split* spp = &sp;
+  pool.run(pool.size(), [spp](int64_t, int thread) {
+    const Split& s = *spp;
+    int64_t i = s.claim->fetch_add(1, std::memory_order_relaxed);
+    while (i < s.tasks) {
+      int64_t next = -1;
+      if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.threads) {
+        next = s.claim->fetch_add(1, std::memory_order_relaxed);
+        if (next >= s.tasks) next = -1;
+      }
+      s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread);
+      i = next >= 0 ? next : s.claim->fetch_add(1, std::memory_order_relaxed);
+    }
   });
 }
 

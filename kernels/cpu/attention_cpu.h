@@ -99,7 +99,9 @@ inline constexpr int kAttnShortRow = 2048;
 // start instead of a step's during the step.
 inline constexpr int kAttnPfKeysL1 = 1, kAttnPfKeysL2 = 2, kAttnPfValues = 4;
 inline constexpr int kAttnPfValuesFirst = 8;
-inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues;
+// The value loop fetching the keys of the thread's next block into L2.
+inline constexpr int kAttnPfNextKeys = 16;
+inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues | kAttnPfNextKeys;
 
 // Key positions prefetched ahead by default: rows, 8 positions; tiled, the
 // whole block at its start (the step loop then prefetches nothing more of
@@ -146,6 +148,7 @@ class AttentionCpuScratch {
   // running, each token's first task.
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
   std::atomic<int>* pending() { return pending_.get(); }
+  std::atomic<int64_t>* claim() { return claim_.get(); }  // split path: the next task
   int64_t* task0() { return task0_.data(); }
 
  private:
@@ -156,7 +159,8 @@ class AttentionCpuScratch {
   std::vector<float> thread_;                    // (threads, per_thread_)
   std::vector<float> split_;                     // (tasks, triple)
   std::unique_ptr<std::atomic<int>[]> pending_;  // (rows)
-  std::vector<int64_t> task0_;                   // (n_tok + 1)
+  std::unique_ptr<std::atomic<int64_t>> claim_ = std::make_unique<std::atomic<int64_t>>(0);
+  std::vector<int64_t> task0_;  // (n_tok + 1)
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the

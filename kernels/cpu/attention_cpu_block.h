@@ -54,6 +54,13 @@ struct AttnBlockArgs {
   int prefetch = kAttnPfDefault;  // kAttnPf* bits: what the scores loop prefetches
   int group = 0, head_dim = 0;
   float scale = 0;
+  // The next block this thread computes, if known: its keys go to L2 during
+  // this block's value loop, a line or so per position (attention_cpu.h says
+  // why). Runs of next_run_bytes at next_k[r], r < next_runs, the last one
+  // next_last_bytes; next_runs 0: nothing.
+  const void* next_k[kAttnMaxRuns];
+  int next_runs = 0;
+  int64_t next_run_bytes = 0, next_last_bytes = 0;
   float* scores = nullptr;  // (group, kAttnBlock) scratch
   float* q_t = nullptr;     // (head_dim, group) scratch: q transposed (tiled keys)
   // The partial triple, out: m (group), l (group), acc (group, head_dim),

@@ -243,17 +243,35 @@ LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
 }
 
 // acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) == 0).
+// fetch: prefetch the next block's keys (AttnBlockArgs::next_k) into L2,
+// a line per (tile, position) iteration while any is left.
 template <class V, class T, int NG, int R>
-LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
+LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, bool fetch) {
   using F = typename V::F;
   const int hd = a.head_dim;
   const float* e = a.scores + int64_t{g0} * kAttnBlock;
   float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
+  // The next block's key lines, one per (tile, position) iteration until
+  // none is left (a 70B block's keys are as many lines as the loop has
+  // iterations at AVX-512's tiles: one a position, four passes).
+  const int runs = fetch ? a.next_runs : 0;
+  int run = 0;
+  const char* line = runs ? static_cast<const char*>(a.next_k[0]) : nullptr;
+  int64_t left = runs ? (runs > 1 ? a.next_run_bytes : a.next_last_bytes) : 0;
   for (int d0 = 0; d0 < hd; d0 += R * V::W) {
     F o[NG][R];
     for (int g = 0; g < NG; ++g)
       for (int r = 0; r < R; ++r) o[g][r] = V::zero();
     for (int p = 0; p < a.n_pos; ++p) {
+      if (line) {
+        V::prefetch_l2(line);
+        line += 64, left -= 64;
+        if (left <= 0) {
+          ++run;
+          line = run < runs ? static_cast<const char*>(a.next_k[run]) : nullptr;
+          left = run + 1 < runs ? a.next_run_bytes : a.next_last_bytes;
+        }
+      }
       const T* vp = kv_row<T>(a, a.v_run, p) + d0;
       F x[R];
       for (int r = 0; r < R; ++r) x[r] = V::load(vp + r * V::W);
@@ -270,15 +288,15 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0) {
 // The widest tile (R = 8, 4, 2, 1 vectors) that divides head_dim and keeps
 // NG × R accumulators within V::kAcc registers.
 template <class V, class T, int NG>
-LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0) {
+LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0, bool fetch) {
   const int chunks = a.head_dim / V::W;
   if constexpr (NG * 8 <= V::kAcc)
-    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0);
+    if (chunks % 8 == 0) return block_values<V, T, NG, 8>(a, g0, fetch);
   if constexpr (NG * 4 <= V::kAcc)
-    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0);
+    if (chunks % 4 == 0) return block_values<V, T, NG, 4>(a, g0, fetch);
   if constexpr (NG * 2 <= V::kAcc)
-    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0);
-  return block_values<V, T, NG, 1>(a, g0);
+    if (chunks % 2 == 0) return block_values<V, T, NG, 2>(a, g0, fetch);
+  return block_values<V, T, NG, 1>(a, g0, fetch);
 }
 
 template <class V, class T>
@@ -303,10 +321,11 @@ LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
   block_softmax<V>(a);
   for (int g0 = 0; g0 < a.group;) {
     const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    if (ng == 8) block_values_ng<V, T, 8>(a, g0);
-    if (ng == 4) block_values_ng<V, T, 4>(a, g0);
-    if (ng == 2) block_values_ng<V, T, 2>(a, g0);
-    if (ng == 1) block_values_ng<V, T, 1>(a, g0);
+    const bool fetch = g0 == 0;
+    if (ng == 8) block_values_ng<V, T, 8>(a, g0, fetch);
+    if (ng == 4) block_values_ng<V, T, 4>(a, g0, fetch);
+    if (ng == 2) block_values_ng<V, T, 2>(a, g0, fetch);
+    if (ng == 1) block_values_ng<V, T, 1>(a, g0, fetch);
     g0 += ng;
   }
 }

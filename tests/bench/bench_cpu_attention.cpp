@@ -23,9 +23,10 @@
 // per block (16..256, multiples of 16; 0: the kernel's choice by context
 // length) and key rows
 // prefetched ahead (0: the default); --prefetch what the scores loop
-// prefetches: k1v2 (keys into L1, values into L2: the
-// default), k2v2, k1v2f and k2v2f (tiled keys: the block's values all at
-// its start), k1, v2, none.
+// prefetches: k1v2n (keys into L1, values into L2, and the thread's next
+// block's keys into L2 during the value loop: the default), k2v2n, k1v2
+// and k2v2 (no next block), k1v2f and k2v2f (tiled keys: the block's values
+// all at its start, no next block), k1, v2, none.
 //
 // --read adds, per context, the same bytes read with nothing computed: the
 // same tasks (a block of positions of one head: its keys, then its values)
@@ -112,6 +113,8 @@ uint16_t* make_kv(ThreadPool& pool, uint64_t elems) {
 
 // --prefetch names as kAttnPf* bits; -1: unknown.
 int prefetch_bits(const std::string& x) {
+  if (x == "k1v2n") return kAttnPfKeysL1 | kAttnPfValues | kAttnPfNextKeys;
+  if (x == "k2v2n") return kAttnPfKeysL2 | kAttnPfValues | kAttnPfNextKeys;
   if (x == "k1v2") return kAttnPfKeysL1 | kAttnPfValues;
   if (x == "k1v2f") return kAttnPfKeysL1 | kAttnPfValuesFirst;
   if (x == "k2v2f") return kAttnPfKeysL2 | kAttnPfValuesFirst;
@@ -156,7 +159,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"tiles"};
   std::vector<int> blocks = {0}, aheads = {0};
-  std::vector<std::string> prefetches = {"k1v2"};
+  std::vector<std::string> prefetches = {"k1v2n"};
   bool read_only = false;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -198,7 +201,8 @@ int main(int argc, char** argv) {
       for (const auto& x : prefetches)
         if (prefetch_bits(x) < 0) {
           std::fprintf(stderr,
-                       "--prefetch: '%s' is not one of k1v2, k2v2, k1v2f, k2v2f, k1, v2, none\n",
+                       "--prefetch: '%s' is not one of k1v2n, k2v2n, k1v2, k2v2, k1v2f, k2v2f, k1, "
+                       "v2, none\n",
                        x.c_str());
           return 2;
         }

@@ -375,7 +375,7 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                           what << ": prefetch distance 32 changed the result");
             // What is prefetched, and where, changes nothing either.
             for (int pf : {0, kAttnPfKeysL1, kAttnPfValues, kAttnPfKeysL2 | kAttnPfValues,
-                           kAttnPfKeysL1 | kAttnPfValuesFirst}) {
+                           kAttnPfNextKeys, kAttnPfKeysL1 | kAttnPfValuesFirst}) {
               const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 0, pf});
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                             what << ": prefetch mode " << pf << " changed the result");
