@@ -156,8 +156,17 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
   j.block(ba);
 }
 
+// One copy per ISA (GCC's target_clones, chosen at load): element-wise
+// products and sums, contraction off, so every copy gives the same bits;
+// the widest runs the fold at a split call's end, on its critical path.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LS_ATTN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define LS_ATTN_CLONES
+#endif
+
 // state = merge(state, part) (attention_cpu.h), per query head of the group.
-[[gnu::noinline]] void merge(float* state, const float* part, int group, int hd) {
+[[gnu::noinline]] LS_ATTN_CLONES void merge(float* state, const float* part, int group, int hd) {
   float *m = state, *l = state + group, *acc = state + 2 * group;
   const float *pm = part, *pl = part + group, *pacc = part + 2 * group;
   for (int g = 0; g < group; ++g) {
@@ -172,7 +181,7 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
 }
 
 // out = acc / l, per query head.
-[[gnu::noinline]] void finish(const float* state, int group, int hd, float* out) {
+[[gnu::noinline]] LS_ATTN_CLONES void finish(const float* state, int group, int hd, float* out) {
   const float* l = state + group;
   const float* acc = state + 2 * group;
   for (int g = 0; g < group; ++g) {
@@ -180,6 +189,7 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
     for (int i = 0; i < hd; ++i) out[int64_t{g} * hd + i] = acc[int64_t{g} * hd + i] * inv;
   }
 }
+#undef LS_ATTN_CLONES
 
 float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
   return a.out + t * a.ldo + int64_t{h} * group * a.head_dim;
@@ -267,7 +277,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   struct Split {
     const Job* j;
     std::atomic<int64_t>* claim;
-    int64_t tasks, threads;
+    int64_t tasks, hold;
     BlockId id(int64_t i) const {
       const int64_t* task0 = j->s->task0();
       const int64_t t = std::upper_bound(task0, task0 + j->a->n_tok + 1, i) - task0 - 1;
@@ -292,18 +302,20 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // starts a block, so that the block's value loop can fetch the next one's
   // keys: a core's reads in flight are bounded by its fill buffers, and
   // with nothing to fetch while the values (already in cache) are summed,
-  // that phase read nothing (attention_cpu.h). Not while at most one block
-  // per thread is left: a block held back then could leave a thread idle.
+  // that phase read nothing (attention_cpu.h). Always, by default: at 1k
+  // positions (4 blocks a thread) stopping while at most one block per
+  // thread was left made the last quarter of the blocks start cold.
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
-  const Split sp{&j, claim, tasks, pool.size()};
+  const int64_t hold = (j.prefetch & kAttnPfNextKeys) ? (tune.hold >= 0 ? tune.hold : 0) : tasks;
+  const Split sp{&j, claim, tasks, hold};
   const Split* spp = &sp;
   pool.run(pool.size(), [spp](int64_t, int thread) {
     const Split& s = *spp;
     int64_t i = s.claim->fetch_add(1, std::memory_order_relaxed);
     while (i < s.tasks) {
       int64_t next = -1;
-      if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.threads) {
+      if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.hold) {
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }

@@ -123,6 +123,9 @@ struct AttnCpuTuning {
   // What the scores loop prefetches (kAttnPf* bits of attention_cpu_block.h);
   // -1: the default.
   int prefetch = -1;
+  // Split calls: a thread claims its next block as it starts one while more
+  // than `hold` blocks are unclaimed (with kAttnPfNextKeys); -1: the default, 0.
+  int hold = -1;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest

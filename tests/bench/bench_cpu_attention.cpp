@@ -19,7 +19,7 @@
 // 8 heads, as the GPU's cache does), or several. The values are random, so
 // one buffer serves every layout; tiles needs contexts in whole tiles (16).
 //
-// --block and --ahead sweep attention_cpu's knobs (AttnCpuTuning): positions
+// --block, --ahead and --hold sweep attention_cpu's knobs (AttnCpuTuning): positions
 // per block (16..256, multiples of 16; 0: the kernel's choice by context
 // length) and key rows
 // prefetched ahead (0: the default); --prefetch what the scores loop
@@ -36,7 +36,7 @@
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
 //          [--isa best|all|avx512,...] [--layout tiles,heads,rows] [--block 0,128,...]
-//          [--ahead 0,16,...] [--prefetch k1v2,none,...] [--read]
+//          [--ahead 0,16,...] [--hold -1,0,16,...] [--prefetch k1v2n,none,...] [--read]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"tiles"};
-  std::vector<int> blocks = {0}, aheads = {0};
+  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1};
   std::vector<std::string> prefetches = {"k1v2n"};
   bool read_only = false;
   int reps = 15;
@@ -185,12 +185,12 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "--layout: '%s' is not one of tiles, heads, rows\n", l.c_str());
           return 2;
         }
-    } else if (a == "--block" || a == "--ahead") {
-      std::vector<int>& v = a == "--block" ? blocks : aheads;
+    } else if (a == "--block" || a == "--ahead" || a == "--hold") {
+      std::vector<int>& v = a == "--block" ? blocks : a == "--ahead" ? aheads : holds;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
-        if (n < 0 || (a == "--block" && (n % 16 != 0 || n > kAttnBlock))) {
+        if (n < (a == "--hold" ? -1 : 0) || (a == "--block" && (n % 16 != 0 || n > kAttnBlock))) {
           std::fprintf(stderr, "%s: '%s' is not a valid value\n", a.c_str(), x.c_str());
           return 2;
         }
@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
 
   std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
-  std::printf("%6s %3s %-8s %-6s %4s %4s %5s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr",
+  std::printf("%6s %3s %-8s %-6s %4s %4s %8s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr",
               "isa", "layout", "blk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
               "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
                             const Stats& st) {
             const double gbps = bytes / (st.med * 1e-6) / 1e9;
             std::printf(
-                "%6ld %3d %-8s %-6s %4d %4d %5s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
+                "%6ld %3d %-8s %-6s %4d %4d %8s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
                 static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead, pf.c_str(),
                 static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
                 host[th], gbps / host[th]);
@@ -311,38 +311,41 @@ int main(int argc, char** argv) {
           };
           for (int blk : blocks)
             for (int ahead : aheads)
-              for (const std::string& pf : prefetches) {
-                const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf)};
-                AttentionCpuScratch scratch;
-                const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-                AttnArgs a;
-                a.n_head = kHead;
-                a.n_head_kv = kHeadKv;
-                a.head_dim = kHeadDim;
-                a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                a.n_tok = 1;
-                a.pos = &pos;
-                a.seq = &seq;
-                a.q = q.data();
-                a.ldq = kHead * kHeadDim;
-                a.out = out.data();
-                a.ldo = a.ldq;
-                a.kv.type = AttnKvType::F16;
-                if (layout == "rows") {
-                  a.kv.ld_pos = kRow;
-                } else {  // head-major: each head's positions contiguous
-                  a.kv.ld_pos = kHeadDim;
-                  a.kv.ld_head = ctx * kHeadDim;
-                  a.kv.k_tiled = layout == "tiles";
+              for (int hold : holds)
+                for (const std::string& pf : prefetches) {
+                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold};
+                  // --hold shows in the prefetch column: k1v2n/h8.
+                  const std::string pf_name = hold < 0 ? pf : pf + "/h" + std::to_string(hold);
+                  AttentionCpuScratch scratch;
+                  const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                  AttnArgs a;
+                  a.n_head = kHead;
+                  a.n_head_kv = kHeadKv;
+                  a.head_dim = kHeadDim;
+                  a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                  a.n_tok = 1;
+                  a.pos = &pos;
+                  a.seq = &seq;
+                  a.q = q.data();
+                  a.ldq = kHead * kHeadDim;
+                  a.out = out.data();
+                  a.ldo = a.ldq;
+                  a.kv.type = AttnKvType::F16;
+                  if (layout == "rows") {
+                    a.kv.ld_pos = kRow;
+                  } else {  // head-major: each head's positions contiguous
+                    a.kv.ld_pos = kHeadDim;
+                    a.kv.ld_head = ctx * kHeadDim;
+                    a.kv.k_tiled = layout == "tiles";
+                  }
+                  a.kv.ld_seq = ctx * kRow;
+                  const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+                    a.kv.k = k;
+                    a.kv.v = v;
+                    attention_cpu(pool, a, scratch, isa, tune);
+                  });
+                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf_name, st);
                 }
-                a.kv.ld_seq = ctx * kRow;
-                const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
-                  a.kv.k = k;
-                  a.kv.v = v;
-                  attention_cpu(pool, a, scratch, isa, tune);
-                });
-                report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf, st);
-              }
           if (read_only && layout != "rows") {
             // The kernel's tasks (block-major: block b of head h is task
             // b·8 + h), reading only.
