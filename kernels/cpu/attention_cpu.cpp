@@ -302,12 +302,17 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // starts a block, so that the block's value loop can fetch the next one's
   // keys: a core's reads in flight are bounded by its fill buffers, and
   // with nothing to fetch while the values (already in cache) are summed,
-  // that phase read nothing (attention_cpu.h). Always, by default: at 1k
-  // positions (4 blocks a thread) stopping while at most one block per
-  // thread was left made the last quarter of the blocks start cold.
+  // that phase read nothing (attention_cpu.h). Not while at most a block
+  // per thread is left (by default): one held back then can leave a thread
+  // idle. On the H200 machine's Xeon, 16 threads, three rounds of one call,
+  // claiming ahead to the end read 0.64-0.67 of the host bandwidth at 1k
+  // and 0.62-0.75 at 2k, stopping 0.68-0.75 and 0.73-0.78
+  // (bench/results/raw-2026-12-04-s25/call6).
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
-  const int64_t hold = (j.prefetch & kAttnPfNextKeys) ? (tune.hold >= 0 ? tune.hold : 0) : tasks;
+  const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks
+                       : tune.hold >= 0                ? tune.hold
+                                                       : int64_t{pool.size()};
   const Split sp{&j, claim, tasks, hold};
   const Split* spp = &sp;
   pool.run(pool.size(), [spp](int64_t, int thread) {

@@ -124,7 +124,8 @@ struct AttnCpuTuning {
   // -1: the default.
   int prefetch = -1;
   // Split calls: a thread claims its next block as it starts one while more
-  // than `hold` blocks are unclaimed (with kAttnPfNextKeys); -1: the default, 0.
+  // than `hold` blocks are unclaimed (with kAttnPfNextKeys); -1: the
+  // default, the pool's thread count.
   int hold = -1;
 };
 
