@@ -85,13 +85,16 @@ inline constexpr int kAttnBlock = 256;
 // Rows of at most kAttnShortRow positions use blocks of kAttnBlockShort: a
 // decode token at 1k positions then makes 64 tasks rather than 32, which
 // balance better over 16 threads (the call is short, so its last tasks'
-// stragglers weigh); past 2k, 256 is as fast or faster. On the H200
+// stragglers weigh); past 1k, 256 is as fast or faster. On the H200
 // machine's Xeon, 16 threads, three runs of one call: 1k 0.51-0.52 of the
-// host bandwidth with 256, 0.59-0.63 with 128; 2k equal; 4k-16k 256 ahead
-// by 2-8 % (bench/results/raw-2026-12-01-s6/call9-attention-block-order.txt).
+// host bandwidth with 256, 0.59-0.63 with 128; 4k-16k 256 ahead by 2-8 %
+// (bench/results/raw-2026-12-01-s6/call9-attention-block-order.txt). With
+// tiled keys and the next block's keys fetched in the value loop, 2k read
+// 0.67-0.70 with 256 against 0.64-0.66 with 128, three rounds of one call
+// (bench/results/raw-2026-12-04-s25/call9), so the rule's limit is 1k.
 // The length is the row's own, so results still depend on nothing else.
 inline constexpr int kAttnBlockShort = 128;
-inline constexpr int kAttnShortRow = 2048;
+inline constexpr int kAttnShortRow = 1024;
 
 // What the scores loop prefetches (AttnCpuTuning::prefetch): the key row
 // `ahead` positions on into L1 or L2, each position's value row into L2;
