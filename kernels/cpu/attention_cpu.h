@@ -46,8 +46,18 @@
 // Split: with many (token, head) rows (prefill) a task is a whole row; with
 // few (decode: one token × 8 heads) each block is a task, so one token uses
 // every thread at long contexts, the tasks in block-major order (those
-// running at once read whole rows of the same positions, contiguous memory). A context of at most
-// one block length is one block: no split, no merge.
+// running at once read whole rows of the same positions, contiguous
+// memory). A context of at most one block length is one block: no split,
+// no merge.
+//
+// Reads in flight: on the H200 machine's Xeon the kernel is bound by how
+// many reads each core has in flight (its fill buffers), not by its
+// arithmetic (without software prefetch it read 0.35-0.55 of the host
+// bandwidth). So every phase of a block keeps reads going: its keys are
+// prefetched at its start, its values while its scores run, and while its
+// values are summed, the keys of the next block the thread runs (the next
+// block of a row; in a split call, the task it claimed as it started this
+// one).
 //
 // Variants (kernels/cpu/isa.h, chosen per call): avx512 and avx2 need
 // head_dim a multiple of 16 and 8; other head dims, and CPUs without AVX2,
