@@ -23,6 +23,8 @@ struct VecAvx512 {
   using F = __m512;
   static constexpr int W = 16;
   static constexpr int kAcc = 16;
+  static constexpr int kTiledNg = 8;
+  static constexpr int kTiledAcc = 16;
   LS_ATTN_TARGET static F zero() { return _mm512_setzero_ps(); }
   LS_ATTN_TARGET static F set1(float x) { return _mm512_set1_ps(x); }
   LS_ATTN_TARGET static F load(const float* p) { return _mm512_loadu_ps(p); }

@@ -4,7 +4,8 @@
 // Everything here has internal linkage, so the three copies never mix.
 //
 // V provides: F (the register type), W (lanes), kAcc (accumulator registers
-// the value loop may use), zero, set1, load(const float*), load(const
+// the value loop may use), kTiledNg and kTiledAcc (query heads a pass and
+// accumulator registers of the tiled scores loop), zero, set1, load(const float*), load(const
 // uint16_t*) (f16 -> f32), store, fma(a, b, c) = a·b + c, mul, sub, max, add,
 // hsum, hsums(W vectors, scale, out: out[i] = hsum(vector i) · scale), hmax,
 // exp (exp(-inf) = 0), prefetch_l1, prefetch_l2.
@@ -211,7 +212,7 @@ LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetc
 // to 4 (64 positions a step at W = 16: short blocks waste little).
 template <class V, class T, int NG>
 LS_ATTN_TARGET void block_scores_tiled_ng(const AttnBlockArgs& a, int g0, bool fetch) {
-  constexpr int pv = V::kAcc / NG < 1 ? 1 : V::kAcc / NG > 4 ? 4 : V::kAcc / NG;
+  constexpr int pv = V::kTiledAcc / NG < 1 ? 1 : V::kTiledAcc / NG > 4 ? 4 : V::kTiledAcc / NG;
   block_scores_tiled<V, T, NG, pv>(a, g0, fetch);
 }
 
@@ -301,9 +302,11 @@ LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0, bool fetch) 
 
 template <class V, class T>
 LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
-  // The group in runs of 8, 4, 2, 1 query heads (a group of 3: 2 + 1).
+  // The group in runs of 8, 4, 2, 1 query heads (a group of 3: 2 + 1); of
+  // at most V::kTiledNg for tiled keys.
   for (int g0 = 0; g0 < a.group;) {
-    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    const int left = a.group - g0, most = a.k_tiled ? V::kTiledNg : 8;
+    const int ng = left >= 8 && most >= 8 ? 8 : left >= 4 && most >= 4 ? 4 : left >= 2 ? 2 : 1;
     const bool fetch = g0 == 0;
     if (a.k_tiled) {
       if (ng == 8) block_scores_tiled_ng<V, T, 8>(a, g0, fetch);

@@ -21,6 +21,8 @@ struct VecLanes {
   };
   static constexpr int W = N;
   static constexpr int kAcc = 8;
+  static constexpr int kTiledNg = 8;
+  static constexpr int kTiledAcc = 8;
   static F zero() { return set1(0.0f); }
   static F set1(float v) {
     F r;
