@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/attention_cpu_block.h"
@@ -203,8 +204,31 @@ LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetc
       for (int g = 0; g < NG; ++g)
         to[g * PV + j] = p0 + j * W < n ? s + int64_t{g} * kAttnBlock + p0 + j * W : sink;
     }
-    tiled_step<V, T, NG, PV>(kp, a.q_t, hd, a.scale, to, keys ? pk : nullptr, keys_l2,
-                             values ? pv : nullptr);
+    // The last step takes only the vectors it has (at AVX2's 3 vectors of
+    // 8 a step, a 128-position block's sixth step would compute 24
+    // positions for 8); a score's arithmetic is the same in any step.
+    const int have = std::min(PV, (n - p0 + W - 1) / W);
+    auto run = [&](auto k) {
+      constexpr int K = decltype(k)::value;
+      const T *kk[K], *pkk[K], *pvv[K];
+      float* tt[NG * K];
+      for (int j = 0; j < K; ++j) {
+        kk[j] = kp[j], pkk[j] = pk[j], pvv[j] = pv[j];
+        for (int g = 0; g < NG; ++g) tt[g * K + j] = to[g * PV + j];
+      }
+      tiled_step<V, T, NG, K>(kk, a.q_t, hd, a.scale, tt, keys ? pkk : nullptr, keys_l2,
+                              values ? pvv : nullptr);
+    };
+    if (have == PV) {
+      tiled_step<V, T, NG, PV>(kp, a.q_t, hd, a.scale, to, keys ? pk : nullptr, keys_l2,
+                               values ? pv : nullptr);
+    } else if constexpr (PV > 1) {
+      if (have == 1) run(std::integral_constant<int, 1>{});
+      if constexpr (PV > 2)
+        if (have == 2) run(std::integral_constant<int, 2>{});
+      if constexpr (PV > 3)
+        if (have == 3) run(std::integral_constant<int, 3>{});
+    }
   }
 }
 
