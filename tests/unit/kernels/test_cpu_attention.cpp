@@ -380,6 +380,14 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                             what << ": prefetch mode " << pf << " changed the result");
             }
+            // Nor does when a thread claims its next block (split calls).
+            for (int hold : {0, 3, 1000}) {
+              AttnCpuTuning t{blk, 0};
+              t.hold = hold;
+              const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, t);
+              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                            what << ": claim-ahead hold " << hold << " changed the result");
+            }
           }
         }
       }
