@@ -72,6 +72,35 @@ std::vector<uint8_t> extreme_weight(GgmlType t, int64_t n_in, int64_t n_out) {
   return w;
 }
 
+// A case for the chunk form's kernels: n_out rows of type t over n inputs,
+// random or at their extremes (x then +-1, every neg_every-th value -1, so
+// q is at +-127), and n_tok tokens of x quantized; with_want: each token's
+// product with each row by the portable dot, (n_tok, n_out).
+struct ChunkCase {
+  std::vector<uint8_t> w;
+  ActQ8Buffer buf;
+  uint64_t rb = 0;  // bytes a row
+  std::vector<float> want;
+};
+ChunkCase chunk_case(GgmlType t, bool extreme, int neg_every, int64_t n, int64_t n_out,
+                     int64_t n_tok, std::mt19937& rng, bool with_want) {
+  ChunkCase c;
+  c.w = extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
+  std::vector<float> x = test::random_x(n * n_tok, rng);
+  if (extreme)
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % neg_every == 0 ? -1.0f : 1.0f;
+  c.buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
+  c.rb = ggml_row_bytes(t, n);
+  if (with_want) {
+    const ActQ8View xv = c.buf.view(n);
+    c.want = nan_vec(n_out * n_tok);
+    for (int64_t r = 0; r < n_out; ++r)
+      for (int64_t k = 0; k < n_tok; ++k)
+        dot_q8c_scalar(t, c.w.data() + r * c.rb, xv, k, 1, &c.want[k * n_out + r], 1, {});
+  }
+  return c;
+}
+
 // The chunk form's exact value (no rounding but the inputs') and its bound
 // T of dot_q8c.h, for one row and one token.
 void exact(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t tok, long double* value,
@@ -143,14 +172,10 @@ TEST_CASE("cpu_q8_chunks: the portable dot is the chunk form's exact value withi
       CAPTURE(tn(t));
       CAPTURE(extreme);
       const int64_t n = 2048, n_out = 24, n_tok = 5;
-      const std::vector<uint8_t> w =
-          extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
-      std::vector<float> x = test::random_x(n * n_tok, rng);
-      if (extreme)
-        for (size_t i = 0; i < x.size(); ++i) x[i] = i % 3 == 0 ? -1.0f : 1.0f;  // q at +-127
-      const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
-      const ActQ8View xv = buf.view(n);
-      const uint64_t rb = ggml_row_bytes(t, n);
+      const ChunkCase c = chunk_case(t, extreme, 3, n, n_out, n_tok, rng, false);
+      const std::vector<uint8_t>& w = c.w;
+      const ActQ8View xv = c.buf.view(n);
+      const uint64_t rb = c.rb;
       double worst = 0;
       for (int64_t r = 0; r < n_out; ++r) {
         std::vector<float> y = nan_vec(n_tok);
@@ -185,18 +210,11 @@ TEST_CASE("cpu_q8_chunks: every dot variant gives the portable dot's bits, 1-8 t
     for (bool extreme : {false, true})
       for (int64_t n : {1536, 2304}) {  // 6 and 9 chunks: the one-token dot works 8 at a time
         const int64_t n_out = 9, n_tok = 11;
-        const std::vector<uint8_t> w =
-            extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
-        std::vector<float> x = test::random_x(n * n_tok, rng);
-        if (extreme)
-          for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 0 ? -1.0f : 1.0f;
-        const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
-        const ActQ8View xv = buf.view(n);
-        const uint64_t rb = ggml_row_bytes(t, n);
-        std::vector<float> want = nan_vec(n_out * n_tok);
-        for (int64_t r = 0; r < n_out; ++r)
-          for (int64_t k = 0; k < n_tok; ++k)
-            dot_q8c_scalar(t, w.data() + r * rb, xv, k, 1, &want[k * n_out + r], 1, {});
+        const ChunkCase c = chunk_case(t, extreme, 5, n, n_out, n_tok, rng, true);
+        const std::vector<uint8_t>& w = c.w;
+        const ActQ8View xv = c.buf.view(n);
+        const uint64_t rb = c.rb;
+        const std::vector<float>& want = c.want;
         for (size_t f = 0; f < fns.size(); ++f)
           for (int width = 1; width <= kDotMaxTokens; ++width)
             for (int64_t t0 : {int64_t{0}, n_tok - width}) {
@@ -229,19 +247,10 @@ TEST_CASE("cpu_q8_chunks: the AMX GEMM gives each token its dot's bits, 1-64 tok
     for (bool extreme : {false, true}) {
       // Rows not a multiple of 16, chunks not a multiple of 2.
       const int64_t n = 768, n_out = 37, n_tok = 64;
-      const std::vector<uint8_t> w =
-          extreme ? extreme_weight(t, n, n_out) : test::random_weight(t, n, n_out, rng);
-      std::vector<float> x = test::random_x(n * n_tok, rng);
-      if (extreme)
-        for (size_t i = 0; i < x.size(); ++i) x[i] = i % 7 == 0 ? -1.0f : 1.0f;
-      const ActQ8Buffer buf = quantize_chunks(x, n_tok, n, CpuIsa::Portable);
-      const ActQ8View xv = buf.view(n);
-      const uint64_t rb = ggml_row_bytes(t, n);
-      std::vector<float> want = nan_vec(n_out * n_tok);
-      for (int64_t r = 0; r < n_out; ++r)
-        for (int64_t k = 0; k < n_tok; ++k)
-          dot_q8c_scalar(t, w.data() + r * rb, xv, k, 1, &want[k * n_out + r], 1, {});
-      const WeightView wv{t, w.data(), n, n_out};
+      const ChunkCase c = chunk_case(t, extreme, 7, n, n_out, n_tok, rng, true);
+      const ActQ8View xv = c.buf.view(n);
+      const std::vector<float>& want = c.want;
+      const WeightView wv{t, c.w.data(), n, n_out};
       for (const auto& [name, kernel] : kernels)
         for (int64_t width : {1, 7, 16, 17, 32, 33, 64}) {
           CAPTURE(name);
