@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 #include <cmath>
 
 #include "kernels/cpu/attention_cpu_block.h"
@@ -39,9 +40,13 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
     split_floats_ = tasks * triple_floats();
     split_.assign(static_cast<size_t>(split_floats_), 0.0f);
   }
+  if (tasks > tasks_) {
+    tasks_ = tasks;
+    done_ = std::make_unique<Done[]>(static_cast<size_t>(tasks_));
+  }
   if (rows > rows_) {
     rows_ = rows;
-    pending_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(rows_));
+    fold_ = std::make_unique<RowFold[]>(static_cast<size_t>(rows_));
   }
   if (static_cast<int64_t>(task0_.size()) < rows + 1) task0_.resize(static_cast<size_t>(rows + 1));
 }
@@ -54,6 +59,11 @@ int attention_cpu_block_len(int64_t n_pos, int block) {
 int64_t attention_cpu_blocks(int64_t n_pos, int block) {
   const int64_t b = attention_cpu_block_len(n_pos, block);
   return (n_pos + b - 1) / b;
+}
+
+AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block) {
+  const int len = attention_cpu_block_len(n_pos, block);
+  return {b * len, static_cast<int>(std::min<int64_t>(len, n_pos - b * len))};
 }
 
 int64_t attention_cpu_max_blocks(int64_t n_ctx) {
@@ -71,13 +81,6 @@ namespace {
 
 using BlockFn = void (*)(const AttnBlockArgs&);
 
-int block_len(int blk, int32_t pos) {
-  return attention_cpu_block_len(int64_t{pos} + 1, blk);
-}
-
-int n_blocks(int32_t pos, int blk) {
-  return pos / block_len(blk, pos) + 1;
-}
 
 // Everything a task needs, behind one pointer (std::function's small buffer:
 // pool.run allocates nothing).
@@ -86,11 +89,15 @@ struct Job {
   AttentionCpuScratch* s;
   BlockFn block;
   int group;
-  int blk;           // positions per block; 0: by the row's length (block_len)
+  int blk;           // positions per block; 0: by the row's length
   int ahead;         // key rows prefetched ahead
   int prefetch;      // kAttnPf* bits
   int64_t kv_bytes;  // of one element
 };
+
+int n_blocks(const Job& j, int32_t pos) {
+  return static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, j.blk));
+}
 
 // Where block b of token t's key/value head h lies: its positions, and the
 // runs of them (one for a contiguous cache; a paged cache's blocks, which
@@ -102,12 +109,12 @@ struct BlockSpan {
 BlockSpan block_span(const Job& j, int64_t t, int h, int b, const void** k_run,
                      const void** v_run) {
   const AttnArgs& a = *j.a;
-  const int blk = block_len(j.blk, a.pos[t]);
-  const int64_t p0 = int64_t{b} * blk;
+  const AttnBlockRange r = attention_cpu_block(int64_t{a.pos[t]} + 1, b, j.blk);
+  const int64_t p0 = r.p0;
   BlockSpan sp;
-  sp.n_pos = static_cast<int>(std::min<int64_t>(blk, a.pos[t] + 1 - p0));
+  sp.n_pos = r.n;
   const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
-  sp.run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : blk;
+  sp.run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : r.n;
   for (int r = 0; r * sp.run_len < sp.n_pos; ++r, ++sp.runs) {
     const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * sp.run_len)) + head;
     k_run[r] = static_cast<const char*>(a.kv.k) + at * j.kv_bytes;
@@ -165,6 +172,29 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
 #define LS_ATTN_CLONES
 #endif
 
+// The lines of [p, p + bytes) fetched for writing: PREFETCHW where the CPU
+// has it (w: every AVX-512 CPU does), else a plain prefetch. A split
+// call's partial was last read by another core (the previous call's
+// fold), so its stores need the lines back; fetched as the block starts,
+// not as its stores drain at its end, where the atomic that publishes the
+// block waited for them: about 1 us of a 9 us block
+// (raw-2026-12-04-s26/call3: the fold's share of a task). In asm: GCC
+// takes a function of nothing but __builtin_prefetch for one without
+// effects and drops calls to it.
+void prefetch_for_write(void* p, int64_t bytes, bool w) {
+  char* c = static_cast<char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (w) {
+      asm volatile("prefetchw %0" : : "m"(c[o]));
+      continue;
+    }
+#endif
+    __builtin_prefetch(c + o, 0, 3);
+  }
+  (void)w;
+}
+
 // state = merge(state, part) (attention_cpu.h), per query head of the group.
 [[gnu::noinline]] LS_ATTN_CLONES void merge(float* state, const float* part, int group, int hd) {
   float *m = state, *l = state + group, *acc = state + 2 * group;
@@ -191,6 +221,12 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
 }
 #undef LS_ATTN_CLONES
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
   return a.out + t * a.ldo + int64_t{h} * group * a.head_dim;
 }
@@ -199,7 +235,7 @@ float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
 void run_row(const Job& j, int64_t t, int h, int thread) {
   float* state = j.s->state(thread);
   float* part = j.s->part(thread);
-  const int nb = n_blocks(j.a->pos[t], j.blk);
+  const int nb = n_blocks(j, j.a->pos[t]);
   for (int b = 0; b < nb; ++b) {
     const BlockId next = b + 1 < nb ? BlockId{t, h, b + 1} : BlockId{};
     run_block(j, {t, h, b}, next, thread, b == 0 ? state : part);
@@ -242,7 +278,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   }
   const int64_t rows = a.n_tok * a.n_head_kv;
   int64_t tasks = 0;
-  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(a.pos[t], j.blk)} * a.n_head_kv;
+  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(j, a.pos[t])} * a.n_head_kv;
   // Split rows into blocks only when rows alone leave threads idle (fewer
   // than 4 per thread: rows differ in length) and some row has more than one
   // block. The results are the same either way (the fold is the same).
@@ -264,20 +300,35 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // prefetchers would fetch for nothing). The last block of a row to finish
   // folds the row's partials in block order.
   int64_t* task0 = scratch.task0();
-  std::atomic<int>* pending = scratch.pending();
+  AttentionCpuScratch::RowFold* fold = scratch.fold();
   task0[0] = 0;
   for (int64_t t = 0; t < a.n_tok; ++t) {
-    const int nb = n_blocks(a.pos[t], j.blk);
+    const int nb = n_blocks(j, a.pos[t]);
     task0[t + 1] = task0[t] + int64_t{nb} * a.n_head_kv;
-    for (int h = 0; h < a.n_head_kv; ++h)
-      pending[t * a.n_head_kv + h].store(nb, std::memory_order_relaxed);
+    for (int h = 0; h < a.n_head_kv; ++h) {
+      AttentionCpuScratch::RowFold& f = fold[t * a.n_head_kv + h];
+      f.pending.store(nb, std::memory_order_relaxed);
+      f.lock.store(0, std::memory_order_relaxed);
+      f.frontier = 0;
+    }
+  }
+  // Flags left from a call 2^32 calls ago would read as this call's: reset
+  // them when the stamp wraps.
+  uint32_t stamp = scratch.next_stamp();
+  if (stamp == 0) {
+    for (int64_t i = 0; i < scratch.done_capacity(); ++i) scratch.done()[i].v.store(0);
+    stamp = scratch.next_stamp();
   }
   // Task i: block b of token t's head h, its partial into split_part(i),
-  // then the row's fold if it is the row's last block to finish.
+  // then the row's fold: as blocks finish (fold_as_done), or all of it by
+  // the row's last block to finish.
   struct Split {
     const Job* j;
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
+    bool as_done;
+    uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
+    int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
       const int64_t* task0 = j->s->task0();
       const int64_t t = std::upper_bound(task0, task0 + j->a->n_tok + 1, i) - task0 - 1;
@@ -286,16 +337,48 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     }
     void one(int64_t i, BlockId next, int thread) const {
       const BlockId b = id(i);
-      const int nb = n_blocks(j->a->pos[b.t], j->blk);
+      const int nb = n_blocks(*j, j->a->pos[b.t]);
       const int n_kv = j->a->n_head_kv;
+      int64_t* tr = times ? times + 4 * i : nullptr;
+      if (tr) tr[0] = thread, tr[1] = now_ns();
+      prefetch_for_write(j->s->split_part(i),
+                         int64_t{j->group} * (j->a->head_dim + 2) * int64_t{sizeof(float)},
+                         j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i));
-      // acq_rel: the folding thread sees every other block's partial.
-      if (j->s->pending()[b.t * n_kv + b.h].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      if (tr) tr[2] = now_ns();
+      AttentionCpuScratch::RowFold& f = j->s->fold()[b.t * n_kv + b.h];
       const int64_t first = j->s->task0()[b.t] + b.h;
       float* state = j->s->split_part(first);
-      for (int c = 1; c < nb; ++c)
-        merge(state, j->s->split_part(first + int64_t{c} * n_kv), j->group, j->a->head_dim);
-      finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+      auto part = [&](int c) { return j->s->split_part(first + int64_t{c} * n_kv); };
+      if (!as_done) {
+        // acq_rel: the folding thread sees every other block's partial.
+        if (f.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        for (int c = 1; c < nb; ++c) merge(state, part(c), j->group, j->a->head_dim);
+        finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+        return;
+      }
+      // Fold as blocks finish: whoever holds the row's lock folds the done
+      // blocks at its frontier, in block order, so the row's last block
+      // leaves a merge or two on the critical path, not nb - 1 (each
+      // reading a partial from another core's cache). A thread that finds
+      // the lock taken leaves its block to the holder, which re-checks the
+      // frontier after letting go: seq_cst on both sides (done, then the
+      // lock; the lock, then done), so one of the two always sees the other.
+      AttentionCpuScratch::Done* done = j->s->done();
+      auto is_done = [&](int c) { return done[first + int64_t{c} * n_kv].v.load() == stamp; };
+      done[i].v.store(stamp);
+      while (f.lock.exchange(1) == 0) {
+        int c = f.frontier;
+        for (; c < nb && is_done(c); ++c)
+          if (c > 0) merge(state, part(c), j->group, j->a->head_dim);
+        f.frontier = c;
+        if (c == nb) {
+          finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+          return;  // the lock stays taken: nothing is left to fold
+        }
+        f.lock.store(0);
+        if (!is_done(c)) return;
+      }
     }
   };
   // Each thread takes blocks from a counter, and claims its next one as it
@@ -308,12 +391,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // claiming ahead to the end read 0.64-0.67 of the host bandwidth at 1k
   // and 0.62-0.75 at 2k, stopping 0.68-0.75 and 0.73-0.78
   // (bench/results/raw-2026-12-04-s25/call6).
+
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
   const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks
                        : tune.hold >= 0                ? tune.hold
                                                        : int64_t{pool.size()};
-  const Split sp{&j, claim, tasks, hold};
+  const Split sp{&j, claim, tasks, hold, tune.fold_as_done, stamp, tune.task_ns};
   const Split* spp = &sp;
   pool.run(pool.size(), [spp](int64_t, int thread) {
     const Split& s = *spp;
@@ -325,6 +409,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
         if (next >= s.tasks) next = -1;
       }
       s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread);
+      if (s.times) s.times[4 * i + 3] = now_ns();
       i = next >= 0 ? next : s.claim->fetch_add(1, std::memory_order_relaxed);
     }
   });

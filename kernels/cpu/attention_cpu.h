@@ -106,6 +106,7 @@ inline constexpr int kAttnBlock = 256;
 inline constexpr int kAttnBlockShort = 128;
 inline constexpr int kAttnShortRow = 1024;
 
+
 // What the scores loop prefetches (AttnCpuTuning::prefetch): the key row
 // `ahead` positions on into L1 or L2, each position's value row into L2;
 // with tiled keys, kAttnPfValuesFirst: the block's value rows all at its
@@ -140,6 +141,14 @@ struct AttnCpuTuning {
   // than `hold` blocks are unclaimed (with kAttnPfNextKeys); -1: the
   // default, the pool's thread count.
   int hold = -1;
+  // Split calls: fold a row's partials as its blocks finish, in block order
+  // (false: the row's last block to finish folds them all). The same
+  // arithmetic either way.
+  bool fold_as_done = true;
+  // Diagnostics (the bench's --timeline): split calls write, per task i,
+  // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
+  // start, at its block's end and after its part of the fold. Null: none.
+  int64_t* task_ns = nullptr;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
@@ -161,29 +170,59 @@ class AttentionCpuScratch {
   float* part(int thread) { return state(thread) + triple_floats(); }
   // (head_dim, group): the group's queries transposed, for tiled keys.
   float* q_t(int thread) { return part(thread) + triple_floats(); }
-  // Split path: task i's partial triple, each row's count of blocks still
-  // running, each token's first task.
+  // Split path: task i's partial triple and whether it is done, each row's
+  // fold (below), each token's first task.
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
-  std::atomic<int>* pending() { return pending_.get(); }
-  std::atomic<int64_t>* claim() { return claim_.get(); }  // split path: the next task
+  // A cache line each: a task's flag is written by its thread and read by
+  // the row's folder, and 64 tasks' flags in one line bounced between all
+  // the cores at every store and load.
+  // A task is done in a call when its flag holds the call's stamp (so the
+  // flags need no reset: that loop took a line from another core per task).
+  struct alignas(64) Done {
+    std::atomic<uint32_t> v{0};
+  };
+  Done* done() { return done_.get(); }
+  uint32_t next_stamp() { return ++stamp_; }
+  int64_t done_capacity() const { return tasks_; }
+  // A row's fold: blocks still running; the fold's lock and its frontier
+  // (the next block to fold; blocks before it are in the row's first
+  // partial). A cache line each: rows finish on different threads.
+  struct alignas(64) RowFold {
+    std::atomic<int> pending{0};
+    std::atomic<int> lock{0};
+    int frontier = 0;
+  };
+  RowFold* fold() { return fold_.get(); }
+  std::atomic<int64_t>* claim() { return &claim_->v; }  // split path: the next task
   int64_t* task0() { return task0_.data(); }
 
  private:
   int64_t triple_floats() const { return int64_t{group_} * (head_dim_ + 2); }
   int64_t scores_floats() const { return int64_t{group_} * kAttnBlock; }
   int threads_ = 0, group_ = 0, head_dim_ = 0;
-  int64_t per_thread_ = 0, split_floats_ = 0, rows_ = 0;
+  int64_t per_thread_ = 0, split_floats_ = 0, rows_ = 0, tasks_ = 0;
+  uint32_t stamp_ = 0;
   std::vector<float> thread_;                    // (threads, per_thread_)
   std::vector<float> split_;                     // (tasks, triple)
-  std::unique_ptr<std::atomic<int>[]> pending_;  // (rows)
-  std::unique_ptr<std::atomic<int64_t>> claim_ = std::make_unique<std::atomic<int64_t>>(0);
+  std::unique_ptr<Done[]> done_;                 // (tasks)
+  std::unique_ptr<RowFold[]> fold_;              // (rows)
+  struct alignas(64) Counter {  // a line of its own: every thread takes from it
+    std::atomic<int64_t> v{0};
+  };
+  std::unique_ptr<Counter> claim_ = std::make_unique<Counter>();
   std::vector<int64_t> task0_;  // (n_tok + 1)
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the
-// tuning's block (0: by the row's length), and the row's number of blocks.
+// tuning's block (0: by the row's length), the row's number of blocks, and
+// block b's first position and length (the last one may be shorter).
 int attention_cpu_block_len(int64_t n_pos, int block = 0);
 int64_t attention_cpu_blocks(int64_t n_pos, int block = 0);
+struct AttnBlockRange {
+  int64_t p0;
+  int n;
+};
+AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block = 0);
 // The most blocks any row of up to n_ctx positions has (for reserve()).
 int64_t attention_cpu_max_blocks(int64_t n_ctx);
 

@@ -19,7 +19,9 @@
 // 8 heads, as the GPU's cache does), or several. The values are random, so
 // one buffer serves every layout; tiles needs contexts in whole tiles (16).
 //
-// --block, --ahead and --hold sweep attention_cpu's knobs (AttnCpuTuning): positions
+// --block, --ahead, --hold and --fold (done: a row's partials folded as its
+// blocks finish, the default; end: by its last block) sweep attention_cpu's
+// knobs (AttnCpuTuning): positions
 // per block (16..256, multiples of 16; 0: the kernel's choice by context
 // length) and key rows
 // prefetched ahead (0: the default); --prefetch what the scores loop
@@ -27,6 +29,10 @@
 // block's keys into L2 during the value loop: the default), k2v2n, k1v2
 // and k2v2 (no next block), k1v2f and k2v2f (tiled keys: the block's values
 // all at its start, no next block), k1, v2, none.
+//
+// --timeline prints, under each split call's row, where its time goes
+// (Timeline below); --timeline-threads also each thread's blocks in the
+// median call.
 //
 // --read adds, per context, the same bytes read with nothing computed: the
 // same tasks (a block of positions of one head: its keys, then its values)
@@ -36,7 +42,8 @@
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
 //          [--isa best|all|avx512,...] [--layout tiles,heads,rows] [--block 0,128,...]
-//          [--ahead 0,16,...] [--hold -1,0,16,...] [--prefetch k1v2n,none,...] [--read]
+//          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
+//          [--prefetch k1v2n,none,...] [--read] [--timeline]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -151,6 +158,104 @@ uint64_t sum_bytes(const char* p, int64_t n) {
   return s;
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// --timeline: where a split call's time goes (AttnCpuTuning::task_ns), the
+// median over calls of: when the first and the last thread took their
+// first block, a thread's first, middle and last blocks (the first starts
+// cold; the last, claimed late, had its keys fetched by no one), a
+// thread's busy time, how far apart the threads ended, the fold after
+// the last block, and the call.
+struct Timeline {
+  std::vector<int64_t> ns;  // (tasks, 4): thread, start, block end, fold end
+  std::vector<double> m[9];
+  std::vector<std::pair<double, std::string>> detail;  // (call us, per thread)
+  bool threads = false;                                // print detail
+  void add(int64_t c0, int64_t c1) {
+    const size_t n = ns.size() / 4;
+    if (n == 0 || ns[0] < 0) return;  // not a split call
+    struct Thr {
+      int64_t first = -1, last_end = 0, busy = 0;
+    };
+    std::vector<Thr> th;
+    int64_t end = 0, fold_last = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t* t = &ns[4 * i];
+      if (static_cast<size_t>(t[0]) >= th.size()) th.resize(static_cast<size_t>(t[0]) + 1);
+      Thr& r = th[static_cast<size_t>(t[0])];
+      if (r.first < 0 || t[1] < r.first) r.first = t[1];
+      r.busy += t[3] - t[1];
+      r.last_end = std::max(r.last_end, t[3]);
+      if (t[3] > end) end = t[3], fold_last = t[3] - t[2];
+    }
+    // Each thread's tasks in start order: first, middle, last.
+    std::vector<std::vector<std::pair<int64_t, double>>> by(th.size());
+    for (size_t i = 0; i < n; ++i)
+      by[static_cast<size_t>(ns[4 * i])].push_back(
+          {ns[4 * i + 1], static_cast<double>(ns[4 * i + 2] - ns[4 * i + 1]) / 1e3});
+    double f = 0, l = 0, mid = 0, n_mid = 0, busy = 0, n_th = 0;
+    int64_t first = INT64_MAX, last_first = 0, end_min = INT64_MAX;
+    for (size_t t = 0; t < th.size(); ++t) {
+      if (by[t].empty()) continue;
+      std::sort(by[t].begin(), by[t].end());
+      f += by[t].front().second;
+      l += by[t].size() > 1 ? by[t].back().second : 0;
+      for (size_t k = 1; k + 1 < by[t].size(); ++k) mid += by[t][k].second, ++n_mid;
+      busy += static_cast<double>(th[t].busy) / 1e3, ++n_th;
+      first = std::min(first, th[t].first);
+      last_first = std::max(last_first, th[t].first);
+      end_min = std::min(end_min, th[t].last_end);
+    }
+    const double v[9] = {static_cast<double>(first - c0) / 1e3,
+                         static_cast<double>(last_first - c0) / 1e3,
+                         f / n_th,
+                         n_mid > 0 ? mid / n_mid : 0,
+                         l / n_th,
+                         busy / n_th,
+                         static_cast<double>(end - end_min) / 1e3,
+                         static_cast<double>(fold_last) / 1e3,
+                         static_cast<double>(c1 - c0) / 1e3};
+    for (int k = 0; k < 9; ++k) m[k].push_back(v[k]);
+    // Each thread's blocks (start-end, us from the call's start), for the
+    // median call.
+    std::string d;
+    for (size_t t = 0; t < th.size(); ++t) {
+      d += "          thread " + std::to_string(t) + ":";
+      for (size_t i = 0; i < n; ++i)
+        if (ns[4 * i] == static_cast<int64_t>(t)) {
+          char b[64];
+          std::snprintf(b, sizeof b, " %zu@%.1f-%.1f", i, (ns[4 * i + 1] - c0) / 1e3,
+                        (ns[4 * i + 3] - c0) / 1e3);
+          d += b;
+        }
+      d += "\n";
+    }
+    detail.push_back({static_cast<double>(c1 - c0), d});
+    std::fill(ns.begin(), ns.end(), -1);
+  }
+  void print() const {
+    if (m[0].empty()) {
+      std::printf("        timeline: not a split call\n");
+      return;
+    }
+    double md[9];
+    for (int k = 0; k < 9; ++k) md[k] = stats(m[k]).med;
+    std::printf(
+        "        timeline (us, median): threads start %.1f..%.1f; blocks first %.1f mid %.1f "
+        "last %.1f; busy %.1f a thread; ends spread %.1f; last fold %.1f; call %.1f\n",
+        md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7], md[8]);
+    if (threads) {
+      auto d = detail;
+      std::sort(d.begin(), d.end());
+      std::printf("%s", d[d.size() / 2].second.c_str());
+    }
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,7 +265,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> layouts = {"tiles"};
   std::vector<int> blocks = {0}, aheads = {0}, holds = {-1};
   std::vector<std::string> prefetches = {"k1v2n"};
-  bool read_only = false;
+  std::vector<bool> folds = {true};
+  bool read_only = false, timeline = false, timeline_threads = false;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
   std::string json_out;
@@ -206,8 +312,20 @@ int main(int argc, char** argv) {
                        x.c_str());
           return 2;
         }
+    } else if (a == "--fold") {
+      folds.clear();
+      for (const auto& x : split(next())) {
+        if (x != "done" && x != "end") {
+          std::fprintf(stderr, "--fold: '%s' is not one of done, end\n", x.c_str());
+          return 2;
+        }
+        folds.push_back(x == "done");
+      }
     } else if (a == "--read") {
       read_only = true;
+    } else if (a == "--timeline" || a == "--timeline-threads") {
+      timeline = true;
+      timeline_threads = a == "--timeline-threads";
     } else if (a == "--isa") {
       isa_names = split(next());
     } else if (a == "--reps") {
@@ -312,10 +430,12 @@ int main(int argc, char** argv) {
           for (int blk : blocks)
             for (int ahead : aheads)
               for (int hold : holds)
+                for (bool fold_as_done : folds)
                 for (const std::string& pf : prefetches) {
-                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold};
-                  // --hold shows in the prefetch column: k1v2n/h8.
-                  const std::string pf_name = hold < 0 ? pf : pf + "/h" + std::to_string(hold);
+                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
+                  // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
+                  const std::string pf_name = (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
+                                              (fold_as_done ? "" : "/e");
                   AttentionCpuScratch scratch;
                   const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
                   AttnArgs a;
@@ -339,25 +459,37 @@ int main(int argc, char** argv) {
                     a.kv.k_tiled = layout == "tiles";
                   }
                   a.kv.ld_seq = ctx * kRow;
+                  AttnCpuTuning tt = tune;
+                  Timeline tl;
+                  tl.threads = timeline_threads;
+                  if (timeline) {
+                    tl.ns.assign(
+                        static_cast<size_t>(4 * attention_cpu_blocks(ctx, blk) * kHeadKv),
+                        -1);
+                    tt.task_ns = tl.ns.data();
+                  }
                   const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
                     a.kv.k = k;
                     a.kv.v = v;
-                    attention_cpu(pool, a, scratch, isa, tune);
+                    const int64_t c0 = now_ns();
+                    attention_cpu(pool, a, scratch, isa, tt);
+                    if (timeline) tl.add(c0, now_ns());
                   });
                   report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf_name, st);
+                  if (timeline) tl.print();
                 }
           if (read_only && layout != "rows") {
             // The kernel's tasks (block-major: block b of head h is task
             // b·8 + h), reading only.
             const int blk = attention_cpu_block_len(ctx);
-            const int64_t nb = (ctx + blk - 1) / blk;
+            const int64_t nb = attention_cpu_blocks(ctx);
             std::vector<uint64_t> sink(static_cast<size_t>(th) * 8);
             const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
               pool.run(nb * kHeadKv, [&](int64_t i, int thread) {
-                const int64_t h = i % kHeadKv, b = i / kHeadKv;
-                const int64_t p0 = b * blk, n = std::min<int64_t>(blk, ctx - p0);
-                const int64_t at = h * ctx * kHeadDim + p0 * kHeadDim;
-                const int64_t len = n * kHeadDim * 2;
+                const int64_t h = i % kHeadKv;
+                const AttnBlockRange r = attention_cpu_block(ctx, i / kHeadKv);
+                const int64_t at = h * ctx * kHeadDim + r.p0 * kHeadDim;
+                const int64_t len = int64_t{r.n} * kHeadDim * 2;
                 sink[static_cast<size_t>(thread) * 8] +=
                     sum_bytes(reinterpret_cast<const char*>(k + at), len) +
                     sum_bytes(reinterpret_cast<const char*>(v + at), len);

@@ -25,6 +25,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -388,11 +389,48 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                             what << ": claim-ahead hold " << hold << " changed the result");
             }
+            // Nor whether a row's partials are folded as its blocks finish
+            // (the default, which p16 ran above) or all by its last one.
+            AttnCpuTuning at_end{blk, 0};
+            at_end.fold_as_done = false;
+            const auto e = run_pools(c, n_head, tk, q, isa, {&p16}, what, at_end);
+            CHECK_MESSAGE(std::memcmp(e.data(), out.data(), out.size() * 4) == 0,
+                          what << ": folding at the end changed the result");
           }
         }
       }
     }
   MESSAGE("largest error / bound: " << worst);
+}
+
+TEST_CASE("cpu_attention: folding a row's partials as its blocks finish gives the same bits, call after call") {
+  // The fold's lock, frontier and per-call done stamps (attention_cpu.cpp)
+  // under contention, one scratch for every call as the engine keeps it:
+  // blocks of 16 make many short tasks per row, 8 threads finish them
+  // close together, and the context changes from call to call; each call
+  // must give the single thread's bits (a lost block, a block folded twice
+  // or out of order, a flag left from another call would change them).
+  std::mt19937 rng(29);
+  ThreadPool p1(1), p8(8);
+  const int n_kv = 2, hd = 64, n_head = 8;
+  const Cache c = make_cache(1, 1024, n_kv, hd, AttnKvType::F16, rng, false, true);
+  const auto q = make_q(1, n_head, hd, 1.0f, rng);
+  const AttnCpuTuning t{16, 0};
+  constexpr int kReps = 1000;
+  AttentionCpuScratch scratch;
+  std::vector<std::vector<float>> one;
+  for (int32_t pos : {1000, 700, 1023})
+    one.push_back(run_pools(c, n_head, Tokens{{pos}, {0}}, q, CpuIsa::Portable, {&p1}, "one", t));
+  int differ = 0;
+  for (int rep = 0; rep < kReps; ++rep) {
+    const int which = rep % 3;
+    const Tokens tk{{std::array<int32_t, 3>{1000, 700, 1023}[which]}, {0}};
+    std::vector<float> out;
+    const AttnArgs a = args(c, n_head, tk, q, out);
+    attention_cpu(p8, a, scratch, CpuIsa::Portable, t);
+    differ += std::memcmp(out.data(), one[which].data(), out.size() * 4) != 0;
+  }
+  CHECK_MESSAGE(differ == 0, differ << " of " << kReps << " calls differ from one thread");
 }
 
 TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
