@@ -13,11 +13,17 @@
 // caches of that context as fit, and successive calls rotate through them.
 // Acceptance (issue 14): a ratio >= 0.70 on a 16-core AVX-512 Xeon.
 //
-// --layout: tiles (head-major with tiled keys, AttnKv::k_tiled: the layout
-// of model/kv_cache.h, the default), heads (head-major, keys in rows: the
-// CPU cache's layout before 2026-12-04) or rows (a position's row holds its
-// 8 heads, as the GPU's cache does), or several. The values are random, so
-// one buffer serves every layout; tiles needs contexts in whole tiles (16).
+// --layout: tiles (head-major, each head's whole context contiguous, keys
+// tiled: AttnKv::k_tiled; the default), paged (model/kv_cache.h's layout,
+// as the engine's CPU tier reads it: pool blocks of 16 positions through a
+// block table, each head's tile of keys and of values 4 KiB, the head's
+// next ones 32 KiB on), heads (head-major, keys in rows: the CPU cache's
+// layout before 2026-12-04) or rows (a position's row holds its 8 heads, as
+// the GPU's cache does), or several. The values are random, so one buffer
+// serves every layout; tiles and paged need contexts in whole tiles (16).
+//
+// --no-huge: the caches' memory without transparent huge pages (a
+// std::vector's, as the engine's KV cache is, may have them or not).
 //
 // --block, --ahead, --hold and --fold (done: a row's partials folded as its
 // blocks finish, the default; end: by its last block) sweep attention_cpu's
@@ -41,10 +47,10 @@
 // the reading itself.
 //
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
-//          [--isa best|all|avx512,...] [--layout tiles,heads,rows] [--block 0,128,...]
+//          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline]
-//          [--kv-gib 1] [--host-bytes-gib 2] [--json out.json]
+//          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -66,6 +72,7 @@
 
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/kv_pages.h"
 #include "kernels/half.h"
 #include "runtime/probe_host.h"
 #include "runtime/thread_pool.h"
@@ -95,16 +102,17 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Anonymous memory, huge pages asked for (as HostReadBuffer does), filled by
+// Anonymous memory, huge pages asked for (as HostReadBuffer does; --no-huge:
+// refused, as a std::vector's memory may be without them), filled by
 // the pool's threads (first touch) with finite f16 values in [-1, 1).
-uint16_t* make_kv(ThreadPool& pool, uint64_t elems) {
+uint16_t* make_kv(ThreadPool& pool, uint64_t elems, bool huge) {
   const uint64_t bytes = elems * 2;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     std::perror("mmap");
     std::exit(1);
   }
-  madvise(p, bytes, MADV_HUGEPAGE);
+  madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
   uint16_t* h = static_cast<uint16_t*>(p);
   const int64_t n_tasks = 256;
   pool.run(n_tasks, [&](int64_t task, int) {
@@ -266,7 +274,7 @@ int main(int argc, char** argv) {
   std::vector<int> blocks = {0}, aheads = {0}, holds = {-1};
   std::vector<std::string> prefetches = {"k1v2n"};
   std::vector<bool> folds = {true};
-  bool read_only = false, timeline = false, timeline_threads = false;
+  bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
   std::string json_out;
@@ -287,8 +295,9 @@ int main(int argc, char** argv) {
     } else if (a == "--layout") {
       layouts = split(next());
       for (const auto& l : layouts)
-        if (l != "rows" && l != "heads" && l != "tiles") {
-          std::fprintf(stderr, "--layout: '%s' is not one of tiles, heads, rows\n", l.c_str());
+        if (l != "rows" && l != "heads" && l != "tiles" && l != "paged") {
+          std::fprintf(stderr, "--layout: '%s' is not one of tiles, paged, heads, rows\n",
+                       l.c_str());
           return 2;
         }
     } else if (a == "--block" || a == "--ahead" || a == "--hold") {
@@ -323,6 +332,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--read") {
       read_only = true;
+    } else if (a == "--no-huge") {
+      huge = false;
     } else if (a == "--timeline" || a == "--timeline-threads") {
       timeline = true;
       timeline_threads = a == "--timeline-threads";
@@ -344,8 +355,9 @@ int main(int argc, char** argv) {
   }
   for (int64_t c : ctxs)
     if (c % kAttnKTile != 0 &&
-        std::find(layouts.begin(), layouts.end(), "tiles") != layouts.end()) {
-      std::fprintf(stderr, "--ctx %ld: the tiles layout needs a multiple of %d\n",
+        (std::find(layouts.begin(), layouts.end(), "tiles") != layouts.end() ||
+         std::find(layouts.begin(), layouts.end(), "paged") != layouts.end())) {
+      std::fprintf(stderr, "--ctx %ld: the tiles and paged layouts need a multiple of %d\n",
                    static_cast<long>(c), kAttnKTile);
       return 2;
     }
@@ -367,7 +379,7 @@ int main(int argc, char** argv) {
   const uint64_t layer_max = 2 * static_cast<uint64_t>(max_ctx) * kRow;  // K then V
   const uint64_t elems =
       std::max<uint64_t>(layer_max, static_cast<uint64_t>(kv_gib * (1ull << 30)) / 2);
-  uint16_t* kv = make_kv(fill_pool, elems);
+  uint16_t* kv = make_kv(fill_pool, elems, huge);
   std::printf(
       "\ncaches: %.2f GB of f16 keys and values, one token of a 70B layer (%d query heads, "
       "%d KV heads, head_dim %d) per call, each call on another layer's cache of the "
@@ -451,8 +463,22 @@ int main(int argc, char** argv) {
                   a.out = out.data();
                   a.ldo = a.ldq;
                   a.kv.type = AttnKvType::F16;
+                  std::vector<int32_t> table;
                   if (layout == "rows") {
                     a.kv.ld_pos = kRow;
+                  } else if (layout == "paged") {
+                    // model/kv_cache.h: pool blocks of kKvBlockLen positions,
+                    // each head's tile in turn; the table in order, as a
+                    // fresh session's blocks are.
+                    table.resize(static_cast<size_t>(ctx / kKvBlockLen));
+                    for (size_t b = 0; b < table.size(); ++b) table[b] = static_cast<int32_t>(b);
+                    a.kv.ld_pos = kHeadDim;
+                    a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
+                    a.kv.ld_block = kRow * kKvBlockLen;
+                    a.kv.pages.table = table.data();
+                    a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
+                    a.kv.pages.shift = kKvBlockShift;
+                    a.kv.k_tiled = true;
                   } else {  // head-major: each head's positions contiguous
                     a.kv.ld_pos = kHeadDim;
                     a.kv.ld_head = ctx * kHeadDim;
@@ -478,7 +504,7 @@ int main(int argc, char** argv) {
                   report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf_name, st);
                   if (timeline) tl.print();
                 }
-          if (read_only && layout != "rows") {
+          if (read_only && (layout == "tiles" || layout == "heads")) {
             // The kernel's tasks (block-major: block b of head h is task
             // b·8 + h), reading only.
             const int blk = attention_cpu_block_len(ctx);
