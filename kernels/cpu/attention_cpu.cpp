@@ -297,8 +297,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // all the heads of the same positions: whole rows of the cache, a
   // contiguous stretch of memory, rather than one head's 1/n_head_kv of
   // rows spread over the whole context (whose neighbours the hardware
-  // prefetchers would fetch for nothing). The last block of a row to finish
-  // folds the row's partials in block order.
+  // prefetchers would fetch for nothing). A row's partials are folded in
+  // block order, as its blocks finish (Split::one).
   int64_t* task0 = scratch.task0();
   AttentionCpuScratch::RowFold* fold = scratch.fold();
   task0[0] = 0;

@@ -34,9 +34,13 @@
 // with merge(a, b) = (m, a.l·e^(a.m-m) + b.l·e^(b.m-m), a.acc·e^(a.m-m) +
 // b.acc·e^(b.m-m)), m = max(a.m, b.m), in that order. Whether one thread
 // folds the blocks as it computes them or the blocks run on many threads
-// and the last one to finish folds the stored partials, the arithmetic is
-// the same: results do not depend on the thread count, nor on which other
-// tokens share the batch.
+// and their stored partials are folded in block order as they finish
+// (AttnCpuTuning::fold_as_done; or all by the row's last block), the
+// arithmetic is the same: results do not depend on the thread count, nor
+// on which other tokens share the batch. On the H200 machine's Xeon, 16
+// threads, folding by the last block put 45-50 us of a 16k call's 700 on
+// its critical path (63 merges of other cores' partials), folding as they
+// finish 1.5 us (bench/results/raw-2026-12-04-s26/call3).
 //
 // A paged cache (kernels/kv_pages.h) is read through its block table: a
 // block's positions are runs of the cache's blocks (16 positions, which
