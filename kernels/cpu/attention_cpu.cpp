@@ -81,7 +81,6 @@ namespace {
 
 using BlockFn = void (*)(const AttnBlockArgs&);
 
-
 // Everything a task needs, behind one pointer (std::function's small buffer:
 // pool.run allocates nothing).
 struct Job {
@@ -391,7 +390,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // claiming ahead to the end read 0.64-0.67 of the host bandwidth at 1k
   // and 0.62-0.75 at 2k, stopping 0.68-0.75 and 0.73-0.78
   // (bench/results/raw-2026-12-04-s25/call6).
-
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
   const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks

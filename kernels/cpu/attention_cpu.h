@@ -110,7 +110,6 @@ inline constexpr int kAttnBlock = 256;
 inline constexpr int kAttnBlockShort = 128;
 inline constexpr int kAttnShortRow = 1024;
 
-
 // What the scores loop prefetches (AttnCpuTuning::prefetch): the key row
 // `ahead` positions on into L1 or L2, each position's value row into L2;
 // with tiled keys, kAttnPfValuesFirst: the block's value rows all at its
@@ -177,11 +176,10 @@ class AttentionCpuScratch {
   // Split path: task i's partial triple and whether it is done, each row's
   // fold (below), each token's first task.
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
-  // A cache line each: a task's flag is written by its thread and read by
-  // the row's folder, and 64 tasks' flags in one line bounced between all
-  // the cores at every store and load.
   // A task is done in a call when its flag holds the call's stamp (so the
   // flags need no reset: that loop took a line from another core per task).
+  // A cache line each: a task's flag is written by its thread and read by
+  // the row's folder; 64 flags in one line bounced between all the cores.
   struct alignas(64) Done {
     std::atomic<uint32_t> v{0};
   };
