@@ -152,13 +152,17 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   p->predicted_gpu_s = h.gpu_s;
   p->rebalance = true;
   p->rates = *rates;
-  char why[400];
+  char reps[80] = "";
+  if (rates->cpu_rep_max_s > 0)
+    std::snprintf(reps, sizeof reps, " (its largest layer %.1f-%.1f ms)",
+                  rates->cpu_rep_min_s * 1e3, rates->cpu_rep_max_s * 1e3);
+  char why[480];
   std::snprintf(why, sizeof why,
-                "auto: the CPU computes a layer at %.1f GB/s and the copy engine moves %.1f GB/s, "
-                "both at once; the GPU computes a layer at %.0f GB/s, plus %.1f ms a step: %d CPU "
-                "layers, predicted %.2f tok/s (%.2f over PCIe alone); re-planned between decode "
-                "steps from what they measure",
-                rates->cpu_bytes_per_s / 1e9, rates->copy_bytes_per_s / 1e9,
+                "auto: the CPU computes a layer at %.1f GB/s%s and the copy engine moves %.1f "
+                "GB/s, both at once; the GPU computes a layer at %.0f GB/s, plus %.1f ms a step: %d "
+                "CPU layers, predicted %.2f tok/s (%.2f over PCIe alone); re-planned between "
+                "decode steps from what they measure",
+                rates->cpu_bytes_per_s / 1e9, reps, rates->copy_bytes_per_s / 1e9,
                 rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers,
                 h.step_s() > 0 ? 1 / h.step_s() : 0.0, h0.step_s() > 0 ? 1 / h0.step_s() : 0.0);
   p->hybrid_reason = why;

@@ -196,31 +196,59 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
     const double p = predict(d);
     if (p < best_s - 1e-12) best = d, best_s = p;
   }
-  if (best == 0 || now <= 0) return std::nullopt;
-  if ((best == 1 || best == -1) && k < opt_.samples_one) return std::nullopt;
+  char why[240];
+  const char* bound = copy_bound ? "copy" : "compute-chain";
+  if (best == 0 || now <= 0) {
+    std::snprintf(why, sizeof why,
+                  "balanced: %s bound, step %.1f ms (copy %.1f ms, CPU %.1f ms, GPU %.1f ms)",
+                  bound, m.wall_s * 1e3, m.copy_s * 1e3, m.cpu_s * 1e3, m.gpu_s * 1e3);
+    return hold(s.step, why);
+  }
+  if ((best == 1 || best == -1) && k < opt_.samples_one)
+    return hold(s.step, "a one-layer move waits for " + std::to_string(opt_.samples_one) +
+                            " steps of this plan");
   // Three quarters of the way (at least one layer): the estimate is linear
   // and noisy, and the rest comes with the next decision, a few steps later.
-  const int32_t d = best - best / 4;
+  // The first move goes all the way: it corrects the calibration at load,
+  // a few milliseconds of one layer, the least reliable estimate there is
+  // (on the H200 machine, 17 CPU layers at load took two moves and five
+  // steps to reach 25: bench/results/raw-2026-12-04-s27/call4).
+  const int32_t d = moves_.empty() ? best : best - best / 4;
   const int dir = d > 0 ? 1 : -1;
   const bool reverse = last_dir_ != 0 && dir != last_dir_ && last_move_step_ >= 0 &&
                        s.step - last_move_step_ < opt_.reverse_window;
   const double need = std::max(opt_.min_gain, 2 * rel_se) * (reverse ? 2 : 1);
+  const int32_t to = n_cpu_ + d;
   if (predict(d) > now * (1 - need)) {
     pending_ = 0;
-    return std::nullopt;
+    std::snprintf(why, sizeof why,
+                  "%s bound: %d CPU layers predicted %.1f -> %.1f ms, %.1f %% less, under the "
+                  "%.1f %% a move needs (%s)",
+                  bound, to, now * 1e3, predict(d) * 1e3, 100 * (1 - predict(d) / now), 100 * need,
+                  reverse ? "twice the gain: a reversal" : 2 * rel_se > opt_.min_gain
+                                                               ? "twice the steps' noise"
+                                                               : "the least gain");
+    return hold(s.step, why);
   }
   // Moving rows must pay for itself within payback_steps.
   const double cost = std::abs(d) * static_cast<double>(s.n_pos) * move_cost_s_;
   if (opt_.payback_steps > 0 && (now - predict(d)) * opt_.payback_steps < cost) {
     pending_ = 0;
-    return std::nullopt;
+    std::snprintf(why, sizeof why,
+                  "%d CPU layers would save %.1f ms a step; moving the rows costs ~%.1f ms, more "
+                  "than %d steps save",
+                  to, (now - predict(d)) * 1e3, cost * 1e3, opt_.payback_steps);
+    return hold(s.step, why);
   }
   // A count measured lately, and no faster than this one: stay.
-  const Seen& there = seen_[static_cast<size_t>(n_cpu_ + d)];
+  const Seen& there = seen_[static_cast<size_t>(to)];
   if (there.n >= 2 && s.step - there.last_step <= opt_.memory &&
       there.mean_s >= here.mean_s * (1 - opt_.min_gain / 2)) {
     pending_ = 0;
-    return std::nullopt;
+    std::snprintf(why, sizeof why,
+                  "%d CPU layers were measured at %.1f ms a step, no faster than %.1f ms now", to,
+                  there.mean_s * 1e3, here.mean_s * 1e3);
+    return hold(s.step, why);
   }
   // A move of one layer is worth little and noise proposes it most often:
   // it must be proposed twice in a row (a window apart).
@@ -228,10 +256,12 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
     if (pending_ != d) {
       pending_ = d;
       window_.clear();
-      return std::nullopt;
+      return hold(s.step, "a one-layer move to " + std::to_string(to) +
+                              " CPU layers, proposed once: it must be proposed again");
     }
   }
   pending_ = 0;
+  held_.clear();
 
   BalanceMove mv;
   mv.step = s.step;
@@ -271,6 +301,11 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   return mv;
 }
 
+std::nullopt_t HybridBalancer::hold(int64_t step, const std::string& why) {
+  held_ = "after step " + std::to_string(step) + ": no move: " + why;
+  return std::nullopt;
+}
+
 std::string HybridBalancer::summary() const {
   char buf[200];
   std::snprintf(buf, sizeof buf, "hybrid re-planning: %d CPU layers at load, %d now, %zu moves\n",
@@ -283,6 +318,7 @@ std::string HybridBalancer::summary() const {
                   mv.to_cpu.empty() ? "GPU over PCIe" : "CPU", mv.n_cpu_after);
     s += buf + mv.reason + "\n";
   }
+  if (!held_.empty()) s += "  " + held_ + "\n";
   return s;
 }
 

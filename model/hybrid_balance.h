@@ -21,7 +21,8 @@
 //   copy'  = copy  - d * copy_per_layer
 //   chain' = chain + d * (cpu_per_layer - gpu_per_layer)
 // and the balancer picks the d that minimises max(copy', chain'), taking
-// three quarters of the way at a time (a noisy estimate must not swing the plan) and
+// three quarters of the way at a time (a noisy estimate must not swing the plan;
+// the first move, which corrects the calibration at load, all the way) and
 // only when the predicted gain passes a threshold: 3 %, or twice the
 // standard error of the steps' mean time, whichever is more, over two steps
 // for a move of several layers and four for one layer, which must also be
@@ -134,10 +135,15 @@ class HybridBalancer {
   double move_cost_per_position_s() const { return move_cost_s_; }
 
   const std::vector<BalanceMove>& moves() const { return moves_; }
-  // "re-planned: 28 CPU layers at load, 26 now, 3 moves" and one line per move.
+  // Why the last decision made no move: balanced, or what held a better
+  // count back ("" after a move, or before any decision).
+  const std::string& held() const { return held_; }
+  // "re-planned: 28 CPU layers at load, 26 now, 3 moves", one line per move,
+  // and why the last decision made none.
   std::string summary() const;
 
  private:
+  std::nullopt_t hold(int64_t step, const std::string& why);  // held_ = why; nullopt
   int32_t pick_to_cpu() const;
   int32_t pick_to_pcie() const;
   std::pair<int32_t, int32_t> gaps(int32_t layer) const;  // to the CPU layers, nearest first
@@ -164,6 +170,7 @@ class HybridBalancer {
   double predicted_s_ = 0;                             // the step time the last move predicted
   double move_cost_s_ = 0;  // per layer and cached position (0: not measured)
   std::vector<BalanceMove> moves_;
+  std::string held_;
   struct Seen {  // clean steps measured at one CPU layer count
     double mean_s = 0;
     int32_t n = 0;

@@ -58,6 +58,9 @@ struct HybridRates {
   // rest of a step (output head, embedding, synchronisation).
   double gpu_bytes_per_s = 0;
   double gpu_step_s = 0;
+  // The fastest and slowest of the CPU's timed reps of its largest layer
+  // (0: not measured): how far the calibration can be trusted.
+  double cpu_rep_min_s = 0, cpu_rep_max_s = 0;
 };
 
 struct TierPlan {

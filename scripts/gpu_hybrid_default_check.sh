@@ -6,7 +6,8 @@
 #   probe    host read, contended pair, pinned H2D, device memory (the bounds)
 #   llama    llama-batched-bench -ngl 46 -npp 1,256,1024,4096 -ntg 16 -npl 1
 #   prompts  bench (default flags) after prompts of $PROMPTS tokens
-#   sweep    fixed --cpu-layers $SWEEP against auto, after 1 and 4096 tokens
+#   sweep    fixed --cpu-layers against auto (the default) in one sweep,
+#            $SWEEP, after 1 and 4096 tokens
 #   text     decode -f $TEXT (a real text, ~1k tokens), $GEN tokens
 #   chat     decode --chat, the turns of $CHAT (one user message a line)
 #   cpu1b    CPU alone, 1b Q4_K_M: decode after 1 and 512 prompt tokens
@@ -22,7 +23,7 @@ M=${MODELS:-/tmp/ls-models}
 L="$BIN/layerstream"
 PARTS=${PARTS:-probe llama prompts sweep text chat}
 PROMPTS=${PROMPTS:-1 256 1024 4096}
-SWEEP=${SWEEP:-26,28,30}
+SWEEP=${SWEEP:-auto,24,26,28,30}
 STEPS=${STEPS:-32}
 GEN=${GEN:-32}
 TEXT=${TEXT:-scripts/data/prompt-1k.txt}
@@ -49,15 +50,15 @@ fi
 if has prompts; then
   for p in $PROMPTS; do
     echo "== layerstream bench, default flags, after a $p-token prompt"
-    "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" 2>&1 \
-      | grep -E "CPU tier|tier plan|^\| [0-9a-z]|error" ; el
+    "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" --stats 2>&1 \
+      | grep -E "CPU tier|tier plan|^\| [0-9a-z]|re-planning|after step|error" ; el
   done
 fi
 if has sweep; then
   for p in 1 4096; do
     echo "== sweep of fixed --cpu-layers $SWEEP after a $p-token prompt"
-    "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" --sweep cpu="$SWEEP" 2>&1 \
-      | grep -E "^\| [0-9a-z]|error" ; el
+    "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" --sweep cpu="$SWEEP" --stats 2>&1 \
+      | grep -E "^\| [0-9a-z]|CPU tier: auto|re-planning|after step|error" ; el
   done
 fi
 if has text; then

@@ -126,21 +126,30 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   Expected<double> h2d = 0.0;
   std::thread copies([&] { h2d = probe_h2d_until(512ull << 20, started, stop); });
   while (!started.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  double cpu_bytes = 0, cpu_secs = 0;
+  // The layers in turn, 13 timed reps each after an untimed one (which
+  // warms the caches and the pool), the median of each. Before 2026-12-04
+  // it was 6 reps of one layer and then of the other: on the H200 machine
+  // that read the CPU at 53 GB/s in one run and 88 in the next (so 21 and
+  // 26 CPU layers), where the runs' steps computed a layer at about 71
+  // (bench/results/raw-2026-12-04-s27/call3, call4): more reps, spread
+  // over twice the time, for a rate that comes and goes with the host's
+  // other work. The reps' spread goes into the plan's line.
+  constexpr int kReps = 14;
+  std::vector<std::vector<double>> t(held.size());
   Status st = ok();
-  for (const Held& x : held) {
-    std::vector<double> t;
-    for (int rep = 0; rep < 7 && st.ok(); ++rep) {  // the first warms the caches and pool: untimed
+  for (int rep = 0; rep < kReps && st.ok(); ++rep)
+    for (size_t i = 0; i < held.size() && st.ok(); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       st = cpu.begin(b);
-      if (st.ok()) st = cpu.layer(static_cast<uint32_t>(x.layer), x.v);
+      if (st.ok()) st = cpu.layer(static_cast<uint32_t>(held[i].layer), held[i].v);
       if (rep > 0)
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        t[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    if (!st.ok()) break;
-    std::sort(t.begin(), t.end());
-    cpu_bytes += static_cast<double>(m.map.layers[static_cast<size_t>(x.layer)].range_bytes);
-    cpu_secs += t[t.size() / 2];
+  double cpu_bytes = 0, cpu_secs = 0;
+  for (size_t i = 0; i < held.size() && st.ok(); ++i) {
+    std::sort(t[i].begin(), t[i].end());
+    cpu_bytes += static_cast<double>(m.map.layers[static_cast<size_t>(held[i].layer)].range_bytes);
+    cpu_secs += t[i][t[i].size() / 2];
   }
   stop.store(true);
   copies.join();
@@ -149,6 +158,8 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   HybridRates r;
   const double bytes = static_cast<double>(m.map.layers[layer].range_bytes);
   r.cpu_bytes_per_s = cpu_bytes / cpu_secs;
+  r.cpu_rep_min_s = t[0].front();
+  r.cpu_rep_max_s = t[0].back();
   r.copy_bytes_per_s = *h2d * 1e9;
   // The GPU's part of the chain: the same layer resident on the device, a
   // step of one layer and a step of five, each timed to its logits (finish
