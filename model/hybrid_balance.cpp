@@ -141,7 +141,11 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   Seen& here = seen_[static_cast<size_t>(n_cpu_)];
   if (here.last_step >= 0 && s.step - here.last_step > opt_.memory) here = Seen{};
   here.n = std::min(here.n + 1, 8);
-  here.mean_s += (s.wall_s - here.mean_s) / here.n;
+  const double delta = s.wall_s - here.mean_s;
+  here.mean_s += delta / here.n;
+  // And the spread of its steps, weighted the same way (Welford's update with
+  // the count capped: recent steps weigh most).
+  if (here.n > 1) here.var_s2 += (delta * (s.wall_s - here.mean_s) - here.var_s2) / here.n;
   here.last_step = s.step;
   window_.push_back(s);
   const int32_t keep = std::max(opt_.samples, opt_.samples_one);
@@ -158,7 +162,16 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
   }
   double var = 0;
   for (const BalanceSample& w : window_) var += (w.wall_s - m.wall_s) * (w.wall_s - m.wall_s);
-  const double rel_se = m.wall_s > 0 ? std::sqrt(var / std::max(1, k - 1) / k) / m.wall_s : 0.0;
+  // The standard error of the window's mean: from the window's own steps,
+  // or, when more of them have been seen at this count (up to 8), from
+  // their spread, whichever is larger: two steps can agree by chance, and
+  // at a 4096-token context on the H200 machine windows of two steps at one
+  // count differed by 10 %, so that moves of 2 layers for a predicted 5-10 %
+  // swung the plan 27 -> 25 -> 23 -> 25 in 19 steps, each count no faster
+  // than the others (bench/results/raw-2026-12-04-s27/call5).
+  double rel_se = m.wall_s > 0 ? std::sqrt(var / std::max(1, k - 1) / k) / m.wall_s : 0.0;
+  if (here.n > k && here.mean_s > 0)
+    rel_se = std::max(rel_se, std::sqrt(here.var_s2 * here.n / (here.n - 1) / k) / here.mean_s);
   m.n_cpu = s.n_cpu;
   m.n_copied = s.n_copied;
 
@@ -204,8 +217,11 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                   bound, m.wall_s * 1e3, m.copy_s * 1e3, m.cpu_s * 1e3, m.gpu_s * 1e3);
     return hold(s.step, why);
   }
-  if ((best == 1 || best == -1) && k < opt_.samples_one)
-    return hold(s.step, "a one-layer move waits for " + std::to_string(opt_.samples_one) +
+  // The first move (from the calibration at load) on `samples` steps; every
+  // later one, and any of one layer, on samples_one: it corrects a plan
+  // the steps have chosen, by a few per cent at most.
+  if ((best == 1 || best == -1 || !moves_.empty()) && k < opt_.samples_one)
+    return hold(s.step, "a move waits for " + std::to_string(opt_.samples_one) +
                             " steps of this plan");
   // Three quarters of the way (at least one layer): the estimate is linear
   // and noisy, and the rest comes with the next decision, a few steps later.
@@ -240,10 +256,14 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                   to, (now - predict(d)) * 1e3, cost * 1e3, opt_.payback_steps);
     return hold(s.step, why);
   }
-  // A count measured lately, and no faster than this one: stay.
+  // A count measured lately, and no faster than this one beyond the noise
+  // of the two means: stay.
   const Seen& there = seen_[static_cast<size_t>(to)];
+  auto se2 = [](const Seen& x) { return x.n > 1 ? x.var_s2 / (x.n - 1) : 0.0; };
+  const double diff_se =
+      here.mean_s > 0 ? std::sqrt(se2(here) + se2(there)) / here.mean_s : 0.0;
   if (there.n >= 2 && s.step - there.last_step <= opt_.memory &&
-      there.mean_s >= here.mean_s * (1 - opt_.min_gain / 2)) {
+      there.mean_s >= here.mean_s * (1 - std::max(opt_.min_gain / 2, 2 * diff_se))) {
     pending_ = 0;
     std::snprintf(why, sizeof why,
                   "%d CPU layers were measured at %.1f ms a step, no faster than %.1f ms now", to,

@@ -126,8 +126,12 @@ class HybridBalancer {
   // Returns a move when one is due; it is applied already (on_cpu() says
   // the new sides), the caller routes the next jobs accordingly.
   std::optional<BalanceMove> observe(const BalanceSample& s);
-  // A step that is not a clean decode step: the samples so far are stale.
-  void skip() { window_.clear(); }
+  // A step that is not a clean decode step: the samples so far are stale,
+  // and so is what was seen of the count as it stands.
+  void skip() {
+    window_.clear();
+    seen_[static_cast<size_t>(n_cpu_)] = Seen{};
+  }
   // A decode step that also moved the rows of `layers` layers between the
   // caches (the step after a move): what moving costs. Stale samples too.
   void moved_rows(const BalanceSample& s, int32_t layers);
@@ -173,6 +177,7 @@ class HybridBalancer {
   std::string held_;
   struct Seen {  // clean steps measured at one CPU layer count
     double mean_s = 0;
+    double var_s2 = 0;  // the spread of its steps' times (seconds squared)
     int32_t n = 0;
     int64_t last_step = -1;
   };
