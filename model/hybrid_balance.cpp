@@ -217,11 +217,8 @@ std::optional<BalanceMove> HybridBalancer::observe(const BalanceSample& s) {
                   bound, m.wall_s * 1e3, m.copy_s * 1e3, m.cpu_s * 1e3, m.gpu_s * 1e3);
     return hold(s.step, why);
   }
-  // The first move (from the calibration at load) on `samples` steps; every
-  // later one, and any of one layer, on samples_one: it corrects a plan
-  // the steps have chosen, by a few per cent at most.
-  if ((best == 1 || best == -1 || !moves_.empty()) && k < opt_.samples_one)
-    return hold(s.step, "a move waits for " + std::to_string(opt_.samples_one) +
+  if ((best == 1 || best == -1) && k < opt_.samples_one)
+    return hold(s.step, "a one-layer move waits for " + std::to_string(opt_.samples_one) +
                             " steps of this plan");
   // Three quarters of the way (at least one layer): the estimate is linear
   // and noisy, and the rest comes with the next decision, a few steps later.

@@ -24,8 +24,9 @@
 // three quarters of the way at a time (a noisy estimate must not swing the plan;
 // the first move, which corrects the calibration at load, all the way) and
 // only when the predicted gain passes a threshold: 3 %, or twice the
-// standard error of the steps' mean time, whichever is more, over two steps
-// for a move of several layers and four for one layer, which must also be
+// standard error of the steps' mean time, whichever is more (the error from
+// the window's four steps, or from the spread of all the steps seen at the
+// count, up to 8, if that is larger); a move of one layer must also be
 // proposed twice in a row; a move back the other way soon after a move needs
 // twice the gain (hysteresis: no oscillation).
 //
@@ -97,7 +98,11 @@ class HybridBalancer {
  public:
   struct Options {
     double min_gain = 0.03;       // a move must promise this much less time per step
-    int32_t samples = 2;          // clean steps averaged before a move of several layers
+    // Clean steps averaged before a move of several layers. Two moved a
+    // plan the calibration had right (26 CPU layers at a 4096-token
+    // context) to 23 on two slow steps, 10 % slower to the end of the run
+    // (bench/results/raw-2026-12-04-s27/call6).
+    int32_t samples = 4;
     int32_t samples_one = 4;      // ... and before a move of one layer (a smaller gain)
     int32_t reverse_window = 32;  // steps after a move in which reversing needs 2x the gain
     // Tests: every Nth clean step moves one layer across, alternating

@@ -7,7 +7,8 @@
 #   llama    llama-batched-bench -ngl 46 -npp 1,256,1024,4096 -ntg 16 -npl 1
 #   prompts  bench (default flags) after prompts of $PROMPTS tokens
 #   sweep    fixed --cpu-layers against auto (the default) in one sweep,
-#            $SWEEP, after 1 and 4096 tokens
+#            after $SWEEP_PROMPTS tokens (default 1 and 4096),
+#            $SWEEP
 #   text     decode -f $TEXT (a real text, ~1k tokens), $GEN tokens
 #   chat     decode --chat, the turns of $CHAT (one user message a line)
 #   cpu1b    CPU alone, 1b Q4_K_M: decode after 1 and 512 prompt tokens
@@ -55,7 +56,7 @@ if has prompts; then
   done
 fi
 if has sweep; then
-  for p in 1 4096; do
+  for p in ${SWEEP_PROMPTS:-1 4096}; do
     echo "== sweep of fixed --cpu-layers $SWEEP after a $p-token prompt"
     "$L" bench -m "$F" $B -n "$STEPS" --prompt-tokens "$p" --sweep cpu="$SWEEP" --stats 2>&1 \
       | grep -E "^\| [0-9a-z]|CPU tier: auto|re-planning|after step|error" ; el

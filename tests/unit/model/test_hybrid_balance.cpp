@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "model/hybrid_balance.h"
@@ -223,9 +224,12 @@ TEST_CASE("hybrid balance: a step that is not clean is not averaged in") {
   wild.wall_s = 10;
   CHECK_FALSE(hb.observe(wild));
   hb.skip();
-  auto mv = hb.observe(m.run(1, 15, 44));
-  CHECK_FALSE(mv);  // one clean step is not enough
-  mv = hb.observe(m.run(2, 15, 44));
+  std::optional<BalanceMove> mv;
+  for (int64_t st = 1; st <= 3; ++st) {
+    mv = hb.observe(m.run(st, 15, 44));
+    CHECK_FALSE(mv);  // fewer clean steps than a decision takes (4)
+  }
+  mv = hb.observe(m.run(4, 15, 44));
   REQUIRE(mv);
   CHECK(!mv->to_cpu.empty());  // copy-bound at 15: more to the CPU
 }
@@ -321,18 +325,18 @@ TEST_CASE("hybrid balance: the summary says why the last decision made no move")
   CHECK((h.find("balanced") != std::string::npos || h.find("a move needs") != std::string::npos ||
          h.find("proposed") != std::string::npos || h.find("waits") != std::string::npos));
   CHECK(hb.summary().find(h) != std::string::npos);
-  // Chain-bound by 13 % (30 CPU layers where 26 is best), but two steps
-  // 0.15 and 0.27 s apart: twice their noise is more than the gain, and the
+  // Chain-bound by 13 % (30 CPU layers where 26 is best), but steps 0.15
+  // and 0.27 s in turn: twice their noise is more than the gain, and the
   // reason says so.
   Setup over(36, 30);
   HybridBalancer hn(over.map, over.plan, HybridRates{});
-  for (int64_t st = 0; st < 2; ++st) {
+  for (int64_t st = 0; st < 4; ++st) {
     BalanceSample x = m.run(st, 30, 44);
-    x.wall_s = st == 0 ? 0.15 : 0.27;
+    x.wall_s = st % 2 == 0 ? 0.15 : 0.27;
     CHECK(!hn.observe(x));
   }
   INFO(hn.held());
-  CHECK(hn.held().find("after step 1: no move: compute-chain bound") != std::string::npos);
+  CHECK(hn.held().find("after step 3: no move: compute-chain bound") != std::string::npos);
   CHECK(hn.held().find("twice the steps' noise") != std::string::npos);
 }
 
@@ -344,7 +348,7 @@ TEST_CASE("hybrid balance: scattered steps near the best count move the plan rar
   // where both paths share the host's memory; two-step windows at one
   // count differed by 10 %). Eight runs of 64 steps, steps scattered by
   // 6-10 %: before the noise of a count's steps set the gain a move needs
-  // and later moves waited for 4 steps, they made 48 moves; now 34.
+  // and moves waited for 4 steps, they made 48 moves; now 25.
   size_t moves = 0;
   for (double noise : {0.1, 0.17})
     for (unsigned seed : {1u, 2u, 3u, 4u}) {
@@ -359,5 +363,5 @@ TEST_CASE("hybrid balance: scattered steps near the best count move the plan rar
       REQUIRE(std::abs(27 - m.best(44)) <= 1);
       moves += drive(hb, m, 44, 0, 64);
     }
-  CHECK(moves <= 40);
+  CHECK(moves <= 36);
 }
