@@ -4,8 +4,9 @@
 //
 // Why online: the balance moves while a run goes on. Attention's cost grows
 // with the context on both sides, the CPU's clock and its neighbours change
-// the CPU tier's rate, and the calibration at load (one layer, a few reps) is
-// a starting point, not a measurement to trust for the whole run.
+// the CPU tier's rate, and the calibration at load (two layers, 13 reps each,
+// a fraction of a second) is a starting point, not a measurement to trust
+// for the whole run.
 //
 // The model, at batch 1: a token goes through the layers in order, so the
 // GPU's layers and the CPU's run one after the other (the chain), while the
@@ -36,7 +37,7 @@
 // H200 machine it predicted 9 % from moving 2-3 layers either way, and the
 // plan swung between 23 and 26 CPU layers every few steps, each no faster
 // than the other): a move to a count already measured no faster than the
-// current one is not made.
+// current one, beyond the noise of the two means, is not made.
 //
 // Moving costs: a layer that changes sides takes its cached key/value rows
 // along (read from one cache, written to the other) in the next step, which
