@@ -1,6 +1,7 @@
 #include "model/cpu_backend.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/ref/quant.h"
@@ -20,6 +21,9 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   rope_.freq_base = c.rope_freq_base;
   rope_.freq_scale = c.rope_freq_scale;
   rope_.freq_factors = g.rope_freqs;
+  // LS_CPU_PIN=1 pins the pool's threads one a CPU (ThreadPool::pin): an
+  // A/B switch, off by default (the actors' threads share these cores).
+  if (const char* e = std::getenv("LS_CPU_PIN"); e && std::atoi(e) > 0) pool_.pin();
   scratch_.resize(pool_.size());
   for (auto& s : scratch_) s.resize(std::max<size_t>(c.n_embd, c.n_ff));
   // Rows are at most n_ff long (w_down) or n_embd (everything else).

@@ -1,7 +1,14 @@
 // defines: ThreadPool, default_thread_count (runtime/thread_pool.h)
 #include "runtime/thread_pool.h"
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace ls {
+
+static void unpin_self();
 
 int default_thread_count() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -20,6 +27,7 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
+  if (!cpus_.empty() && pinned_caller_ == std::this_thread::get_id()) unpin_self();
 }
 
 // Take tasks until none is left; the one that finishes the last task wakes
@@ -34,8 +42,77 @@ void ThreadPool::work(Job& j, int index) {
   }
 }
 
+namespace {
+
+bool pin_thread(std::thread::native_handle_type h, int cpu) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(h, sizeof(set), &set) == 0;
+#else
+  (void)h, (void)cpu;
+  return false;
+#endif
+}
+
+bool pin_self(int cpu) {
+#if defined(__linux__)
+  return pin_thread(pthread_self(), cpu);
+#else
+  (void)cpu;
+  return false;
+#endif
+}
+
+}  // namespace
+
+// The CPUs this process may run on, read once, before any pool pinned the
+// thread that asks (a pinned caller's own mask is one CPU).
+static const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) v.push_back(c);
+#endif
+    return v;
+  }();
+  return cpus;
+}
+
+// Lets the calling thread run on every allowed CPU again.
+static void unpin_self() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : allowed_cpus()) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+#endif
+}
+
+bool ThreadPool::pin() {
+  const std::vector<int>& all = allowed_cpus();
+  if (static_cast<int>(all.size()) < n_threads_) return false;
+  std::vector<int> cpus(all.begin(), all.begin() + n_threads_);
+  for (int i = 1; i < n_threads_; ++i)
+    if (!pin_thread(threads_[static_cast<size_t>(i - 1)].native_handle(),
+                    cpus[static_cast<size_t>(i)]))
+      return false;
+  cpus_ = std::move(cpus);
+  pinned_caller_ = std::thread::id();
+  return true;
+}
+
 void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
   if (n_tasks <= 0) return;
+  if (!cpus_.empty() && pinned_caller_ != std::this_thread::get_id()) {
+    pin_self(cpus_[0]);
+    pinned_caller_ = std::this_thread::get_id();
+  }
   if (n_threads_ == 1 || n_tasks == 1) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
     return;

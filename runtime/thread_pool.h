@@ -43,6 +43,14 @@ class ThreadPool {
   // for per-thread scratch buffers. One caller at a time.
   void run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn);
 
+  // Pins thread i to the i-th CPU this process may run on (Linux; the
+  // caller's thread, 0, as it next calls run). Off by default: where other
+  // busy threads share the cores (the engine's actors), the OS can no
+  // longer move a worker away from them. Returns false (and pins nothing)
+  // where it is not supported or the process may use fewer CPUs than the
+  // pool has threads.
+  bool pin();
+
  private:
   // One job. gen: the run it holds (kSettingUp while run() fills it in);
   // inside: workers between checking gen and leaving.
@@ -64,6 +72,8 @@ class ThreadPool {
   Job jobs_[2];                     // run g uses jobs_[g % 2]
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};  // read without the lock after each wake-up
+  std::vector<int> cpus_;          // pin(): thread i's CPU is cpus_[i]
+  std::thread::id pinned_caller_;  // the caller thread pinned to cpus_[0]
 };
 
 }  // namespace ls

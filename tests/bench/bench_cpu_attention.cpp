@@ -22,6 +22,10 @@
 // the GPU's cache does), or several. The values are random, so one buffer
 // serves every layout; tiles and paged need contexts in whole tiles (16).
 //
+// --pin off,on: the pool's threads left to the OS or pinned one a CPU
+// (ThreadPool::pin; "/p" in the prefetch column); with on, the host probe
+// runs pinned too and the higher of its two figures is the bound.
+//
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
 //
@@ -49,7 +53,7 @@
 // Usage: ls_bench_cpu_attention [--threads 1,16] [--ctx 1024,2048,...] [--reps 15]
 //          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
-//          [--prefetch k1v2n,none,...] [--read] [--timeline]
+//          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -274,6 +278,7 @@ int main(int argc, char** argv) {
   std::vector<int> blocks = {0}, aheads = {0}, holds = {-1};
   std::vector<std::string> prefetches = {"k1v2n"};
   std::vector<bool> folds = {true};
+  std::vector<bool> pins = {false};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -330,6 +335,15 @@ int main(int argc, char** argv) {
         }
         folds.push_back(x == "done");
       }
+    } else if (a == "--pin") {
+      pins.clear();
+      for (const auto& x : split(next())) {
+        if (x != "off" && x != "on") {
+          std::fprintf(stderr, "--pin: '%s' is not one of off, on\n", x.c_str());
+          return 2;
+        }
+        pins.push_back(x == "on");
+      }
     } else if (a == "--read") {
       read_only = true;
     } else if (a == "--no-huge") {
@@ -370,7 +384,8 @@ int main(int argc, char** argv) {
 
   // ---- The bound: host memory read bandwidth per thread count ----------------
   ThreadPool fill_pool(most);
-  const auto host_or = bench_host_bounds(fill_pool, threads, most, host_gib);
+  const bool any_pin = std::find(pins.begin(), pins.end(), true) != pins.end();
+  const auto host_or = bench_host_bounds(fill_pool, threads, most, host_gib, any_pin);
   if (!host_or) return 1;
   const std::vector<double> host = *host_or;
 
@@ -392,8 +407,13 @@ int main(int argc, char** argv) {
               "isa", "layout", "blk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
               "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
-  for (int th : threads) {
+  for (int th : threads)
+  for (bool pinned : pins) {
     ThreadPool pool(th);
+    if (pinned && !pool.pin()) {
+      std::fprintf(stderr, "--pin on: cannot pin %d threads to CPUs here\n", th);
+      return 1;
+    }
     for (CpuIsa isa : isas) {
       for (const std::string& layout : layouts)
         for (int64_t ctx : ctxs) {
@@ -447,7 +467,7 @@ int main(int argc, char** argv) {
                   const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
                   // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                   const std::string pf_name = (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
-                                              (fold_as_done ? "" : "/e");
+                                              (fold_as_done ? "" : "/e") + (pinned ? "/p" : "");
                   AttentionCpuScratch scratch;
                   const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
                   AttnArgs a;
@@ -521,7 +541,7 @@ int main(int argc, char** argv) {
                     sum_bytes(reinterpret_cast<const char*>(v + at), len);
               });
             });
-            report("read", blk, 0, "-", st);
+            report("read", blk, 0, pinned ? "-/p" : "-", st);
           }
         }
     }

@@ -4,6 +4,7 @@
 // defines: bench_parse_isas(), bench_host_bounds()
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -39,9 +40,12 @@ inline std::optional<std::vector<CpuIsa>> bench_parse_isas(const std::vector<std
 
 // Host read GB/s by thread count (index = threads, 0 where not measured),
 // printed as a table; nullopt (after saying why) when the buffer cannot be made.
+// also_pinned: each thread count measured again with the pool's threads
+// pinned (ThreadPool::pin), and the higher of the two is the bound.
 inline std::optional<std::vector<double>> bench_host_bounds(ThreadPool& fill_pool,
                                                             const std::vector<int>& threads,
-                                                            int most, double host_gib) {
+                                                            int most, double host_gib,
+                                                            bool also_pinned = false) {
   std::vector<double> host(most + 1, 0.0);
   auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
   if (!buf) {
@@ -50,12 +54,18 @@ inline std::optional<std::vector<double>> bench_host_bounds(ThreadPool& fill_poo
   }
   std::printf("bound: host memory read, %.2f GB buffer, median of 5 passes\n", buf->bytes() / 1e9);
   std::printf("%8s  %12s  %8s  %8s\n", "threads", "GB/s median", "min", "max");
-  for (int t : threads) {
-    ThreadPool pool(t);
-    const HostBandwidth r = probe_host_read(pool, *buf, 5);
-    host[t] = r.median;
-    std::printf("%8d  %12.2f  %8.2f  %8.2f\n", t, r.median, r.min, r.max);
-  }
+  for (int t : threads)
+    for (int pinned = 0; pinned <= (also_pinned ? 1 : 0); ++pinned) {
+      ThreadPool pool(t);
+      if (pinned && !pool.pin()) {
+        std::fprintf(stderr, "cannot pin %d threads to CPUs here\n", t);
+        return std::nullopt;
+      }
+      const HostBandwidth r = probe_host_read(pool, *buf, 5);
+      host[t] = std::max(host[t], r.median);
+      std::printf("%8d  %12.2f  %8.2f  %8.2f%s\n", t, r.median, r.min, r.max,
+                  pinned ? "  (pinned)" : "");
+    }
   return host;
 }
 

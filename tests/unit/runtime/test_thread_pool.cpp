@@ -3,6 +3,7 @@
 // workers: a run must neither wait for them nor let them touch the next job).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -41,3 +42,59 @@ TEST_CASE("thread pool: every task once, thread indices exclusive, job after job
                     << by_workers.load() << " by workers");
   }
 }
+
+#if defined(__linux__)
+#include <sched.h>
+
+namespace {
+// The CPU the calling thread may run on, or -1 when it may run on several.
+int only_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) return c;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("thread pool: pin puts each thread on a CPU of its own, and lets the caller go after") {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+  const int cpus = CPU_COUNT(&set);
+  {
+    ThreadPool too_many(cpus + 1);
+    CHECK_FALSE(too_many.pin());  // more threads than CPUs: nothing pinned
+  }
+  CHECK(only_cpu() == -1);
+  const int threads = std::min(cpus, 4);
+  if (threads < 2) {
+    MESSAGE("one CPU here: pinning a pool of several threads is not checked");
+    return;
+  }
+  {
+    ThreadPool pool(threads);
+    REQUIRE(pool.pin());
+    std::vector<std::atomic<int>> cpu_of(threads);
+    for (auto& c : cpu_of) c = -2;
+    // Every thread index reports where it ran, job after job.
+    for (int job = 0; job < 200; ++job)
+      pool.run(threads * 8, [&](int64_t, int index) {
+        volatile int64_t x = 0;
+        for (int i = 0; i < 2000; ++i) x = x + i;
+        cpu_of[index] = only_cpu();
+      });
+    std::vector<int> seen;
+    for (int i = 0; i < threads; ++i)
+      if (cpu_of[i] != -2) {
+        CHECK(cpu_of[i] >= 0);  // pinned: one CPU
+        seen.push_back(cpu_of[i]);
+      }
+    std::sort(seen.begin(), seen.end());
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());  // each its own
+    CHECK(cpu_of[0] >= 0);  // the caller, as it ran
+  }
+  CHECK(only_cpu() == -1);  // the caller runs anywhere again
+}
+#endif
