@@ -90,6 +90,7 @@ struct Job {
   int group;
   int blk;           // positions per block; 0: by the row's length
   int ahead;         // key rows prefetched ahead
+  int cold_ahead;    // of a cold block (AttnCpuTuning::cold_ahead; 0: ahead)
   int prefetch;      // kAttnPf* bits
   int64_t kv_bytes;  // of one element
 };
@@ -129,8 +130,9 @@ struct BlockId {
 };
 
 // Block `id` into triple; `next`, if any (t >= 0), is the block this thread
-// runs after it, whose keys the value loop prefetches.
-void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple) {
+// runs after it, whose keys the value loop prefetches; cold: no block of
+// this thread fetched this one's keys.
+void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple, bool cold) {
   const AttnArgs& a = *j.a;
   AttnBlockArgs ba;
   ba.q = a.q + id.t * a.ldq + int64_t{id.h} * j.group * a.head_dim;
@@ -151,7 +153,7 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
   ba.type = a.kv.type;
   ba.k_tiled = a.kv.k_tiled;
   ba.ld_pos = a.kv.ld_pos;
-  ba.ahead = j.ahead;
+  ba.ahead = cold && j.cold_ahead > 0 ? j.cold_ahead : j.ahead;
   ba.prefetch = j.prefetch;
   ba.group = j.group;
   ba.head_dim = a.head_dim;
@@ -237,7 +239,7 @@ void run_row(const Job& j, int64_t t, int h, int thread) {
   const int nb = n_blocks(j, j.a->pos[t]);
   for (int b = 0; b < nb; ++b) {
     const BlockId next = b + 1 < nb ? BlockId{t, h, b + 1} : BlockId{};
-    run_block(j, {t, h, b}, next, thread, b == 0 ? state : part);
+    run_block(j, {t, h, b}, next, thread, b == 0 ? state : part, b == 0);
     if (b > 0) merge(state, part, j.group, j.a->head_dim);
   }
   finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
@@ -263,6 +265,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                            (!a.kv.pages.table || (1 << a.kv.pages.shift) % kAttnKTile == 0)));
   j.ahead = tune.ahead > 0 ? tune.ahead : a.kv.k_tiled ? kAttnAheadTiled : kAttnAheadRows;
   j.prefetch = tune.prefetch >= 0 ? tune.prefetch : kAttnPfDefault;
+  // A key row layout keeps its own (short) distance for every block.
+  j.cold_ahead = a.kv.k_tiled ? std::max(0, tune.cold_ahead) : 0;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {
     case CpuIsa::Avx512:
@@ -334,7 +338,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       const int n_kv = j->a->n_head_kv;
       return {t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv)};
     }
-    void one(int64_t i, BlockId next, int thread) const {
+    void one(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
       const int nb = n_blocks(*j, j->a->pos[b.t]);
       const int n_kv = j->a->n_head_kv;
@@ -343,7 +347,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       prefetch_for_write(j->s->split_part(i),
                          int64_t{j->group} * (j->a->head_dim + 2) * int64_t{sizeof(float)},
                          j->block == attention_block_avx512);
-      run_block(*j, b, next, thread, j->s->split_part(i));
+      run_block(*j, b, next, thread, j->s->split_part(i), cold);
       if (tr) tr[2] = now_ns();
       AttentionCpuScratch::RowFold& f = j->s->fold()[b.t * n_kv + b.h];
       const int64_t first = j->s->task0()[b.t] + b.h;
@@ -400,14 +404,16 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   pool.run(pool.size(), [spp](int64_t, int thread) {
     const Split& s = *spp;
     int64_t i = s.claim->fetch_add(1, std::memory_order_relaxed);
+    bool cold = true;  // the thread's first block
     while (i < s.tasks) {
       int64_t next = -1;
       if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.hold) {
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }
-      s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread);
+      s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
       if (s.times) s.times[4 * i + 3] = now_ns();
+      cold = next < 0;
       i = next >= 0 ? next : s.claim->fetch_add(1, std::memory_order_relaxed);
     }
   });

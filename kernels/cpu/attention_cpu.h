@@ -148,6 +148,17 @@ struct AttnCpuTuning {
   // (false: the row's last block to finish folds them all). The same
   // arithmetic either way.
   bool fold_as_done = true;
+  // Tiled keys: the key positions a cold block (one whose keys no earlier
+  // block of its thread fetched: a thread's first, or one it did not claim
+  // ahead) prefetches before its scores loop and ahead within it; 0: as a
+  // warm block (`ahead`: the whole block first, 512 L1 misses of a
+  // 128-position block, which the core's fill buffers take 16 at a time
+  // while nothing is computed: the ~4.5 us a thread's first block takes
+  // beyond the others at 1k, raw-2026-12-04-s26). 16 (one step of the
+  // loop) lets the arithmetic start as the first keys arrive. Not measured
+  // on a 16-core Xeon yet (within the noise on the 2-core dev machine), so
+  // the default stays 0.
+  int cold_ahead = 0;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.

@@ -22,6 +22,10 @@
 // the GPU's cache does), or several. The values are random, so one buffer
 // serves every layout; tiles and paged need contexts in whole tiles (16).
 //
+// --cold-ahead: the key positions a cold block prefetches ahead
+// (AttnCpuTuning::cold_ahead; 0: as a warm block, the default; "/cN" in
+// the prefetch column).
+//
 // --pin off,on: the pool's threads left to the OS or pinned one a CPU
 // (ThreadPool::pin; "/p" in the prefetch column); with on, the host probe
 // runs pinned too and the higher of its two figures is the bound.
@@ -54,6 +58,7 @@
 //          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
+//          [--cold-ahead 0,16,...]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -275,7 +280,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"tiles"};
-  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1};
+  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1}, colds = {0};
   std::vector<std::string> prefetches = {"k1v2n"};
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
@@ -335,6 +340,9 @@ int main(int argc, char** argv) {
         }
         folds.push_back(x == "done");
       }
+    } else if (a == "--cold-ahead") {
+      colds.clear();
+      for (const auto& x : split(next())) colds.push_back(std::max(0, std::atoi(x.c_str())));
     } else if (a == "--pin") {
       pins.clear();
       for (const auto& x : split(next())) {
@@ -463,11 +471,15 @@ int main(int argc, char** argv) {
             for (int ahead : aheads)
               for (int hold : holds)
                 for (bool fold_as_done : folds)
+                for (int cold : colds)
                 for (const std::string& pf : prefetches) {
-                  const AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
+                  AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
+                  tune.cold_ahead = cold;
                   // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                   const std::string pf_name = (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
-                                              (fold_as_done ? "" : "/e") + (pinned ? "/p" : "");
+                                              (fold_as_done ? "" : "/e") +
+                                              (cold == 0 ? "" : "/c" + std::to_string(cold)) +
+                                              (pinned ? "/p" : "");
                   AttentionCpuScratch scratch;
                   const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
                   AttnArgs a;

@@ -389,6 +389,14 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                             what << ": claim-ahead hold " << hold << " changed the result");
             }
+            // Nor how far ahead a cold block fetches its keys.
+            for (int cold : {16, 64}) {
+              AttnCpuTuning t{blk, 0};
+              t.cold_ahead = cold;
+              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
+              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                            what << ": cold-block distance " << cold << " changed the result");
+            }
             // Nor whether a row's partials are folded as its blocks finish
             // (the default, which p16 ran above) or all by its last one.
             AttnCpuTuning at_end{blk, 0};
