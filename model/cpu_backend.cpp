@@ -1,6 +1,7 @@
 #include "model/cpu_backend.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "kernels/cpu/q8_chunks.h"
@@ -23,7 +24,9 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   rope_.freq_factors = g.rope_freqs;
   // LS_CPU_PIN=1 pins the pool's threads one a CPU (ThreadPool::pin): an
   // A/B switch, off by default (the actors' threads share these cores).
-  if (const char* e = std::getenv("LS_CPU_PIN"); e && std::atoi(e) > 0) pool_.pin();
+  if (const char* e = std::getenv("LS_CPU_PIN"); e && std::atoi(e) > 0 && !pool_.pin())
+    std::fprintf(stderr, "LS_CPU_PIN: cannot pin %d threads one a CPU here (fewer CPUs allowed)\n",
+                 pool_.size());
   scratch_.resize(pool_.size());
   for (auto& s : scratch_) s.resize(std::max<size_t>(c.n_embd, c.n_ff));
   // Rows are at most n_ff long (w_down) or n_embd (everything else).
