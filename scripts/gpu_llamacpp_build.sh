@@ -10,10 +10,18 @@
 #   (cd /work/.mirror/ggerganov+llama.cpp/repo && git archive HEAD -- . \
 #      ':(exclude)models/*.gguf' | xz > .gpubin/llsrc.txz)
 # BUILD_DIR: where to build (default /tmp/ll). Static (one file per tool),
-# CUDA for sm_90. Writes $OUT/llama-bin.txz.part00, part01, ...; put them
-# back together here with `cat llama-bin.txz.part* > .gpubin/llama-bin.txz`,
-# carry that, and unpack it with `tar -xJf` into a folder to use as LLAMA
-# (or LLAMA_BIN) for scripts/gpu_hybrid_default_check.sh and friends.
+# SASS for sm_90 only (90-real: no PTX to carry). Writes, per target,
+# $OUT/TARGET.txz.part00, part01, ...; put one back together here with
+# `cat TARGET.txz.part* > .gpubin/TARGET.txz`, carry it, and unpack it with
+# `tar -xJf` into a folder to use as LLAMA (or LLAMA_BIN) for
+# scripts/gpu_hybrid_default_check.sh and friends.
+#
+# The carry budget: the tree (~26 MB, 15 of it model/weights and the older
+# bench/results/raw-* folders), our packed layerstream (~14 MB) and one
+# llama.cpp tool (~33 MB xz with PTX, session 28) go over the device's 64
+# MiB. Session 28 moved model/weights and raw-2026-12-0[123]* out of the
+# working tree for the one call that carried llama-batched-bench, and back
+# after it (untracked deletions travel as absent files).
 # Environment: TARGETS (default "llama-batched-bench llama-bench"), JOBS
 # (default 15).
 set -euo pipefail
@@ -22,14 +30,19 @@ dir=${2:-/tmp/ll}
 out=${OUT:?set OUT to the folder that comes back}
 targets=${TARGETS:-llama-batched-bench llama-bench}
 mkdir -p "$dir"
+# The build's log stays on the machine ($OUT returns at most 8 files); its
+# tail is printed if the build fails.
+log="$dir/llbuild.txt"
 tar -xJf "$src" -C "$dir"
-cmake -S "$dir" -B "$dir/b" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release > "$out/llbuild.txt" 2>&1
+cmake -S "$dir" -B "$dir/b" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DLLAMA_CURL=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF -DCMAKE_BUILD_TYPE=Release > "$log" 2>&1 ||
+  { tail -30 "$log"; exit 1; }
 # shellcheck disable=SC2086
-cmake --build "$dir/b" -j "${JOBS:-15}" --target $targets >> "$out/llbuild.txt" 2>&1
+cmake --build "$dir/b" -j "${JOBS:-15}" --target $targets >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
 cd "$dir/b/bin"
 # shellcheck disable=SC2086
 strip $targets
-# shellcheck disable=SC2086
-XZ_OPT="-6 -T${JOBS:-15}" tar -cJf - $targets | split -b 15M -d -a 2 - "$out/llama-bin.txz.part"
+for t in $targets; do
+  XZ_OPT="-6 -T${JOBS:-15}" tar -cJf - "$t" | split -b 15M -d -a 2 - "$out/$t.txz.part"
+done
 ls -la "$out"
