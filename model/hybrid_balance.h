@@ -17,11 +17,11 @@
 //   gpu    the GPU's compute time (gpu-compute, from CUDA events),
 //   copy   the copy engine's busy time (gpu-copy, from CUDA events).
 // When the copy engine is the busier (copy > cpu + gpu) the step is
-// copy-bound and the copy path's time is T; else the chain's is. Moving d
-// layers from PCIe to the CPU changes
+// copy-bound, else chain-bound; its slack, T - max(copy, cpu + gpu), stays
+// whichever side bounds it. Moving d layers from PCIe to the CPU changes
 //   copy'  = copy  - d * copy_per_layer
 //   chain' = chain + d * (cpu_per_layer - gpu_per_layer)
-// and the balancer picks the d that minimises max(copy', chain'), taking
+// and the balancer picks the d that minimises max(copy', chain') + slack, taking
 // three quarters of the way at a time (a noisy estimate must not swing the plan;
 // the first move, which corrects the calibration at load, all the way) and
 // only when the predicted gain passes a threshold: 3 %, or twice the
