@@ -8,47 +8,34 @@
 
 namespace ls {
 
-static void unpin_self();
-
-int default_thread_count() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
-
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
-  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_.store(true, std::memory_order_release);
-    generation_.fetch_add(1);
-  }
-  cv_.notify_all();
-  for (auto& t : threads_) t.join();
-  if (!cpus_.empty() && pinned_caller_ == std::this_thread::get_id()) unpin_self();
-}
-
-// Take tasks until none is left; the one that finishes the last task wakes
-// the caller if it sleeps. After its last task a thread touches only the
-// counters, never fn (which the caller may have destroyed by then).
-void ThreadPool::work(Job& j, int index) {
-  for (;;) {
-    const int64_t t = j.next.fetch_add(1, std::memory_order_relaxed);
-    if (t >= j.n_tasks) break;
-    (*j.fn)(t, index);
-    if (j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == j.n_tasks) j.done.notify_all();
-  }
-}
-
 namespace {
 
+// The CPUs this process may run on, read once, before any pool pinned the
+// thread that asks (a pinned caller's own mask is one CPU).
+const std::vector<int>& allowed_cpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> v;
+#if defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) v.push_back(c);
+#endif
+    return v;
+  }();
+  return cpus;
+}
+
+// Thread h on CPU `cpu` only, or (cpu < 0) on every allowed CPU again.
 bool pin_thread(std::thread::native_handle_type h, int cpu) {
 #if defined(__linux__)
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+  if (cpu >= 0)
+    CPU_SET(cpu, &set);
+  else
+    for (int c : allowed_cpus()) CPU_SET(c, &set);
   return pthread_setaffinity_np(h, sizeof(set), &set) == 0;
 #else
   (void)h, (void)cpu;
@@ -67,31 +54,36 @@ bool pin_self(int cpu) {
 
 }  // namespace
 
-// The CPUs this process may run on, read once, before any pool pinned the
-// thread that asks (a pinned caller's own mask is one CPU).
-static const std::vector<int>& allowed_cpus() {
-  static const std::vector<int> cpus = [] {
-    std::vector<int> v;
-#if defined(__linux__)
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-      for (int c = 0; c < CPU_SETSIZE; ++c)
-        if (CPU_ISSET(c, &set)) v.push_back(c);
-#endif
-    return v;
-  }();
-  return cpus;
+int default_thread_count() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
 }
 
-// Lets the calling thread run on every allowed CPU again.
-static void unpin_self() {
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : allowed_cpus()) CPU_SET(c, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-#endif
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_.store(true, std::memory_order_release);
+    generation_.fetch_add(1);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  if (!cpus_.empty() && pinned_caller_ == std::this_thread::get_id()) pin_self(-1);
+}
+
+// Take tasks until none is left; the one that finishes the last task wakes
+// the caller if it sleeps. After its last task a thread touches only the
+// counters, never fn (which the caller may have destroyed by then).
+void ThreadPool::work(Job& j, int index) {
+  for (;;) {
+    const int64_t t = j.next.fetch_add(1, std::memory_order_relaxed);
+    if (t >= j.n_tasks) break;
+    (*j.fn)(t, index);
+    if (j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == j.n_tasks) j.done.notify_all();
+  }
 }
 
 bool ThreadPool::pin() {
@@ -100,8 +92,11 @@ bool ThreadPool::pin() {
   std::vector<int> cpus(all.begin(), all.begin() + n_threads_);
   for (int i = 1; i < n_threads_; ++i)
     if (!pin_thread(threads_[static_cast<size_t>(i - 1)].native_handle(),
-                    cpus[static_cast<size_t>(i)]))
+                    cpus[static_cast<size_t>(i)])) {
+      for (int k = 1; k < i; ++k)
+        pin_thread(threads_[static_cast<size_t>(k - 1)].native_handle(), -1);
       return false;
+    }
   cpus_ = std::move(cpus);
   pinned_caller_ = std::thread::id();
   return true;
@@ -109,6 +104,8 @@ bool ThreadPool::pin() {
 
 void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
   if (n_tasks <= 0) return;
+  // Pinned: the calling thread takes thread 0's CPU (a thread that called
+  // before keeps it too; the engine calls from one thread).
   if (!cpus_.empty() && pinned_caller_ != std::this_thread::get_id()) {
     pin_self(cpus_[0]);
     pinned_caller_ = std::this_thread::get_id();

@@ -53,9 +53,8 @@ struct Machine {
     const double copy_s = copied * t_copy;
     BalanceSample s;
     s.step = step;
-    s.wall_s = (std::max(chain, copy_s) + interference * std::min(chain, copy_s)) *
-               1.01 +  // and a little overhead
-               slack;
+    // A little overhead, and the slack.
+    s.wall_s = (std::max(chain, copy_s) + interference * std::min(chain, copy_s)) * 1.01 + slack;
     s.cpu_s = n_cpu * t_cpu;
     s.gpu_s = chain - s.cpu_s;
     s.copy_s = copy_s;

@@ -93,7 +93,8 @@ TEST_CASE("thread pool: pin puts each thread on a CPU of its own, and lets the c
       }
     std::sort(seen.begin(), seen.end());
     CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());  // each its own
-    CHECK(cpu_of[0] >= 0);  // the caller, as it ran
+    // The caller, as it ran.
+    CHECK(cpu_of[0] >= 0);
   }
   CHECK(only_cpu() == -1);  // the caller runs anywhere again
 }
