@@ -34,7 +34,10 @@ struct SynthShape {
   bool llama31_rope = false;  // write rope_freqs.weight (Llama 3.1 scaling)
   float rope_factor = 8.0f, rope_low = 1.0f, rope_high = 4.0f;
   uint32_t rope_orig_ctx = 8192;
-  bool tied = false;  // no output.weight
+  // No output.weight: the head is token_embd (Llama 3.2 1B). With random
+  // weights the last token's embedding then dominates the last hidden state,
+  // so greedy decoding repeats it by a margin no arithmetic flips.
+  bool tied = false;
 };
 
 // "tiny", "1b", "8b", "70b" (Llama 3.x shapes), or nullopt.

@@ -13,7 +13,7 @@ Command add_synth(CLI::App& app) {
     uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, ctx = 0;
     uint64_t seed = 1;
     int threads = 0;
-    bool quiet = false;
+    bool quiet = false, tied = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("-o,--output", a->out, "Output GGUF path")->required();
@@ -33,8 +33,14 @@ Command add_synth(CLI::App& app) {
   sub->add_option("--vocab", a->vocab, "Copy the tokenizer from this GGUF (e.g. a vocab-only file)");
   sub->add_option("--seed", a->seed, "Random seed (same seed, same file)")->capture_default_str();
   sub->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  auto* tied = sub->add_flag(
+      "--tied,!--untied", a->tied,
+      "Override: the output head is the token embedding (as Llama 3.2 1B), or a matrix of its "
+      "own (as 8B and 70B). Tied, the random model's greedy output repeats the last token by a "
+      "wide margin, so a benchmark's tokens do not flip with the arithmetic (a verify step's "
+      "width); the bytes a token reads are the same");
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
-  return [a] {
+  return [a, tied] {
     auto shape = synth_preset(a->preset);
     if (!shape) {
       std::fprintf(stderr, "synth: unknown preset '%s' (tiny, 1b, 8b, 70b)\n", a->preset.c_str());
@@ -47,6 +53,7 @@ Command add_synth(CLI::App& app) {
     if (a->ffn) shape->n_ff = a->ffn;
     if (a->vocab_size) shape->n_vocab = a->vocab_size;
     if (a->ctx) shape->n_ctx = a->ctx;
+    if (tied->count() > 0) shape->tied = a->tied;
     if (a->layers || a->dim || a->heads || a->kv_heads || a->ffn) shape->name = "custom";
     auto quant = synth_quant_from_name(a->quant);
     if (!quant) {

@@ -460,6 +460,53 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
   }
 }
 
+TEST_CASE("synth --tied: greedy tokens that no arithmetic flips, so replay's acceptance is its own") {
+  // A random model with an output head of its own has nearly flat logits:
+  // a verify step's width changes its arithmetic (on CUDA) and so near-ties,
+  // and a replay draft of the plain run's ids then stops predicting the
+  // target (the 70b in session 21). Tied, the head is the embedding, and
+  // the residual stream keeps the last token's: it comes again by a wide
+  // margin, whatever the arithmetic.
+  const std::string model = temp_dir().file("tiny-tied-q4_k_m.gguf");
+  const std::string cmd = "exec " + shell_quote(LS_BINARY) + " synth -q -t 2 --preset tiny " +
+                          "--quant q4_k_m --tied -o " + shell_quote(model) + " >/dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  {
+    auto m = open_model(model);
+    REQUIRE(m.has_value());
+    CHECK((*m)->file->find_tensor("output.weight") == nullptr);
+  }
+  auto ids_of = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> a = {"-m",   model, "-p",   kPrompt, "--no-display-prompt",
+                                  "--ids", "-n", "48", "--temp", "0"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const RunResult r = run_decode(a);
+    INFO(describe(r));
+    REQUIRE(r.exit_code == 0);
+    return parse_ids(r.out);
+  };
+  const std::vector<int32_t> plain = ids_of({"-t", "2"});
+  REQUIRE(plain.size() == 48);
+  CHECK(std::count(plain.begin(), plain.end(), plain[0]) == 48);  // one token, again and again
+  CHECK(ids_of({"-t", "1", "--act", "f32"}) == plain);
+  const std::string ids_file = temp_dir().file("tied.ids");
+  {
+    std::ofstream f(ids_file);
+    for (int32_t t : plain) f << t << ' ';
+  }
+  std::vector<std::string> a = {"-m",   model, "-p",   kPrompt, "--no-display-prompt",
+                                "--ids", "-n", "48", "--temp", "0", "-t", "2"};
+  a.insert(a.end(), {"--draft", "replay:" + ids_file + ":0.7", "--draft-min", "4", "--draft-max", "4"});
+  const RunResult r = run_decode(a);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(parse_ids(r.out) == plain);
+  CHECK(r.err.find("left the replay file") == std::string::npos);
+  // Drafts that stood and drafts that did not.
+  CHECK(r.err.find(" 0 accepted") == std::string::npos);
+  CHECK(r.err.find("(100.0 %)") == std::string::npos);
+}
+
 TEST_CASE("decode --draft replay: a run whose output leaves the file says where") {
   const std::vector<std::string> greedy = {"--temp", "0", "-n", "24", "-t", "2"};
   std::vector<int32_t> ids = decode_ids(greedy);
