@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 18's line on the GPU machine: the verify step's cost by width and the
+# replay draft at a known acceptance, on a synthetic 70b Q4_K_M at
+# --vram-budget 24GiB --ram-budget 48GiB, beside plain decoding in the same
+# call.
+#
+#   BIN=/tmp/b OUT=/tmp/out scripts/gpu_speculative_check.sh
+#
+# The model is written with `synth --tied` (TIED=0: without): a random model
+# with a head of its own has nearly flat logits, a verify step's width
+# changes the arithmetic and so near ties, and the plain run's ids stop
+# predicting the target (session 21: the acceptance was no longer ALPHA).
+# Tied, its greedy output repeats its last token by a wide margin, and a
+# token reads the same bytes (the head is the same Q6_K matrix).
+# Prints, per run: tok/s, the speculative summary (verify steps, accepted,
+# tokens a target pass), and whether the ids equal plain decoding's.
+# Environment: BIN (folder with layerstream), OUT (logs), MODELS (default
+# /tmp/ls-models), N (tokens, default 64), KS (widths - 1 at acceptance 1,
+# default "1 3 7 15"), ALPHA_KS (K at ALPHA, default "3 5 7 0": 0 lets the
+# run choose K), ALPHA (default 0.7).
+set -uo pipefail
+BIN=${BIN:-build}
+OUT=${OUT:-./gpu-out}
+M=${MODELS:-/tmp/ls-models}
+N=${N:-64}
+ALPHA=${ALPHA:-0.7}
+L="$BIN/layerstream"
+[ -x "$L" ] || { echo "error: no layerstream in $BIN (set BIN)" >&2; exit 2; }
+mkdir -p "$OUT" "$M"
+if [ "${TIED:-1}" = 1 ]; then F="$M/70b-q4km-tied.gguf"; T=--tied; else F="$M/70b-q4km.gguf"; T=--untied; fi
+[ -f "$F" ] || "$L" synth -q -o "$F" --preset 70b --quant q4_k_m "$T" || exit 1
+A=(-m "$F" --vram-budget 24GiB --ram-budget 48GiB -p "Once upon a time" -n "$N" --temp 0 --ids
+   --no-display-prompt)
+rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" "$1" | grep -o "[0-9.]* tok/s"; }
+"$L" decode "${A[@]}" > "$OUT/plain.txt" 2> "$OUT/plain.err" || { tail -5 "$OUT/plain.err"; exit 1; }
+tail -1 "$OUT/plain.txt" > "$OUT/plain.ids"
+echo "plain: $(rate "$OUT/plain.err")"
+run() {  # name, alpha, K (0: chosen by the run)
+  local k=()
+  [ "$3" != 0 ] && k=(--draft-min "$3" --draft-max "$3")
+  "$L" decode "${A[@]}" --draft "replay:$OUT/plain.ids:$2" "${k[@]}" > "$OUT/$1.txt" 2> "$OUT/$1.err"
+  local same=differ
+  cmp -s "$OUT/plain.ids" <(tail -1 "$OUT/$1.txt") && same="ids = plain"
+  echo "$1: $(rate "$OUT/$1.err") | $(grep -o "speculative.*" "$OUT/$1.err" | head -1) | $same"
+  grep -o "left the replay file.*" "$OUT/$1.err" | head -1
+}
+for k in ${KS:-1 3 7 15}; do run "a1-k$k" 1 "$k"; done
+for k in ${ALPHA_KS:-3 5 7 0}; do run "a$ALPHA-k$k" "$ALPHA" "$k"; done
