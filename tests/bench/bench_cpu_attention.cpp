@@ -310,8 +310,11 @@ int main(int argc, char** argv) {
                        l.c_str());
           return 2;
         }
-    } else if (a == "--block" || a == "--ahead" || a == "--hold") {
-      std::vector<int>& v = a == "--block" ? blocks : a == "--ahead" ? aheads : holds;
+    } else if (a == "--block" || a == "--ahead" || a == "--hold" || a == "--cold-ahead") {
+      std::vector<int>& v = a == "--block"   ? blocks
+                            : a == "--ahead" ? aheads
+                            : a == "--hold"  ? holds
+                                             : colds;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
@@ -331,26 +334,19 @@ int main(int argc, char** argv) {
                        x.c_str());
           return 2;
         }
-    } else if (a == "--fold") {
-      folds.clear();
+    } else if (a == "--fold" || a == "--pin") {
+      // Two-way lists: done,end (true: done) and off,on (true: on).
+      const bool fold = a == "--fold";
+      const char* yes = fold ? "done" : "on";
+      const char* no = fold ? "end" : "off";
+      std::vector<bool>& v = fold ? folds : pins;
+      v.clear();
       for (const auto& x : split(next())) {
-        if (x != "done" && x != "end") {
-          std::fprintf(stderr, "--fold: '%s' is not one of done, end\n", x.c_str());
+        if (x != yes && x != no) {
+          std::fprintf(stderr, "%s: '%s' is not one of %s, %s\n", a.c_str(), x.c_str(), yes, no);
           return 2;
         }
-        folds.push_back(x == "done");
-      }
-    } else if (a == "--cold-ahead") {
-      colds.clear();
-      for (const auto& x : split(next())) colds.push_back(std::max(0, std::atoi(x.c_str())));
-    } else if (a == "--pin") {
-      pins.clear();
-      for (const auto& x : split(next())) {
-        if (x != "off" && x != "on") {
-          std::fprintf(stderr, "--pin: '%s' is not one of off, on\n", x.c_str());
-          return 2;
-        }
-        pins.push_back(x == "on");
+        v.push_back(x == yes);
       }
     } else if (a == "--read") {
       read_only = true;
