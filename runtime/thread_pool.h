@@ -53,13 +53,19 @@ class ThreadPool {
 
  private:
   // One job. gen: the run it holds (kSettingUp while run() fills it in);
-  // inside: workers between checking gen and leaving.
-  struct Job {
+  // inside: workers between checking gen and leaving. Every thread of a job
+  // writes inside, next and done at its start and after each task: a cache
+  // line each (and a slot's lines apart from the other slot's), so those
+  // writes queue only behind their own kind, not behind all three of 16
+  // threads' at once; gen, fn and n_tasks, written once a job and read by
+  // all, share a line of their own.
+  struct alignas(64) Job {
     std::atomic<uint64_t> gen{0};
-    std::atomic<int> inside{0};
     const std::function<void(int64_t, int)>* fn = nullptr;
     int64_t n_tasks = 0;
-    std::atomic<int64_t> next{0}, done{0};
+    alignas(64) std::atomic<int> inside{0};
+    alignas(64) std::atomic<int64_t> next{0};
+    alignas(64) std::atomic<int64_t> done{0};
   };
   static constexpr uint64_t kSettingUp = ~uint64_t{0};
   void worker(int index);
@@ -70,7 +76,8 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   Job jobs_[2];                     // run g uses jobs_[g % 2]
-  std::atomic<uint64_t> generation_{0};
+  // Polled by every idle worker: a line of its own, written once a job.
+  alignas(64) std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};  // read without the lock after each wake-up
   std::vector<int> cpus_;          // pin(): thread i's CPU is cpus_[i]
   std::thread::id pinned_caller_;  // the caller thread pinned to cpus_[0]
