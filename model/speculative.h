@@ -18,10 +18,10 @@
 // keeps Sampler::verify's acceptance rule simple and exact:
 //   lookup   prompt lookup: the tokens that followed the latest earlier
 //            occurrence of the context's last n tokens (n = 3, 2, 1), no model;
-//   replay   a benchmark tool: the target's own earlier greedy output, each
-//            position replaced by a wrong token with probability 1 - alpha
-//            (fixed per position by a seed), so a verify pipeline can be
-//            measured at a known acceptance rate.
+//   replay   a benchmark tool: the target's own earlier greedy output with
+//            exactly round((1 - alpha) * N) of its N positions replaced by a
+//            wrong token (a seeded random subset, fixed whatever K is), so a
+//            verify pipeline can be measured at a known acceptance rate.
 // A draft model (greedy proposals from a small model) is in
 // tools/decode_speculative.cpp: it needs an engine.
 //
@@ -64,18 +64,22 @@ class LookupDraft : public Draft {
 class ReplayDraft : public Draft {
  public:
   // tokens: the target's greedy output after a prompt of n_prompt tokens;
-  // alpha: the share of positions proposed right.
+  // alpha: the share of its positions proposed right (exactly, to the
+  // nearest position).
   ReplayDraft(std::vector<int32_t> tokens, double alpha, size_t n_prompt, int32_t n_vocab,
               uint64_t seed = 1);
   std::string name() const override { return "replay"; }
   std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) override;
+  // Positions of the file proposed wrong, and of all of them.
+  size_t n_wrong() const { return n_wrong_; }
+  size_t size() const { return tokens_.size(); }
 
  private:
   std::vector<int32_t> tokens_;
-  double alpha_;
+  std::vector<uint8_t> wrong_;  // per position of tokens_
+  size_t n_wrong_ = 0;
   size_t n_prompt_;
   int32_t n_vocab_;
-  uint64_t seed_;
 };
 
 // What one verify step gave.

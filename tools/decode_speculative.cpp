@@ -87,6 +87,11 @@ std::string SpecReport::to_text(const std::string& draft) const {
                 drafted ? 100.0 * double(accepted) / double(drafted) : 0.0,
                 steps ? double(emitted) / double(steps) : 0.0, draft_s, verify_s);
   std::string text = buf;
+  if (replay_n > 0) {
+    std::snprintf(buf, sizeof buf, " | replay: %zu of the file's %zu positions wrong (%.3f right)",
+                  replay_wrong, replay_n, 1.0 - double(replay_wrong) / double(replay_n));
+    text += buf;
+  }
   if (replay_left_at >= 0)
     text += " | the output left the replay file's at output token " +
             std::to_string(replay_left_at) +
@@ -184,9 +189,13 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
   // This request's output starts at out0; the replay's is this output from
   // its start.
   const size_t out0 = ctx_.size();
-  if (!replay_.empty())
-    draft_ = std::make_unique<ReplayDraft>(replay_, replay_alpha_, ctx_.size(),
+  if (!replay_.empty()) {
+    auto r = std::make_unique<ReplayDraft>(replay_, replay_alpha_, ctx_.size(),
                                            static_cast<int32_t>(n_vocab));
+    report_.replay_n = r->size();
+    report_.replay_wrong = r->n_wrong();
+    draft_ = std::move(r);
+  }
   SpecK chooser(opt_.k_min, opt_.k_max);
   // Drafting shows in the trace on its own track (the verify steps are the
   // pipeline's, K + 1 wide).

@@ -33,6 +33,9 @@ struct SpecReport {
   // start) where the target's output left the file's, or -1. Past there the
   // file no longer predicts the target, so the acceptance is not its ALPHA.
   int64_t replay_left_at = -1;
+  // The replay draft: positions of its file, and those it proposes wrong
+  // (0 and 0: not a replay).
+  size_t replay_n = 0, replay_wrong = 0;
   std::string to_text(const std::string& draft) const;
 };
 

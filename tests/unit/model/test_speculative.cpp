@@ -23,7 +23,7 @@ TEST_CASE("speculative: lookup proposes what followed the latest earlier occurre
   CHECK(d.propose(std::vector<int32_t>{6, 1, 4, 4, 1}, 2) == std::vector<int32_t>{4, 4});
 }
 
-TEST_CASE("speculative: replay proposes the output with a share alpha right, fixed per position") {
+TEST_CASE("speculative: replay proposes the output with exactly a share alpha right, fixed per position") {
   std::vector<int32_t> out(4000);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(i % 50);
   ReplayDraft d(out, 0.7, 2, 50);
@@ -37,12 +37,32 @@ TEST_CASE("speculative: replay proposes the output with a share alpha right, fix
     for (size_t i = 0; i < p.size(); ++i) right += p[i] == out[g + i];
     if (g == 0) first = p;
   }
-  const double share = double(right) / double(out.size());
-  MESSAGE("replay at alpha 0.7: " << share << " right");
-  CHECK(share > 0.66);
-  CHECK(share < 0.74);
+  CHECK(right == 2800);  // 0.7 of 4000, not about it
+  CHECK(d.n_wrong() == 1200);
   ctx.resize(2);
   CHECK(d.propose(ctx, 8) == first);  // the same positions are wrong every time
+  // A short file: round(0.3 * 64) = 19 wrong, whatever the seed (a coin per
+  // position gave 40 right with seed 1, 0.625 for 0.7); the wrong ones
+  // spread over the file, not bunched at one end.
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    const std::vector<int32_t> out64(out.begin(), out.begin() + 64);
+    ReplayDraft r(out64, 0.7, 0, 50, seed);
+    const std::vector<int32_t> p = r.propose(std::vector<int32_t>{}, 64);
+    REQUIRE(p.size() == 64);
+    int right64 = 0, wrong_first_half = 0;
+    for (size_t i = 0; i < 64; ++i) {
+      right64 += p[i] == out64[i];
+      wrong_first_half += i < 32 && p[i] != out64[i];
+    }
+    CHECK(right64 == 45);
+    // 19 at one end would put 0 or 19 in the first half; a random subset
+    // puts 9.5 on average (hypergeometric, sd 2.2).
+    CHECK(wrong_first_half >= 3);
+    CHECK(wrong_first_half <= 16);
+  }
+  // Alpha 1 and 0: nothing wrong, everything wrong.
+  CHECK(ReplayDraft(out, 1.0, 2, 50).n_wrong() == 0);
+  CHECK(ReplayDraft(out, 0.0, 2, 50).n_wrong() == out.size());
 }
 
 namespace {
