@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace ls {
 
@@ -93,14 +94,36 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
   ++n;
 }
 
-// The mean of the measured width, else of the nearest measured one (a
-// verify step's cost grows slowly with its width when weights stream).
+// A verify step's cost at a width, from what the steps measured: the mean
+// where that width was measured, linear between two measured widths, and
+// outside them:
+//   - narrower than any measured: proportional to the width. That is the
+//     least a step can cost (all of it per token), so a narrower K looks at
+//     least as good as it may be and gets tried once, then measured.
+//   - wider than any measured: on the line through the two widest (no
+//     cheaper than the widest), or the widest's cost with one measurement.
+// Nothing measured: a prior, 1 + (width - 1) / 8 (only ratios matter), that
+// starts a run at a small K rather than at the largest.
+// The rule before session 29 took the nearest measured width's cost: a run
+// that began at K = 16 (every width the same cost with nothing measured)
+// saw every narrower width cost what 17 did and stayed at 16 for good (the
+// 70b at 24 GiB, replay at acceptance 0.7: 7.10 tok/s against 7.80 at a
+// fixed K = 7, s29 call 2).
 double SpecK::verify_cost(int width) const {
-  if (verify_.empty()) return 1.0;
-  auto best = verify_.begin();
-  for (auto it = verify_.begin(); it != verify_.end(); ++it)
-    if (std::abs(it->first - width) < std::abs(best->first - width)) best = it;
-  return best->second.first / best->second.second;
+  if (verify_.empty()) return 1.0 + (width - 1) / 8.0;
+  auto mean = [](const auto& it) { return it->second.first / it->second.second; };
+  const auto hi = verify_.lower_bound(width);
+  if (hi != verify_.end() && hi->first == width) return mean(hi);
+  if (hi == verify_.begin()) return mean(hi) * width / hi->first;
+  const auto lo = std::prev(hi);
+  if (hi == verify_.end()) {
+    if (lo == verify_.begin()) return mean(lo);
+    const auto lo2 = std::prev(lo);
+    const double slope = std::max(0.0, (mean(lo) - mean(lo2)) / (lo->first - lo2->first));
+    return mean(lo) + slope * (width - lo->first);
+  }
+  const double f = double(width - lo->first) / double(hi->first - lo->first);
+  return mean(lo) + f * (mean(hi) - mean(lo));
 }
 
 int SpecK::next() {

@@ -105,6 +105,50 @@ TEST_CASE(
   CHECK(steep.next() == 0);
 }
 
+TEST_CASE("speculative: K settles near the best K from the costs it measures, from any start") {
+  // A verify step's cost by width as the 70b at 24 GiB measured it (plain
+  // steps; session 29, call 2), linear between, and a chain accepted with
+  // probability 0.65 a position (a fixed pseudo-random sequence).
+  const std::vector<std::pair<int, double>> table = {{1, 1.0},  {2, 1.16}, {4, 1.73},
+                                                     {8, 1.85}, {17, 2.2}, {33, 2.3}};
+  auto cost = [&](int w) {
+    for (size_t i = 1; i < table.size(); ++i)
+      if (w <= table[i].first) {
+        const auto [w0, c0] = table[i - 1];
+        const auto [w1, c1] = table[i];
+        return c0 + (c1 - c0) * double(w - w0) / double(w1 - w0);
+      }
+    return table.back().second;
+  };
+  const double a = 0.65;
+  auto rate = [&](int k) { return (a * (1 - std::pow(a, k)) / (1 - a) + 1) / cost(k + 1); };
+  int k_best = 0;
+  for (int k = 1; k <= 16; ++k)
+    if (rate(k) > rate(k_best)) k_best = k;
+  for (int k_min : {0, 1}) {
+    SpecK chooser(k_min, 16);
+    uint64_t x = 12345;
+    double tokens = 0, seconds = 0;
+    std::vector<int> ks;
+    for (int step = 0; step < 400; ++step) {
+      const int k = chooser.next();
+      int acc = 0;
+      while (acc < k) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        if (double(x >> 11) * 0x1.0p-53 >= a) break;
+        ++acc;
+      }
+      chooser.record(k, acc, 0.0, cost(k + 1) * 0.1);
+      if (step >= 200) tokens += acc + 1, seconds += cost(k + 1) * 0.1, ks.push_back(k);
+    }
+    const double got = tokens / seconds / 10.0;
+    MESSAGE("k_min " << k_min << ": best K " << k_best << " (" << rate(k_best)
+                     << " tokens a plain step's time), the chooser's last 200 steps "
+                     << got << ", last K " << ks.back());
+    CHECK(got >= 0.95 * rate(k_best));
+  }
+}
+
 namespace {
 // Draws of speculative sampling from one row (draft fixed), against the
 // row's distribution under the same sampler settings: Pearson's statistic.
