@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
 namespace ls {
 
@@ -89,19 +88,29 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
   // A chain stops at its first rejection: the drafts after it were not tried.
   trials_ += accepted + (accepted < k ? 1 : 0);
   draft_s_ += draft_s;
-  auto& [sec, n] = verify_[k + 1];
-  sec += verify_s;
-  ++n;
+  // A width's first step is not counted: it may be a cold one (the engine's
+  // first step at a new width allocates and faults in its scratch), and a
+  // width measured once cold was never tried again.
+  Cost& c = verify_[k + 1];
+  if (c.seen) {
+    c.sum += verify_s;
+    ++c.n;
+  }
+  c.seen = true;
 }
 
-// A verify step's cost at a width, from what the steps measured: the mean
-// where that width was measured, linear between two measured widths, and
-// outside them:
+// A verify step's cost at a width, from what the steps measured (each
+// width's steps but its first, SpecK::record): the mean where that width
+// was measured, linear between two measured widths, and outside them:
 //   - narrower than any measured: proportional to the width. That is the
 //     least a step can cost (all of it per token), so a narrower K looks at
 //     least as good as it may be and gets tried once, then measured.
-//   - wider than any measured: on the line through the two widest (no
-//     cheaper than the widest), or the widest's cost with one measurement.
+//   - wider than any measured: the widest's cost. Again the least it can
+//     be (a step costs no less for being wider), so a wider K gets tried
+//     once. A line through the two widest was not: where the cost rises
+//     steeply at narrow widths and then flattens (the 70b at 24 GiB: 1.15,
+//     1.82, 1.90, 2.19 plain steps at widths 2, 4, 8, 16, s29 call 3) it
+//     kept K = 1 where K = 7 runs 1.17x faster.
 // Nothing measured: a prior, 1 + (width - 1) / 8 (only ratios matter), that
 // starts a run at a small K rather than at the largest.
 // The rule before session 29 took the nearest measured width's cost: a run
@@ -110,20 +119,20 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
 // 70b at 24 GiB, replay at acceptance 0.7: 7.10 tok/s against 7.80 at a
 // fixed K = 7, s29 call 2).
 double SpecK::verify_cost(int width) const {
-  if (verify_.empty()) return 1.0 + (width - 1) / 8.0;
-  auto mean = [](const auto& it) { return it->second.first / it->second.second; };
-  const auto hi = verify_.lower_bound(width);
-  if (hi != verify_.end() && hi->first == width) return mean(hi);
-  if (hi == verify_.begin()) return mean(hi) * width / hi->first;
-  const auto lo = std::prev(hi);
-  if (hi == verify_.end()) {
-    if (lo == verify_.begin()) return mean(lo);
-    const auto lo2 = std::prev(lo);
-    const double slope = std::max(0.0, (mean(lo) - mean(lo2)) / (lo->first - lo2->first));
-    return mean(lo) + slope * (width - lo->first);
+  // The nearest measured widths at or below and at or above.
+  int lo = 0, hi = 0;
+  double c_lo = 0, c_hi = 0;
+  for (const auto& [w, c] : verify_) {
+    if (c.n == 0) continue;
+    const double mean = c.sum / c.n;
+    if (w <= width) lo = w, c_lo = mean;
+    if (w >= width && hi == 0) hi = w, c_hi = mean;
   }
-  const double f = double(width - lo->first) / double(hi->first - lo->first);
-  return mean(lo) + f * (mean(hi) - mean(lo));
+  if (lo == 0 && hi == 0) return 1.0 + (width - 1) / 8.0;
+  if (lo == width) return c_lo;
+  if (lo == 0) return c_hi * width / hi;
+  if (hi == 0) return c_lo;
+  return c_lo + (c_hi - c_lo) * double(width - lo) / double(hi - lo);
 }
 
 int SpecK::next() {

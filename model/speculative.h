@@ -107,7 +107,12 @@ class SpecK {
   int k_min_, k_max_;
   double drafted_ = 0, accepted_ = 0, trials_ = 0, draft_s_ = 0;
   int64_t steps_ = 0;
-  std::map<int, std::pair<double, int>> verify_;  // width -> (seconds, steps)
+  struct Cost {
+    double sum = 0;     // seconds of the counted steps
+    int n = 0;          // steps counted (all but the first)
+    bool seen = false;  // a step at this width was made
+  };
+  std::map<int, Cost> verify_;  // by width
 };
 
 }  // namespace ls
