@@ -31,7 +31,7 @@ void ActQ8Buffer::reserve(int64_t n_tok, int64_t n) {
   ds_.assign(vals / kActQ8Block, 0.0f);
   ds16_.assign(vals / 16, 0.0f);
   qk4_.assign(vals, 0);
-  dds_.assign(vals / 16, 0.0f);
+  qil_.assign(vals, 0);
   if (chunks_) {
     qc_.assign(vals, 0);
     dc_.assign(vals / 256 + 1, 0.0f);
@@ -168,8 +168,8 @@ void quantize_act_q8_cpu_blocks(const float* x, int64_t n, int64_t b0, int64_t b
     if (j >= full) continue;
     const int64_t first = b - j % 8;  // the chunk's first block
     std::memcpy(out.qk4() + 32 * (first + kActQ8K4Order[j % 8]), out.q() + 32 * b, 32);
-    out.dds()[2 * first + j % 8] = out.d()[b];
-    out.dds()[2 * first + 8 + j % 8] = out.ds()[b];
+    for (int v = 0; v < 8; ++v)
+      std::memcpy(out.qil() + 32 * first + 32 * v + 4 * (j % 8), out.q() + 32 * b + 4 * v, 4);
   }
   if (!out.chunks() || n % 256 != 0) return;
   assert(b0 % 8 == 0 && b1 % 8 == 0);

@@ -17,8 +17,11 @@
 //   ds16 (n_tok, 2 nb)   f32
 //   qk4  (n_tok, n)      int8: q again, each chunk of 256 values with its
 //                        32-blocks in the order 0 2 1 3 4 6 5 7 (kActQ8K4Order)
-//   dds  (n_tok, n / 16) f32: per chunk of 256, its 8 d then its 8 ds (one
-//                        load gives a K-quant super-block both factors)
+//   qil  (n_tok, n)      int8: q again, each chunk of 256 values with its
+//                        32-blocks interleaved by 4-byte groups: byte 32v +
+//                        4j + e of a chunk is value 32j + 4v + e (the GEMM's
+//                        layout, kernels/cpu/gemm_q8.h), so a vpdpbusd puts
+//                        block j's products in int32 lanes j and 8 + j
 // With chunks on (ActQ8Buffer::set_chunks; the chunk form of
 // kernels/cpu/q8_chunks.h), the same x also quantized per chunk of 256:
 //   qc   (n_tok, n)       int8, natural order
@@ -53,14 +56,14 @@ struct ActQ8View {
   const float* ds16 = nullptr;
   int64_t n = 0;  // values per token (a multiple of 32)
   const int8_t* qk4 = nullptr;
-  const float* dds = nullptr;
+  const int8_t* qil = nullptr;
   const int8_t* qc = nullptr;  // the chunk form's (null: chunks off)
   const float* dc = nullptr;
   const int16_t* bsc = nullptr;
 
   const int8_t* q_at(int64_t t) const { return q + t * n; }
   const int8_t* qk4_at(int64_t t) const { return qk4 + t * n; }
-  const float* dds_at(int64_t t) const { return dds + t * (n / 16); }
+  const int8_t* qil_at(int64_t t) const { return qil + t * n; }
   const float* d_at(int64_t t) const { return d + t * (n / kActQ8Block); }
   const float* ds_at(int64_t t) const { return ds + t * (n / kActQ8Block); }
   const float* ds16_at(int64_t t) const { return ds16 + t * (n / 16); }
@@ -87,7 +90,7 @@ class ActQ8Buffer {
             ds16_.data(),
             n,
             qk4_.data(),
-            dds_.data(),
+            qil_.data(),
             c ? qc_.data() : nullptr,
             c ? dc_.data() : nullptr,
             c ? bsc_.data() : nullptr};
@@ -97,14 +100,14 @@ class ActQ8Buffer {
   float* ds() { return ds_.data(); }
   float* ds16() { return ds16_.data(); }
   int8_t* qk4() { return qk4_.data(); }
-  float* dds() { return dds_.data(); }
+  int8_t* qil() { return qil_.data(); }
   int8_t* qc() { return qc_.data(); }
   float* dc() { return dc_.data(); }
   int16_t* bsc() { return bsc_.data(); }
 
  private:
-  std::vector<int8_t> q_, qk4_, qc_;
-  std::vector<float> d_, ds_, ds16_, dds_, dc_;
+  std::vector<int8_t> q_, qk4_, qil_, qc_;
+  std::vector<float> d_, ds_, ds16_, dc_;
   std::vector<int16_t> bsc_;
   bool chunks_ = false;
 };

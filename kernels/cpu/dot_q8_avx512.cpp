@@ -10,7 +10,15 @@
 //   I   = block sums of p_0..p_3         a permute tree (block_sums), exact
 //   acc = acc + (s * d_x) * float(I)     8 lanes (ymm), one per block
 //   acc = acc - m * ds                   (min or offset; none for Q8_0)
-// and the horizontal sum with q8_lanes_sum's tree. Q8_0 stays signed, as
+// and the horizontal sum with q8_lanes_sum's tree. From 2 tokens on, Q4_0,
+// Q4_K and Q5_K take the interleaved form instead (Interleave below): the
+// chunk's 4 zmm are transposed once, by 4-byte groups, into the layout of
+// ActQ8View::qil, so that per token
+//   acc = vpdpbusd over the 4 zmm         lanes j and 8 + j: block j
+//   I   = lanes 0-7 + lanes 8-15          (no permute tree)
+// the same exact I, so the same bits: 6 permutes and a blend a chunk shared
+// by the tokens, against 7 permutes and 4 adds a token (LS_DOT_IL=0 keeps
+// the tree at every width, for A/B timing). Q8_0 stays signed, as
 // the lane form has it: |w| times x with w's sign (a masked negate). The
 // weights are decoded once per chunk and used for every token, so a row is
 // read once whatever n_tok is. The next row is prefetched over this one.
@@ -23,6 +31,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <string_view>
 
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/quant_blocks.h"
@@ -221,8 +231,46 @@ struct BlockSums {
   }
 };
 
+// The chunk's 4 zmm (block at position p in zmm p / 2, half p % 2: pos[j]
+// is block j's position) into ActQ8View::qil's layout: zmm o, lane i holds
+// group v = 2o + i / 8 (values 4v..4v+3) of block j = i % 8. Blocks 0-3 lie
+// in zmm 0-1 and 4-7 in zmm 2-3 in both orders used here, so each output is
+// a two-source permute of each pair (one index: a position's place within
+// its pair) and a blend.
+struct Interleave {
+  __m512i idx[4];
+  LS_VNNI512 explicit Interleave(const int* pos) {
+    for (int o = 0; o < 4; ++o) {
+      alignas(64) int32_t l[16];
+      for (int i = 0; i < 16; ++i) {
+        const int p = pos[i % 8], v = 2 * o + i / 8;
+        l[i] = (p / 2 % 2) * 16 + 8 * (p % 2) + v;
+      }
+      idx[o] = _mm512_load_si512(l);
+    }
+  }
+  LS_VNNI512 inline void operator()(const __m512i* w, __m512i* out) const {
+    LS_UNROLL
+    for (int o = 0; o < 4; ++o)
+      out[o] = _mm512_mask_blend_epi32(0xF0F0, _mm512_permutex2var_epi32(w[0], idx[o], w[1]),
+                                       _mm512_permutex2var_epi32(w[2], idx[o], w[3]));
+  }
+};
+
+// Whether dot32 takes the interleaved form from 2 tokens on (LS_DOT_IL=0:
+// never), read once.
+bool dot_il_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_DOT_IL");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
+
 template <GgmlType T>
 constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
+template <GgmlType T>
+constexpr bool kIlType = T == GgmlType::Q4_0 || T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 constexpr int kNaturalPos[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 LS_VNNI512 inline float hsum(__m256 v) {
@@ -233,13 +281,15 @@ LS_VNNI512 inline float hsum(__m256 v) {
 }
 
 // Types with one scale per 32 values (all but Q6_K).
-template <GgmlType T, int NT>
+template <GgmlType T, int NT, bool IL = false>
 LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
+  static_assert(!IL || kIlType<T>, "the interleaved form is for Q4_0, Q4_K and Q5_K");
   const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
   // kActQ8K4Order is its own inverse: block j sits at position kActQ8K4Order[j].
   const BlockSums sums(kK4Order<T> ? kActQ8K4Order : kNaturalPos);
+  const Interleave il(kK4Order<T> ? kActQ8K4Order : kNaturalPos);
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
@@ -248,19 +298,33 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     pre.advance();
     Chunk ch;
     decode<T>(row + c * chunk_bytes, ch);
+    __m512i wi[4];
+    if constexpr (IL) il(ch.w, wi);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const int8_t* xq = (kK4Order<T> ? x.qk4_at(t0 + t) : x.q_at(t0 + t)) + 256 * c;
-      __m512i p[4];
-      LS_UNROLL
-      for (int k = 0; k < 4; ++k) {
-        __m512i xv = _mm512_loadu_si512(xq + 64 * k);
-        if constexpr (T == GgmlType::Q8_0)
-          xv = _mm512_mask_sub_epi8(xv, ch.neg[k], _mm512_setzero_si512(), xv);
-        p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], xv);
-      }
       __m256i lo, hi;
-      sums(p, &lo, &hi);
+      if constexpr (IL) {
+        // Two chains of two (the products of a chain wait on each other).
+        const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
+        __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
+        __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
+        a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
+        b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
+        const __m512i ab = _mm512_add_epi32(a, b);
+        lo = _mm512_castsi512_si256(ab);
+        hi = _mm512_extracti64x4_epi64(ab, 1);
+      } else {
+        const int8_t* xq = (kK4Order<T> ? x.qk4_at(t0 + t) : x.q_at(t0 + t)) + 256 * c;
+        __m512i p[4];
+        LS_UNROLL
+        for (int k = 0; k < 4; ++k) {
+          __m512i xv = _mm512_loadu_si512(xq + 64 * k);
+          if constexpr (T == GgmlType::Q8_0)
+            xv = _mm512_mask_sub_epi8(xv, ch.neg[k], _mm512_setzero_si512(), xv);
+          p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ch.w[k], xv);
+        }
+        sums(p, &lo, &hi);
+      }
       const __m256 f = _mm256_mul_ps(ch.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
       acc[t] =
           _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi))));
@@ -352,14 +416,19 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
 template <int NT>
 LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
                          int64_t ldy, const RowPrefetch& pf) {
+  // One token: the chunk's transpose would cost what the tree saves.
+  const bool il = NT > 1 && x.qil && dot_il_enabled();
   switch (t) {
     case GgmlType::Q4_0:
+      if (il) return dot32<GgmlType::Q4_0, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q4_0, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q8_0:
       return dot32<GgmlType::Q8_0, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q4_K:
+      if (il) return dot32<GgmlType::Q4_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q4_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q5_K:
+      if (il) return dot32<GgmlType::Q5_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q6_K:
       return dot_q6_k<NT>(row, x, t0, y, ldy, pf);

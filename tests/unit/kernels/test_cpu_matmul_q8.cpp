@@ -101,6 +101,12 @@ TEST_CASE(
             for (int p = 0; p < 8; ++p)
               CHECK(std::memcmp(v.qk4_at(t) + 256 * c + 32 * p,
                                 q.data() + 256 * c + 32 * kActQ8K4Order[p], 32) == 0);
+          // qil: each whole chunk's blocks interleaved by 4-byte groups.
+          for (int64_t c = 0; c < n / 256; ++c)
+            for (int g = 0; g < 8; ++g)
+              for (int j = 0; j < 8; ++j)
+                CHECK(std::memcmp(v.qil_at(t) + 256 * c + 32 * g + 4 * j,
+                                  q.data() + 256 * c + 32 * j + 4 * g, 4) == 0);
         }
       }
     }
