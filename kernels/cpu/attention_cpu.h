@@ -155,9 +155,10 @@ struct AttnCpuTuning {
   // 128-position block, which the core's fill buffers take 16 at a time
   // while nothing is computed: the ~4.5 us a thread's first block takes
   // beyond the others at 1k, raw-2026-12-04-s26). 16 (one step of the
-  // loop) lets the arithmetic start as the first keys arrive. Not measured
-  // on a 16-core Xeon yet (within the noise on the 2-core dev machine), so
-  // the default stays 0.
+  // loop) lets the arithmetic start as the first keys arrive. On the H200
+  // machine's Xeon, 16 threads, three rounds: 0, 16 and 64 within the noise
+  // of each other at 1k-16k (bench/results/2026-12-04-h200-s29.md), so the
+  // default stays 0.
   int cold_ahead = 0;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
