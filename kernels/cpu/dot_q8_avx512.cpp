@@ -11,7 +11,7 @@
 //   acc = acc + (s * d_x) * float(I)     8 lanes (ymm), one per block
 //   acc = acc - m * ds                   (min or offset; none for Q8_0)
 // and the horizontal sum with q8_lanes_sum's tree. From 2 tokens on, Q4_0,
-// Q4_K and Q5_K take the interleaved form instead (Interleave below): the
+// Q4_K, Q5_K and Q6_K take the interleaved form instead (Interleave below): the
 // chunk's 4 zmm are transposed once, by 4-byte groups, into the layout of
 // ActQ8View::qil, so that per token
 //   acc = vpdpbusd over the 4 zmm         lanes j and 8 + j: block j
@@ -353,7 +353,10 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
 //   values 64..127 = (AB >> 4 & 15)   | (HH bits 4-5) << 4
 // (x86 has no byte shift: 16-bit shifts pull a neighbour's bits in, and each
 // mask drops them). Unsigned 0..63, offset 32 per group of 16.
-template <int NT>
+// IL: the interleaved form (the top). Zmm 0-1 of a chunk so transposed hold
+// groups v = 0-3 of every block, its lo group of 16 values, and zmm 2-3 its
+// hi group: each of the two chains folds into that group's sums.
+template <int NT, bool IL = false>
 LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                          const RowPrefetch& pf) {
   const int64_t n = x.n, n_chunks = n / 256;
@@ -362,6 +365,7 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
   const __m512i evens_odds =
       _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
   const BlockSums sums(kNaturalPos);
+  const Interleave il(kNaturalPos);
   __m256 acc[NT];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
@@ -389,15 +393,28 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
     const __m256 thirty_two = _mm256_set1_ps(32.0f);
     const __m256 m_lo = _mm256_mul_ps(s_lo, thirty_two);  // exact: a power of two
     const __m256 m_hi = _mm256_mul_ps(s_hi, thirty_two);
+    __m512i wi[4];
+    if constexpr (IL) il(w, wi);
     LS_UNROLL
     for (int t = 0; t < NT; ++t) {
-      const int8_t* xq = x.q_at(t0 + t) + 256 * c;
-      __m512i p[4];
-      LS_UNROLL
-      for (int k = 0; k < 4; ++k)
-        p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
       __m256i i_lo, i_hi;
-      sums(p, &i_lo, &i_hi);
+      if constexpr (IL) {
+        const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
+        __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
+        __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
+        a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
+        b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
+        i_lo = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+        i_hi = _mm256_add_epi32(_mm512_castsi512_si256(b), _mm512_extracti64x4_epi64(b, 1));
+      } else {
+        const int8_t* xq = x.q_at(t0 + t) + 256 * c;
+        __m512i p[4];
+        LS_UNROLL
+        for (int k = 0; k < 4; ++k)
+          p[k] =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
+        sums(p, &i_lo, &i_hi);
+      }
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
       const __m512 ds16 =
           _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(t0 + t) + 16 * c));
@@ -431,6 +448,7 @@ LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int
       if (il) return dot32<GgmlType::Q5_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q6_K:
+      if (il) return dot_q6_k<NT, true>(row, x, t0, y, ldy, pf);
       return dot_q6_k<NT>(row, x, t0, y, ldy, pf);
     default:
       assert(false && "dot_q8_avx512vnni: unsupported type");
