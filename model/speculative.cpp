@@ -38,7 +38,10 @@ uint64_t mix(uint64_t seed, uint64_t i) {
 // measured at an acceptance it did not state.
 ReplayDraft::ReplayDraft(std::vector<int32_t> tokens, double alpha, size_t n_prompt,
                          int32_t n_vocab, uint64_t seed)
-    : tokens_(std::move(tokens)), wrong_(tokens_.size(), 0), n_prompt_(n_prompt), n_vocab_(n_vocab) {
+    : tokens_(std::move(tokens)),
+      wrong_(tokens_.size(), 0),
+      n_prompt_(n_prompt),
+      n_vocab_(n_vocab) {
   const size_t n = tokens_.size();
   const double share = std::clamp(1.0 - alpha, 0.0, 1.0);
   const auto n_wrong = static_cast<size_t>(std::llround(share * static_cast<double>(n)));

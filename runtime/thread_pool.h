@@ -75,7 +75,7 @@ class ThreadPool {
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_;
-  Job jobs_[2];                     // run g uses jobs_[g % 2]
+  Job jobs_[2];  // run g uses jobs_[g % 2]
   // Polled by every idle worker: a line of its own, written once a job.
   alignas(64) std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};  // read without the lock after each wake-up

@@ -35,7 +35,7 @@
 // tests/unit/kernels/test_cpu_matmul_q8.cpp checks it and prints the largest
 // ratio seen; test_cpu_gemm_q8.cpp checks the bits across variants and widths.
 // defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx512vnni(), dot_q8_fn(),
-//          dot_q8_bound_r(), dot_q8_lanes_chunk(), dot_q8_lanes_tail()
+//          dot_q8_bound_r(), dot_q8_interleaved(), dot_q8_lanes_chunk(), dot_q8_lanes_tail()
 #pragma once
 
 #include <cstdint>
@@ -70,6 +70,12 @@ const char* dot_q8_name(CpuIsa isa);
 
 // R of the bound above, per type.
 int dot_q8_bound_r(GgmlType t);
+
+// Whether the SIMD variants take their interleaved form from 2 tokens on
+// (the chunk's weights transposed once into ActQ8View::qil's layout, so a
+// token's block sums need no horizontal tree; the same bits): on unless
+// LS_DOT_IL=0 is in the environment (A/B timing of whole runs). Read once.
+bool dot_q8_interleaved();
 
 // The lane form's terms of one chunk of 256 values (c: its index in the row;
 // nv: the values it has, 256 except at the end of a Q4_0 / Q8_0 row that is

@@ -11,7 +11,7 @@
 //   acc = acc + (s * d_x) * float(I)     8 lanes (ymm), one per block
 //   acc = acc - m * ds                   (min or offset; none for Q8_0)
 // and the horizontal sum with q8_lanes_sum's tree. From 2 tokens on, Q4_0,
-// Q4_K, Q5_K and Q6_K take the interleaved form instead (Interleave below): the
+// Q4_K and Q5_K (Q6_K from 4) take the interleaved form instead (Interleave below): the
 // chunk's 4 zmm are transposed once, by 4-byte groups, into the layout of
 // ActQ8View::qil, so that per token
 //   acc = vpdpbusd over the 4 zmm         lanes j and 8 + j: block j
@@ -31,8 +31,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdlib>
-#include <string_view>
 
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/quant_blocks.h"
@@ -257,16 +255,6 @@ struct Interleave {
   }
 };
 
-// Whether dot32 takes the interleaved form from 2 tokens on (LS_DOT_IL=0:
-// never), read once.
-bool dot_il_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("LS_DOT_IL");
-    return !(e && std::string_view(e) == "0");
-  }();
-  return on;
-}
-
 template <GgmlType T>
 constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 template <GgmlType T>
@@ -307,7 +295,8 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         // Two chains of two (the products of a chain wait on each other).
         const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
         __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
-        __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
+        __m512i b =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
         a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
         b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
         const __m512i ab = _mm512_add_epi32(a, b);
@@ -401,7 +390,8 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
       if constexpr (IL) {
         const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
         __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
-        __m512i b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
+        __m512i b =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
         a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
         b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
         i_lo = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
@@ -411,8 +401,7 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
         __m512i p[4];
         LS_UNROLL
         for (int k = 0; k < 4; ++k)
-          p[k] =
-              _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
+          p[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[k], _mm512_loadu_si512(xq + 64 * k));
         sums(p, &i_lo, &i_hi);
       }
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
@@ -433,8 +422,11 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
 template <int NT>
 LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
                          int64_t ldy, const RowPrefetch& pf) {
-  // One token: the chunk's transpose would cost what the tree saves.
-  const bool il = NT > 1 && x.qil && dot_il_enabled();
+  // One token: the chunk's transpose would cost what the tree saves; Q6_K
+  // (two chains of two) from 4 tokens (one VM core from L2: even at 2, +18 %
+  // at 4).
+  const bool il = NT > 1 && x.qil && dot_q8_interleaved();
+  const bool il4 = il && NT >= 4;
   switch (t) {
     case GgmlType::Q4_0:
       if (il) return dot32<GgmlType::Q4_0, NT, true>(row, x, t0, y, ldy, pf);
@@ -448,7 +440,7 @@ LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int
       if (il) return dot32<GgmlType::Q5_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q6_K:
-      if (il) return dot_q6_k<NT, true>(row, x, t0, y, ldy, pf);
+      if (il4) return dot_q6_k<NT, true>(row, x, t0, y, ldy, pf);
       return dot_q6_k<NT>(row, x, t0, y, ldy, pf);
     default:
       assert(false && "dot_q8_avx512vnni: unsupported type");

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <string_view>
 
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/q8_lanes.h"
@@ -111,6 +113,14 @@ bool cpu_has_avx512_vnni() {
 #else
   return false;
 #endif
+}
+
+bool dot_q8_interleaved() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_DOT_IL");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
 }
 
 DotQ8Fn dot_q8_fn(CpuIsa isa) {

@@ -23,7 +23,9 @@ TEST_CASE("speculative: lookup proposes what followed the latest earlier occurre
   CHECK(d.propose(std::vector<int32_t>{6, 1, 4, 4, 1}, 2) == std::vector<int32_t>{4, 4});
 }
 
-TEST_CASE("speculative: replay proposes the output with exactly a share alpha right, fixed per position") {
+TEST_CASE(
+    "speculative: replay proposes the output with exactly a share alpha right, fixed per "
+    "position") {
   std::vector<int32_t> out(4000);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(i % 50);
   ReplayDraft d(out, 0.7, 2, 50);
@@ -147,8 +149,8 @@ TEST_CASE("speculative: K settles near the best K from the costs it measures, fr
     }
     const double got = tokens / seconds / 10.0;
     MESSAGE("k_min " << k_min << ": best K " << k_best << " (" << rate(k_best)
-                     << " tokens a plain step's time), the chooser's last 200 steps "
-                     << got << ", last K " << ks.back());
+                     << " tokens a plain step's time), the chooser's last 200 steps " << got
+                     << ", last K " << ks.back());
     CHECK(got >= 0.95 * rate(k_best));
   }
 }
