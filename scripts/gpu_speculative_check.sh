@@ -44,5 +44,12 @@ run() {  # name, alpha, K (0: chosen by the run)
   echo "$1: $(rate "$OUT/$1.err") | $(grep -o "speculative.*" "$OUT/$1.err" | head -1) | $same"
   grep -o "left the replay file.*" "$OUT/$1.err" | head -1
 }
-for k in ${KS:-1 3 7 15}; do run "a1-k$k" 1 "$k"; done
+num() { rate "$1" | grep -o "^[0-9.]*"; }
+for k in ${KS:-1 3 7 15}; do
+  run "a1-k$k" 1 "$k"
+  # At acceptance 1 every step emits K + 1 tokens: a step of width K + 1
+  # costs (K + 1) * plain / speculative plain steps.
+  awk -v k="$k" -v p="$(num "$OUT/plain.err")" -v s="$(num "$OUT/a1-k$k.err")" \
+    'BEGIN { if (s > 0) printf "  a verify step of width %d: %.2f plain steps\n", k + 1, (k + 1) * p / s }'
+done
 for k in ${ALPHA_KS:-3 5 7 0}; do run "a$ALPHA-k$k" "$ALPHA" "$k"; done
