@@ -16,9 +16,9 @@
 // ActQ8View::qil, so that per token
 //   acc = vpdpbusd over the 4 zmm         lanes j and 8 + j: block j
 //   I   = lanes 0-7 + lanes 8-15          (no permute tree)
-// the same exact I, so the same bits: 6 permutes and a blend a chunk shared
-// by the tokens, against 7 permutes and 4 adds a token (LS_DOT_IL=0 keeps
-// the tree at every width, for A/B timing). Q8_0 stays signed, as
+// the same exact I, so the same bits: 8 permutes and 4 blends a chunk,
+// shared by the tokens, against 7 permutes and 4 adds a token (LS_DOT_IL=0
+// keeps the tree at every width, for A/B timing). Q8_0 stays signed, as
 // the lane form has it: |w| times x with w's sign (a masked negate). The
 // weights are decoded once per chunk and used for every token, so a row is
 // read once whatever n_tok is. The next row is prefetched over this one.
