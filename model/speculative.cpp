@@ -98,6 +98,8 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
   if (c.seen) {
     c.sum += verify_s;
     ++c.n;
+  } else {
+    c.first = verify_s;
   }
   c.seen = true;
 }
@@ -122,12 +124,16 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
 // 70b at 24 GiB, replay at acceptance 0.7: 7.10 tok/s against 7.80 at a
 // fixed K = 7, s29 call 2).
 double SpecK::verify_cost(int width) const {
+  // Until a width has a counted step, the first steps stand in (cold or
+  // not, they are in seconds, as the draft's cost is: the prior is not).
+  bool counted = false;
+  for (const auto& [w, c] : verify_) counted |= c.n > 0;
   // The nearest measured widths at or below and at or above.
   int lo = 0, hi = 0;
   double c_lo = 0, c_hi = 0;
   for (const auto& [w, c] : verify_) {
-    if (c.n == 0) continue;
-    const double mean = c.sum / c.n;
+    if (counted ? c.n == 0 : !c.seen) continue;
+    const double mean = counted ? c.sum / c.n : c.first;
     if (w <= width) lo = w, c_lo = mean;
     if (w >= width && hi == 0) hi = w, c_hi = mean;
   }

@@ -110,6 +110,7 @@ class SpecK {
   struct Cost {
     double sum = 0;     // seconds of the counted steps
     int n = 0;          // steps counted (all but the first)
+    double first = 0;   // seconds of the first step
     bool seen = false;  // a step at this width was made
   };
   std::map<int, Cost> verify_;  // by width
