@@ -255,6 +255,16 @@ struct Interleave {
   }
 };
 
+// One token's products in the interleaved form: a over zmm 0-1 (groups
+// v = 0-3 of every block), b over zmm 2-3 (v = 4-7). Two chains of two: the
+// products of a chain wait on each other.
+LS_VNNI512 inline void il_chains(const __m512i* wi, const int8_t* xq, __m512i* a, __m512i* b) {
+  *a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
+  *b = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
+  *a = _mm512_dpbusd_epi32(*a, wi[1], _mm512_loadu_si512(xq + 64));
+  *b = _mm512_dpbusd_epi32(*b, wi[3], _mm512_loadu_si512(xq + 192));
+}
+
 template <GgmlType T>
 constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 template <GgmlType T>
@@ -292,13 +302,8 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     for (int t = 0; t < NT; ++t) {
       __m256i lo, hi;
       if constexpr (IL) {
-        // Two chains of two (the products of a chain wait on each other).
-        const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
-        __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
-        __m512i b =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
-        a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
-        b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
+        __m512i a, b;
+        il_chains(wi, x.qil_at(t0 + t) + 256 * c, &a, &b);
         const __m512i ab = _mm512_add_epi32(a, b);
         lo = _mm512_castsi512_si256(ab);
         hi = _mm512_extracti64x4_epi64(ab, 1);
@@ -388,12 +393,8 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
     for (int t = 0; t < NT; ++t) {
       __m256i i_lo, i_hi;
       if constexpr (IL) {
-        const int8_t* xq = x.qil_at(t0 + t) + 256 * c;
-        __m512i a = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[0], _mm512_loadu_si512(xq));
-        __m512i b =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), wi[2], _mm512_loadu_si512(xq + 128));
-        a = _mm512_dpbusd_epi32(a, wi[1], _mm512_loadu_si512(xq + 64));
-        b = _mm512_dpbusd_epi32(b, wi[3], _mm512_loadu_si512(xq + 192));
+        __m512i a, b;
+        il_chains(wi, x.qil_at(t0 + t) + 256 * c, &a, &b);
         i_lo = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
         i_hi = _mm256_add_epi32(_mm512_castsi512_si256(b), _mm512_extracti64x4_epi64(b, 1));
       } else {
