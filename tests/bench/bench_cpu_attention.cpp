@@ -185,18 +185,19 @@ int64_t now_ns() {
 // median over calls of: when the first and the last thread took their
 // first block, a thread's first, middle and last blocks (the first starts
 // cold; the last, claimed late, had its keys fetched by no one), a
-// thread's busy time, how far apart the threads ended, the fold after
-// the last block, and the call.
+// thread's busy time and the part of it spent folding (a task's time
+// after its block), how far apart the threads ended, the fold after the
+// last block, and the call.
 struct Timeline {
   std::vector<int64_t> ns;  // (tasks, 4): thread, start, block end, fold end
-  std::vector<double> m[9];
+  std::vector<double> m[10];
   std::vector<std::pair<double, std::string>> detail;  // (call us, per thread)
   bool threads = false;                                // print detail
   void add(int64_t c0, int64_t c1) {
     const size_t n = ns.size() / 4;
     if (n == 0 || ns[0] < 0) return;  // not a split call
     struct Thr {
-      int64_t first = -1, last_end = 0, busy = 0;
+      int64_t first = -1, last_end = 0, busy = 0, fold = 0;
     };
     std::vector<Thr> th;
     int64_t end = 0, fold_last = 0;
@@ -206,6 +207,7 @@ struct Timeline {
       Thr& r = th[static_cast<size_t>(t[0])];
       if (r.first < 0 || t[1] < r.first) r.first = t[1];
       r.busy += t[3] - t[1];
+      r.fold += t[3] - t[2];
       r.last_end = std::max(r.last_end, t[3]);
       if (t[3] > end) end = t[3], fold_last = t[3] - t[2];
     }
@@ -214,7 +216,7 @@ struct Timeline {
     for (size_t i = 0; i < n; ++i)
       by[static_cast<size_t>(ns[4 * i])].push_back(
           {ns[4 * i + 1], static_cast<double>(ns[4 * i + 2] - ns[4 * i + 1]) / 1e3});
-    double f = 0, l = 0, mid = 0, n_mid = 0, busy = 0, n_th = 0;
+    double f = 0, l = 0, mid = 0, n_mid = 0, busy = 0, fold = 0, n_th = 0;
     int64_t first = INT64_MAX, last_first = 0, end_min = INT64_MAX;
     for (size_t t = 0; t < th.size(); ++t) {
       if (by[t].empty()) continue;
@@ -223,20 +225,22 @@ struct Timeline {
       l += by[t].size() > 1 ? by[t].back().second : 0;
       for (size_t k = 1; k + 1 < by[t].size(); ++k) mid += by[t][k].second, ++n_mid;
       busy += static_cast<double>(th[t].busy) / 1e3, ++n_th;
+      fold += static_cast<double>(th[t].fold) / 1e3;
       first = std::min(first, th[t].first);
       last_first = std::max(last_first, th[t].first);
       end_min = std::min(end_min, th[t].last_end);
     }
-    const double v[9] = {static_cast<double>(first - c0) / 1e3,
-                         static_cast<double>(last_first - c0) / 1e3,
-                         f / n_th,
-                         n_mid > 0 ? mid / n_mid : 0,
-                         l / n_th,
-                         busy / n_th,
-                         static_cast<double>(end - end_min) / 1e3,
-                         static_cast<double>(fold_last) / 1e3,
-                         static_cast<double>(c1 - c0) / 1e3};
-    for (int k = 0; k < 9; ++k) m[k].push_back(v[k]);
+    const double v[10] = {static_cast<double>(first - c0) / 1e3,
+                          static_cast<double>(last_first - c0) / 1e3,
+                          f / n_th,
+                          n_mid > 0 ? mid / n_mid : 0,
+                          l / n_th,
+                          busy / n_th,
+                          static_cast<double>(end - end_min) / 1e3,
+                          static_cast<double>(fold_last) / 1e3,
+                          static_cast<double>(c1 - c0) / 1e3,
+                          fold / n_th};
+    for (int k = 0; k < 10; ++k) m[k].push_back(v[k]);
     // Each thread's blocks (start-end, us from the call's start), for the
     // median call.
     std::string d;
@@ -259,12 +263,13 @@ struct Timeline {
       std::printf("        timeline: not a split call\n");
       return;
     }
-    double md[9];
-    for (int k = 0; k < 9; ++k) md[k] = stats(m[k]).med;
+    double md[10];
+    for (int k = 0; k < 10; ++k) md[k] = stats(m[k]).med;
     std::printf(
         "        timeline (us, median): threads start %.1f..%.1f; blocks first %.1f mid %.1f "
-        "last %.1f; busy %.1f a thread; ends spread %.1f; last fold %.1f; call %.1f\n",
-        md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7], md[8]);
+        "last %.1f; busy %.1f a thread, folding %.1f of it; ends spread %.1f; last fold %.1f; "
+        "call %.1f\n",
+        md[0], md[1], md[2], md[3], md[4], md[5], md[9], md[6], md[7], md[8]);
     if (threads) {
       auto d = detail;
       std::sort(d.begin(), d.end());
@@ -412,148 +417,151 @@ int main(int argc, char** argv) {
               "GB/s med", "host", "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (int th : threads)
-  for (bool pinned : pins) {
-    ThreadPool pool(th);
-    if (pinned && !pool.pin()) {
-      std::fprintf(stderr, "--pin on: cannot pin %d threads to CPUs here\n", th);
-      return 1;
-    }
-    for (CpuIsa isa : isas) {
-      for (const std::string& layout : layouts)
-        for (int64_t ctx : ctxs) {
-          const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;  // elements, K then V
-          const uint64_t n_layers = elems / layer;
-          const uint64_t bytes = layer * 2;
-          // The median, min and max microseconds of --reps calls of fn on
-          // successive layers' caches (one warm-up call first).
-          auto time_calls = [&](const std::function<void(const uint16_t*, const uint16_t*)>& fn) {
-            std::vector<double> us;
-            for (int r = -1; r < reps; ++r) {
-              const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
-              const auto t0 = std::chrono::steady_clock::now();
-              fn(k, k + layer / 2);
-              const double sec =
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-              if (r >= 0) us.push_back(sec * 1e6);
-            }
-            return stats(us);
-          };
-          auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
-                            const Stats& st) {
-            const double gbps = bytes / (st.med * 1e-6) / 1e9;
-            std::printf(
-                "%6ld %3d %-8s %-6s %4d %4d %8s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f %6.2f\n",
-                static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead, pf.c_str(),
-                static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
-                host[th], gbps / host[th]);
-            std::fflush(stdout);
-            rows.push_back({{"ctx", ctx},
-                            {"threads", th},
-                            {"isa", isa_name},
-                            {"layout", layout},
-                            {"block", blk},
-                            {"ahead", ahead},
-                            {"prefetch", pf},
-                            {"kv_bytes", bytes},
-                            {"layers_rotated", n_layers},
-                            {"us_median", st.med},
-                            {"us_min", st.min},
-                            {"us_max", st.max},
-                            {"gbps_median", gbps},
-                            {"host_gbps", host[th]},
-                            {"ratio", gbps / host[th]}});
-          };
-          for (int blk : blocks)
-            for (int ahead : aheads)
-              for (int hold : holds)
-                for (bool fold_as_done : folds)
-                for (int cold : colds)
-                for (const std::string& pf : prefetches) {
-                  AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
-                  tune.cold_ahead = cold;
-                  // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
-                  const std::string pf_name = (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
-                                              (fold_as_done ? "" : "/e") +
-                                              (cold == 0 ? "" : "/c" + std::to_string(cold)) +
-                                              (pinned ? "/p" : "");
-                  AttentionCpuScratch scratch;
-                  const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-                  AttnArgs a;
-                  a.n_head = kHead;
-                  a.n_head_kv = kHeadKv;
-                  a.head_dim = kHeadDim;
-                  a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                  a.n_tok = 1;
-                  a.pos = &pos;
-                  a.seq = &seq;
-                  a.q = q.data();
-                  a.ldq = kHead * kHeadDim;
-                  a.out = out.data();
-                  a.ldo = a.ldq;
-                  a.kv.type = AttnKvType::F16;
-                  std::vector<int32_t> table;
-                  if (layout == "rows") {
-                    a.kv.ld_pos = kRow;
-                  } else if (layout == "paged") {
-                    // model/kv_cache.h: pool blocks of kKvBlockLen positions,
-                    // each head's tile in turn; the table in order, as a
-                    // fresh session's blocks are.
-                    table.resize(static_cast<size_t>(ctx / kKvBlockLen));
-                    for (size_t b = 0; b < table.size(); ++b) table[b] = static_cast<int32_t>(b);
-                    a.kv.ld_pos = kHeadDim;
-                    a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
-                    a.kv.ld_block = kRow * kKvBlockLen;
-                    a.kv.pages.table = table.data();
-                    a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
-                    a.kv.pages.shift = kKvBlockShift;
-                    a.kv.k_tiled = true;
-                  } else {  // head-major: each head's positions contiguous
-                    a.kv.ld_pos = kHeadDim;
-                    a.kv.ld_head = ctx * kHeadDim;
-                    a.kv.k_tiled = layout == "tiles";
-                  }
-                  a.kv.ld_seq = ctx * kRow;
-                  AttnCpuTuning tt = tune;
-                  Timeline tl;
-                  tl.threads = timeline_threads;
-                  if (timeline) {
-                    tl.ns.assign(
-                        static_cast<size_t>(4 * attention_cpu_blocks(ctx, blk) * kHeadKv),
-                        -1);
-                    tt.task_ns = tl.ns.data();
-                  }
-                  const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
-                    a.kv.k = k;
-                    a.kv.v = v;
-                    const int64_t c0 = now_ns();
-                    attention_cpu(pool, a, scratch, isa, tt);
-                    if (timeline) tl.add(c0, now_ns());
-                  });
-                  report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf_name, st);
-                  if (timeline) tl.print();
-                }
-          if (read_only && (layout == "tiles" || layout == "heads")) {
-            // The kernel's tasks (block-major: block b of head h is task
-            // b·8 + h), reading only.
-            const int blk = attention_cpu_block_len(ctx);
-            const int64_t nb = attention_cpu_blocks(ctx);
-            std::vector<uint64_t> sink(static_cast<size_t>(th) * 8);
-            const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
-              pool.run(nb * kHeadKv, [&](int64_t i, int thread) {
-                const int64_t h = i % kHeadKv;
-                const AttnBlockRange r = attention_cpu_block(ctx, i / kHeadKv);
-                const int64_t at = h * ctx * kHeadDim + r.p0 * kHeadDim;
-                const int64_t len = int64_t{r.n} * kHeadDim * 2;
-                sink[static_cast<size_t>(thread) * 8] +=
-                    sum_bytes(reinterpret_cast<const char*>(k + at), len) +
-                    sum_bytes(reinterpret_cast<const char*>(v + at), len);
+    for (bool pinned : pins) {
+      ThreadPool pool(th);
+      if (pinned && !pool.pin()) {
+        std::fprintf(stderr, "--pin on: cannot pin %d threads to CPUs here\n", th);
+        return 1;
+      }
+      for (CpuIsa isa : isas) {
+        for (const std::string& layout : layouts)
+          for (int64_t ctx : ctxs) {
+            const uint64_t layer = 2 * static_cast<uint64_t>(ctx) * kRow;  // elements, K then V
+            const uint64_t n_layers = elems / layer;
+            const uint64_t bytes = layer * 2;
+            // The median, min and max microseconds of --reps calls of fn on
+            // successive layers' caches (one warm-up call first).
+            auto time_calls = [&](const std::function<void(const uint16_t*, const uint16_t*)>& fn) {
+              std::vector<double> us;
+              for (int r = -1; r < reps; ++r) {
+                const uint16_t* k = kv + (static_cast<uint64_t>(r + 1) % n_layers) * layer;
+                const auto t0 = std::chrono::steady_clock::now();
+                fn(k, k + layer / 2);
+                const double sec =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (r >= 0) us.push_back(sec * 1e6);
+              }
+              return stats(us);
+            };
+            auto report = [&](const char* isa_name, int blk, int ahead, const std::string& pf,
+                              const Stats& st) {
+              const double gbps = bytes / (st.med * 1e-6) / 1e9;
+              std::printf(
+                  "%6ld %3d %-8s %-6s %4d %4d %8s %7lu %9.2f %9.1f %9.1f %9.1f %10.2f %6.2f "
+                  "%6.2f\n",
+                  static_cast<long>(ctx), th, isa_name, layout.c_str(), blk, ahead, pf.c_str(),
+                  static_cast<unsigned long>(n_layers), bytes / 1e6, st.med, st.min, st.max, gbps,
+                  host[th], gbps / host[th]);
+              std::fflush(stdout);
+              rows.push_back({{"ctx", ctx},
+                              {"threads", th},
+                              {"isa", isa_name},
+                              {"layout", layout},
+                              {"block", blk},
+                              {"ahead", ahead},
+                              {"prefetch", pf},
+                              {"kv_bytes", bytes},
+                              {"layers_rotated", n_layers},
+                              {"us_median", st.med},
+                              {"us_min", st.min},
+                              {"us_max", st.max},
+                              {"gbps_median", gbps},
+                              {"host_gbps", host[th]},
+                              {"ratio", gbps / host[th]}});
+            };
+            for (int blk : blocks)
+              for (int ahead : aheads)
+                for (int hold : holds)
+                  for (bool fold_as_done : folds)
+                    for (int cold : colds)
+                      for (const std::string& pf : prefetches) {
+                        AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
+                        tune.cold_ahead = cold;
+                        // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
+                        const std::string pf_name =
+                            (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
+                            (fold_as_done ? "" : "/e") +
+                            (cold == 0 ? "" : "/c" + std::to_string(cold)) + (pinned ? "/p" : "");
+                        AttentionCpuScratch scratch;
+                        const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                        AttnArgs a;
+                        a.n_head = kHead;
+                        a.n_head_kv = kHeadKv;
+                        a.head_dim = kHeadDim;
+                        a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                        a.n_tok = 1;
+                        a.pos = &pos;
+                        a.seq = &seq;
+                        a.q = q.data();
+                        a.ldq = kHead * kHeadDim;
+                        a.out = out.data();
+                        a.ldo = a.ldq;
+                        a.kv.type = AttnKvType::F16;
+                        std::vector<int32_t> table;
+                        if (layout == "rows") {
+                          a.kv.ld_pos = kRow;
+                        } else if (layout == "paged") {
+                          // model/kv_cache.h: pool blocks of kKvBlockLen positions,
+                          // each head's tile in turn; the table in order, as a
+                          // fresh session's blocks are.
+                          table.resize(static_cast<size_t>(ctx / kKvBlockLen));
+                          for (size_t b = 0; b < table.size(); ++b)
+                            table[b] = static_cast<int32_t>(b);
+                          a.kv.ld_pos = kHeadDim;
+                          a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
+                          a.kv.ld_block = kRow * kKvBlockLen;
+                          a.kv.pages.table = table.data();
+                          a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
+                          a.kv.pages.shift = kKvBlockShift;
+                          a.kv.k_tiled = true;
+                        } else {  // head-major: each head's positions contiguous
+                          a.kv.ld_pos = kHeadDim;
+                          a.kv.ld_head = ctx * kHeadDim;
+                          a.kv.k_tiled = layout == "tiles";
+                        }
+                        a.kv.ld_seq = ctx * kRow;
+                        AttnCpuTuning tt = tune;
+                        Timeline tl;
+                        tl.threads = timeline_threads;
+                        if (timeline) {
+                          tl.ns.assign(
+                              static_cast<size_t>(4 * attention_cpu_blocks(ctx, blk) * kHeadKv),
+                              -1);
+                          tt.task_ns = tl.ns.data();
+                        }
+                        const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+                          a.kv.k = k;
+                          a.kv.v = v;
+                          const int64_t c0 = now_ns();
+                          attention_cpu(pool, a, scratch, isa, tt);
+                          if (timeline) tl.add(c0, now_ns());
+                        });
+                        report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead, pf_name,
+                               st);
+                        if (timeline) tl.print();
+                      }
+            if (read_only && (layout == "tiles" || layout == "heads")) {
+              // The kernel's tasks (block-major: block b of head h is task
+              // b·8 + h), reading only.
+              const int blk = attention_cpu_block_len(ctx);
+              const int64_t nb = attention_cpu_blocks(ctx);
+              std::vector<uint64_t> sink(static_cast<size_t>(th) * 8);
+              const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
+                pool.run(nb * kHeadKv, [&](int64_t i, int thread) {
+                  const int64_t h = i % kHeadKv;
+                  const AttnBlockRange r = attention_cpu_block(ctx, i / kHeadKv);
+                  const int64_t at = h * ctx * kHeadDim + r.p0 * kHeadDim;
+                  const int64_t len = int64_t{r.n} * kHeadDim * 2;
+                  sink[static_cast<size_t>(thread) * 8] +=
+                      sum_bytes(reinterpret_cast<const char*>(k + at), len) +
+                      sum_bytes(reinterpret_cast<const char*>(v + at), len);
+                });
               });
-            });
-            report("read", blk, 0, pinned ? "-/p" : "-", st);
+              report("read", blk, 0, pinned ? "-/p" : "-", st);
+            }
           }
-        }
+      }
     }
-  }
   munmap(kv, elems * 2);
   if (!json_out.empty()) {
     nlohmann::json j;
