@@ -56,14 +56,36 @@ int attention_cpu_block_len(int64_t n_pos, int block) {
   return n_pos <= kAttnShortRow ? kAttnBlockShort : kAttnBlock;
 }
 
-int64_t attention_cpu_blocks(int64_t n_pos, int block) {
-  const int64_t b = attention_cpu_block_len(n_pos, block);
-  return (n_pos + b - 1) / b;
+namespace {
+// Whether a row of n_pos positions in blocks of len cuts its first and last
+// block in two: asked for, more than one block, halves of whole tiles.
+bool tapered(int64_t n_pos, int len, bool taper) {
+  return taper && n_pos > len && len % (2 * kAttnKTile) == 0;
+}
+}  // namespace
+
+int64_t attention_cpu_blocks(int64_t n_pos, int block, bool taper) {
+  const int len = attention_cpu_block_len(n_pos, block);
+  const int64_t uniform = (n_pos + len - 1) / len;
+  if (!tapered(n_pos, len, taper)) return uniform;
+  const int64_t last = n_pos - (uniform - 1) * len;  // the last uniform block's length
+  return uniform + 1 + (last > len / 2 ? 1 : 0);
 }
 
-AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block) {
+AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block, bool taper) {
   const int len = attention_cpu_block_len(n_pos, block);
-  return {b * len, static_cast<int>(std::min<int64_t>(len, n_pos - b * len))};
+  auto range = [&](int64_t p0, int64_t n) {
+    return AttnBlockRange{p0, static_cast<int>(std::min<int64_t>(n, n_pos - p0))};
+  };
+  if (!tapered(n_pos, len, taper)) return range(b * len, len);
+  const int half = len / 2;
+  if (b < 2) return range(b * half, half);  // the first uniform block's halves
+  const int64_t uniform = (n_pos + len - 1) / len;
+  if (b - 1 < uniform - 1) return range((b - 1) * len, len);
+  // The last uniform block's halves (the second only where it is longer
+  // than half).
+  const int64_t p0 = (uniform - 1) * len + (b - uniform) * half;
+  return range(p0, half);
 }
 
 int64_t attention_cpu_max_blocks(int64_t n_ctx) {
@@ -89,6 +111,7 @@ struct Job {
   BlockFn block;
   int group;
   int blk;           // positions per block; 0: by the row's length
+  bool taper;        // a row's first and last block in halves (AttnCpuTuning)
   int ahead;         // key rows prefetched ahead
   int cold_ahead;    // of a cold block (AttnCpuTuning::cold_ahead; 0: ahead)
   int prefetch;      // kAttnPf* bits
@@ -96,7 +119,7 @@ struct Job {
 };
 
 int n_blocks(const Job& j, int32_t pos) {
-  return static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, j.blk));
+  return static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, j.blk, j.taper));
 }
 
 // Where block b of token t's key/value head h lies: its positions, and the
@@ -109,7 +132,7 @@ struct BlockSpan {
 BlockSpan block_span(const Job& j, int64_t t, int h, int b, const void** k_run,
                      const void** v_run) {
   const AttnArgs& a = *j.a;
-  const AttnBlockRange r = attention_cpu_block(int64_t{a.pos[t]} + 1, b, j.blk);
+  const AttnBlockRange r = attention_cpu_block(int64_t{a.pos[t]} + 1, b, j.blk, j.taper);
   const int64_t p0 = r.p0;
   BlockSpan sp;
   sp.n_pos = r.n;
@@ -256,6 +279,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   j.s = &scratch;
   j.group = a.n_head / a.n_head_kv;
   j.blk = tune.block;
+  j.taper = tune.taper;
   assert(j.blk % 16 == 0 && j.blk >= 0 && j.blk <= kAttnBlock);
   // A paged cache's blocks tile every attention block (16 divides them all).
   assert(!a.kv.pages.table ||

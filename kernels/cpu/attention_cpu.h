@@ -160,6 +160,17 @@ struct AttnCpuTuning {
   // of each other at 1k-16k (bench/results/2026-12-04-h200-s29.md), so the
   // default stays 0.
   int cold_ahead = 0;
+  // A row's first and last block in halves (attention_cpu_block): a split
+  // call's first round of blocks (each thread's cold one, which waits for
+  // its keys with nothing to overlap) and its last round (where threads
+  // that find nothing left wait for the others) both take half as long.
+  // Changes the reduction's shape, as `block` does. On the H200 machine's
+  // Xeon, 16 threads, five rounds of one call (median of 10 rows each):
+  // 0.645 of the host bandwidth at 1k against 0.61 uniform, 2k 0.705
+  // against 0.675, 4k 0.78 against 0.75, 16k 0.835 against 0.84; the
+  // timeline at 1k: a thread's first block 11.9 us against 17.6, the
+  // threads' ends 9.6 us apart against 16.8 (raw-2026-12-04-s30/call4).
+  bool taper = true;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.
@@ -216,11 +227,11 @@ class AttentionCpuScratch {
   int threads_ = 0, group_ = 0, head_dim_ = 0;
   int64_t per_thread_ = 0, split_floats_ = 0, rows_ = 0, tasks_ = 0;
   uint32_t stamp_ = 0;
-  std::vector<float> thread_;                    // (threads, per_thread_)
-  std::vector<float> split_;                     // (tasks, triple)
-  std::unique_ptr<Done[]> done_;                 // (tasks)
-  std::unique_ptr<RowFold[]> fold_;              // (rows)
-  struct alignas(64) Counter {  // a line of its own: every thread takes from it
+  std::vector<float> thread_;        // (threads, per_thread_)
+  std::vector<float> split_;         // (tasks, triple)
+  std::unique_ptr<Done[]> done_;     // (tasks)
+  std::unique_ptr<RowFold[]> fold_;  // (rows)
+  struct alignas(64) Counter {       // a line of its own: every thread takes from it
     std::atomic<int64_t> v{0};
   };
   std::unique_ptr<Counter> claim_ = std::make_unique<Counter>();
@@ -228,16 +239,20 @@ class AttentionCpuScratch {
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the
-// tuning's block (0: by the row's length), the row's number of blocks, and
-// block b's first position and length (the last one may be shorter).
+// tuning's block (0: by the row's length; the longest block), the row's
+// number of blocks, and block b's first position and length. With taper
+// (AttnCpuTuning::taper), a row of more than one block has its first and
+// its last block cut in two halves (where the block length is a multiple
+// of 32): 1,024 positions in blocks of 128 are 64, 64, 6 x 128, 64, 64.
 int attention_cpu_block_len(int64_t n_pos, int block = 0);
-int64_t attention_cpu_blocks(int64_t n_pos, int block = 0);
+int64_t attention_cpu_blocks(int64_t n_pos, int block = 0, bool taper = true);
 struct AttnBlockRange {
   int64_t p0;
   int n;
 };
-AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block = 0);
-// The most blocks any row of up to n_ctx positions has (for reserve()).
+AttnBlockRange attention_cpu_block(int64_t n_pos, int64_t b, int block = 0, bool taper = true);
+// The most blocks any row of up to n_ctx positions has, tapered or not (for
+// reserve()).
 int64_t attention_cpu_max_blocks(int64_t n_ctx);
 
 // The variant attention_cpu runs for this head_dim when asked for isa.

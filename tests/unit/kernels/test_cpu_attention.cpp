@@ -173,8 +173,8 @@ struct Ref {
 };
 
 // chain: the longest f32 summation chain over positions (L of the header).
-// blk: the kernel's positions per block (AttnCpuTuning::block; 0: its rule).
-Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0) {
+// blk, taper: the kernel's blocks (AttnCpuTuning::block, 0: its rule; taper).
+Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool taper = true) {
   const int group = a.n_head / a.n_head_kv, hd = a.head_dim;
   const double u = 0x1p-24, scale = a.scale;
   Ref r;
@@ -184,7 +184,7 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0) {
     const int32_t pos = a.pos[t];
     const int64_t base = a.seq[t] * a.kv.ld_seq;
     const int len = attention_cpu_block_len(int64_t{pos} + 1, blk);
-    const int nb = static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, blk));
+    const int nb = static_cast<int>(attention_cpu_blocks(int64_t{pos} + 1, blk, taper));
     const double chain = ref_f32 ? pos + 1 : len;
     std::vector<double> s(pos + 1), w(pos + 1);
     for (int h = 0; h < a.n_head; ++h) {
@@ -276,6 +276,33 @@ std::vector<float> run_pools(const Cache& c, int n_head, const Tokens& tk,
 }
 
 }  // namespace
+
+TEST_CASE("cpu_attention: a row's blocks tile it, halves at its ends where tapered") {
+  // 1,024 positions in blocks of 128, tapered: 64, 64, 6 x 128, 64, 64.
+  std::vector<int> lens;
+  for (int64_t b = 0; b < attention_cpu_blocks(1024); ++b)
+    lens.push_back(attention_cpu_block(1024, b).n);
+  CHECK(lens == std::vector<int>{64, 64, 128, 128, 128, 128, 128, 128, 64, 64});
+  CHECK(attention_cpu_blocks(1024, 0, false) == 8);
+  for (int block : {0, 16, 48, 64, 128, 256})
+    for (bool taper : {false, true})
+      for (int64_t n = 1; n <= 5000; n += n < 600 ? 1 : 37) {
+        const int len = attention_cpu_block_len(n, block);
+        const int64_t nb = attention_cpu_blocks(n, block, taper);
+        const bool halves = taper && n > len && len % 32 == 0;
+        int64_t at = 0;
+        bool ok = true;
+        for (int64_t b = 0; b < nb; ++b) {
+          const AttnBlockRange r = attention_cpu_block(n, b, block, taper);
+          // In order, no gap, no overlap; whole tiles but for the last.
+          ok = ok && r.p0 == at && r.n >= 1 && r.n <= len && (b + 1 == nb || r.n % 16 == 0);
+          if (halves && (b < 2 || b + 1 == nb)) ok = ok && r.n <= len / 2;
+          at += r.n;
+        }
+        CHECK_MESSAGE((ok && at == n), "block " << block << " taper " << taper << " n " << n);
+        if (block == 0) CHECK(nb <= attention_cpu_max_blocks(n));
+      }
+}
 
 TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 reference") {
   std::mt19937 rng(7);
@@ -397,6 +424,16 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
                             what << ": cold-block distance " << cold << " changed the result");
             }
+            // Uniform blocks (no halves at a row's ends): their own
+            // reduction, so their own reference; still one result whatever
+            // the threads.
+            {
+              AttnCpuTuning t{blk, 0};
+              t.taper = false;
+              const Ref uref = reference(c, a, false, blk, false);
+              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what + " uniform", t);
+              worst = std::max(worst, check(a, o, uref, what + " uniform"));
+            }
             // Nor whether a row's partials are folded as its blocks finish
             // (the default, which p16 ran above) or all by its last one.
             AttnCpuTuning at_end{blk, 0};
@@ -411,7 +448,9 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
   MESSAGE("largest error / bound: " << worst);
 }
 
-TEST_CASE("cpu_attention: folding a row's partials as its blocks finish gives the same bits, call after call") {
+TEST_CASE(
+    "cpu_attention: folding a row's partials as its blocks finish gives the same bits, call after "
+    "call") {
   // The fold's lock, frontier and per-call done stamps (attention_cpu.cpp)
   // under contention, one scratch for every call as the engine keeps it:
   // blocks of 16 make many short tasks per row, 8 threads finish them
