@@ -19,6 +19,7 @@
 
 #include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/k4_scales.h"
+#include "kernels/cpu/pack_prefetch.h"
 #include "kernels/cpu/unpack.h"
 #include "kernels/quant_blocks.h"
 
@@ -68,9 +69,9 @@ LS_AVX2 inline void evens_odds(const float* p, __m256* even, __m256* odd) {
 // and its 8 scales and mins are the 8 lanes of s and m, so nothing goes
 // through the unpacker's buffer and its per-16 pairs (the general path
 // below spends about half its time there: 26.6 -> 17.2 ns a chunk on the
-// GPU machine's Xeon, bench/results/2026-12-02-h200-gemm-pack.md). Same bytes and floats: d * sc and dmin * mn, one multiply each,
-// as the unpacker's (tests/unit/kernels/test_cpu_gemm_q8.cpp compares the
-// packers).
+// GPU machine's Xeon, bench/results/2026-12-02-h200-gemm-pack.md). Same bytes and floats: d * sc
+// and dmin * mn, one multiply each, as the unpacker's (tests/unit/kernels/test_cpu_gemm_q8.cpp
+// compares the packers).
 template <bool kFive>
 LS_AVX2 inline void pack_q45_k_chunk(const uint8_t* block, GemmQ8WChunk& o, bool natural) {
   using Block = std::conditional_t<kFive, BlockQ5_K, BlockQ4_K>;
@@ -106,13 +107,17 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
   alignas(32) int8_t q[QK_K];
   alignas(32) float s[QK_K / 16], m[QK_K / 16];
   const G16Row u{q, s, has_min ? m : nullptr};
+  const int64_t ahead = static_cast<int64_t>(chunk_bytes) * cpu_pack_ahead();
   if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
-    for (int64_t c = 0; c < full; ++c, row += chunk_bytes)
+    for (int64_t c = 0; c < full; ++c, row += chunk_bytes) {
+      if (ahead > 0) prefetch_span(row, ahead, static_cast<int64_t>(chunk_bytes));
       t == GgmlType::Q4_K ? pack_q45_k_chunk<false>(row, out[c], natural)
                           : pack_q45_k_chunk<true>(row, out[c], natural);
+    }
     return;  // whole chunks only: a K-quant row is a multiple of 256
   }
   for (int64_t c = 0; c < full; ++c, row += chunk_bytes) {
+    if (ahead > 0) prefetch_span(row, ahead, static_cast<int64_t>(chunk_bytes));
     unpack_g16_avx2(t, row, QK_K, u);
     __m256i r[8];
     for (int j = 0; j < 8; ++j)
@@ -120,7 +125,8 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
           _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)), offset);
     GemmQ8WChunk& o = out[c];
     if (natural)
-      for (int j = 0; j < 8; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(o.u + 32 * j), r[j]);
+      for (int j = 0; j < 8; ++j)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.u + 32 * j), r[j]);
     else
       transpose8x8_epi32(r, o.u);
     __m256 s_lo, s_hi;

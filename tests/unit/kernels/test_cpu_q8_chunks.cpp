@@ -288,6 +288,17 @@ TEST_CASE("cpu_q8_chunks: the packers give the same planes") {
       same = same && 64 * a[0].hi[i / 64][5][i % 64] + a[0].lo[i / 64][5][i % 64] ==
                          terms.sc[i] * terms.u[i];
     CHECK(same);
+    // More rows, and one of all-ones bytes (every scale and quant at its
+    // largest: Q4_K's sc 63 and u 15, v = 945), into every place.
+    const std::vector<uint8_t> many = test::random_weight(t, n, 15, rng);
+    const uint64_t rb = ggml_row_bytes(t, n);
+    const std::vector<uint8_t> ones(rb, 0xFF);
+    for (int r = 0; r < 16; ++r) {
+      const uint8_t* row = r < 15 ? many.data() + r * rb : ones.data();
+      gemm_q8c_pack_w(t, row, n, a.data(), r);
+      gemm_q8c_pack_w_fast(t, row, n, b.data(), r);
+    }
+    CHECK(std::memcmp(a.data(), b.data(), sizeof(GemmQ8cW) * 2) == 0);
   }
 }
 
