@@ -10,8 +10,9 @@
 // values a shuffle, no 16-bit products, no narrowing). Q6_K's u has 6 bits:
 // 32 values at a time in 16-bit lanes (u unpacked, times its group's scale,
 // then v >> 6 and v & 63 narrowed to bytes). On the H200 machine's Xeon,
-// 16 threads, the AMX GEMM at 8-32 tokens read a 70B layer's Q4_K 10-25 %
-// faster with the tables than with 16-bit products (2026-12-04-h200-s30.md).
+// 16 threads, the AMX GEMM at 8-32 tokens read a 70B layer's Q4_K 5-22 %
+// faster with the tables than with 16-bit products (geometric means over
+// its four shapes, two rounds; bench/results/2026-12-04-h200-s30.md).
 // Both prefetch the block cpu_pack_ahead() on (kernels/cpu/pack_prefetch.h).
 // defines: gemm_q8c_pack_w_fast (kernels/cpu/gemm_q8c.h)
 #include <cstring>
