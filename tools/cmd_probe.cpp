@@ -100,8 +100,13 @@ bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int pass
     if (t <= 0) t = all;
     most = std::max(most, t);
   }
-  ThreadPool fill_pool(most);
-  auto buf = HostReadBuffer::make(fill_pool, *bytes);
+  // The buffer's first touch on a pool gone before anything is timed (an
+  // idle pool's workers spin, yielding, for a while after their last job,
+  // and take CPUs from the pool being measured).
+  auto buf = [&] {
+    ThreadPool fill_pool(most);
+    return HostReadBuffer::make(fill_pool, *bytes);
+  }();
   if (!buf) {
     why_not = buf.error().message;
     return false;

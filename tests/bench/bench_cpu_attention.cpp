@@ -49,8 +49,9 @@
 // all at its start, no next block), k1, v2, none.
 //
 // --timeline prints, under each split call's row, where its time goes
-// (Timeline below); --timeline-threads also each thread's blocks in the
-// median call.
+// (Timeline below), and in how many calls every thread of the pool took a
+// block (the median call of each kind); --timeline-threads also each
+// thread's blocks in the median call.
 //
 // --read adds, per context, the same bytes read with nothing computed: the
 // same tasks (a block of positions of one head: its keys, then its values)
@@ -197,6 +198,8 @@ struct Timeline {
   std::vector<double> m[10];
   std::vector<std::pair<double, std::string>> detail;  // (call us, per thread)
   bool threads = false;                                // print detail
+  int pool_threads = 0;                                // the pool's size
+  std::vector<double> whole, short_of;  // call us: every pool thread took a block, or not
   void add(int64_t c0, int64_t c1) {
     const size_t n = ns.size() / 4;
     if (n == 0 || ns[0] < 0) return;  // not a split call
@@ -245,6 +248,7 @@ struct Timeline {
                           static_cast<double>(c1 - c0) / 1e3,
                           fold / n_th};
     for (int k = 0; k < 10; ++k) m[k].push_back(v[k]);
+    (static_cast<int>(n_th) >= pool_threads ? whole : short_of).push_back(v[8]);
     // Each thread's blocks (start-end, us from the call's start), for the
     // median call.
     std::string d;
@@ -274,6 +278,13 @@ struct Timeline {
         "last %.1f; busy %.1f a thread, folding %.1f of it; ends spread %.1f; last fold %.1f; "
         "call %.1f\n",
         md[0], md[1], md[2], md[3], md[4], md[5], md[9], md[6], md[7], md[8]);
+    // A thread the machine does not run in time takes no block: the calls
+    // where all did against the others.
+    std::printf("        calls where all %d threads took a block: %zu of %zu", pool_threads,
+                whole.size(), whole.size() + short_of.size());
+    if (!whole.empty()) std::printf(", median %.1f us", stats(whole).med);
+    if (!short_of.empty()) std::printf("; the others' median %.1f us", stats(short_of).med);
+    std::printf("\n");
     if (threads) {
       auto d = detail;
       std::sort(d.begin(), d.end());
@@ -397,9 +408,8 @@ int main(int argc, char** argv) {
   const std::vector<CpuIsa> isas = *isas_or;
 
   // ---- The bound: host memory read bandwidth per thread count ----------------
-  ThreadPool fill_pool(most);
   const bool any_pin = std::find(pins.begin(), pins.end(), true) != pins.end();
-  const auto host_or = bench_host_bounds(fill_pool, threads, most, host_gib, any_pin);
+  const auto host_or = bench_host_bounds(threads, most, host_gib, any_pin);
   if (!host_or) return 1;
   const std::vector<double> host = *host_or;
 
@@ -408,7 +418,15 @@ int main(int argc, char** argv) {
   const uint64_t layer_max = 2 * static_cast<uint64_t>(max_ctx) * kRow;  // K then V
   const uint64_t elems =
       std::max<uint64_t>(layer_max, static_cast<uint64_t>(kv_gib * (1ull << 30)) / 2);
-  uint16_t* kv = make_kv(fill_pool, elems, huge);
+  // The caches' first touch on a pool of its own, gone before anything is
+  // timed: its idle workers spin (yielding) for a while after their last
+  // job, and 15 of them beside the 16-thread pool under test took its
+  // threads' CPUs (until session 30 this pool lived on: in 202 of 202 calls
+  // at 1k one of the 16 threads took no block, 2026-12-04-h200-s30.md).
+  uint16_t* kv = [&] {
+    ThreadPool fill_pool(most);
+    return make_kv(fill_pool, elems, huge);
+  }();
   std::printf(
       "\ncaches: %.2f GB of f16 keys and values, one token of a 70B layer (%d query heads, "
       "%d KV heads, head_dim %d) per call, each call on another layer's cache of the "
@@ -531,6 +549,7 @@ int main(int argc, char** argv) {
                           AttnCpuTuning tt = tune;
                           Timeline tl;
                           tl.threads = timeline_threads;
+                          tl.pool_threads = th;
                           if (timeline) {
                             tl.ns.assign(static_cast<size_t>(
                                              4 * attention_cpu_blocks(ctx, blk, taper) * kHeadKv),

@@ -42,12 +42,17 @@ inline std::optional<std::vector<CpuIsa>> bench_parse_isas(const std::vector<std
 // printed as a table; nullopt (after saying why) when the buffer cannot be made.
 // also_pinned: each thread count measured again with the pool's threads
 // pinned (ThreadPool::pin), and the higher of the two is the bound.
-inline std::optional<std::vector<double>> bench_host_bounds(ThreadPool& fill_pool,
-                                                            const std::vector<int>& threads,
+// The pool that fills the buffer is gone before anything is timed: an idle
+// pool's workers spin (yielding) for a while after their last job and take
+// CPUs from the pool being measured.
+inline std::optional<std::vector<double>> bench_host_bounds(const std::vector<int>& threads,
                                                             int most, double host_gib,
                                                             bool also_pinned = false) {
   std::vector<double> host(most + 1, 0.0);
-  auto buf = HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
+  auto buf = [&] {
+    ThreadPool fill_pool(most);
+    return HostReadBuffer::make(fill_pool, static_cast<uint64_t>(host_gib * (1ull << 30)));
+  }();
   if (!buf) {
     std::fprintf(stderr, "%s\n", buf.error().message.c_str());
     return std::nullopt;
