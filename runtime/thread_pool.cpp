@@ -1,6 +1,9 @@
 // defines: ThreadPool, default_thread_count (runtime/thread_pool.h)
 #include "runtime/thread_pool.h"
 
+#include <chrono>
+#include <cstdlib>
+
 #if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
@@ -50,6 +53,20 @@ bool pin_self(int cpu) {
   (void)cpu;
   return false;
 #endif
+}
+
+// LS_POOL_SPIN_US=n: an idle worker stops spinning n microseconds after
+// its last job, whatever the count (unset or 0: the count alone). For A/B
+// runs: an idle pool's spinning workers took CPUs from another pool on the
+// H200 machine (bench/results/2026-12-04-h200-s30.md, call 12), and 20,000
+// yields last as long as the scheduler makes them when others want the CPU.
+int64_t spin_limit_ns() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("LS_POOL_SPIN_US");
+    const long long us = e && *e ? std::atoll(e) : 0;
+    return us > 0 ? static_cast<int64_t>(us) * 1000 : int64_t{0};
+  }();
+  return v;
 }
 
 }  // namespace
@@ -146,10 +163,16 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
 
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
+  const int64_t limit = spin_limit_ns();
   for (;;) {
     // Spin a little for the next job before sleeping.
     uint64_t gen = generation_.load(std::memory_order_acquire);
+    const auto idle =
+        limit > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     for (int spin = 0; gen == seen && spin < 20000; ++spin) {
+      if (limit > 0 && spin % 64 == 63 &&
+          std::chrono::steady_clock::now() - idle > std::chrono::nanoseconds(limit))
+        break;
       std::this_thread::yield();
       gen = generation_.load(std::memory_order_acquire);
     }

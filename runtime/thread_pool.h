@@ -4,8 +4,9 @@
 // spread over the workers and the calling thread, and returns when all are
 // done. Tasks are handed out by an atomic counter, so uneven tasks balance
 // themselves. Workers spin briefly before sleeping, so back-to-back jobs
-// (one per matmul, many per token) do not pay a futex wake-up each. Nothing
-// is allocated per job.
+// (one per matmul, many per token) do not pay a futex wake-up each
+// (LS_POOL_SPIN_US bounds that spin in time, for A/B runs). Nothing is
+// allocated per job.
 //
 // run returns when every task is done, not when every worker has looked in:
 // on a machine whose cores are shared (a build beside a -t 2 decode), a
