@@ -157,14 +157,15 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
     std::snprintf(reps, sizeof reps, " (its largest layer %.1f-%.1f ms)",
                   rates->cpu_rep_min_s * 1e3, rates->cpu_rep_max_s * 1e3);
   char why[480];
-  std::snprintf(why, sizeof why,
-                "auto: the CPU computes a layer at %.1f GB/s%s and the copy engine moves %.1f "
-                "GB/s, both at once; the GPU computes a layer at %.0f GB/s, plus %.1f ms a step: %d "
-                "CPU layers, predicted %.2f tok/s (%.2f over PCIe alone); re-planned between "
-                "decode steps from what they measure",
-                rates->cpu_bytes_per_s / 1e9, reps, rates->copy_bytes_per_s / 1e9,
-                rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers,
-                h.step_s() > 0 ? 1 / h.step_s() : 0.0, h0.step_s() > 0 ? 1 / h0.step_s() : 0.0);
+  std::snprintf(
+      why, sizeof why,
+      "auto: the CPU computes a layer at %.1f GB/s%s and the copy engine moves %.1f "
+      "GB/s, both at once; the GPU computes a layer at %.0f GB/s, plus %.1f ms a step: %d "
+      "CPU layers, predicted %.2f tok/s (%.2f over PCIe alone); re-planned between "
+      "decode steps from what they measure",
+      rates->cpu_bytes_per_s / 1e9, reps, rates->copy_bytes_per_s / 1e9,
+      rates->gpu_bytes_per_s / 1e9, rates->gpu_step_s * 1e3, in.cpu_layers,
+      h.step_s() > 0 ? 1 / h.step_s() : 0.0, h0.step_s() > 0 ? 1 / h0.step_s() : 0.0);
   p->hybrid_reason = why;
   return p;
 }
@@ -196,7 +197,12 @@ std::unique_ptr<Backend> make_cpu_backend(const Model& m, const EngineOptions& o
   if (threads <= 0) threads = opt.threads > 0 ? opt.threads : default_thread_count();
   return std::make_unique<CpuBackend>(c, m.globals(), n_ctx, std::max<uint32_t>(1, opt.n_seq),
                                       opt.kv_type, threads, opt.cpu_act, opt.cpu_tuning,
-                                      kv_pool_blocks(m, opt));
+                                      kv_pool_blocks(m, opt), opt.cpu_pool);
+}
+
+std::shared_ptr<ThreadPool> Engine::cpu_pool() const {
+  if (cpu_backend_) return cpu_backend_->cpu_pool();
+  return backend_ ? backend_->cpu_pool() : nullptr;
 }
 
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
@@ -262,8 +268,8 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     e->backend_ = make_cpu_backend(*e->model_, opt);
   }
   e->tracer_ = std::make_unique<Tracer>(!opt.trace_path.empty());
-  e->control_ = std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s,
-                                               opt.handle_signals);
+  e->control_ =
+      std::make_unique<ControlPlane>(e->rc_, *e->tracer_, opt.watchdog_s, opt.handle_signals);
   // The CPU tier's own backend (hybrid plans): its KV cache holds the CPU layers' keys.
   const bool hybrid = e->plan_.n_cpu > 0 || e->plan_.rebalance;
   if (hybrid) e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));

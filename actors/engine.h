@@ -54,10 +54,16 @@ struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
   std::string backend = "auto";  // cpu, cuda, auto
   int threads = 0;               // CPU threads (0: all cores)
-  CpuAct cpu_act = CpuAct::Q8;   // --act: decode matmul activations, both backends (q8 fast, f32 the oracle)
-  CpuMatmulTuning cpu_tuning;    // --cpu-tuning: the CPU matmuls' work split and prefetch
-  uint32_t n_ctx = 0;            // positions per sequence; 0: the model's, at most 4096
-  uint32_t n_seq = 1;            // sequences at once (--parallel): key/value slots of n_ctx each
+  CpuAct cpu_act =
+      CpuAct::Q8;  // --act: decode matmul activations, both backends (q8 fast, f32 the oracle)
+  CpuMatmulTuning cpu_tuning;  // --cpu-tuning: the CPU matmuls' work split and prefetch
+  // A CPU pool to compute on, shared with another engine whose steps take
+  // turns with this one's (a draft model's: Engine::cpu_pool()); taken where
+  // its size is the CPU backend's thread count. Null: a pool of its own.
+  // Two pools in one process would each spin idle beside the other's work.
+  std::shared_ptr<ThreadPool> cpu_pool;
+  uint32_t n_ctx = 0;  // positions per sequence; 0: the model's, at most 4096
+  uint32_t n_seq = 1;  // sequences at once (--parallel): key/value slots of n_ctx each
   // Blocks of the paged key/value cache (--kv-blocks, model/kv_blocks.h);
   // 0: n_seq × n_ctx positions' worth (kv_pool_blocks()).
   uint32_t kv_blocks = 0;
@@ -122,6 +128,9 @@ class Engine {
   bool interrupted() const { return control_ && control_->interrupted(); }
   int interrupt_signal() const { return control_ ? control_->signal() : 0; }
   double load_seconds() const { return load_s_; }
+  // The pool its CPU layers compute on (the CPU backend's or the hybrid
+  // plan's CPU tier's); null: none.
+  std::shared_ptr<ThreadPool> cpu_pool() const;
   // Stop the actors, write the trace (--trace) and print the stall table (--stats).
   Status finish();
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "runtime/status.h"
 
 namespace ls {
+
+class ThreadPool;  // runtime/thread_pool.h
 
 class DeviceLink;
 
@@ -104,6 +107,9 @@ class Backend {
   // Blocks of the paged key/value cache's pool (model/kv_blocks.h); 0: a
   // backend that does not say (the pipeline then takes its own options').
   virtual uint32_t kv_pool_blocks() const { return 0; }
+  // The pool of CPU threads this backend computes on, to share with another
+  // backend that takes turns with it (a draft model's); null: none.
+  virtual std::shared_ptr<ThreadPool> cpu_pool() const { return nullptr; }
   // The view of a resident layer as this backend holds it, when it keeps its
   // own copy (the CUDA backend: device pointers); nullopt: the mapped file's
   // view (Model::layer) is the one to pass to layer().

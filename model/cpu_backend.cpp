@@ -11,11 +11,13 @@ namespace ls {
 
 CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
                        KvType kv_type, int n_threads, CpuAct act, const CpuMatmulTuning& tune,
-                       uint32_t kv_blocks)
+                       uint32_t kv_blocks, std::shared_ptr<ThreadPool> pool)
     : c_(c),
       g_(g),
       kv_(c.n_layer, n_seq, n_ctx, c.n_head_kv, c.head_dim, kv_type, kv_blocks),
-      pool_(n_threads),
+      pool_(pool && pool->size() == std::max(1, n_threads)
+                ? std::move(pool)
+                : std::make_shared<ThreadPool>(n_threads)),
       act_(act),
       tune_(tune) {
   rope_.n_rot = static_cast<int32_t>(c.n_rot);
@@ -24,31 +26,31 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   rope_.freq_factors = g.rope_freqs;
   // LS_CPU_PIN=1 pins the pool's threads one a CPU (ThreadPool::pin): an
   // A/B switch, off by default (the actors' threads share these cores).
-  if (const char* e = std::getenv("LS_CPU_PIN"); e && std::atoi(e) > 0 && !pool_.pin())
+  if (const char* e = std::getenv("LS_CPU_PIN"); e && std::atoi(e) > 0 && !pool_->pin())
     std::fprintf(stderr, "LS_CPU_PIN: cannot pin %d threads one a CPU here (fewer CPUs allowed)\n",
-                 pool_.size());
-  scratch_.resize(pool_.size());
+                 pool_->size());
+  scratch_.resize(pool_->size());
   for (auto& s : scratch_) s.resize(std::max<size_t>(c.n_embd, c.n_ff));
   // Rows are at most n_ff long (w_down) or n_embd (everything else).
-  mm_scratch_.reserve(pool_.size(), std::max<int64_t>(c.n_embd, c.n_ff));
+  mm_scratch_.reserve(pool_->size(), std::max<int64_t>(c.n_embd, c.n_ff));
   // The int8 arithmetic of the K-quants (kernels/cpu/q8_chunks.h), one for
   // the whole run so that every width computes the same bits.
   mm_scratch_.act().set_chunks(cpu_q8_chunks_active());
   // Attention: a one-token step at the full context (a larger split batch
   // grows it once, on its first call).
   const int64_t blocks = attention_cpu_max_blocks(n_ctx);
-  attn_scratch_.reserve(pool_.size(), static_cast<int>(c.n_head / c.n_head_kv),
+  attn_scratch_.reserve(pool_->size(), static_cast<int>(c.n_head / c.n_head_kv),
                         static_cast<int>(c.head_dim), c.n_head_kv, c.n_head_kv * blocks);
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
   if (!matmul_cpu_supports(w) || w.n_in > mm_scratch_.max_n_in()) {
-    matmul_f32(pool_, w, x, n_tok, y, scratch_);
+    matmul_f32(*pool_, w, x, n_tok, y, scratch_);
   } else if (act_ == CpuAct::F32) {
-    matmul_cpu(pool_, w, x, n_tok, y, mm_scratch_);
+    matmul_cpu(*pool_, w, x, n_tok, y, mm_scratch_);
   } else {
     const MatmulQ8Part part{w, y};
-    matmul_cpu_q8_auto(pool_, &part, 1, matmul_cpu_quantize(pool_, x, n_tok, w.n_in, mm_scratch_),
+    matmul_cpu_q8_auto(*pool_, &part, 1, matmul_cpu_quantize(*pool_, x, n_tok, w.n_in, mm_scratch_),
                        n_tok, mm_scratch_, cpu_isa_active(), tune_);
   }
 }
@@ -69,8 +71,8 @@ void CpuBackend::matmuls(const float* x, int64_t n_tok, std::initializer_list<Ma
     return;
   }
   const ActQ8View v =
-      xq ? *xq : matmul_cpu_quantize(pool_, x, n_tok, parts.begin()->w.n_in, mm_scratch_);
-  matmul_cpu_q8_auto(pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok, mm_scratch_,
+      xq ? *xq : matmul_cpu_quantize(*pool_, x, n_tok, parts.begin()->w.n_in, mm_scratch_);
+  matmul_cpu_q8_auto(*pool_, parts.begin(), static_cast<int>(parts.size()), v, n_tok, mm_scratch_,
                      cpu_isa_active(), tune_);
 }
 
@@ -82,8 +84,8 @@ void CpuBackend::swiglu(int64_t n_tok, bool quantize) {
   ActQ8Buffer& act = mm_scratch_.act();
   const int64_t unit = act.chunks() && c_.n_ff % 256 == 0 ? 8 : 1;
   const int64_t nu = n_tok * c_.n_ff / kActQ8Block / unit;
-  const int64_t n_tasks = std::min<int64_t>(nu, 4 * pool_.size());
-  pool_.run(n_tasks, [&](int64_t task, int) {
+  const int64_t n_tasks = std::min<int64_t>(nu, 4 * pool_->size());
+  pool_->run(n_tasks, [&](int64_t task, int) {
     const int64_t b0 = nu * task / n_tasks * unit, b1 = nu * (task + 1) / n_tasks * unit;
     const int64_t i0 = b0 * kActQ8Block, len = (b1 - b0) * kActQ8Block;
     silu_mul_f32(gate_.data() + i0, up_.data() + i0, gate_.data() + i0, len);
@@ -111,9 +113,9 @@ void CpuBackend::reserve(size_t n) {
   if (n_tok >= gemm_q8_min_tokens(cpu_isa_active())) {
     // The largest plan of a layer's matmuls: rows of n_embd or n_ff values.
     for (int64_t len : {static_cast<int64_t>(c_.n_embd), static_cast<int64_t>(c_.n_ff)}) {
-      const GemmQ8Plan pl = gemm_q8_plan(cpu_isa_active(), pool_.size(), n_tok, len,
+      const GemmQ8Plan pl = gemm_q8_plan(cpu_isa_active(), pool_->size(), n_tok, len,
                                          std::max<int64_t>(c_.n_embd, c_.n_ff));
-      mm_scratch_.gemm().reserve(pool_.size(), pl.tile_chunks, n_tok * gemm_q8_chunks(len));
+      mm_scratch_.gemm().reserve(pool_->size(), pl.tile_chunks, n_tok * gemm_q8_chunks(len));
     }
   }
 }
@@ -211,7 +213,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.out = att_.data();
   at.ldo = E;
   at.kv = kv_.attn(il);
-  attention_cpu(pool_, at, attn_scratch_);
+  attention_cpu(*pool_, at, attn_scratch_);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
 

@@ -30,9 +30,13 @@ class CpuBackend final : public Backend {
   // n_ctx: cache length per sequence; n_seq: sequence slots; kv_blocks:
   // the paged cache's pool (0: n_ctx positions for every slot).
   // act: the activations of the quantized matmuls (Q8 fast, F32 the oracle).
+  // pool: a pool of n_threads to share (another backend's, whose calls take
+  // turns with this one's: a model and its draft); null or another size: a
+  // pool of its own.
   CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx, uint32_t n_seq,
              KvType kv_type, int n_threads, CpuAct act = CpuAct::Q8,
-             const CpuMatmulTuning& tune = {}, uint32_t kv_blocks = 0);
+             const CpuMatmulTuning& tune = {}, uint32_t kv_blocks = 0,
+             std::shared_ptr<ThreadPool> pool = nullptr);
   const char* name() const override { return "cpu"; }
   Status begin(const Batch& b) override;
   Status layer(uint32_t index, const LayerView& w) override;
@@ -46,7 +50,8 @@ class CpuBackend final : public Backend {
   Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v) override;
   const KvCache& kv() const { return kv_; }
-  ThreadPool& pool() { return pool_; }
+  ThreadPool& pool() { return *pool_; }
+  std::shared_ptr<ThreadPool> cpu_pool() const override { return pool_; }
   CpuAct act() const { return act_; }
 
  private:
@@ -72,7 +77,7 @@ class CpuBackend final : public Backend {
   GlobalView g_;
   RopeParams rope_;
   KvCache kv_;
-  ThreadPool pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows (matmul_f32)
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
   AttentionCpuScratch attn_scratch_;         // scores and partial triples of attention_cpu

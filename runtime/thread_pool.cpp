@@ -127,7 +127,9 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
     pin_self(cpus_[0]);
     pinned_caller_ = std::this_thread::get_id();
   }
-  if (n_threads_ == 1 || n_tasks == 1) {
+  // One thread's job, or a second caller while a job runs: the caller's
+  // thread alone (a shared pool's callers normally take turns).
+  if (n_threads_ == 1 || n_tasks == 1 || running_.exchange(true, std::memory_order_acquire)) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
     return;
   }
@@ -159,6 +161,7 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
       j.done.wait(d, std::memory_order_acquire);
     d = j.done.load(std::memory_order_acquire);
   }
+  running_.store(false, std::memory_order_release);
 }
 
 void ThreadPool::worker(int index) {

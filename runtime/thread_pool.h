@@ -1,10 +1,12 @@
 // A persistent pool of worker threads for data-parallel loops (the CPU
-// backend's matmuls, synth's generators). One job at a time, from one
-// calling thread: run(n, fn) calls fn(task, thread) for task = 0..n-1,
-// spread over the workers and the calling thread, and returns when all are
-// done. Tasks are handed out by an atomic counter, so uneven tasks balance
-// themselves. Workers spin briefly before sleeping, so back-to-back jobs
-// (one per matmul, many per token) do not pay a futex wake-up each
+// backend's matmuls, synth's generators). One job at a time: run(n, fn)
+// calls fn(task, thread) for task = 0..n-1, spread over the workers and the
+// calling thread, and returns when all are done. A pool may be shared by
+// callers that take turns (a model and its draft model): one that calls
+// while another's job runs gets no workers, and runs its tasks itself, all
+// as thread 0 (whose per-thread scratch is its own caller's). Tasks are handed out by an atomic
+// counter, so uneven tasks balance themselves. Workers spin briefly before sleeping, so
+// back-to-back jobs (one per matmul, many per token) do not pay a futex wake-up each
 // (LS_POOL_SPIN_US bounds that spin in time, for A/B runs). Nothing is
 // allocated per job.
 //
@@ -79,9 +81,10 @@ class ThreadPool {
   Job jobs_[2];  // run g uses jobs_[g % 2]
   // Polled by every idle worker: a line of its own, written once a job.
   alignas(64) std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};  // read without the lock after each wake-up
-  std::vector<int> cpus_;          // pin(): thread i's CPU is cpus_[i]
-  std::thread::id pinned_caller_;  // the caller thread pinned to cpus_[0]
+  std::atomic<bool> stop_{false};     // read without the lock after each wake-up
+  std::atomic<bool> running_{false};  // a caller's job is in the slots
+  std::vector<int> cpus_;             // pin(): thread i's CPU is cpus_[i]
+  std::thread::id pinned_caller_;     // the caller thread pinned to cpus_[0]
 };
 
 }  // namespace ls

@@ -182,6 +182,9 @@ int run_decode(DecodeArgs& a) {
     auto sd = SpeculativeDecoder::make(a.spec, a.engine);  // before the model: its memory first
     if (!sd) return fail(sd.error().message);
     spec = std::move(*sd);
+    // One CPU pool for both models: their steps take turns, and a second
+    // pool's idle workers would spin beside the working one's.
+    a.engine.cpu_pool = spec->cpu_pool();
   }
   auto er = Engine::open(a.engine);
   if (!er) return fail(er.error().message);

@@ -162,6 +162,10 @@ Expected<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::make(
   return d;
 }
 
+std::shared_ptr<ThreadPool> SpeculativeDecoder::cpu_pool() const {
+  return draft_engine_ ? draft_engine_->cpu_pool() : nullptr;
+}
+
 Status SpeculativeDecoder::attach(const Model& target) {
   const int64_t nv = target.config().n_vocab;
   if (draft_engine_ && draft_engine_->model().config().n_vocab != nv)

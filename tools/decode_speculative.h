@@ -54,6 +54,9 @@ class SpeculativeDecoder {
              const std::function<bool(int32_t)>& emit);
   const SpecReport& report() const { return report_; }
   const std::string& name() const { return name_; }
+  // The draft model's CPU pool, for the target to share (their steps take
+  // turns; EngineOptions::cpu_pool); null: no draft model, or none on the CPU.
+  std::shared_ptr<ThreadPool> cpu_pool() const;
 
  private:
   SpeculativeDecoder() = default;

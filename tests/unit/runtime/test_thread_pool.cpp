@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "runtime/thread_pool.h"
@@ -41,6 +42,38 @@ TEST_CASE("thread pool: every task once, thread indices exclusive, job after job
     MESSAGE(threads << " threads: " << total << " tasks in 3000 jobs, each once; "
                     << by_workers.load() << " by workers");
   }
+}
+
+TEST_CASE("thread pool: two callers at once, each job's tasks once, on the caller's indices") {
+  // A pool shared by two callers (a model and its draft take turns, but a
+  // second caller while a job runs must stay correct): the second runs its
+  // own tasks on its own thread as index 0, so two callers' tasks never
+  // meet on an index of the same caller's per-thread scratch.
+  ThreadPool pool(4);
+  std::atomic<int64_t> bad{0}, inline_jobs{0};
+  auto caller = [&](int id) {
+    std::vector<std::atomic<int>> busy(4);
+    for (int job = 0; job < 2000; ++job) {
+      const int64_t n = 1 + (job + id) % 23;
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<bool> workers{false};
+      pool.run(n, [&](int64_t t, int index) {
+        if (index < 0 || index >= 4 || busy[index].fetch_add(1) != 0) ++bad;
+        volatile int64_t x = 0;
+        for (int i = 0; i < 300; ++i) x = x + i;
+        hits[t].fetch_add(1);
+        if (index > 0) workers = true;
+        busy[index].fetch_sub(1);
+      });
+      for (int64_t t = 0; t < n; ++t) bad += hits[t].load() != 1;
+      inline_jobs += n > 1 && !workers.load();
+    }
+  };
+  std::thread other(caller, 1);
+  caller(0);
+  other.join();
+  CHECK(bad.load() == 0);
+  MESSAGE(inline_jobs.load() << " of 4000 jobs ran on their caller alone");
 }
 
 #if defined(__linux__)
