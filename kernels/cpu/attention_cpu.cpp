@@ -190,7 +190,11 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
 // One copy per ISA (GCC's target_clones, chosen at load): element-wise
 // products and sums, contraction off, so every copy gives the same bits;
 // the widest runs the fold at a split call's end, on its critical path.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: a clone's resolver runs while the loader
+// relocates the program, before TSan's runtime is up, and its instrumented
+// code crashed every test binary at load (scripts/sanitize.sh tsan).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define LS_ATTN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define LS_ATTN_CLONES
