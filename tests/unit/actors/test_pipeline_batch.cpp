@@ -9,11 +9,13 @@
 // a Q4_K_M model the 8-bit ones in either form of kernels/cpu/q8_chunks.h.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "actors/pipeline.h"
 #include "kernels/cpu/q8_chunks.h"
@@ -101,7 +103,10 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
   Pipeline& pl = **p;
   std::vector<SeqSeen> seen(sp.size());
   std::vector<std::future<SeqEnd>> futs(sp.size());
-  std::vector<uint64_t> ids(sp.size());
+  // Written after submit returns, read by the sampler's thread in the
+  // callback, which may run first: -1 until then.
+  std::vector<std::atomic<int64_t>> ids(sp.size());
+  for (auto& id : ids) id.store(-1);
   auto submit = [&](size_t i) {
     SeqRequest r;
     r.prompt = sp[i].prompt;
@@ -110,7 +115,11 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
       SeqSeen& s = seen[i];
       s.rows.insert(s.rows.end(), last, last + V);
       s.tokens.push_back(argmax(last, V));
-      if (static_cast<int>(s.tokens.size()) == sp[i].cancel_after) pl.cancel(ids[i]);
+      if (static_cast<int>(s.tokens.size()) == sp[i].cancel_after) {
+        int64_t id;
+        while ((id = ids[i].load()) < 0) std::this_thread::yield();
+        pl.cancel(static_cast<uint64_t>(id));
+      }
       if (static_cast<int>(s.tokens.size()) >= sp[i].n_out) return std::nullopt;
       return s.tokens.back();
     };
@@ -118,7 +127,7 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
     futs[i] = done.get_future();
     auto id = pl.submit(std::move(r), std::move(done));
     REQUIRE(id.has_value());
-    ids[i] = *id;
+    ids[i].store(static_cast<int64_t>(*id));
   };
   if (n_seq == 1) {
     for (size_t i = 0; i < sp.size(); ++i) {

@@ -15,11 +15,13 @@
 //   - a chat's kept cache (run_request) holds its blocks between turns.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "actors/pipeline.h"
 #include "model/cpu_backend.h"
@@ -108,7 +110,10 @@ RunResult run(const std::vector<SeqSpec>& sp, const RunSetup& su) {
   RunResult res;
   res.seen.resize(sp.size());
   std::vector<std::future<SeqEnd>> futs(sp.size());
-  std::vector<uint64_t> ids(sp.size());
+  // Written after submit returns, read by the sampler's thread in the
+  // callback, which may run first: -1 until then.
+  std::vector<std::atomic<int64_t>> ids(sp.size());
+  for (auto& id : ids) id.store(-1);
   std::map<int64_t, int> per_step;  // callbacks run on the sampler thread, one at a time
   auto submit = [&](size_t i) {
     SeqRequest r;
@@ -119,7 +124,11 @@ RunResult run(const std::vector<SeqSpec>& sp, const RunSetup& su) {
       SeqSeen& s = res.seen[i];
       s.rows.insert(s.rows.end(), last, last + V);
       s.tokens.push_back(argmax(last, V));
-      if (static_cast<int>(s.tokens.size()) == sp[i].cancel_after) pl.cancel(ids[i]);
+      if (static_cast<int>(s.tokens.size()) == sp[i].cancel_after) {
+        int64_t id;
+        while ((id = ids[i].load()) < 0) std::this_thread::yield();
+        pl.cancel(static_cast<uint64_t>(id));
+      }
       if (static_cast<int>(s.tokens.size()) >= sp[i].n_out) return std::nullopt;
       return s.tokens.back();
     };
@@ -127,7 +136,7 @@ RunResult run(const std::vector<SeqSpec>& sp, const RunSetup& su) {
     futs[i] = done.get_future();
     auto id = pl.submit(std::move(r), std::move(done));
     REQUIRE_MESSAGE(id.has_value(), (id ? "" : id.error().message));
-    ids[i] = *id;
+    ids[i].store(static_cast<int64_t>(*id));
   };
   if (su.n_seq == 1) {
     for (size_t i = 0; i < sp.size(); ++i) {
