@@ -2,7 +2,8 @@
 #include "runtime/thread_pool.h"
 
 #include <chrono>
-#include <cstdlib>
+
+#include "runtime/env.h"
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -61,11 +62,7 @@ bool pin_self(int cpu) {
 // H200 machine (bench/results/2026-12-04-h200-s30.md, call 12), and 20,000
 // yields last as long as the scheduler makes them when others want the CPU.
 int64_t spin_limit_ns() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("LS_POOL_SPIN_US");
-    const long long us = e && *e ? std::atoll(e) : 0;
-    return us > 0 ? static_cast<int64_t>(us) * 1000 : int64_t{0};
-  }();
+  static const int64_t v = env_int("LS_POOL_SPIN_US", 0, 0) * 1000;
   return v;
 }
 

@@ -32,9 +32,10 @@ FLOORS = [
     ("actors",  "actors/*",                                 "model kernels io runtime"),
     ("model",   "model/*",                                  "kernels io runtime"),
     # Pure functions of buffers: of the floors below, the type table, errors as
-    # values (CUDA's too) and the thread pool.
+    # values (CUDA's too), the thread pool and the A/B switches' reader.
     ("kernels", "kernels/*",                                "io/ggml_type.h runtime/status.h "
-                                                            "runtime/cuda_util.cuh runtime/thread_pool.h"),
+                                                            "runtime/cuda_util.cuh runtime/thread_pool.h "
+                                                            "runtime/env.h"),
     ("io",      "io/*",                                     "runtime"),
     ("runtime", "runtime/*",                                ""),  # the ground floor
 ]

@@ -17,6 +17,7 @@
 #include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/quant_blocks.h"
+#include "runtime/env.h"
 
 namespace ls {
 
@@ -103,17 +104,7 @@ GemmQ8cTileFn gemm_q8c_kernel(GemmQ8Amx amx) {
 // Not measured yet on the tile unit: 8, the width from which the lane
 // form's GEMM beats its dot (gemm_q8_min_tokens).
 int64_t gemm_q8c_min_tokens() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("LS_CPU_Q8C_GEMM_MIN");
-    if (!e || !*e) return int64_t{8};
-    char* end = nullptr;
-    const long n = std::strtol(e, &end, 10);
-    if (*end != '\0' || n < 1) {
-      std::fprintf(stderr, "LS_CPU_Q8C_GEMM_MIN=%s: want a token count >= 1; using 8\n", e);
-      return int64_t{8};
-    }
-    return static_cast<int64_t>(n);
-  }();
+  static const int64_t v = env_int("LS_CPU_Q8C_GEMM_MIN", 8, 1);
   return v;
 }
 

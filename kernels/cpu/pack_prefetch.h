@@ -17,7 +17,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
+
+#include "runtime/env.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -26,12 +27,7 @@
 namespace ls {
 
 inline int64_t cpu_pack_ahead() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("LS_CPU_PACK_AHEAD");
-    if (!e || !*e) return int64_t{16};
-    const long long n = std::atoll(e);
-    return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
-  }();
+  static const int64_t v = env_int("LS_CPU_PACK_AHEAD", 16, 0);
   return v;
 }
 

@@ -1,14 +1,16 @@
-// runtime/thread_pool.h: every task runs once, on a thread index no other
-// running task has, job after job, with more threads than cores (late
-// workers: a run must neither wait for them nor let them touch the next job).
+// runtime/thread_pool.h (and runtime/env.h's env_int): every task runs once, on a thread index no
+// other running task has, job after job, with more threads than cores (late workers: a run must
+// neither wait for them nor let them touch the next job).
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "runtime/env.h"
 #include "runtime/thread_pool.h"
 
 using namespace ls;
@@ -132,3 +134,25 @@ TEST_CASE("thread pool: pin puts each thread on a CPU of its own, and lets the c
   CHECK(only_cpu() == -1);  // the caller runs anywhere again
 }
 #endif
+
+TEST_CASE("env_int: a whole number at least min, else the default (said so)") {
+  // runtime/env.h: the A/B switches (LS_POOL_SPIN_US, LS_CPU_PACK_AHEAD, ...)
+  // must not read a typo as 0.
+  const char* k = "LS_TEST_ENV_INT";
+  unsetenv(k);
+  CHECK(env_int(k, 16, 0) == 16);
+  setenv(k, "", 1);
+  CHECK(env_int(k, 16, 0) == 16);
+  setenv(k, "32", 1);
+  CHECK(env_int(k, 16, 0) == 32);
+  setenv(k, "0", 1);
+  CHECK(env_int(k, 16, 0) == 0);
+  CHECK(env_int(k, 8, 1) == 8);  // below min
+  setenv(k, "fast", 1);
+  CHECK(env_int(k, 16, 0) == 16);
+  setenv(k, "12us", 1);
+  CHECK(env_int(k, 16, 0) == 16);
+  setenv(k, "-3", 1);
+  CHECK(env_int(k, 16, 0) == 16);
+  unsetenv(k);
+}
