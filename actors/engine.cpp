@@ -1,5 +1,6 @@
 #include "actors/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -205,6 +206,17 @@ std::shared_ptr<ThreadPool> Engine::cpu_pool() const {
   return backend_ ? backend_->cpu_pool() : nullptr;
 }
 
+int32_t hybrid_depth(const TierPlan& plan) {
+  const size_t n = plan.layer_tier.size();
+  size_t longest = 0, run = 0;
+  // Twice round: a run at the step's end goes on into the next one's start.
+  for (size_t i = 0; i < 2 * n; ++i) {
+    run = plan.layer_tier[i % n] == Tier::Resident ? run + 1 : 0;
+    longest = std::max(longest, std::min(run, n));
+  }
+  return kDepthHybrid + static_cast<int32_t>(longest);
+}
+
 Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Engine> e(new Engine());
@@ -275,7 +287,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   if (hybrid) e->cpu_backend_ = make_cpu_backend(*e->model_, opt, hybrid_cpu_threads(opt));
   PipelineOptions po;
   po.cpu_backend = e->cpu_backend_.get();
-  po.depth = opt.depth > 0 ? opt.depth : hybrid ? kDepthHybrid : kDepthStreaming;
+  po.depth = opt.depth > 0 ? opt.depth : hybrid ? hybrid_depth(e->plan_) : kDepthStreaming;
   po.source = opt.source;
   po.io_only = opt.io_only;
   po.n_ctx = opt.n_ctx;

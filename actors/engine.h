@@ -46,9 +46,21 @@ using BackendFactory = std::function<Expected<std::unique_ptr<Backend>>(
 // (a CPU layer for milliseconds), and with 4 the copier saw only the next
 // one or two streamed layers and sat idle across each step's end; on the
 // H200 machine, 70b at 24 GiB: 5.22 tok/s at depth 4, 5.78 at 8, 5.75 at 16
-// (bench/results/2026-12-01-h200-cpu-tier.md).
+// (bench/results/2026-12-01-h200-cpu-tier.md). hybrid_depth() takes more
+// where the plan needs it.
 constexpr int32_t kDepthStreaming = 4;
 constexpr int32_t kDepthHybrid = 16;
+// The depth of a hybrid plan: kDepthHybrid past the longest run of
+// resident layers (counted round the step's end into the next step's
+// start). Every layer of a hybrid plan is a job of its own, the resident
+// ones too, so a run of them holds that many credits, and the planner must
+// see past it to the next copied layers while this step's last ones are
+// computed. The 70b at 24 GiB has 41 resident layers at the start of each
+// step: at 16 the copy engine waited through them every step (WidthRouting's
+// simulation of session 30's per-layer times: 6.72 -> 6.85 tok/s at width
+// 1, 33.4 -> 36.6 at 8, 101.1 -> 106.7 at 32; tests/unit/model/
+// test_width_routing.cpp).
+int32_t hybrid_depth(const TierPlan& plan);
 
 struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
@@ -75,7 +87,7 @@ struct EngineOptions {
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
   // depth: layers planned ahead of compute; 0 picks kDepthStreaming, or
-  // kDepthHybrid when the plan has CPU-tier layers.
+  // hybrid_depth() when the plan has CPU-tier layers.
   int32_t depth = 0, staging_buffers = 3, device_slots = 3;
   uint32_t ubatch = 512;   // tokens per batch the device's activations are sized for
                            // (--ubatch-size; a longer prompt grows them past the plan)

@@ -76,7 +76,7 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
       ->check(CLI::PositiveNumber);
   sub->add_option("--depth", o.depth,
                   "Layers planned ahead of compute, a run of resident ones counting as one "
-                  "(0: 4, or 16 when the CPU computes layers)")
+                  "(0: 4, or when the CPU computes layers 16 past the longest run of resident ones)")
       ->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")

@@ -150,6 +150,50 @@ TEST_CASE("width routing: the simulated step on the 70b plan picks the split tha
   CHECK(r.cpu_layers(b32) >= 4);
 }
 
+// The same simulation on the plan of 2026-12-04 (41 resident layers, 25
+// CPU-tier ones, 14 streamed) with the per-layer times session 30 measured
+// at widths 1, 8 and 32 (raw-2026-12-04-s30/call7): the planner's depth
+// bounds how early the copy engine starts the next step's copies. At 16 the
+// 41 resident layers hold every credit at each step's start and the copies
+// wait; past them (actors/engine.h, hybrid_depth: 57) every width's step is
+// shorter (6.72 -> 6.85 tok/s at width 1, where the chain bounds the step;
+// 33.4 -> 36.6 at 8; 101.1 -> 106.7 at 32), and depth beyond that gains
+// nothing.
+TEST_CASE("width routing: a depth past the resident run shortens the simulated step") {
+  const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
+  std::vector<WidthRouting::Kind> kinds;
+  for (char c : layout)
+    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
+                    : c == 'H' ? WidthRouting::Kind::CpuSet
+                               : WidthRouting::Kind::Streamed);
+  struct Width {
+    int64_t w;
+    double cpu_ms, gpu_ms;
+  };
+  for (const Width& x : {Width{1, 5.4, 0.2}, Width{8, 11.4, 0.44}, Width{32, 22.8, 0.68}}) {
+    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+    WidthSample s;
+    s.width = x.w;
+    s.n_cpu = 10;
+    s.n_gpu = 70;
+    s.n_copied = 30;
+    s.cpu_s = 10 * x.cpu_ms * 1e-3;
+    s.gpu_s = 70 * x.gpu_ms * 1e-3;
+    s.copy_s = 30 * 9.2e-3;
+    for (int i = 0; i < 20; ++i) r.observe(s);
+    const int b = WidthRouting::bucket(x.w);
+    auto best = [&](int32_t depth) {
+      r.set_layout(kinds, 3, depth);
+      return r.predict_s(b, r.cpu_layers(b));
+    };
+    const double at16 = best(16), at57 = best(57), at80 = best(80);
+    MESSAGE("width " << x.w << ": " << x.w / at16 << " tok/s at depth 16, " << x.w / at57
+                     << " at 57");
+    CHECK(at57 < (x.w == 1 ? 0.99 : 0.95) * at16);
+    CHECK(at80 == doctest::Approx(at57).epsilon(0.01));
+  }
+}
+
 TEST_CASE("width routing: without measurements or a CPU set it keeps what it has") {
   WidthRouting none(32, 0, 4, 0, 0, 0);
   for (int b = 0; b < WidthRouting::kBuckets; ++b) CHECK(none.cpu_layers(b) == 0);
