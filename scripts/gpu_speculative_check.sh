@@ -13,7 +13,8 @@
 # Tied, its greedy output repeats its last token by a wide margin, and a
 # token reads the same bytes (the head is the same Q6_K matrix).
 # Prints, per run: tok/s, the speculative summary (verify steps, accepted,
-# tokens a target pass), and whether the ids equal plain decoding's.
+# tokens a target pass), whether the ids equal plain decoding's, and the
+# stall table's bound and the width routing's summary (--stats).
 # Environment: BIN (folder with layerstream), OUT (logs), MODELS (default
 # /tmp/ls-models), N (tokens, default 64), KS (widths - 1 at acceptance 1,
 # default "1 3 7 15"), ALPHA_KS (K at ALPHA, default "3 5 7 0": 0 lets the
@@ -38,11 +39,14 @@ echo "plain: $(rate "$OUT/plain.err")"
 run() {  # name, alpha, K (0: chosen by the run)
   local k=()
   [ "$3" != 0 ] && k=(--draft-min "$3" --draft-max "$3")
-  "$L" decode "${A[@]}" --draft "replay:$OUT/plain.ids:$2" "${k[@]}" > "$OUT/$1.txt" 2> "$OUT/$1.err"
+  "$L" decode "${A[@]}" --draft "replay:$OUT/plain.ids:$2" "${k[@]}" --stats > "$OUT/$1.txt" \
+    2> "$OUT/$1.err"
   local same=differ
   cmp -s "$OUT/plain.ids" <(tail -1 "$OUT/$1.txt") && same="ids = plain"
   echo "$1: $(rate "$OUT/$1.err") | $(grep -o "speculative.*" "$OUT/$1.err" | head -1) | $same"
   grep -o "left the replay file.*" "$OUT/$1.err" | head -1
+  # What the width routing settled on (CPU layers and per-layer times by width).
+  grep -E "CPU tier by width|^bound:" "$OUT/$1.err" | cut -c1-200
 }
 num() { rate "$1" | grep -o "^[0-9.]*"; }
 for k in ${KS:-1 3 7 15}; do
