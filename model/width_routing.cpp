@@ -74,17 +74,23 @@ double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
 
 void WidthRouting::observe(const WidthSample& s) {
   const size_t b = static_cast<size_t>(bucket(s.width));
-  auto blend = [&](double& avg, double x) { avg = avg > 0 ? avg + opt_.weight * (x - avg) : x; };
+  // A bucket's first sample stands alone until the second, which replaces
+  // it (see the header: the first step at a width is often a cold one);
+  // from the third on, a running average.
+  auto blend = [&](double& avg, int32_t& n, double x) {
+    avg = avg > 0 && n >= 2 ? avg + opt_.weight * (x - avg) : x;
+    n = std::min(n + 1, 2);
+  };
   if (s.n_cpu > 0 && s.cpu_s > 0) {
     // A probe's measurement replaces the stale average it was made to check.
     if (probe_due(static_cast<int>(b))) cpu_[b] = 0;
-    blend(cpu_[b], s.cpu_s / s.n_cpu);
+    blend(cpu_[b], cpu_n_[b], s.cpu_s / s.n_cpu);
     since_cpu_[b] = 0;
   } else if (s.n_cpu == 0 && since_cpu_[b] < INT32_MAX) {
     ++since_cpu_[b];
   }
-  if (s.n_gpu > 0 && s.gpu_s > 0) blend(gpu_[b], s.gpu_s / s.n_gpu);
-  if (s.n_copied > 0 && s.copy_s > 0) blend(copy_s_, s.copy_s / s.n_copied);
+  if (s.n_gpu > 0 && s.gpu_s > 0) blend(gpu_[b], gpu_n_[b], s.gpu_s / s.n_gpu);
+  if (s.n_copied > 0 && s.copy_s > 0) blend(copy_s_, copy_n_, s.copy_s / s.n_copied);
 }
 
 double WidthRouting::cpu_layer_s(int b) const {

@@ -34,10 +34,14 @@
 // layer on the CPU, and what it measures replaces the stale average). Widths
 // over max_width (prompts) put no layer on the CPU.
 //
-// Why the probe: a bucket's first measurement can be a cold one (the first
-// wide step allocates scratch and faults its pages in). Blended from there,
-// an inflated CPU time sent every layer through PCIe and, with nothing left
-// on the CPU to measure, stayed so for the whole run: on the 70b at 24 GiB
+// A bucket's second measurement replaces its first instead of blending
+// with it: the first is often a cold one (the first wide step allocates
+// scratch and faults its pages in), and blended at the weight of 0.3 a first
+// step at 2.5 times the warm cost kept the split off its best for ~10 steps,
+// a third of a short speculative run (a verify step's width is one bucket).
+// Why the probe: a cold first measurement that sends every layer through
+// PCIe leaves nothing on the CPU to measure, and before the probe such a
+// bucket stayed so for the whole run: on the 70b at 24 GiB
 // one run of four kept 0 CPU layers at width 8 (20.2 tok/s) where the
 // others kept 13-15 (22.9-24.1; bench/results/2026-12-02-h200-gemm-pack.md).
 //
@@ -126,6 +130,8 @@ class WidthRouting {
   Options opt_;
   std::array<double, kBuckets> cpu_{}, gpu_{};  // measured per-layer seconds (0: none)
   std::array<int32_t, kBuckets> since_cpu_{};   // steps of the bucket since a CPU measurement
+  std::array<int32_t, kBuckets> cpu_n_{}, gpu_n_{};  // samples taken (counted up to 2)
+  int32_t copy_n_ = 0;
   double copy_s_ = 0;
 };
 

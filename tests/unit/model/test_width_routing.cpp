@@ -194,6 +194,27 @@ TEST_CASE("width routing: a depth past the resident run shortens the simulated s
   }
 }
 
+// A verify step's width is one bucket from its first step, and a short
+// speculative run has a few dozen of them: a cold first step (here 2.5x the
+// warm cost) must not hold the split off its best beyond the next step.
+TEST_CASE("width routing: a bucket's second measurement replaces a cold first one") {
+  WidthRouting r(80, 25, 16, 6e-3, 0.3e-3, 10e-3);
+  WidthRouting warm(80, 25, 16, 6e-3, 0.3e-3, 10e-3);
+  const int b4 = WidthRouting::bucket(4);
+  for (int i = 0; i < 20; ++i) warm.observe(sample(4, 9.0, 0.3, warm.cpu_layers(b4)));
+  const int32_t best = warm.cpu_layers(b4);
+  REQUIRE(best > 0);
+  r.observe(sample(4, 22.5, 0.3, r.cpu_layers(b4)));
+  CHECK(r.cpu_layer_s(b4) == doctest::Approx(22.5e-3));
+  r.observe(sample(4, 9.0, 0.3, r.cpu_layers(b4)));
+  CHECK(r.cpu_layer_s(b4) == doctest::Approx(9e-3));
+  CHECK(r.cpu_layers(b4) == best);
+  // From the third on, a running average: one outlier moves it by 0.3 of
+  // its distance.
+  r.observe(sample(4, 19.0, 0.3, r.cpu_layers(b4)));
+  CHECK(r.cpu_layer_s(b4) == doctest::Approx(12e-3));
+}
+
 TEST_CASE("width routing: without measurements or a CPU set it keeps what it has") {
   WidthRouting none(32, 0, 4, 0, 0, 0);
   for (int b = 0; b < WidthRouting::kBuckets; ++b) CHECK(none.cpu_layers(b) == 0);
