@@ -58,7 +58,7 @@ constexpr int32_t kDepthHybrid = 16;
 // computed. The 70b at 24 GiB has 41 resident layers at the start of each
 // step: at 16 the copy engine waited through them every step (WidthRouting's
 // simulation of session 30's per-layer times: 6.72 -> 6.85 tok/s at width
-// 1, 33.4 -> 36.6 at 8, 101.1 -> 106.7 at 32; tests/unit/model/
+// 1, 33.4 -> 35.1 at 8, 101.1 -> 106.7 at 32; tests/unit/model/
 // test_width_routing.cpp).
 int32_t hybrid_depth(const TierPlan& plan);
 

@@ -51,10 +51,15 @@ double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
   double copier = 0, t = 0, end0 = 0;
   for (size_t s = 0; s < 2; ++s) {
     int32_t i_set = 0;
+    double gate = 0;  // the planner routes no layer before this
     for (size_t l = 0; l < n; ++l) {
       const size_t at = s * n + l;
-      // The planner is at most depth_ layers ahead of compute.
-      const double planned = at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0;
+      // The planner is at most depth_ layers ahead of compute, and routes a
+      // step's first CPU-set layer (and so every layer after it) only once
+      // the step's width is known: when the step before it has ended.
+      if (s == 1 && i_set == 0 && kinds_[l] == Kind::CpuSet) gate = end0;
+      const double planned =
+          std::max(gate, at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0);
       Kind kind = kinds_[l];
       if (kind == Kind::CpuSet) kind = keeps(i_set++, n_set_, k) ? Kind::CpuSet : Kind::Streamed;
       if (kind == Kind::Streamed) {

@@ -16,8 +16,10 @@
 // (set_layout: each layer's kind, the device slots, the planner's depth) a
 // step is simulated as the pipeline runs it: layers computed in order (the
 // chain), each streamed one copied in order into a free device slot no
-// earlier than the planner reaches it and computed once copied, its slot
-// free again when computed; two steps back to back, the second's length
+// earlier than the planner reaches it (at most depth layers ahead of
+// compute, and past a step's first CPU-set layer only once the step before
+// has ended: its width decides that layer's side) and computed once copied,
+// its slot free again when computed; two steps back to back, the second's length
 // the answer (the copier works ahead across steps). With few slots a long
 // CPU layer holds up the copies behind it, which max(chain, copies) misses:
 // on the 70b at 24 GiB (3 slots) that simple model predicted 350 ms for a

@@ -8,7 +8,7 @@
 # longest run of resident layers, 57 on the 70b at 24 GiB) against the old
 # 16: synthetic 70b Q4_K_M at 24 GiB, bench --batch 1,8,32, 128-token
 # prompts, alternated. Expected from the routing's simulation: width 8
-# +9 %, width 32 +5.5 %, width 1 +2 %.
+# +5 %, width 32 +5.5 %, width 1 +2 %.
 # Run: OUT=$OUT bash bench/results/raw-2026-12-04-s31/call1/run.sh $PWD
 # (carry .gpubin/bin.txz: layerstream, ls_bench_cpu_attention).
 set -u
