@@ -137,8 +137,12 @@ int32_t WidthRouting::cpu_layers(int b) const {
   // A width not measured yet keeps one layer on the CPU until a step there
   // has measured it: a guess of none would never be corrected (on the 70b,
   // width 8 guessed from width 1 sent everything through PCIe at 20 tok/s,
-  // where keeping 15 measured gives 24).
-  if (!measured(b) || probe_due(b)) return std::max(best, 1);
+  // where keeping 15 measured gives 24). Measured once, it keeps one until
+  // the second measurement, which replaces the first (often a cold one):
+  // otherwise a cold first step sent a width to PCIe until its probe, 32
+  // steps on, the whole of a short speculative run.
+  if (!measured(b) || cpu_n_[static_cast<size_t>(b)] < 2 || probe_due(b))
+    return std::max(best, 1);
   return best;
 }
 

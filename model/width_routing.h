@@ -37,10 +37,12 @@
 // over max_width (prompts) put no layer on the CPU.
 //
 // A bucket's second measurement replaces its first instead of blending
-// with it: the first is often a cold one (the first wide step allocates
-// scratch and faults its pages in), and blended at the weight of 0.3 a first
-// step at 2.5 times the warm cost kept the split off its best for ~10 steps,
-// a third of a short speculative run (a verify step's width is one bucket).
+// with it, and until it comes the bucket keeps at least one layer on the
+// CPU: the first is often a cold one (the first wide step allocates scratch
+// and faults its pages in). Blended at the weight of 0.3, a first step at
+// 2.5 times the warm cost kept the split off its best for ~10 steps; one
+// that chose no CPU layer kept the width on PCIe until its probe, 32 steps
+// on. A speculative run's verify steps are a few dozen steps of one width.
 // Why the probe: a cold first measurement that sends every layer through
 // PCIe leaves nothing on the CPU to measure, and before the probe such a
 // bucket stayed so for the whole run: on the 70b at 24 GiB

@@ -229,7 +229,17 @@ TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is pro
   WidthRouting r(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
   const int b8 = WidthRouting::bucket(8);
   // The first width-8 step was cold: 500 ms a CPU layer against a 10 ms
-  // copy (the max(chain, copy) model then keeps none on the CPU).
+  // copy (the max(chain, copy) model then keeps none on the CPU). One layer
+  // stays for a second measurement, which replaces the first: a warm one
+  // brings the width back at once.
+  WidthRouting once(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
+  once.observe(sample(8, 500.0, 0.3, 1));
+  REQUIRE(once.measured(b8));
+  CHECK(once.cpu_layers(b8) == 1);
+  once.observe(sample(8, 5.0, 0.3, 1));
+  CHECK(once.cpu_layers(b8) == 25);
+  // Two cold ones (the machine was busy): none on the CPU, until the probe.
+  r.observe(sample(8, 500.0, 0.3, 1));
   r.observe(sample(8, 500.0, 0.3, 1));
   REQUIRE(r.measured(b8));
   CHECK(r.cpu_layers(b8) == 0);
@@ -249,6 +259,7 @@ TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is pro
   // A probe that confirms the cost keeps the bucket at 0 until the next one.
   WidthRouting q(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
   q.observe(sample(8, 500.0, 0.3, 1));
+  q.observe(sample(8, 500.0, 0.3, 1));
   for (int i = 0; i < 8; ++i) q.observe(sample(8, 0.0, 0.3, 0));
   CHECK(q.cpu_layers(b8) == 1);
   q.observe(sample(8, 500.0, 0.3, 1));
@@ -256,6 +267,7 @@ TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is pro
   // probe_every 0: never probed.
   o.probe_every = 0;
   WidthRouting never(80, 25, 16, 6e-3, 0.3e-3, 10e-3, o);
+  never.observe(sample(8, 500.0, 0.3, 1));
   never.observe(sample(8, 500.0, 0.3, 1));
   for (int i = 0; i < 100; ++i) never.observe(sample(8, 0.0, 0.3, 0));
   CHECK(never.cpu_layers(b8) == 0);
