@@ -35,7 +35,8 @@
 // tests/unit/kernels/test_cpu_matmul_q8.cpp checks it and prints the largest
 // ratio seen; test_cpu_gemm_q8.cpp checks the bits across variants and widths.
 // defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx512vnni(), dot_q8_fn(),
-//          dot_q8_bound_r(), dot_q8_interleaved(), dot_q8_lanes_chunk(), dot_q8_lanes_tail()
+//          dot_q8_bound_r(), dot_q8_interleaved(), dot_q8_pairs(), dot_q8_lanes_chunk(),
+//          dot_q8_lanes_tail()
 #pragma once
 
 #include <cstdint>
@@ -76,6 +77,10 @@ int dot_q8_bound_r(GgmlType t);
 // token's block sums need no horizontal tree; the same bits): on unless
 // LS_DOT_IL=0 is in the environment (A/B timing of whole runs). Read once.
 bool dot_q8_interleaved();
+// Whether the AVX-512 variant's interleaved form runs two tokens' float
+// steps in one zmm (token pairs; the same bits): on unless LS_DOT_PAIRS=0
+// (A/B timing). Read once.
+bool dot_q8_pairs();
 
 // The lane form's terms of one chunk of 256 values (c: its index in the row;
 // nv: the values it has, 256 except at the end of a Q4_0 / Q8_0 row that is

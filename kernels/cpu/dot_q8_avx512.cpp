@@ -18,7 +18,15 @@
 //   I   = lanes 0-7 + lanes 8-15          (no permute tree)
 // the same exact I, so the same bits: 8 permutes and 4 blends a chunk,
 // shared by the tokens, against 7 permutes and 4 adds a token (LS_DOT_IL=0
-// keeps the tree at every width, for A/B timing). Q8_0 stays signed, as
+// keeps the tree at every width, for A/B timing). In the interleaved form
+// the tokens go in pairs (token pairs, dot_q8_pairs; LS_DOT_PAIRS=0 turns
+// them off): the two tokens' block sums meet in one zmm (a shuffle of
+// halves each and an add) and their float steps run in its two halves, so
+// a pair costs 5 zmm float operations where two tokens cost 10 ymm ones,
+// the same trick as the GEMM's pairs tile (gemm_q8_avx512.cpp, 1.1-1.45x on
+// the GPU machine's Xeon, whose 512-bit units take a zmm operation at the
+// rate of a ymm one; on the dev VM's Zen 4, which splits a zmm operation in
+// two, it measures even). Q8_0 stays signed, as
 // the lane form has it: |w| times x with w's sign (a masked negate). The
 // weights are decoded once per chunk and used for every token, so a row is
 // read once whatever n_tok is. The next row is prefetched over this one.
@@ -265,6 +273,29 @@ LS_VNNI512 inline void il_chains(const __m512i* wi, const int8_t* xq, __m512i* a
   *b = _mm512_dpbusd_epi32(*b, wi[3], _mm512_loadu_si512(xq + 192));
 }
 
+// Token pairs (dot_q8_pairs): two tokens' lane-form float steps in one zmm,
+// token 2p in lanes 0-7 and 2p + 1 in lanes 8-15, each lane the same IEEE
+// operations in the same order as the one-token ymm step, so the same bits.
+// The two tokens' block sums, each a zmm of two partials per block (lanes j
+// and 8 + j), meet in one: its halves swapped across the pair and added.
+LS_VNNI512 inline __m512i pair_sums(__m512i t0, __m512i t1) {
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_i64x2(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+// 8 floats of each token: [a | b].
+LS_VNNI512 inline __m512 pair_load(const float* a, const float* b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(
+                                                 _mm256_loadu_ps(a))),
+                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+}
+LS_VNNI512 inline __m512 both_halves(__m256 v) {
+  return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v)));
+}
+// The lanes of token 2p + h of a pair accumulator.
+LS_VNNI512 inline __m256 pair_half(__m512 v, int h) {
+  return h == 0 ? _mm512_castps512_ps256(v) : hi256(v);
+}
+
 template <GgmlType T>
 constexpr bool kK4Order = T == GgmlType::Q4_K || T == GgmlType::Q5_K;
 template <GgmlType T>
@@ -278,19 +309,25 @@ LS_VNNI512 inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Types with one scale per 32 values (all but Q6_K).
-template <GgmlType T, int NT, bool IL = false>
+// Types with one scale per 32 values (all but Q6_K). P: token pairs (the
+// interleaved form only; an odd last token goes alone).
+template <GgmlType T, int NT, bool IL = false, bool P = false>
 LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                       const RowPrefetch& pf) {
   static_assert(!IL || kIlType<T>, "the interleaved form is for Q4_0, Q4_K and Q5_K");
+  static_assert(!P || IL, "token pairs are for the interleaved form");
+  constexpr int kPairs = P ? NT / 2 : 0;
   const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
   // kActQ8K4Order is its own inverse: block j sits at position kActQ8K4Order[j].
   const BlockSums sums(kK4Order<T> ? kActQ8K4Order : kNaturalPos);
   const Interleave il(kK4Order<T> ? kActQ8K4Order : kNaturalPos);
   __m256 acc[NT];
+  __m512 accp[kPairs > 0 ? kPairs : 1];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  LS_UNROLL
+  for (int q = 0; q < kPairs; ++q) accp[q] = _mm512_setzero_ps();
   RowPrefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
@@ -298,8 +335,24 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
     decode<T>(row + c * chunk_bytes, ch);
     __m512i wi[4];
     if constexpr (IL) il(ch.w, wi);
+    if constexpr (P) {
+      const __m512 s2 = both_halves(ch.s), m2 = both_halves(ch.m);
+      LS_UNROLL
+      for (int q = 0; q < kPairs; ++q) {
+        const int64_t ta = t0 + 2 * q, tb = ta + 1;
+        __m512i a0, b0, a1, b1;
+        il_chains(wi, x.qil_at(ta) + 256 * c, &a0, &b0);
+        il_chains(wi, x.qil_at(tb) + 256 * c, &a1, &b1);
+        const __m512i I = pair_sums(_mm512_add_epi32(a0, b0), _mm512_add_epi32(a1, b1));
+        const __m512 f = _mm512_mul_ps(s2, pair_load(x.d_at(ta) + 8 * c, x.d_at(tb) + 8 * c));
+        accp[q] = _mm512_add_ps(accp[q], _mm512_mul_ps(f, _mm512_cvtepi32_ps(I)));
+        if constexpr (T != GgmlType::Q8_0)
+          accp[q] = _mm512_sub_ps(
+              accp[q], _mm512_mul_ps(m2, pair_load(x.ds_at(ta) + 8 * c, x.ds_at(tb) + 8 * c)));
+      }
+    }
     LS_UNROLL
-    for (int t = 0; t < NT; ++t) {
+    for (int t = 2 * kPairs; t < NT; ++t) {
       __m256i lo, hi;
       if constexpr (IL) {
         __m512i a, b;
@@ -329,15 +382,16 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
   }
   LS_UNROLL
   for (int t = 0; t < NT; ++t) {
+    const __m256 lanes = t < 2 * kPairs ? pair_half(accp[t / 2], t % 2) : acc[t];
     if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
       if (n % 256) {
         alignas(32) float a[8];
-        _mm256_store_ps(a, acc[t]);
+        _mm256_store_ps(a, lanes);
         y[t * ldy] = dot_q8_lanes_tail(T, row, x, t0 + t, a);
         continue;
       }
     }
-    y[t * ldy] = hsum(acc[t]);
+    y[t * ldy] = hsum(lanes);
   }
 }
 
@@ -350,9 +404,11 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
 // IL: the interleaved form (the top). Zmm 0-1 of a chunk so transposed hold
 // groups v = 0-3 of every block, its lo group of 16 values, and zmm 2-3 its
 // hi group: each of the two chains folds into that group's sums.
-template <int NT, bool IL = false>
+template <int NT, bool IL = false, bool P = false>
 LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y, int64_t ldy,
                          const RowPrefetch& pf) {
+  static_assert(!P || IL, "token pairs are for the interleaved form");
+  constexpr int kPairs = P ? NT / 2 : 0;
   const int64_t n = x.n, n_chunks = n / 256;
   const __m512i lo_mask = _mm512_set1_epi8(0x0F), hi_mask = _mm512_set1_epi8(0x30);
   // 16 per-group values -> even groups (lo) in lanes 0-7, odd ones (hi) in 8-15.
@@ -361,8 +417,11 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
   const BlockSums sums(kNaturalPos);
   const Interleave il(kNaturalPos);
   __m256 acc[NT];
+  __m512 accp[kPairs > 0 ? kPairs : 1];
   LS_UNROLL
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  LS_UNROLL
+  for (int q = 0; q < kPairs; ++q) accp[q] = _mm512_setzero_ps();
   RowPrefetcher pre(pf, n);
   const BlockQ6_K* blocks = reinterpret_cast<const BlockQ6_K*>(row);
   for (int64_t c = 0; c < n_chunks; ++c) {
@@ -389,8 +448,31 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
     const __m256 m_hi = _mm256_mul_ps(s_hi, thirty_two);
     __m512i wi[4];
     if constexpr (IL) il(w, wi);
+    if constexpr (P) {
+      const __m512 s_lo2 = both_halves(s_lo), s_hi2 = both_halves(s_hi);
+      const __m512 m_lo2 = both_halves(m_lo), m_hi2 = both_halves(m_hi);
+      LS_UNROLL
+      for (int q = 0; q < kPairs; ++q) {
+        const int64_t ta = t0 + 2 * q, tb = ta + 1;
+        __m512i a0, b0, a1, b1;
+        il_chains(wi, x.qil_at(ta) + 256 * c, &a0, &b0);
+        il_chains(wi, x.qil_at(tb) + 256 * c, &a1, &b1);
+        const __m512i i_lo = pair_sums(a0, a1), i_hi = pair_sums(b0, b1);
+        const __m512 dx = pair_load(x.d_at(ta) + 8 * c, x.d_at(tb) + 8 * c);
+        const __m512 da = _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(ta) + 16 * c));
+        const __m512 db = _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(tb) + 16 * c));
+        const __m512 ds_lo = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512 ds_hi = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 a = accp[q];
+        a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_mul_ps(s_lo2, dx), _mm512_cvtepi32_ps(i_lo)));
+        a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_mul_ps(s_hi2, dx), _mm512_cvtepi32_ps(i_hi)));
+        a = _mm512_sub_ps(a, _mm512_mul_ps(m_lo2, ds_lo));
+        a = _mm512_sub_ps(a, _mm512_mul_ps(m_hi2, ds_hi));
+        accp[q] = a;
+      }
+    }
     LS_UNROLL
-    for (int t = 0; t < NT; ++t) {
+    for (int t = 2 * kPairs; t < NT; ++t) {
       __m256i i_lo, i_hi;
       if constexpr (IL) {
         __m512i a, b;
@@ -417,7 +499,8 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
     }
   }
   LS_UNROLL
-  for (int t = 0; t < NT; ++t) y[t * ldy] = hsum(acc[t]);
+  for (int t = 0; t < NT; ++t)
+    y[t * ldy] = hsum(t < 2 * kPairs ? pair_half(accp[t / 2], t % 2) : acc[t]);
 }
 
 template <int NT>
@@ -428,19 +511,24 @@ LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int
   // at 4).
   const bool il = NT > 1 && x.qil && dot_q8_interleaved();
   const bool il4 = il && NT >= 4;
+  const bool pairs = il && dot_q8_pairs();
   switch (t) {
     case GgmlType::Q4_0:
+      if (pairs) return dot32<GgmlType::Q4_0, NT, true, true>(row, x, t0, y, ldy, pf);
       if (il) return dot32<GgmlType::Q4_0, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q4_0, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q8_0:
       return dot32<GgmlType::Q8_0, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q4_K:
+      if (pairs) return dot32<GgmlType::Q4_K, NT, true, true>(row, x, t0, y, ldy, pf);
       if (il) return dot32<GgmlType::Q4_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q4_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q5_K:
+      if (pairs) return dot32<GgmlType::Q5_K, NT, true, true>(row, x, t0, y, ldy, pf);
       if (il) return dot32<GgmlType::Q5_K, NT, true>(row, x, t0, y, ldy, pf);
       return dot32<GgmlType::Q5_K, NT>(row, x, t0, y, ldy, pf);
     case GgmlType::Q6_K:
+      if (il4 && pairs) return dot_q6_k<NT, true, true>(row, x, t0, y, ldy, pf);
       if (il4) return dot_q6_k<NT, true>(row, x, t0, y, ldy, pf);
       return dot_q6_k<NT>(row, x, t0, y, ldy, pf);
     default:

@@ -24,6 +24,7 @@
 #include "kernels/cpu/dot_q8.h"
 #include "kernels/cpu/q8_lanes.h"
 #include "kernels/quant_blocks.h"
+#include "runtime/env.h"
 
 namespace ls {
 
@@ -120,6 +121,11 @@ bool dot_q8_interleaved() {
     const char* e = std::getenv("LS_DOT_IL");
     return !(e && std::string_view(e) == "0");
   }();
+  return on;
+}
+
+bool dot_q8_pairs() {
+  static const bool on = env_int("LS_DOT_PAIRS", 1, 0) != 0;
   return on;
 }
 
