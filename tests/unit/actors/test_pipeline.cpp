@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "actors/engine.h"
 #include "actors/pipeline.h"
 #include "io/faulty_source.h"
 #include "model/cpu_backend.h"
@@ -144,7 +145,7 @@ TEST_CASE(
         }
   }
   CHECK(runs == (subset ? 64 : 256));
-  MESSAGE(runs << " pipeline runs" << (subset ? " (the sanitizer subset)" : "")
+  MESSAGE(runs << " pipeline runs" << std::string(subset ? " (the sanitizer subset)" : "")
                 << ", each bit-identical to the resident path");
 }
 
@@ -155,13 +156,15 @@ TEST_CASE("pipeline: CPU-tier layers (hybrid plans) match the resident path bit 
   const Model& m = model();
   int runs = 0;
   for (const char* tiers : {"HHHH", "AHBH", "HCAH", "BHCH"}) {
-    for (int depth : {1, 2, 4}) {
+    // 0: the engine's default, hybrid_depth (more than a step ahead here).
+    for (int depth : {1, 2, 4, 0}) {
+      const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+      if (depth == 0) depth = hybrid_depth(plan);
       CAPTURE(tiers);
       CAPTURE(depth);
       CpuBackend cpu_tier(m.config(), m.globals(), 64, 1, KvType::F32, 2);
       PipelineOptions opt;
       opt.cpu_backend = &cpu_tier;
-      const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
       CHECK(plan.n_cpu == static_cast<int32_t>(std::count(tiers, tiers + 4, 'H')));
       RunResult r = run_pipeline(plan, depth, opt, depth == 4 ? 200 : 0);
       REQUIRE_MESSAGE(r.status.ok(), (r.status.ok() ? "" : r.status.error().message));
@@ -265,13 +268,14 @@ TEST_CASE(
     REQUIRE(ref.has_value());
     int runs = 0;
     for (const char* tiers : {"AHBH", "HCAH", "BHCH", "HHBB"}) {
-      for (int depth : {1, 2, 4}) {
+      for (int depth : {1, 2, 4, 0}) {  // 0: hybrid_depth, more than a step ahead
+        const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
+        if (depth == 0) depth = hybrid_depth(plan);
         CAPTURE(tiers);
         CAPTURE(depth);
         CpuBackend main_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
         CpuBackend tier_cpu(m.config(), m.globals(), 64, 1, KvType::F32, 2);
         CountingBackend main_be(main_cpu), tier_be(tier_cpu);
-        const TierPlan plan = plan_forced(m.map, mix(tiers), 2, 2, 4096);
         auto got = run_turns(m, plan, depth, main_be, &tier_be, 4);
         REQUIRE_MESSAGE(got.has_value(), (got ? "" : got.error().message));
         REQUIRE(got->size() == ref->size());
