@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "actors/engine.h"
 #include "actors/pipeline.h"
