@@ -141,8 +141,7 @@ int32_t WidthRouting::cpu_layers(int b) const {
   // the second measurement, which replaces the first (often a cold one):
   // otherwise a cold first step sent a width to PCIe until its probe, 32
   // steps on, the whole of a short speculative run.
-  if (!measured(b) || cpu_n_[static_cast<size_t>(b)] < 2 || probe_due(b))
-    return std::max(best, 1);
+  if (!measured(b) || cpu_n_[static_cast<size_t>(b)] < 2 || probe_due(b)) return std::max(best, 1);
   return best;
 }
 
@@ -153,12 +152,17 @@ bool WidthRouting::probe_due(int b) const {
 
 std::string WidthRouting::summary() const {
   std::string out;
-  char buf[160];
+  char buf[200];
   for (int b = 0; b < kBuckets; ++b) {
     if (!measured(b)) continue;
-    std::snprintf(buf, sizeof buf, "%swidth <= %lld: %d of %d CPU layers (cpu %.1f ms, gpu %.2f ms a layer)",
-                  out.empty() ? "" : "; ", static_cast<long long>(bucket_width(b)), cpu_layers(b),
-                  n_set_, cpu_layer_s(b) * 1e3, gpu_layer_s(b) * 1e3);
+    // The step the model predicts for that split: beside the measured step
+    // time (width / tok/s) it says how far the model is from the run.
+    const int32_t k = cpu_layers(b);
+    std::snprintf(buf, sizeof buf,
+                  "%swidth <= %lld: %d of %d CPU layers (cpu %.1f ms, gpu %.2f ms a layer; a step "
+                  "predicted %.1f ms)",
+                  out.empty() ? "" : "; ", static_cast<long long>(bucket_width(b)), k, n_set_,
+                  cpu_layer_s(b) * 1e3, gpu_layer_s(b) * 1e3, predict_s(b, k) * 1e3);
     out += buf;
   }
   std::snprintf(buf, sizeof buf, "%scopy %.1f ms a layer", out.empty() ? "" : "; ", copy_s_ * 1e3);

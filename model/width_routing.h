@@ -120,7 +120,8 @@ class WidthRouting {
   double gpu_layer_s(int b) const;
   double copy_layer_s() const { return copy_s_; }
   bool measured(int b) const { return cpu_[static_cast<size_t>(b)] > 0; }
-  // "width 1: 25 of 25 CPU layers (cpu 6.1 ms, gpu 0.2 ms, copy 10.2 ms a layer); ..."
+  // "width <= 8: 16 of 25 CPU layers (cpu 11.4 ms, gpu 0.44 ms a layer; a step predicted
+  // 228.0 ms); ...; copy 9.2 ms a layer"
   std::string summary() const;
 
  private:

@@ -284,9 +284,9 @@ LS_VNNI512 inline __m512i pair_sums(__m512i t0, __m512i t1) {
 }
 // 8 floats of each token: [a | b].
 LS_VNNI512 inline __m512 pair_load(const float* a, const float* b) {
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(
-                                                 _mm256_loadu_ps(a))),
-                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+  return _mm512_castpd_ps(
+      _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm256_loadu_ps(a))),
+                         _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
 }
 LS_VNNI512 inline __m512 both_halves(__m256 v) {
   return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(v)));
@@ -459,8 +459,10 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
         il_chains(wi, x.qil_at(tb) + 256 * c, &a1, &b1);
         const __m512i i_lo = pair_sums(a0, a1), i_hi = pair_sums(b0, b1);
         const __m512 dx = pair_load(x.d_at(ta) + 8 * c, x.d_at(tb) + 8 * c);
-        const __m512 da = _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(ta) + 16 * c));
-        const __m512 db = _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(tb) + 16 * c));
+        const __m512 da =
+            _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(ta) + 16 * c));
+        const __m512 db =
+            _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(tb) + 16 * c));
         const __m512 ds_lo = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(1, 0, 1, 0));
         const __m512 ds_hi = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(3, 2, 3, 2));
         __m512 a = accp[q];

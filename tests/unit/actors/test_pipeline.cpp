@@ -147,7 +147,7 @@ TEST_CASE(
   }
   CHECK(runs == (subset ? 64 : 256));
   MESSAGE(runs << " pipeline runs" << std::string(subset ? " (the sanitizer subset)" : "")
-                << ", each bit-identical to the resident path");
+               << ", each bit-identical to the resident path");
 }
 
 TEST_CASE("pipeline: CPU-tier layers (hybrid plans) match the resident path bit for bit") {

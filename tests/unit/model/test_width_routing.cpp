@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,9 @@ WidthSample sample(int64_t width, double cpu_ms, double gpu_ms, int32_t n_cpu = 
 }
 }  // namespace
 
-TEST_CASE("width routing: the split minimises the predicted step, and moves to PCIe as the "
-          "CPU's cost grows with the width") {
+TEST_CASE(
+    "width routing: the split minimises the predicted step, and moves to PCIe as the "
+    "CPU's cost grows with the width") {
   WidthRouting r = seventy();
   // Width 1 is the batch-1 plan's (the balancer's) whatever the times.
   CHECK(r.cpu_layers(0) == 25);
@@ -132,11 +134,17 @@ TEST_CASE("width routing: the simulated step on the 70b plan picks the split tha
   };
   feed(8, 15.1, 0.49, 9.4);
   const int b8 = WidthRouting::bucket(8);
-  MESSAGE("width 8: " << r.cpu_layers(b8) << " CPU layers, " << r.predict_s(b8, r.cpu_layers(b8)) * 1e3
-                      << " ms; keeping 15 (measured 333 ms): " << r.predict_s(b8, 15) * 1e3 << " ms");
+  MESSAGE(
+      "width 8: " << r.cpu_layers(b8) << " CPU layers, " << r.predict_s(b8, r.cpu_layers(b8)) * 1e3
+                  << " ms; keeping 15 (measured 333 ms): " << r.predict_s(b8, 15) * 1e3 << " ms");
   CHECK(r.cpu_layers(b8) >= 12);
   CHECK(r.cpu_layers(b8) <= 18);
   CHECK(r.predict_s(b8, 15) == doctest::Approx(0.281).epsilon(0.05));
+  // --stats prints the prediction beside the split, to hold against the run.
+  char want[64];
+  std::snprintf(want, sizeof want, "a step predicted %.1f ms",
+                r.predict_s(b8, r.cpu_layers(b8)) * 1e3);
+  CHECK(r.summary().find(want) != std::string::npos);
   feed(32, 43.7, 1.19, 9.4);
   const int b32 = WidthRouting::bucket(32);
   // Keeping 6 (as the simple model did) is simulated at ~490 ms, near the
