@@ -1,11 +1,12 @@
 #!/bin/bash
-# Prepared in session 31 (no device lent) for the next session. Call 3: the
-# AVX-512 dot's token pairs (session 31, default on; LS_DOT_PAIRS=0 turns
-# them off) against the one-token float step, at the widths the dot serves
-# (2-7 tokens: speculative verify steps of K = 1-6), 16 threads, the 70b's
-# shapes, two rounds alternated; then the engine's verify cost at widths
-# 4 and 8 with and without (replay draft at acceptance 1; ALPHA_KS=" ": none
-# at 0.7).
+# Prepared in session 31 (no device lent) for the next session. Call 3:
+# (1) the AVX-512 dot's token pairs (session 31, default on; LS_DOT_PAIRS=0
+# turns them off) against the one-token float step, at the widths the dot
+# serves (2-7 tokens: batches of a few sequences, verify steps of K = 1-6),
+# 16 threads, the 70b's shapes, two rounds alternated; (2) the engine on the
+# 70b at 24 GiB, bench --batch 4,32 (128-token prompts): default flags,
+# LS_DOT_PAIRS=0, and LS_CPU_Q8_FORM=chunks (the chunk form: +2-8 % at
+# width 32 in session 24; with hybrid_depth, does width 32 reach 100?).
 # Run: OUT=$OUT bash bench/results/raw-2026-12-04-s31/call3/run.sh $PWD
 set -u
 R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; mkdir -p $B $M
@@ -22,8 +23,11 @@ for r in 1 2; do
     echo "dot round $r pairs $p rc=$?"; m $O/dot-$r-p$p.txt
   done
 done; el
-for p in 1 0; do
-  cd $R && LS_DOT_PAIRS=$p BIN=$B OUT=$O/spec-p$p MODELS=$M N=64 KS="3 7" ALPHA_KS=" " timeout 200 bash scripts/gpu_speculative_check.sh > $O/spec-p$p.txt 2>&1
-  echo "spec pairs $p rc=$?"; cut -c1-200 $O/spec-p$p.txt
+F=$M/70b.gguf
+[ -f $F ] || timeout 120 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m; echo "synth rc=$?"; el
+for v in default LS_DOT_PAIRS=0 LS_CPU_Q8_FORM=chunks; do
+  E=(); [ $v != default ] && E=($v)
+  env "${E[@]}" timeout 150 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --batch 4,32 --prompt-tokens 128 -n 32 -c 256 --stats > $O/batch-${v//=/-}.txt 2>&1
+  echo "batch $v rc=$?"; grep -E "^\| [0-9]" $O/batch-${v//=/-}.txt | cut -d"|" -f1-5,15-20; grep -E "CPU tier by width" $O/batch-${v//=/-}.txt | cut -c1-400
 done; el
-cd $O && tar -czf out.tgz dot-*.txt spec-p* && rm -rf dot-*.txt spec-p?
+cd $O && tar -czf out.tgz dot-*.txt batch-*.txt && rm -f dot-*.txt batch-*.txt
