@@ -19,21 +19,30 @@ using namespace ls;
 namespace {
 namespace fs = std::filesystem;
 
-const std::string& tiny() {
-  static const std::string p = [] {
+// The model file, removed when the process ends (it was left in /tmp by
+// every run before).
+struct TinyFile {
+  std::string path;
+  TinyFile() {
     SynthOptions opt;
     opt.shape = *synth_preset("tiny");  // 4 layers
     opt.quant = *synth_quant_from_name("q8_0");
     opt.seed = 5;
     opt.threads = 2;
     opt.quiet = true;
-    const std::string path =
-        (fs::temp_directory_path() / ("ls_layer_skip_" + std::to_string(::getpid()) + ".gguf"))
-            .string();
+    path = (fs::temp_directory_path() / ("ls_layer_skip_" + std::to_string(::getpid()) + ".gguf"))
+               .string();
     REQUIRE(synth_write(opt, path).ok());
-    return path;
-  }();
-  return p;
+  }
+  ~TinyFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+};
+
+const std::string& tiny() {
+  static const TinyFile f;
+  return f.path;
 }
 
 std::string message(const Expected<std::vector<uint32_t>>& e) {
