@@ -20,11 +20,11 @@ KvCache::KvCache(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_he
       type_(type) {
   const uint64_t n = static_cast<uint64_t>(n_layer) * n_blocks_ * kKvBlockLen * n_embd_kv();
   if (type == KvType::F32) {
-    kf_.assign(n, 0.0f);
-    vf_.assign(n, 0.0f);
+    kf_ = ZeroedArray<float>(n);
+    vf_ = ZeroedArray<float>(n);
   } else {
-    kh_.assign(n, 0);
-    vh_.assign(n, 0);
+    kh_ = ZeroedArray<uint16_t>(n);
+    vh_ = ZeroedArray<uint16_t>(n);
   }
   // Slot s's blocks s·max_blocks.. in order, when the pool has them all.
   table_.assign(static_cast<size_t>(n_seq) * max_blocks_, -1);

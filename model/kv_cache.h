@@ -34,6 +34,7 @@
 #include "kernels/kv_pages.h"
 #include "kernels/ref/attention.h"
 #include "runtime/status.h"
+#include "runtime/zeroed_array.h"
 
 namespace ls {
 
@@ -113,8 +114,8 @@ class KvCache {
   uint32_t n_blocks_ = 0, max_blocks_ = 0;
   KvType type_ = KvType::F32;
   std::vector<int32_t> table_;  // (n_seq, max_blocks)
-  std::vector<float> kf_, vf_;
-  std::vector<uint16_t> kh_, vh_;
+  ZeroedArray<float> kf_, vf_;  // zero until first written (runtime/zeroed_array.h)
+  ZeroedArray<uint16_t> kh_, vh_;
 };
 
 }  // namespace ls
