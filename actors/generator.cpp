@@ -29,6 +29,7 @@ struct Generator::Req {
   std::atomic<uint64_t> seq{0};  // the pipeline's id, once submitted
   std::atomic<bool> cancel_asked{false};
   size_t prompt_tokens = 0;
+  std::atomic<uint32_t> cached{0};  // prompt tokens taken from a cache (set as it joins)
   int32_t max_tokens = -1;
   bool ignore_eos = false;
   std::unique_ptr<Sampler> sampler;
@@ -53,6 +54,7 @@ struct Generator::Req {
     reason.store(static_cast<int>(e.reason));
     e.prompt_tokens = prompt_tokens;
     e.completion_tokens = completion;
+    e.cached_tokens = cached.load();
     if (sink.on_end) sink.on_end(e);
     return true;
   }
@@ -143,6 +145,12 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   Req* raw = q.get();
   SeqRequest sr;
   sr.prompt = std::move(prompt);
+  sr.keep_cache = p.cache_prompt;
+  sr.reuse_prefix = p.cache_prompt;
+  sr.on_admit = [this, raw](uint32_t reused) {
+    raw->cached.store(reused);
+    prompt_tokens_cached_.fetch_add(reused, std::memory_order_relaxed);
+  };
   // The token chosen (by the sampler from the rows, or the argmax on the
   // device for a greedy request): what follows is the same.
   auto emit = [this, raw, &tok](int32_t t) -> std::optional<int32_t> {
@@ -171,8 +179,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     }
     return t;
   };
-  sr.cb = [raw, emit, vocab](int64_t, const float* logits,
-                             int32_t rows) -> std::optional<int32_t> {
+  sr.cb = [raw, emit, vocab](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
     if (raw->ended.load()) return std::nullopt;
     return emit(raw->sampler->sample(logits + static_cast<size_t>(rows - 1) * vocab));
   };
@@ -300,6 +307,7 @@ GenStats Generator::stats() const {
   for (int i = 0; i < 4; ++i) s.finished[i] = finished_[i].load();
   s.refused_busy = refused_busy_.load();
   s.prompt_tokens = prompt_tokens_.load();
+  s.prompt_tokens_cached = prompt_tokens_cached_.load();
   s.completion_tokens = completion_tokens_.load();
   s.in_flight = in_flight_.load();
   const uint32_t first = first_tokens_.load();

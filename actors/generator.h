@@ -37,6 +37,12 @@ struct GenParams {
   // An end-of-generation token is a token like any other (its text, if any,
   // is streamed): benchmarks run a fixed count of tokens (llama-server's ignore_eos).
   bool ignore_eos = false;
+  // Prompt caching (llama-server's cache_prompt): the request may start
+  // from a finished request's cached keys and values where its prompt
+  // begins with that request's tokens (SeqRequest::reuse_prefix), and
+  // leaves its own for the next. The output is the same either way on the
+  // CPU; on CUDA within the rounding of prefill against decode arithmetic.
+  bool cache_prompt = true;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -51,7 +57,8 @@ struct GenEnd {
   // Text held back until the end (the start of a stop string that never
   // came, an incomplete UTF-8 character): the consumer appends it.
   std::string tail;
-  std::string error;  // FinishReason::Error: the engine's message
+  std::string error;         // FinishReason::Error: the engine's message
+  size_t cached_tokens = 0;  // of prompt_tokens, taken from a cache (not computed)
 };
 
 struct GenSink {
@@ -82,9 +89,10 @@ struct GenStats {
   uint64_t finished[4] = {0, 0, 0, 0};  // by FinishReason
   uint64_t refused_busy = 0;
   uint64_t prompt_tokens = 0, completion_tokens = 0;
-  uint32_t in_flight = 0;        // started, not ended (queued, prefilling or decoding)
-  uint32_t waiting = 0;          // of those, without a token yet (queued or prefilling)
-  double tokens_per_second = 0;  // sampled tokens over the last few seconds
+  uint64_t prompt_tokens_cached = 0;  // of prompt_tokens, taken from a cache
+  uint32_t in_flight = 0;             // started, not ended (queued, prefilling or decoding)
+  uint32_t waiting = 0;               // of those, without a token yet (queued or prefilling)
+  double tokens_per_second = 0;       // sampled tokens over the last few seconds
   KvUsage kv;
   uint32_t n_seq = 0, n_ctx = 0;
 };
@@ -132,6 +140,7 @@ class Generator {
   bool stopping_ = false;
   std::atomic<uint32_t> in_flight_{0}, first_tokens_{0};
   std::atomic<uint64_t> requests_{0}, refused_busy_{0}, prompt_tokens_{0}, completion_tokens_{0};
+  std::atomic<uint64_t> prompt_tokens_cached_{0};
   std::atomic<uint64_t> finished_[4] = {0, 0, 0, 0};
   // Sampled tokens per second of the last kRateSeconds (written by the
   // sampler actor only; read by stats()).

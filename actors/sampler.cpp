@@ -20,7 +20,10 @@ SamplerActor::SamplerActor(Mailbox<StepOutput>& in, Mailbox<StepInput>& to_compu
       paged_(n_ctx > 0),
       kv_(paged_ ? KvBlockTable(static_cast<uint32_t>(n_slots_), n_ctx, kv_blocks, kv_seed)
                  : KvBlockTable()),
-      kept_(static_cast<size_t>(n_slots_), 0) {}
+      kept_(static_cast<size_t>(n_slots_), 0),
+      kept_tokens_(static_cast<size_t>(n_slots_)),
+      kept_at_(static_cast<size_t>(n_slots_), 0),
+      kept_spare_(static_cast<size_t>(n_slots_), 0) {}
 
 uint64_t SamplerActor::submit(SeqRequest r, std::promise<SeqEnd> done) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -45,7 +48,11 @@ int32_t SamplerActor::active() const {
 
 KvUsage SamplerActor::kv_usage() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {kv_.n_used(), kv_.n_blocks()};
+  uint32_t cached = 0;
+  for (int32_t s = 0; s < n_slots_; ++s)
+    if (kept_spare_[static_cast<size_t>(s)] && slot_free(s))
+      cached += kv_.held(static_cast<uint32_t>(s));
+  return {kv_.n_used() - cached, kv_.n_blocks(), cached};
 }
 
 std::string SamplerActor::kv_full(uint32_t pos) const {
@@ -71,9 +78,52 @@ void SamplerActor::finish(size_t i, bool cancelled, std::string error) {
     const uint32_t slot = static_cast<uint32_t>(s.req.slot);
     kept_[slot] = s.req.keep_cache ? s.pos : 0;
     kv_.trim(slot, kept_[slot]);
+    std::vector<int32_t>& kt = kept_tokens_[slot];
+    kt.clear();
+    if (kept_[slot] > 0 && s.tokens.size() >= kept_[slot])
+      kt.assign(s.tokens.begin(), s.tokens.begin() + kept_[slot]);
+    kept_at_[slot] = ++kept_clock_;
+    kept_spare_[slot] = s.req.reuse_prefix ? 1 : 0;
   }
-  s.done.set_value(SeqEnd{s.pos, cancelled, std::move(error)});
+  SeqEnd e{s.pos, cancelled, std::move(error)};
+  e.reused = s.reused;
+  s.done.set_value(std::move(e));
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+int32_t SamplerActor::best_prefix_slot(const std::vector<int32_t>& prompt, uint32_t* reuse) const {
+  int32_t best = -1;
+  uint32_t most = 0;
+  for (int32_t s = 0; s < n_slots_; ++s) {
+    const std::vector<int32_t>& kt = kept_tokens_[static_cast<size_t>(s)];
+    if (kt.empty() || !slot_free(s)) continue;
+    // The prompt's last token is computed whatever is kept: its row is the
+    // first to sample from.
+    const size_t n = std::min(kt.size(), prompt.size() - 1);
+    uint32_t l = 0;
+    while (l < n && kt[l] == prompt[l]) ++l;
+    if (l > most) best = s, most = l;
+  }
+  *reuse = most;
+  return best;
+}
+
+bool SamplerActor::reserve_evicting(uint32_t us, uint32_t want) {
+  while (!kv_.reserve(us, want)) {
+    int32_t victim = -1;
+    for (int32_t s = 0; s < n_slots_; ++s) {
+      const size_t i = static_cast<size_t>(s);
+      if (static_cast<uint32_t>(s) == us || kept_[i] == 0 || !kept_spare_[i] || !slot_free(s))
+        continue;
+      if (victim < 0 || kept_at_[i] < kept_at_[static_cast<size_t>(victim)]) victim = s;
+    }
+    if (victim < 0) return false;
+    const size_t v = static_cast<size_t>(victim);
+    kept_[v] = 0;
+    kept_tokens_[v].clear();
+    kv_.trim(static_cast<uint32_t>(victim), 0);
+  }
+  return true;
 }
 
 // Queued sequences take free slots in the order they came; the first that
@@ -92,8 +142,12 @@ void SamplerActor::admit() {
       continue;
     }
     int32_t slot = -1;
+    uint32_t reuse = 0;
     if (q.req.slot >= 0) {
       if (q.req.slot < n_slots_ && slot_free(q.req.slot)) slot = q.req.slot;
+    } else if (paged_ && q.req.reuse_prefix && q.req.pos0 == 0 && !q.req.feed &&
+               (slot = best_prefix_slot(q.req.prompt, &reuse)) >= 0) {
+      // The slot whose kept cache starts as the prompt does.
     } else {
       // A slot that keeps no chat's cache first (paged: a kept cache is
       // given up only when no other slot is free).
@@ -104,7 +158,7 @@ void SamplerActor::admit() {
     }
     if (slot < 0) break;
     if (paged_) {
-      const uint32_t us = static_cast<uint32_t>(slot), pos0 = q.req.pos0;
+      const uint32_t us = static_cast<uint32_t>(slot), pos0 = q.req.pos0 + reuse;
       if (pos0 > kept_[us]) {
         char msg[200];
         std::snprintf(msg, sizeof msg,
@@ -119,8 +173,8 @@ void SamplerActor::admit() {
       kept_[us] = pos0;
       kv_.trim(us, pos0);
       const uint32_t want = static_cast<uint32_t>(
-          std::min<uint64_t>(uint64_t{pos0} + q.req.prompt.size() + 1, q.req.max_pos));
-      if (!kv_.reserve(us, want)) {
+          std::min<uint64_t>(uint64_t{pos0} + q.req.prompt.size() - reuse + 1, q.req.max_pos));
+      if (!reserve_evicting(us, want)) {
         if (!running_.empty()) break;  // blocks come back as they end
         char msg[300];
         std::snprintf(msg, sizeof msg,
@@ -132,10 +186,27 @@ void SamplerActor::admit() {
       }
     }
     q.req.slot = slot;
-    q.pos = q.req.pos0;
+    q.pos = q.req.pos0 + reuse;
+    q.fed = reuse;  // the kept positions [0, reuse) hold the prompt's first tokens
+    q.reused = reuse;
+    if (paged_) {
+      // What the slot's positions hold: the kept tokens up to pos0, when known.
+      const std::vector<int32_t>& kt = kept_tokens_[static_cast<size_t>(slot)];
+      if (kt.size() >= q.pos) q.tokens.assign(kt.begin(), kt.begin() + q.pos);
+      kept_tokens_[static_cast<size_t>(slot)].clear();
+    }
+    if (q.req.on_admit) q.req.on_admit(reuse);
     running_.push_back(std::move(q));
     queue_.pop_front();
   }
+}
+
+// The token s is about to write at s.pos, into what its slot holds (a
+// rewound feed overwrites from there; an unknown start stays unknown).
+void SamplerActor::note_token(Seq& s, int32_t t) const {
+  if (!paged_ || s.tokens.size() < s.pos) return;
+  s.tokens.resize(s.pos);
+  s.tokens.push_back(t);
 }
 
 // Decoding sequences first (one entry each), then prompts in the order their
@@ -173,7 +244,10 @@ void SamplerActor::form_batch(Batch& b) {
   for (size_t i = 0; i < running_.size(); ++i) {
     Seq& s = running_[i];
     if (s.next.empty()) continue;
-    for (int32_t t : s.next) b.add(t, static_cast<int32_t>(s.pos++), s.req.slot, true);
+    for (int32_t t : s.next) {
+      note_token(s, t);
+      b.add(t, static_cast<int32_t>(s.pos++), s.req.slot, true);
+    }
     s.rows = static_cast<int32_t>(s.next.size());
     s.next.clear();
     order_.push_back(i);
@@ -188,6 +262,7 @@ void SamplerActor::form_batch(Batch& b) {
     s.rows = 0;
     for (size_t k = s.fed; k < s.fed + n; ++k) {
       const bool want = k + 1 == n_prompt || k >= s.req.logits_from;
+      note_token(s, s.req.prompt[k]);
       b.add(s.req.prompt[k], static_cast<int32_t>(s.pos), s.req.slot, want);
       ++s.pos;
       s.rows += want ? 1 : 0;

@@ -23,7 +23,8 @@
 // hold is refused at submit (Pipeline::submit); one that waits while
 // nothing runs, so that nothing will free blocks, ends at once with the
 // message rather than wait for ever.
-// defines: StepCallback, ArgmaxCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage, SamplerActor
+// defines: StepCallback, ArgmaxCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage,
+// SamplerActor
 #pragma once
 
 #include <chrono>
@@ -81,10 +82,10 @@ struct SeqRequest {
   std::vector<int32_t> prompt;  // at least one token
   StepCallback cb;
   ArgmaxCallback on_argmax;  // optional beside cb: a greedy sequence (see ArgmaxCallback)
-  FeedCallback feed;  // instead of cb: tokens to feed (and where) after each step
-  int32_t slot = -1;    // key/value slot; -1: the first free one
-  uint32_t pos0 = 0;    // the prompt's first position (a slot's kept cache: a chat)
-  uint32_t max_pos = 0; // the sequence ends when its next position reaches this (the context)
+  FeedCallback feed;         // instead of cb: tokens to feed (and where) after each step
+  int32_t slot = -1;         // key/value slot; -1: the first free one
+  uint32_t pos0 = 0;         // the prompt's first position (a slot's kept cache: a chat)
+  uint32_t max_pos = 0;      // the sequence ends when its next position reaches this (the context)
   // Prompt entries from this index on get logits rows too (perplexity); the
   // last prompt entry always does.
   size_t logits_from = SIZE_MAX;
@@ -92,6 +93,19 @@ struct SeqRequest {
   // request in the same slot that continues at pos0 = its end (a chat); a
   // request at a pos0 the slot has not kept ends with an error.
   bool keep_cache = false;
+  // Prompt caching (a request with slot -1 and pos0 0 and no feed): the
+  // free slot whose kept cache shares the longest start with the prompt
+  // takes it, and the shared tokens are not computed again (all but the
+  // prompt's last, whose logits row the request needs). A client that
+  // resends a whole conversation each turn (OpenAI's API) computes only
+  // what is new. With keep_cache too, the cache this sequence leaves is
+  // such a cache: given up, least recently kept first, when another
+  // request needs its blocks (a chat's kept cache, without reuse_prefix,
+  // never is).
+  bool reuse_prefix = false;
+  // Called once when the sequence joins, with the prompt tokens it takes
+  // from a kept cache (sampler actor, under its lock: store, do not wait).
+  std::function<void(uint32_t reused)> on_admit;
 };
 
 // How a sequence ended: the position after its last cached token, whether
@@ -102,12 +116,15 @@ struct SeqEnd {
   uint32_t pos = 0;
   bool cancelled = false;
   std::string error;
+  uint32_t reused = 0;  // prompt tokens taken from a kept cache (SeqRequest::reuse_prefix)
 };
 
-// The paged key/value cache's pool: blocks held by sequences (and kept
-// caches), of all.
+// The paged key/value cache's pool: blocks held by sequences (and chats'
+// kept caches), blocks held by prompt caches (SeqRequest::reuse_prefix:
+// given up when a sequence needs them), of all.
 struct KvUsage {
   uint32_t used = 0, total = 0;
+  uint32_t cached = 0;
 };
 
 class SamplerActor {
@@ -143,11 +160,15 @@ class SamplerActor {
     uint64_t id = 0;
     SeqRequest req;
     std::promise<SeqEnd> done;
-    uint32_t pos = 0;     // the next position to write
-    size_t fed = 0;       // prompt tokens sent so far
+    uint32_t pos = 0;           // the next position to write
+    size_t fed = 0;             // prompt tokens sent so far
     std::vector<int32_t> next;  // the tokens to send next (once the prompt is done)
-    int32_t rows = 0;     // its logits rows in the step in flight
+    int32_t rows = 0;           // its logits rows in the step in flight
     bool cancelled = false;
+    uint32_t reused = 0;  // prompt tokens taken from the slot's kept cache
+    // The token at each position [0, pos) of its slot (paged): what a kept
+    // cache holds, for prompt caching; shorter when not known.
+    std::vector<int32_t> tokens;
   };
   // The step's batch from the running sequences and the queue (under mu_).
   void form_batch(Batch& b);
@@ -156,6 +177,7 @@ class SamplerActor {
   // Ends running_[i]: its promise, its blocks (kept with keep_cache).
   void finish(size_t i, bool cancelled, std::string error = {});
   bool slot_free(int32_t s) const;
+  void note_token(Seq& s, int32_t t) const;
   std::string kv_full(uint32_t pos) const;
 
   Mailbox<StepOutput>& in_;
@@ -175,6 +197,19 @@ class SamplerActor {
   const bool paged_;
   KvBlockTable kv_;
   std::vector<uint32_t> kept_;
+  // Per slot: the tokens of its kept positions (empty when not known), and
+  // when the cache was kept (the least recently kept is given up first).
+  std::vector<std::vector<int32_t>> kept_tokens_;
+  std::vector<uint64_t> kept_at_;
+  std::vector<uint8_t> kept_spare_;  // a prompt cache: may be given up for blocks
+  uint64_t kept_clock_ = 0;
+  // The free slot whose kept cache shares the most tokens with the prompt,
+  // and how many may be reused (0: none).
+  int32_t best_prefix_slot(const std::vector<int32_t>& prompt, uint32_t* reuse) const;
+  // Give up other free slots' prompt caches (kept_spare_), least recently
+  // kept first, until slot us can hold want positions; false if it still
+  // cannot.
+  bool reserve_evicting(uint32_t us, uint32_t want);
   // Cancelled ids, taken at the next step (their own lock: a callback runs
   // under mu_ and may cancel).
   std::mutex cancel_mu_;

@@ -145,6 +145,7 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   }
   f.boolean("stream", r.stream);
   f.boolean("ignore_eos", r.ignore_eos);
+  f.boolean("cache_prompt", r.cache_prompt);
   if (const json* so = f.get("stream_options")) {
     if (!so->is_object()) return f.fail(wrong_type("stream_options", "an object", *so));
     auto it = so->find("include_usage");

@@ -39,6 +39,7 @@ struct GenerateRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
   bool ignore_eos = false;     // llama-server's: an end-of-generation token does not end it
+  bool cache_prompt = true;    // llama-server's: start from a cached prefix (GenParams)
 };
 
 inline constexpr size_t kMaxStop = 16;

@@ -50,6 +50,9 @@ std::string metrics_text(const GenStats* g, const HttpCounters& http) {
         "Requests refused with 429: the queue was full.", static_cast<double>(g->refused_busy));
     one(out, "layerstream_prompt_tokens_total", "counter", "Prompt tokens of started requests.",
         static_cast<double>(g->prompt_tokens));
+    one(out, "layerstream_prompt_tokens_cached_total", "counter",
+        "Of those, tokens taken from a prompt cache instead of computed.",
+        static_cast<double>(g->prompt_tokens_cached));
     one(out, "layerstream_tokens_generated_total", "counter", "Tokens sampled.",
         static_cast<double>(g->completion_tokens));
     one(out, "layerstream_tokens_per_second", "gauge",
@@ -61,6 +64,10 @@ std::string metrics_text(const GenStats* g, const HttpCounters& http) {
         "Requests in flight without a token yet: the queue (and prompts being read).", g->waiting);
     one(out, "layerstream_kv_blocks_used", "gauge",
         "Paged key/value cache blocks held by sequences.", g->kv.used);
+    one(out, "layerstream_kv_blocks_cached", "gauge",
+        "Paged key/value cache blocks held by finished requests' prompt caches (given up when "
+        "a sequence needs them).",
+        g->kv.cached);
     one(out, "layerstream_kv_blocks_total", "gauge", "Paged key/value cache blocks in the pool.",
         g->kv.total);
     one(out, "layerstream_parallel", "gauge", "Sequences decoded at once at most (--parallel).",

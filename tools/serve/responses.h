@@ -22,6 +22,7 @@ struct ResponseMeta {
 
 struct Usage {
   size_t prompt_tokens = 0, completion_tokens = 0;
+  size_t cached_tokens = 0;  // of prompt_tokens (OpenAI's prompt_tokens_details.cached_tokens)
 };
 
 // A whole answer (stream: false). finish_reason: "stop" or "length".

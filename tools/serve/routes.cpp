@@ -228,6 +228,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   // leaves little room; the answer ends with finish_reason "length").
   gp.stop = std::move(q.stop);
   gp.ignore_eos = q.ignore_eos;
+  gp.cache_prompt = q.cache_prompt;
 
   auto st = std::make_shared<GenState>();
   st->meta.chat = chat;
@@ -250,7 +251,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
     return true;
   };
   sink.on_end = [st](const GenEnd& e) {
-    const Usage u{e.prompt_tokens, e.completion_tokens};
+    const Usage u{e.prompt_tokens, e.completion_tokens, e.cached_tokens};
     const bool text_end = e.reason == FinishReason::Stop || e.reason == FinishReason::Length;
     const char* reason = finish_reason_name(e.reason);
     if (st->stream) {

@@ -113,6 +113,44 @@ TEST_CASE("generator: greedy tokens are the same alone and among other requests"
   CHECK(st.kv.used == 0);
 }
 
+// Prompt caching (GenParams::cache_prompt, on by default): a client that
+// resends the conversation (OpenAI's API) has the part already computed
+// taken from the cache, with the same tokens as computing it all.
+TEST_CASE(
+    "generator: a resent conversation's prompt is taken from the cache, with the same "
+    "tokens") {
+  auto e = open_kjv(2);
+  Generator g(*e, {});
+  const Tokenizer& tok = *e->model().tokenizer;
+  const std::vector<int32_t> p1 = tok.encode("In the beginning", true, false);
+  Outcome o1;
+  REQUIRE(g.start(p1, greedy(8), o1.sink()).ok());
+  o1.wait();
+  CHECK(o1.end.cached_tokens == 0);
+  std::vector<int32_t> p2 = p1;
+  p2.insert(p2.end(), o1.ids.begin(), o1.ids.end());
+  const std::vector<int32_t> more = tok.encode(" And God said", false, false);
+  p2.insert(p2.end(), more.begin(), more.end());
+  Outcome o2;
+  REQUIRE(g.start(p2, greedy(8), o2.sink()).ok());
+  o2.wait();
+  // The first turn's prompt and the answer's tokens it fed (all but its last).
+  CHECK(o2.end.cached_tokens == p1.size() + o1.ids.size() - 1);
+  CHECK(o2.end.prompt_tokens == p2.size());
+  GenParams off = greedy(8);
+  off.cache_prompt = false;
+  Outcome o3;
+  REQUIRE(g.start(p2, off, o3.sink()).ok());
+  o3.wait();
+  CHECK(o3.end.cached_tokens == 0);
+  CHECK(o3.ids == o2.ids);
+  CHECK(g.wait_idle(5000));
+  const GenStats st = g.stats();
+  CHECK(st.prompt_tokens_cached == o2.end.cached_tokens);
+  CHECK(st.kv.used == 0);
+  CHECK(st.kv.cached > 0);
+}
+
 TEST_CASE("generator: a stop string ends the text before it, reason stop") {
   auto e = open_kjv(1);
   Generator g(*e, {});

@@ -37,9 +37,11 @@ TEST_CASE("serve sse: chunk and body shapes are OpenAI's") {
   json last = json::parse(chat_chunk(chat, "", "stop"));
   CHECK(last["choices"][0]["delta"] == json::object());
   CHECK(last["choices"][0]["finish_reason"] == "stop");
-  json usage = json::parse(usage_chunk(chat, Usage{5, 3}));
+  json usage = json::parse(usage_chunk(chat, Usage{5, 3, 2}));
   CHECK(usage["choices"].empty());
   CHECK(usage["usage"]["total_tokens"] == 8);
+  // OpenAI's shape for the prompt tokens taken from a cache.
+  CHECK(usage["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);
 
   ResponseMeta cmpl{false, "cmpl-8", "kjv", 1700000000};
   json body = json::parse(completion_body(cmpl, " God", "length", Usage{4, 1}));
@@ -109,7 +111,9 @@ TEST_CASE("serve metrics: the Prometheus text names every series with HELP and T
   GenStats g;
   g.requests = 5;
   g.finished[static_cast<int>(FinishReason::Cancelled)] = 2;
-  g.kv = KvUsage{7, 64};
+  g.kv = KvUsage{7, 64, 5};
+  g.prompt_tokens = 40;
+  g.prompt_tokens_cached = 30;
   g.in_flight = 2;
   g.waiting = 1;
   const std::string t = metrics_text(&g, http);
@@ -119,6 +123,8 @@ TEST_CASE("serve metrics: the Prometheus text names every series with HELP and T
         std::string::npos);
   CHECK(t.find("layerstream_kv_blocks_used 7\n") != std::string::npos);
   CHECK(t.find("layerstream_kv_blocks_total 64\n") != std::string::npos);
+  CHECK(t.find("layerstream_kv_blocks_cached 5\n") != std::string::npos);
+  CHECK(t.find("layerstream_prompt_tokens_cached_total 30\n") != std::string::npos);
   CHECK(t.find("layerstream_requests_waiting 1\n") != std::string::npos);
   CHECK(t.find("layerstream_tokens_per_second") != std::string::npos);
   CHECK(t.find("layerstream_http_requests_total{path=\"/v1/completions\",code=\"200\"} 2\n") !=
