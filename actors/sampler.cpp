@@ -99,7 +99,8 @@ int32_t SamplerActor::best_prefix_slot(const std::vector<int32_t>& prompt, uint3
     if (kt.empty() || !slot_free(s)) continue;
     // The prompt's last token is computed whatever is kept: its row is the
     // first to sample from.
-    const size_t n = std::min(kt.size(), prompt.size() - 1);
+    const size_t n =
+        std::min({kt.size(), size_t{kept_[static_cast<size_t>(s)]}, prompt.size() - 1});
     uint32_t l = 0;
     while (l < n && kt[l] == prompt[l]) ++l;
     if (l > most) best = s, most = l;
@@ -172,6 +173,10 @@ void SamplerActor::admit() {
       // the first token's position need blocks now.
       kept_[us] = pos0;
       kv_.trim(us, pos0);
+      // Its known tokens with it (the request may yet wait for blocks, and
+      // then take another slot).
+      std::vector<int32_t>& kt = kept_tokens_[us];
+      if (kt.size() > pos0) kt.resize(pos0);
       const uint32_t want = static_cast<uint32_t>(
           std::min<uint64_t>(uint64_t{pos0} + q.req.prompt.size() - reuse + 1, q.req.max_pos));
       if (!reserve_evicting(us, want)) {
@@ -226,14 +231,15 @@ void SamplerActor::form_batch(Batch& b) {
   for (size_t i = running_.size(); i-- > 0;)
     if (running_[i].cancelled) finish(i, true);
   // A decoding sequence whose next position enters a new block takes one
-  // now, before any queued one joins (running sequences first); when the
-  // pool has none, that sequence ends (in the order they joined, so the
-  // blocks of one that ends can serve those after it).
+  // now, before any queued one joins (running sequences first), giving up a
+  // prompt cache for it if it must; when the pool has none, that sequence
+  // ends (in the order they joined, so the blocks of one that ends can
+  // serve those after it).
   if (paged_)
     for (size_t i = 0; i < running_.size();) {
       Seq& s = running_[i];
-      if (!s.next.empty() &&
-          !kv_.reserve(static_cast<uint32_t>(s.req.slot), s.pos + uint32_t(s.next.size()))) {
+      if (!s.next.empty() && !reserve_evicting(static_cast<uint32_t>(s.req.slot),
+                                               s.pos + static_cast<uint32_t>(s.next.size()))) {
         finish(i, false, kv_full(s.pos));
         continue;
       }

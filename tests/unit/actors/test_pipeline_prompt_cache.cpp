@@ -187,3 +187,23 @@ TEST_CASE(
   MESSAGE(blocked.end.error);
   CHECK(blocked.end.error.find("kv cache full") != std::string::npos);
 }
+
+TEST_CASE("prompt cache: a decoding sequence that needs a block takes one from a prompt cache, "
+          "and does not end") {
+  // 3 blocks of 16 positions for 2 slots.
+  Rig r(2, 3);
+  std::vector<int32_t> p20(20), q10(10);
+  for (int i = 0; i < 20; ++i) p20[i] = 100 + i;
+  for (int i = 0; i < 10; ++i) q10[i] = 200 + i;
+  r.run(p20, 3);  // slot 0 keeps 22 positions: 2 blocks; 1 free
+  CHECK(r.pl->kv_usage().cached == 2);
+  // 10 prompt tokens and 30 more: positions up to 40, 3 blocks. The second
+  // block (position 16) comes from the prompt cache.
+  const Out b = r.run(q10, 31, true, false);
+  CHECK(b.end.error.empty());
+  CHECK(b.end.pos == 40);
+  CHECK(b.tokens.size() == 31);
+  // The cache that gave its blocks is gone.
+  const Out again = r.run(cat(p20, {1}), 2);
+  CHECK(again.end.reused == 0);
+}
