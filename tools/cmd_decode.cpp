@@ -2,6 +2,7 @@
 // flag names where they exist. Every run goes through the actor pipeline;
 // text streams to stdout as it is generated, the summary goes to stderr.
 // Ctrl-C stops cleanly and still prints it (and writes the trace).
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "actors/engine.h"
 #include "model/chat.h"
 #include "model/sampler.h"
+#include "model/tokenizer.h"
 #include "tools/commands.h"
 #include "tools/decode_parallel.h"
 #include "tools/decode_speculative.h"
@@ -264,6 +266,12 @@ int run_decode(DecodeArgs& a) {
     std::string line;
     std::vector<int32_t> carry;  // tokens to feed before the next turn's text
     const std::string* sys = a.system.empty() ? nullptr : &a.system;
+    // The conversation as text, for a context shift (chat_shift below).
+    std::vector<ChatMessage> said;
+    // Room a reply needs: -n, at most a quarter of the context.
+    const uint32_t reply_room = std::max<uint32_t>(
+        1, std::min<uint32_t>(a.n_predict > 0 ? static_cast<uint32_t>(a.n_predict) : n_ctx / 4,
+                              n_ctx / 4));
     while (status.ok() && !e.control().stopped()) {
       std::fprintf(stderr, "\n> ");
       if (!std::getline(std::cin, line) || line.empty()) break;
@@ -271,11 +279,42 @@ int run_decode(DecodeArgs& a) {
       // The chat format's own special tokens are parsed; the reply's end
       // token is already in the cache (fed below) when the next turn starts.
       std::vector<int32_t> toks = std::move(carry);
-      const std::vector<int32_t> turn =
+      std::vector<int32_t> turn =
           m.tokenizer->encode(text, first && add_bos && !chat_bos_in_text(fmt), true);
       toks.insert(toks.end(), turn.begin(), turn.end());
       carry.clear();
       first = false;
+      if (e.pipeline().n_past() + toks.size() + reply_room > n_ctx) {
+        // The context is full: as llama.cpp's chat does, the oldest turns go
+        // (the system prompt stays) until the rest fills at most half of it,
+        // and the conversation is computed again from its start.
+        size_t dropped = 0;
+        std::vector<ChatMessage> keep;
+        for (;;) {
+          keep.clear();
+          if (sys) keep.push_back({"system", *sys});
+          keep.insert(keep.end(), said.begin() + static_cast<std::ptrdiff_t>(dropped), said.end());
+          keep.push_back({"user", line});
+          text = chat_render(fmt, keep, true);
+          turn = m.tokenizer->encode(text, add_bos && !chat_bos_in_text(fmt), true);
+          if (turn.size() <= n_ctx / 2 || dropped >= said.size()) break;
+          dropped += 2;  // a user turn and its reply
+        }
+        if (turn.size() + 1 > n_ctx) {
+          status = make_error(
+              "the turn is %zu tokens with the system prompt, more than the "
+              "context (-c %u)",
+              turn.size(), n_ctx);
+          break;
+        }
+        said.erase(said.begin(), said.begin() + static_cast<std::ptrdiff_t>(dropped));
+        std::fprintf(stderr,
+                     "layerstream: the context (%u tokens) is full: the oldest %zu turns are "
+                     "dropped and the conversation (%zu tokens) is computed again\n",
+                     n_ctx, dropped / 2, turn.size());
+        e.pipeline().rewind();
+        toks = turn;
+      }
       for (int32_t t : turn) sampler.accept(t);
       std::vector<int32_t> reply;
       Stats ts;
@@ -292,6 +331,10 @@ int run_decode(DecodeArgs& a) {
                    ts.prompt_s > 0 ? ts.prompt_tokens / ts.prompt_s : 0.0, ts.generated,
                    ts.decode_tok_s(), e.pipeline().n_past());
       out_ids.insert(out_ids.end(), reply.begin(), reply.end());
+      said.push_back({"user", line});
+      std::vector<int32_t> content = reply;
+      if (eog && !content.empty()) content.pop_back();  // the end-of-turn token
+      said.push_back({"assistant", detokenize(*m.tokenizer, content)});
       // The reply's last token was sampled but not fed. It goes in front of
       // the next turn, with the end-of-turn token when the reply was cut
       // short, so the cache holds the whole conversation without an extra

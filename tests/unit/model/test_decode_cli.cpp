@@ -460,7 +460,8 @@ TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every d
   }
 }
 
-TEST_CASE("synth --tied: greedy tokens that no arithmetic flips, so replay's acceptance is its own") {
+TEST_CASE(
+    "synth --tied: greedy tokens that no arithmetic flips, so replay's acceptance is its own") {
   // A random model with an output head of its own has nearly flat logits:
   // a verify step's width changes its arithmetic (on CUDA) and so near-ties,
   // and a replay draft of the plain run's ids then stops predicting the
@@ -477,8 +478,8 @@ TEST_CASE("synth --tied: greedy tokens that no arithmetic flips, so replay's acc
     CHECK((*m)->file->find_tensor("output.weight") == nullptr);
   }
   auto ids_of = [&](const std::vector<std::string>& extra) {
-    std::vector<std::string> a = {"-m",   model, "-p",   kPrompt, "--no-display-prompt",
-                                  "--ids", "-n", "48", "--temp", "0"};
+    std::vector<std::string> a = {"-m",    model, "-p", kPrompt,  "--no-display-prompt",
+                                  "--ids", "-n",  "48", "--temp", "0"};
     a.insert(a.end(), extra.begin(), extra.end());
     const RunResult r = run_decode(a);
     INFO(describe(r));
@@ -494,9 +495,11 @@ TEST_CASE("synth --tied: greedy tokens that no arithmetic flips, so replay's acc
     std::ofstream f(ids_file);
     for (int32_t t : plain) f << t << ' ';
   }
-  std::vector<std::string> a = {"-m",   model, "-p",   kPrompt, "--no-display-prompt",
-                                "--ids", "-n", "48", "--temp", "0", "-t", "2"};
-  a.insert(a.end(), {"--draft", "replay:" + ids_file + ":0.7", "--draft-min", "4", "--draft-max", "4"});
+  std::vector<std::string> a = {"-m",    model, "-p", kPrompt,  "--no-display-prompt",
+                                "--ids", "-n",  "48", "--temp", "0",
+                                "-t",    "2"};
+  a.insert(a.end(),
+           {"--draft", "replay:" + ids_file + ":0.7", "--draft-min", "4", "--draft-max", "4"});
   const RunResult r = run_decode(a);
   INFO(describe(r));
   REQUIRE(r.exit_code == 0);
@@ -563,6 +566,39 @@ TEST_CASE("decode --draft --chat: each turn's reply is plain greedy decoding's")
   CHECK(chat({"--draft", "lookup", "--draft-min", "3", "--draft-max", "3"}) == plain);
   CHECK(chat({"--draft", model, "--draft-min", "2", "--draft-max", "2", "--draft-p-min", "0"}) ==
         plain);
+}
+
+// A chat longer than the context goes on, as llama.cpp's does: the oldest
+// turns are dropped (the system prompt stays) and the rest computed again;
+// a single turn that cannot fit is an error that says so.
+TEST_CASE("decode --chat: a full context drops the oldest turns and the chat goes on") {
+  const std::string turns = temp_dir().file("long_chat.txt");
+  std::ofstream(turns) << "And God said\nLet there be light\nAnd the evening and the morning\n"
+                          "were the first day\nand God saw the light\n\n";
+  const std::string model =
+      (fs::path(LS_BINARY).parent_path() / "layerstream-default.gguf").string();
+  if (!fs::exists(model)) {
+    MESSAGE("SKIPPED: no default model beside the binary (" << model << ")");
+    return;
+  }
+  const RunResult r = run_decode({"-m", model, "--chat", "-c", "96", "-n", "30", "--temp", "0",
+                                  "-t", "2", "--system", "Answer as the King James Bible."},
+                                 turns);
+  INFO(describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("turn 5:") != std::string::npos);
+  CHECK(r.err.find("is full: the oldest") != std::string::npos);
+  // One turn longer than the whole context.
+  const std::string big = temp_dir().file("big_turn.txt");
+  {
+    std::ofstream f(big);
+    for (int i = 0; i < 40; ++i) f << "and the light ";
+    f << "\n\n";
+  }
+  const RunResult b = run_decode({"-m", model, "--chat", "-c", "64", "-n", "8", "-t", "2"}, big);
+  INFO(describe(b));
+  CHECK(b.exited_with_error());
+  CHECK(b.err.find("more than the context (-c 64)") != std::string::npos);
 }
 
 TEST_CASE("decode --skip-layers: the same ids from every tier; bad specs refused by name") {
