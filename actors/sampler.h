@@ -19,7 +19,12 @@
 // sequence ends, its SeqEnd saying "kv cache full" (the others go on), and
 // its blocks go back. A sequence's blocks go back when it ends, however it
 // ends, unless it asked to keep them (keep_cache: run_request's chat turns,
-// which continue the slot's cache at pos0). A request the pool could never
+// which continue the slot's cache at pos0). The sampler also knows the
+// tokens a slot's positions hold, so a request with reuse_prefix takes the
+// free slot whose kept cache starts as its prompt does and skips what they
+// share (prompt caching, the serving core's default); those caches give
+// their blocks up, least recently kept first, to a sequence joining or
+// decoding into a new block, where a chat's kept cache does not. A request the pool could never
 // hold is refused at submit (Pipeline::submit); one that waits while
 // nothing runs, so that nothing will free blocks, ends at once with the
 // message rather than wait for ever.
