@@ -24,10 +24,10 @@
 // free slot whose kept cache starts as its prompt does and skips what they
 // share (prompt caching, the serving core's default); those caches give
 // their blocks up, least recently kept first, to a sequence joining or
-// decoding into a new block, where a chat's kept cache does not. A request the pool could never
-// hold is refused at submit (Pipeline::submit); one that waits while
-// nothing runs, so that nothing will free blocks, ends at once with the
-// message rather than wait for ever.
+// decoding into a new block, where a chat's kept cache does not. A request
+// the pool could never hold is refused at submit (Pipeline::submit); one
+// that waits while nothing runs, so that nothing will free blocks, ends at
+// once with the message rather than wait for ever.
 // defines: StepCallback, ArgmaxCallback, SeqFeed, FeedCallback, SeqRequest, SeqEnd, KvUsage,
 // SamplerActor
 #pragma once
