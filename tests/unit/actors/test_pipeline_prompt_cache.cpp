@@ -40,8 +40,12 @@ int32_t argmax(const float* x, int n) {
   return best;
 }
 
-TierPlan resident(const Model& m) {
-  return plan_forced(m.map, std::vector<Tier>(m.config().n_layer, Tier::Resident), 2, 2, 4096);
+// A plan of the tiny model's 4 layers: A resident, B streamed from RAM, H
+// computed by the CPU tier (a backend of its own).
+TierPlan plan_of(const Model& m, const std::string& tiers) {
+  std::vector<Tier> t;
+  for (char c : tiers) t.push_back(c == 'A' ? Tier::Resident : c == 'B' ? Tier::Ram : Tier::Cpu);
+  return plan_forced(m.map, t, 2, 2, 4096);
 }
 
 struct Out {
@@ -52,20 +56,26 @@ struct Out {
 
 // A pipeline of n_seq slots over n_ctx positions (kv_blocks: the pool).
 struct Rig {
-  CpuBackend be;
+  CpuBackend be, tier;
   Tracer tracer{false};
   RunControl rc;
   std::unique_ptr<Pipeline> pl;
-  Rig(uint32_t n_seq, uint32_t kv_blocks)
+  Rig(uint32_t n_seq, uint32_t kv_blocks, const std::string& tiers = "AAAA")
       : be(model().config(), model().globals(), 64, n_seq, KvType::F32, 2, CpuAct::F32, {},
-           kv_blocks) {
+           kv_blocks),
+        tier(model().config(), model().globals(), 64, n_seq, KvType::F32, 2, CpuAct::F32, {},
+             kv_blocks) {
     PipelineOptions opt;
     opt.n_ctx = 64;
     opt.n_seq = n_seq;
     opt.kv_blocks = kv_blocks;
     opt.source.log = false;
-    auto p = Pipeline::start(model(), be, resident(model()), opt, tracer, rc);
-    REQUIRE(p.has_value());
+    if (tiers.find('H') != std::string::npos) {
+      opt.cpu_backend = &tier;
+      opt.cpu_max_batch = 4;  // wider steps (the prompts) send the CPU tier's layers to slots
+    }
+    auto p = Pipeline::start(model(), be, plan_of(model(), tiers), opt, tracer, rc);
+    REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().message));
     pl = std::move(*p);
   }
   ~Rig() { pl->stop(); }
@@ -105,28 +115,35 @@ std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) 
 TEST_CASE("prompt cache: a resent conversation computes only what is new, with the same bits") {
   const std::vector<int32_t> p1 = {11, 22, 33, 44, 55, 66, 77, 88, 99, 12, 13, 14};
   const std::vector<int32_t> more = {101, 102, 103, 104, 105};
-  // Turn 1, then turn 2 = turn 1's prompt, its answer and new tokens.
-  Rig cached(2, 0);
-  const Out a = cached.run(p1, 6);
-  CHECK(a.end.reused == 0);
-  // The cache holds turn 1's prompt and the answer's tokens that were fed
-  // (all but the last, which ended the sequence).
-  const std::vector<int32_t> turn2 = cat(cat(p1, a.tokens), more);
-  const Out b = cached.run(turn2, 5);
-  CHECK(b.end.reused == p1.size() + a.tokens.size() - 1);
-  CHECK(b.end.pos == turn2.size() + 4);
-  // Its slot keeps the 27 positions (2 blocks of 16) for the next turn: a
-  // prompt cache, not counted as held by sequences.
-  KvUsage u = cached.pl->kv_usage();
-  CHECK(u.used == 0);
-  CHECK(u.cached == 2);
-  // The same turn 2 alone on a fresh pipeline, computing everything.
-  Rig fresh(2, 0);
-  const Out ref = fresh.run(turn2, 5, false, false);
-  CHECK(ref.end.reused == 0);
-  CHECK(b.tokens == ref.tokens);
-  REQUIRE(b.rows.size() == ref.rows.size());
-  CHECK(std::memcmp(b.rows.data(), ref.rows.data(), ref.rows.size() * sizeof(float)) == 0);
+  // Resident, streamed and hybrid plans: in a hybrid one the prompts (wider
+  // than one token) send the CPU tier's layers through the device slots and
+  // the decoding tokens compute them on the CPU, so the cached rows a
+  // request reuses were written on both sides.
+  for (const char* tiers : {"AAAA", "AHBH", "HBHB"}) {
+    CAPTURE(tiers);
+    // Turn 1, then turn 2 = turn 1's prompt, its answer and new tokens.
+    Rig cached(2, 0, tiers);
+    const Out a = cached.run(p1, 6);
+    CHECK(a.end.reused == 0);
+    // The cache holds turn 1's prompt and the answer's tokens that were fed
+    // (all but the last, which ended the sequence).
+    const std::vector<int32_t> turn2 = cat(cat(p1, a.tokens), more);
+    const Out b = cached.run(turn2, 5);
+    CHECK(b.end.reused == p1.size() + a.tokens.size() - 1);
+    CHECK(b.end.pos == turn2.size() + 4);
+    // Its slot keeps the 27 positions (2 blocks of 16) for the next turn: a
+    // prompt cache, not counted as held by sequences.
+    KvUsage u = cached.pl->kv_usage();
+    CHECK(u.used == 0);
+    CHECK(u.cached == 2);
+    // The same turn 2 alone on a fresh pipeline, computing everything.
+    Rig fresh(2, 0, tiers);
+    const Out ref = fresh.run(turn2, 5, false, false);
+    CHECK(ref.end.reused == 0);
+    CHECK(b.tokens == ref.tokens);
+    REQUIRE(b.rows.size() == ref.rows.size());
+    CHECK(std::memcmp(b.rows.data(), ref.rows.data(), ref.rows.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE(
@@ -188,8 +205,9 @@ TEST_CASE(
   CHECK(blocked.end.error.find("kv cache full") != std::string::npos);
 }
 
-TEST_CASE("prompt cache: a decoding sequence that needs a block takes one from a prompt cache, "
-          "and does not end") {
+TEST_CASE(
+    "prompt cache: a decoding sequence that needs a block takes one from a prompt cache, "
+    "and does not end") {
   // 3 blocks of 16 positions for 2 slots.
   Rig r(2, 3);
   std::vector<int32_t> p20(20), q10(10);
