@@ -266,7 +266,7 @@ int run_decode(DecodeArgs& a) {
     std::string line;
     std::vector<int32_t> carry;  // tokens to feed before the next turn's text
     const std::string* sys = a.system.empty() ? nullptr : &a.system;
-    // The conversation as text, for a context shift (chat_shift below).
+    // The conversation as text, to compute it again when the context is full.
     std::vector<ChatMessage> said;
     // Room a reply needs: -n, at most a quarter of the context.
     const uint32_t reply_room = std::max<uint32_t>(
