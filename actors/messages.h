@@ -78,6 +78,13 @@ struct StepWidths {
   std::atomic<int64_t> next_step{0};  // compute: the step after the one finishing
   std::atomic<int64_t> fed_step{-1};  // sampler: the last step whose batch is known
   std::atomic<int64_t> width[kRing] = {};  // sampler: step s's width at s % kRing
+  // A bound on a step's width announced before its batch is formed
+  // (Pipeline::announce_width: speculative decoding knows K + 1 before it
+  // drafts): bound[s % kRing] for step bound_step, which the sampler's batch
+  // for that step keeps to. The planner routes by it rather than wait.
+  std::atomic<int64_t> bound_step{-1};
+  std::atomic<int64_t> bound[kRing] = {};
+  mutable std::atomic<int64_t> routed_by_bound{0};  // planner: steps routed so (tests)
 };
 
 // Which of the layers in host memory the CPU computes now, by layer: a

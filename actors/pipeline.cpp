@@ -273,6 +273,17 @@ void Pipeline::cancel(uint64_t id) {
   g_->sampler.cancel(id);
 }
 
+void Pipeline::announce_width(int64_t w) {
+  StepWidths& W = g_->widths;
+  const int64_t next = W.next_step.load();  // compute set it before this step's rows came
+  W.bound[next % StepWidths::kRing].store(std::max<int64_t>(1, w));
+  W.bound_step.store(next);
+}
+
+int64_t Pipeline::routed_by_announce() const {
+  return g_->widths.routed_by_bound.load();
+}
+
 KvUsage Pipeline::kv_usage() const {
   return g_->sampler.kv_usage();
 }

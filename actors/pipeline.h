@@ -92,6 +92,15 @@ class Pipeline {
   // step, rewinds); the slot keeps the positions before the end's.
   Status run_request(std::span<const int32_t> prompt, FeedCallback feed);
   uint32_t n_past() const { return n_past_; }
+  // From a sequence's callback: the next step's batch will be at most w
+  // tokens (a FeedCallback that knows K + 1 before it drafts). The planner
+  // routes that step's CPU-tier layers by it at once instead of waiting for
+  // the batch, so the copy engine starts the step's copies while the draft
+  // runs; the sampler keeps the step's batch to w (prompts joining wait).
+  // For a run whose next batch is the caller's alone (run_request).
+  void announce_width(int64_t w);
+  // Steps the planner routed by an announced width (tests).
+  int64_t routed_by_announce() const;
   // Keep only the first n positions of slot 0's cache for the next request
   // (n <= n_past(): a draft model gives up its rejected proposals).
   void truncate(uint32_t n) { n_past_ = std::min(n_past_, n); }

@@ -50,11 +50,19 @@ void Planner::run() {
       if (job.tier == Tier::Cpu && widths_ && route_) {
         if (n_set < 0) {
           TraceScope wait(tracer_, track, "wait width", SpanKind::Blocked, layer, step);
+          int64_t w = -1;
           while (widths_->fed_step.load() < step) {
             if (rc_.stopped()) return;
+            // A bound announced for this step: route by it now (the batch
+            // keeps to it), so the copies start while the step is drafted.
+            if (widths_->bound_step.load() == step) {
+              w = widths_->bound[step % StepWidths::kRing].load();
+              widths_->routed_by_bound.fetch_add(1);
+              break;
+            }
             std::this_thread::sleep_for(std::chrono::microseconds(20));
           }
-          const int64_t w = widths_->width[step % StepWidths::kRing].load();
+          if (w < 0) w = widths_->width[step % StepWidths::kRing].load();
           keep = route_->keep[WidthRouting::bucket(w)].load(std::memory_order_relaxed);
           n_set = 0;
           for (int32_t l = 0; l < n_layer; ++l) n_set += on_cpu(l) ? 1 : 0;

@@ -260,6 +260,12 @@ void SamplerActor::form_batch(Batch& b) {
   }
   // Alone, a prompt goes whole; beside decoding sequences, chunk_ tokens a step.
   size_t budget = b.size() > 0 ? static_cast<size_t>(chunk_) : SIZE_MAX;
+  // A step whose width was announced (Pipeline::announce_width) keeps to it:
+  // the planner may have routed its layers by it already.
+  if (const int64_t step = widths_.next_step.load(); widths_.bound_step.load() == step) {
+    const size_t bound = static_cast<size_t>(widths_.bound[step % StepWidths::kRing].load());
+    budget = std::min(budget, bound > b.size() ? bound - b.size() : 0);
+  }
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Seq& s = running_[i];
     const size_t n_prompt = s.req.prompt.size();

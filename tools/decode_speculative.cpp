@@ -255,6 +255,9 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
             next_pos - static_cast<uint32_t>(drafts.size()) + static_cast<uint32_t>(j);
         if (stop) return SeqFeed{{}, keep};
         const int k = chooser.next();
+        // The verify step is k + 1 tokens wide at most: its copies can start
+        // while the draft runs.
+        target.pipeline().announce_width(k + 1);
         const auto t0 = Clock::now();
         {
           TraceScope span(target.tracer(), track, "draft", SpanKind::Busy, -1, step);
