@@ -49,6 +49,12 @@ class Draft {
   virtual std::string name() const = 0;
   // Up to k tokens to follow ctx (every token so far: prompt and output).
   virtual std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) = 0;
+  // Whether proposing takes long enough that the verify step's routing
+  // should not wait for it (a model's passes): the decoder then announces
+  // the step's width bound, K + 1, before it drafts (Pipeline::announce_width).
+  // A draft that often proposes fewer than k would have its step routed for a
+  // wider one, so a quick one says no.
+  virtual bool slow() const { return false; }
 };
 
 class LookupDraft : public Draft {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "runtime/env.h"
+
 namespace ls {
 namespace {
 
@@ -23,6 +25,7 @@ class EngineDraft : public Draft {
  public:
   EngineDraft(Engine& e, float p_min) : e_(e), p_min_(p_min) {}
   std::string name() const override { return "model"; }
+  bool slow() const override { return true; }
   std::vector<int32_t> propose(std::span<const int32_t> ctx, int k) override {
     std::vector<int32_t> out;
     if (k <= 0 || ctx.empty()) return out;
@@ -256,8 +259,9 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
         if (stop) return SeqFeed{{}, keep};
         const int k = chooser.next();
         // The verify step is k + 1 tokens wide at most: its copies can start
-        // while the draft runs.
-        target.pipeline().announce_width(k + 1);
+        // while a model drafts (LS_ANNOUNCE_WIDTH=0: not, for A/B runs).
+        static const bool announce = env_int("LS_ANNOUNCE_WIDTH", 1, 0) != 0;
+        if (announce && k > 0 && draft_->slow()) target.pipeline().announce_width(k + 1);
         const auto t0 = Clock::now();
         {
           TraceScope span(target.tracer(), track, "draft", SpanKind::Busy, -1, step);
