@@ -46,12 +46,7 @@ std::vector<int32_t> prompt() {
   return {1, 17, 42, 99, 7, 300, 5};
 }
 
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
+using test::argmax;
 
 // Logits rows of the prompt and of each greedy step, the resident way.
 std::vector<float> reference_logits() {

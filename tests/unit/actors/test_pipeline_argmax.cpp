@@ -23,12 +23,7 @@ using namespace ls;
 namespace {
 
 const Model& model() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = open_model(test::tiny_model_path("ls_test_pipeline_argmax"));
-    REQUIRE(r.has_value());
-    return std::move(*r);
-  }();
-  return *m;
+  return test::tiny_model("ls_test_pipeline_argmax");
 }
 
 struct Spec {

@@ -38,12 +38,7 @@ const Model& model(const std::string& quant = "q8_0") {
   return *m;
 }
 
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
+using test::argmax;
 
 struct SeqSpec {
   std::vector<int32_t> prompt;

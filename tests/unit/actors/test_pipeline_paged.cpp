@@ -33,20 +33,10 @@ using namespace ls;
 namespace {
 
 const Model& model() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = open_model(test::tiny_model_path("ls_test_pipeline_paged"));
-    REQUIRE(r.has_value());
-    return std::move(*r);
-  }();
-  return *m;
+  return test::tiny_model("ls_test_pipeline_paged");
 }
 
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
+using test::argmax;
 
 struct SeqSpec {
   std::vector<int32_t> prompt;

@@ -25,20 +25,10 @@ using namespace ls;
 namespace {
 
 const Model& model() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = open_model(test::tiny_model_path("ls_test_pipeline_prompt_cache"));
-    REQUIRE(r.has_value());
-    return std::move(*r);
-  }();
-  return *m;
+  return test::tiny_model("ls_test_pipeline_prompt_cache");
 }
 
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
+using test::argmax;
 
 // A plan of the tiny model's 4 layers: A resident, B streamed from RAM, H
 // computed by the CPU tier (a backend of its own).

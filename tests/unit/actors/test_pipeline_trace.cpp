@@ -57,12 +57,7 @@ constexpr int32_t kDepth = 4, kSlots = 3, kStaging = 3;
 // The tiny model (4 layers), written once, outside tmpfs when possible so that
 // the reader takes its O_DIRECT path.
 const Model& model() {
-  static std::unique_ptr<Model> m = [] {
-    auto r = open_model(test::tiny_model_path("ls_test_pipeline_trace"));
-    REQUIRE(r.has_value());
-    return std::move(*r);
-  }();
-  return *m;
+  return test::tiny_model("ls_test_pipeline_trace");
 }
 
 // A backend whose kernels are slow: the compute-bound case, whatever the
@@ -97,12 +92,7 @@ std::string temp_path(const std::string& name) {
       .string();
 }
 
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
+using test::argmax;
 
 // Decodes kSteps greedy tokens with every layer on `tiers` ("C": storage),
 // each storage completion held back read_delay_us, each layer's kernels
