@@ -50,6 +50,7 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/cpu/k4_scales_avx512.h"
 #include "kernels/cpu/row_prefetcher.h"
 
 // Loops over tokens and vectors have fixed trip counts; unrolled, their
@@ -115,24 +116,11 @@ template <GgmlType T>
 LS_VNNI512 inline void decode(const uint8_t* p, Chunk& c);
 
 // Q4_K / Q5_K scales and mins as one zmm, [d * sc_0..7 | dmin * m_0..7],
-// from the block's first 16 bytes (d, dmin, the 12 packed bytes) without a
-// scalar step (kernels/cpu/k4_scales.h has the layout): with A, B, C the
-// packed words 0-3, 4-7, 8-11 (block bytes 4-7, 8-11, 12-15), the bytes
-// [A, C, B, C] and [0, A, 0, B] give
-//   sc 0-3 = A & 63                  sc 4-7 = C & 15        | (A >> 2) & 48
-//   mn 0-3 = B & 63                  mn 4-7 = (C >> 4) & 15 | (B >> 2) & 48
+// from the block's first 16 bytes without a scalar step
+// (kernels/cpu/k4_scales_avx512.h gives the bytes).
 LS_VNNI512 inline __m512 k4_scales(const uint8_t* block) {
   const __m128i v = load16(block);
-  const __m128i t =
-      _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
-  const __m128i u =
-      _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11));
-  const __m128i m15 = _mm_set1_epi8(15);
-  const __m128i c_lo = _mm_and_si128(t, m15), c_hi = _mm_and_si128(_mm_srli_epi16(t, 4), m15);
-  const __m128i top = _mm_and_si128(_mm_srli_epi16(u, 2), _mm_set1_epi8(48));
-  const __m128i hi = _mm_or_si128(_mm_mask_blend_epi8(0xF000, c_lo, c_hi), top);
-  const __m128i lo = _mm_and_si128(t, _mm_set1_epi8(63));
-  const __m128i bytes = _mm_mask_blend_epi8(0xF0F0, lo, hi);
+  const __m128i bytes = k4_scale_min_xmm(v);
   // [d, dmin, ., .] as f32, spread: lanes 0-7 d, 8-15 dmin.
   const __m512 dd =
       _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),

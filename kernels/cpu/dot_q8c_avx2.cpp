@@ -39,6 +39,7 @@ struct Q8cVecAvx2 {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
   }
   LS_Q8C_TARGET static __m256i fold(I v) { return v; }
+  static constexpr bool kOwnDecode = false;  // the body's AVX2 decode
 };
 
 }  // namespace

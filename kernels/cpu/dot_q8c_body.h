@@ -151,6 +151,42 @@ LS_Q8C_TARGET inline void q8c_decode(const uint8_t* p, Q8cChunk& ch) {
     q8c_decode_q6_k(p, ch);
 }
 
+// What a chunk gives besides its registers: the mins as words (Q4_K /
+// Q5_K), d and dmin.
+struct Q8cChunkRest {
+  __m128i mn;
+  float d, dmin;
+};
+
+// A chunk into the registers of V: u (the quants, values W v .. W v + W - 1
+// in register v; Q6_K: u - 32) and s (each word the scale of the value pair
+// under it). A policy with its own decode (V::kOwnDecode: the AVX-512 one
+// reads the block straight into zmm) gives the same registers; the rest
+// decode 32 values at a time with AVX2 and join them.
+template <class V, GgmlType T>
+LS_Q8C_TARGET inline void q8c_decode_regs(const uint8_t* p, typename V::I* u, typename V::I* s,
+                                          Q8cChunkRest& rest) {
+  if constexpr (V::kOwnDecode) {
+    V::template decode<T>(p, u, s, rest.mn, rest.d, rest.dmin);
+  } else {
+    using I = typename V::I;
+    constexpr int kVec = 256 / V::W, kPart = V::W / 32;
+    Q8cChunk ch;
+    q8c_decode<T>(p, ch);
+    const I sw[2] = {V::bcast128(ch.sw[0]), V::bcast128(ch.sw[1])};
+    LS_Q8C_UNROLL
+    for (int v = 0; v < kVec; ++v) {
+      u[v] = V::join(ch.u + kPart * v);
+      s[v] = T != GgmlType::Q6_K
+                 ? V::shuffle8(sw[0], V::load(kQ8cPatterns<V::W>.k45[v]))
+                 : V::shuffle8(sw[V::W * v / 128], V::load(kQ8cPatterns<V::W>.q6[v]));
+    }
+    rest.mn = ch.mn;
+    rest.d = ch.d;
+    rest.dmin = ch.dmin;
+  }
+}
+
 // y[0..3] -> [low-half totals of y0..y3 | high-half totals of y0..y3].
 LS_Q8C_TARGET inline __m256i q8c_tree4(const __m256i* y) {
   return _mm256_hadd_epi32(_mm256_hadd_epi32(y[0], y[1]), _mm256_hadd_epi32(y[2], y[3]));
@@ -168,7 +204,6 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
                            int64_t ldy, const RowPrefetch& pf) {
   using I = typename V::I;
   constexpr int kVec = 256 / V::W;  // registers per chunk
-  constexpr int kPart = V::W / 32;  // ymm per register
   constexpr bool kMin = T != GgmlType::Q6_K;
   const int64_t n = x.n, n_chunks = n / 256;
   const uint64_t chunk_bytes = ggml_row_bytes(T, 256);
@@ -219,16 +254,9 @@ LS_Q8C_TARGET void q8c_dot(const uint8_t* row, const ActQ8View& x, int64_t t0, f
   RowPrefetcher pre(pf, n);
   for (int64_t c = 0; c < n_chunks; ++c) {
     pre.advance();
-    Q8cChunk ch;
-    q8c_decode<T>(row + c * chunk_bytes, ch);
     I u[kVec], s[kVec], a[NT];
-    const I sw[2] = {V::bcast128(ch.sw[0]), V::bcast128(ch.sw[1])};
-    LS_Q8C_UNROLL
-    for (int v = 0; v < kVec; ++v) {
-      u[v] = V::join(ch.u + kPart * v);
-      s[v] = kMin ? V::shuffle8(sw[0], V::load(kQ8cPatterns<V::W>.k45[v]))
-                  : V::shuffle8(sw[V::W * v / 128], V::load(kQ8cPatterns<V::W>.q6[v]));
-    }
+    Q8cChunkRest ch;
+    q8c_decode_regs<V, T>(row + c * chunk_bytes, u, s, ch);
     // Accumulators start at 0, or for Q6_K at -128 sum sc u' (see the top).
     I a0 = V::zero();
     if constexpr (!kMin) {
