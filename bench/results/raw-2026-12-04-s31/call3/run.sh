@@ -23,6 +23,13 @@ for r in 1 2; do
     echo "dot round $r pairs $p rc=$?"; m $O/dot-$r-p$p.txt
   done
 done; el
+# (1b, session 32) the chunk form's dot, decoded straight into zmm now, at 1
+# and 8 tokens against the lane form's: the width-1 figure decides whether
+# the chunk form can be the default (issue 17: batch 1 must not fall).
+for r in 1 2; do
+  timeout 150 $B/ls_bench_cpu_matmul --threads 16 --ntok 1,8 --types q4_k,q6_k --act q8 --path dot --form lanes,chunks --shapes 70b --reps 7 > $O/form-$r.txt 2>&1
+  echo "form round $r rc=$?"; m $O/form-$r.txt
+done; el
 F=$M/70b.gguf
 [ -f $F ] || timeout 120 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m; echo "synth rc=$?"; el
 for v in default LS_DOT_PAIRS=0 LS_CPU_Q8_FORM=chunks; do
@@ -30,4 +37,4 @@ for v in default LS_DOT_PAIRS=0 LS_CPU_Q8_FORM=chunks; do
   env "${E[@]}" timeout 150 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --batch 4,32 --prompt-tokens 128 -n 32 -c 256 --stats > $O/batch-${v//=/-}.txt 2>&1
   echo "batch $v rc=$?"; grep -E "^\| [0-9]" $O/batch-${v//=/-}.txt | cut -d"|" -f1-5,15-20; grep -E "CPU tier by width" $O/batch-${v//=/-}.txt | cut -c1-400
 done; el
-cd $O && tar -czf out.tgz dot-*.txt batch-*.txt && rm -f dot-*.txt batch-*.txt
+cd $O && tar -czf out.tgz dot-*.txt form-*.txt batch-*.txt && rm -f dot-*.txt form-*.txt batch-*.txt
