@@ -31,7 +31,8 @@ int32_t candidate_id(uint64_t key) {
 }
 
 bool penalty_on(const SamplerParams& p) {
-  return p.repeat_penalty != 1.0f && p.repeat_last_n != 0;
+  return (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) &&
+         p.repeat_last_n != 0;
 }
 
 uint64_t pick_seed(uint64_t requested) {
@@ -104,13 +105,28 @@ void Sampler::accept(int32_t token) {
   history_add(token);
 }
 
-// llama.cpp's rule, once per distinct token in the window however often it
-// occurs: a positive logit is divided by the penalty, the others multiplied.
+// llama.cpp's rule, once per distinct token in the window: a positive logit
+// is divided by the repeat penalty, the others multiplied; then the count
+// times the frequency penalty and the presence penalty are subtracted.
 void Sampler::apply_penalty() {
   const float p = params_.repeat_penalty;
+  const float freq = params_.frequency_penalty, pres = params_.presence_penalty;
   for (int32_t t : distinct_) {
     float& l = work_[size_t(t)];
     l = l <= 0.0f ? l * p : l / p;
+    l -= float(count_[size_t(t)]) * freq + pres;
+  }
+}
+
+// In the order given (a token listed twice gets both); ids outside the
+// vocabulary are skipped (the callers check them: the server's 400 names
+// the id).
+void Sampler::apply_bias() {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (const auto& [t, b] : params_.logit_bias) {
+    if (t < 0 || t >= n_vocab_) continue;
+    float& l = work_[size_t(t)];
+    l = b <= kSamplerBan ? kNegInf : std::min(l + b, FLT_MAX);  // finite, as the copy made it
   }
 }
 
@@ -159,7 +175,13 @@ int32_t greedy_argmax(const float* w, size_t n) {
 }
 
 bool greedy_plain(const SamplerParams& p) {
-  return p.temp <= 0.0f && !penalty_on(p);
+  return p.temp <= 0.0f && !penalty_on(p) && p.logit_bias.empty();
+}
+
+int64_t logit_bias_outside(const SamplerParams& p, int32_t n_vocab) {
+  for (const auto& [t, b] : p.logit_bias)
+    if (t < 0 || t >= n_vocab) return t;
+  return -1;
 }
 
 int32_t Sampler::argmax() const {
@@ -186,6 +208,7 @@ Sampler::Dist Sampler::distribution(const float* logits) {
     if (l == 0.0f) l = 0.0f;
     work_[i] = l;
   }
+  apply_bias();
   if (penalty_on(params_)) apply_penalty();
   const int32_t best = argmax();
   // Greedy, and the degenerate row where every token is masked out.

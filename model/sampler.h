@@ -1,10 +1,19 @@
 // The token sampler: one row of logits in, one token id out, with the
 // semantics of llama.cpp's default sampler chain:
 //
-//   repeat penalty -> top-k -> top-p -> min-p -> temperature -> softmax -> draw
+//   logit bias -> penalties -> top-k -> top-p -> min-p -> temperature -> softmax -> draw
 //
-// temp <= 0 is greedy: the argmax after the repeat penalty, ties to the lowest
-// id (the filters in between always keep the argmax, so they are skipped).
+// The penalties (llama.cpp's "penalties" sampler) look at the last
+// repeat_last_n tokens of the context: a token that occurs c > 0 times there
+// has its logit divided by repeat_penalty (multiplied, if it is not
+// positive), then lowered by c * frequency_penalty + presence_penalty
+// (OpenAI's two penalties, in that window). A logit bias is added to its
+// token's logit first; a bias of -100 or less bans the token (OpenAI's
+// meaning of -100), as -inf.
+//
+// temp <= 0 is greedy: the argmax after the bias and the penalties, ties to
+// the lowest id (the filters in between always keep the argmax, so they are
+// skipped).
 //
 // Determinism: the draw uses std::mt19937_64, whose output sequence the C++
 // standard fixes, and turns its raw 64-bit output into a uniform double itself
@@ -18,18 +27,23 @@
 // so a full sort of the vocabulary happens only for a nearly flat row. No
 // allocation after construction: every scratch buffer is a member sized to
 // n_vocab.
-// defines: SamplerParams, kSamplerRandomSeed, greedy_plain(), greedy_argmax(), Sampler
+// defines: SamplerParams, kSamplerRandomSeed, kSamplerBan, greedy_plain(), logit_bias_outside(),
+//          greedy_argmax(), Sampler
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace ls {
 
 // llama.cpp's LLAMA_DEFAULT_SEED: "pick a random seed" (then report it).
 inline constexpr uint64_t kSamplerRandomSeed = 0xFFFFFFFF;
+// A logit bias at or below this bans its token (OpenAI: "-100 should result
+// in a ban").
+inline constexpr float kSamplerBan = -100.0f;
 
 struct SamplerParams {
   float temp = 0.8f;            // <= 0 means greedy (llama.cpp: --temp 0 is greedy)
@@ -37,13 +51,21 @@ struct SamplerParams {
   float top_p = 0.95f;          // >= 1: off
   float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
-  int32_t repeat_last_n = 64;   // recent tokens the penalty looks at (0: off, -1: whole context)
+  int32_t repeat_last_n = 64;   // recent tokens the penalties look at (0: off, -1: whole context)
+  float frequency_penalty = 0.0f;  // minus this for each occurrence in the window (0: off)
+  float presence_penalty = 0.0f;   // minus this once for a token in the window (0: off)
+  // (token id, bias) added to the logit; a bias <= kSamplerBan bans the token.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = kSamplerRandomSeed;  // kSamplerRandomSeed: one from std::random_device
 };
 
-// Greedy with no penalty: the token is the argmax of the row as it comes,
-// so it can be taken where the logits are (Backend::finish_argmax).
+// Greedy with no penalty and no bias: the token is the argmax of the row as
+// it comes, so it can be taken where the logits are (Backend::finish_argmax).
 bool greedy_plain(const SamplerParams& p);
+
+// The first logit_bias token id outside the vocabulary [0, n_vocab), or -1
+// (the sampler skips such ids; the tools refuse them).
+int64_t logit_bias_outside(const SamplerParams& p, int32_t n_vocab);
 
 // The greedy token of a row: the largest value (NaN loses to everything,
 // +inf counts as the largest float), ties to the lowest id; a row with
@@ -89,6 +111,7 @@ class Sampler {
   Dist distribution(const float* logits);
   int32_t draw(const Dist& d, double sum, int32_t skip);
   void apply_penalty();    // on work_
+  void apply_bias();       // on work_
   int32_t argmax() const;  // of work_, lowest id on ties
   double uniform01();      // [0, 1) from 53 raw bits
   void history_add(int32_t token);
@@ -107,7 +130,7 @@ class Sampler {
   std::vector<uint64_t> cand_;
   std::vector<double> prob_;  // (n_vocab) unnormalised probabilities of the live set
 
-  // Repeat-penalty history: the window as a ring buffer, and per token its
+  // The penalties' history: the window as a ring buffer, and per token its
   // count in the window, plus the distinct tokens present (swap-remove list,
   // pos_ is each token's index in it) so the penalty touches each once.
   std::vector<int32_t> ring_;  // (repeat_last_n) when the window is finite

@@ -18,6 +18,7 @@
 #include "tools/decode_parallel.h"
 #include "tools/decode_speculative.h"
 #include "tools/engine_flags.h"
+#include "tools/sampling_flags.h"
 
 namespace ls {
 namespace {
@@ -34,6 +35,7 @@ struct DecodeArgs {
   int n_predict = 64;
   bool no_bos = false, special = false, ids = false, chat = false, no_display_prompt = false;
   SamplerParams sp;
+  SamplingFlagText sampling_text;
   SpecOptions spec;
 };
 
@@ -157,6 +159,8 @@ int run_decode(DecodeArgs& a) {
     return fail("-n must be 0 or more (got " + std::to_string(a.n_predict) + ")");
   if (!a.prompt.empty() && !a.prompt_file.empty()) return fail("give -p or -f, not both");
   if (Status st = finish_engine_flags(a.engine, a.text); !st.ok()) return fail(st.error().message);
+  if (Status st = finish_sampling_flags(a.sp, a.sampling_text); !st.ok())
+    return fail(st.error().message);
   const bool parallel = a.engine.n_seq > 1;
   if (parallel && a.chat) return fail("--chat runs one conversation: drop --parallel");
   if (parallel && !a.dump_logits.empty())
@@ -194,6 +198,8 @@ int run_decode(DecodeArgs& a) {
   const Model& m = e.model();
   if (spec)
     if (Status st = spec->attach(m); !st.ok()) return fail(st.error().message);
+  if (Status st = check_logit_bias_vocab(a.sp, m.config().n_vocab); !st.ok())
+    return fail(st.error().message);
   Sampler sampler(a.sp, static_cast<int32_t>(m.config().n_vocab));
 
   std::FILE* dump = nullptr;
@@ -377,15 +383,7 @@ Command add_decode(CLI::App& app) {
   sub->add_option("-f,--file", a->prompt_file,
                   "Read the prompt from a file (with --parallel: one prompt a line)");
   sub->add_option("-n,--n-predict", a->n_predict, "Tokens to generate")->capture_default_str();
-  sub->add_option("--temp", a->sp.temp, "Temperature (0: greedy)")->capture_default_str();
-  sub->add_option("--top-k", a->sp.top_k, "Top-k (0: off)")->capture_default_str();
-  sub->add_option("--top-p", a->sp.top_p, "Top-p (1: off)")->capture_default_str();
-  sub->add_option("--min-p", a->sp.min_p, "Min-p (0: off)")->capture_default_str();
-  sub->add_option("--repeat-penalty", a->sp.repeat_penalty, "Repeat penalty (1: off)")
-      ->capture_default_str();
-  sub->add_option("--repeat-last-n", a->sp.repeat_last_n,
-                  "Tokens the repeat penalty looks back over (-1: the whole context)")
-      ->capture_default_str();
+  add_sampling_flags(sub, a->sp, a->sampling_text, "");
   sub->add_option("-s,--seed", a->sp.seed, "Sampling seed (default: random)");
   sub->add_flag("--no-bos", a->no_bos, "Do not add the BOS token");
   sub->add_flag("--special", a->special, "Parse special tokens in the prompt");

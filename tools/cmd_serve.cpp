@@ -6,6 +6,7 @@
 
 #include "tools/commands.h"
 #include "tools/engine_flags.h"
+#include "tools/sampling_flags.h"
 #include "tools/serve/server.h"
 
 namespace ls {
@@ -14,11 +15,14 @@ namespace {
 struct ServeArgs {
   ServeOptions o;
   EngineFlagText text;
+  SamplingFlagText sampling_text;
   std::string max_body = "4MiB", max_header = "16KiB";
 };
 
 int run_serve_command(ServeArgs& a) {
   if (Status st = finish_engine_flags(a.o.engine, a.text); !st.ok())
+    return fail(st.error().message);
+  if (Status st = finish_sampling_flags(a.o.settings.sampling, a.sampling_text); !st.ok())
     return fail(st.error().message);
   auto body = parse_bytes(a.max_body);
   if (!body || *body == 0)
@@ -54,20 +58,7 @@ Command add_serve(CLI::App& app) {
   sub->add_option("-n,--n-predict", o.settings.n_predict,
                   "max_tokens of a request that gives none (-1: until the context is full)")
       ->capture_default_str();
-  sub->add_option("--temp", o.settings.sampling.temp, "Default temperature (0: greedy)")
-      ->capture_default_str();
-  sub->add_option("--top-k", o.settings.sampling.top_k, "Default top-k (0: off)")
-      ->capture_default_str();
-  sub->add_option("--top-p", o.settings.sampling.top_p, "Default top-p (1: off)")
-      ->capture_default_str();
-  sub->add_option("--min-p", o.settings.sampling.min_p, "Default min-p (0: off)")
-      ->capture_default_str();
-  sub->add_option("--repeat-penalty", o.settings.sampling.repeat_penalty,
-                  "Default repeat penalty (1: off)")
-      ->capture_default_str();
-  sub->add_option("--repeat-last-n", o.settings.sampling.repeat_last_n,
-                  "Default tokens the repeat penalty looks back over (-1: the whole context)")
-      ->capture_default_str();
+  add_sampling_flags(sub, o.settings.sampling, a->sampling_text, "Default ");
   sub->add_option("--max-queue", o.max_queue,
                   "Requests that may wait beyond --parallel; more get 429")
       ->capture_default_str();

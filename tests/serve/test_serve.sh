@@ -102,6 +102,13 @@ expect 404 '"code":"model_not_found"' POST /v1/completions '{"prompt":"x","model
 expect 400 'context_length_exceeded' POST /v1/completions '{"prompt":"x","max_tokens":5000}'
 grep -qF '5002 were requested (2 in the prompt, max_tokens 5000)' "$work/run/body" || fail "the context error does not name the lengths: $(cat "$work/run/body")"
 expect 400 'outside the vocabulary' POST /v1/completions '{"prompt":[1,99999]}'
+expect 400 '"param":"logit_bias"' POST /v1/completions '{"prompt":"x","logit_bias":{"99999":1}}'
+expect 400 '"param":"frequency_penalty"' POST /v1/completions '{"prompt":"x","frequency_penalty":3}'
+# logit_bias: 258 (a token the greedy answer below holds) banned, then forced.
+ids=$(curl -s "$url/v1/completions" -d '{"prompt":[1152,258,2239],"max_tokens":6,"temperature":0,"logit_bias":{"258":100}}')
+echo "$ids" | grep -q '"completion_tokens":6' || fail "logit_bias +100: $ids"
+forced=$(curl -s "$url/tokenize" -d "{\"content\":$(echo "$ids" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["text"]))')}")
+echo "$forced" | grep -q '"tokens":\[258,258,258,258,258,258\]' || fail "logit_bias +100 should give token 258 six times: $forced"
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions
 expect 200 'layerstream_kv_blocks_used 0' GET /metrics

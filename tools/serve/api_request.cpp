@@ -1,8 +1,13 @@
 #include "tools/serve/api_request.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -115,6 +120,62 @@ class Fields {
   std::optional<ApiError> err_;
 };
 
+// logit_bias, OpenAI's object {"token id": bias} (bias -100..100; -100
+// bans) or llama-server's array [[id, bias or false], ...] (false bans);
+// the ids' range against the vocabulary is the server's check (it knows
+// the model). At most kMaxLogitBias entries.
+std::optional<ApiError> read_logit_bias(const json& v, std::vector<std::pair<int32_t, float>>& out) {
+  constexpr const char* kField = "logit_bias";
+  auto entry = [&](const std::string& what, int64_t id, const json& b) -> std::optional<ApiError> {
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      return bad_request("'logit_bias' holds token id " + what + ", not a token id", kField);
+    float bias = kSamplerBan;
+    if (b.is_boolean() && !b.get<bool>()) {
+      bias = kSamplerBan;
+    } else if (b.is_number()) {
+      const double d = b.get<double>();
+      if (!std::isfinite(d) || d < -100.0 || d > 100.0)
+        return bad_request("'logit_bias' values must be between -100 and 100 (token " + what +
+                               " has " + b.dump() + ")",
+                           kField);
+      bias = static_cast<float>(d);
+    } else {
+      return wrong_type("logit_bias[" + what + "]", "a number (or false: a ban)", b);
+    }
+    out.emplace_back(static_cast<int32_t>(id), bias);
+    return std::nullopt;
+  };
+  if (!v.is_object() && !v.is_array())
+    return wrong_type(kField, "an object of token id to bias", v);
+  if (v.size() > kMaxLogitBias)
+    return bad_request("'logit_bias' holds at most " + std::to_string(kMaxLogitBias) +
+                           " tokens (got " + std::to_string(v.size()) + ")",
+                       kField);
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string& key = it.key();
+      char* end = nullptr;
+      errno = 0;
+      const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
+      if (key.empty() || errno != 0 || *end != '\0' || !std::isdigit(static_cast<unsigned char>(key[0])))
+        return bad_request("'logit_bias' keys are token ids as decimal strings (got \"" +
+                               key.substr(0, 32) + "\")",
+                           kField);
+      if (auto e = entry(key, id, it.value())) return e;
+    }
+    return std::nullopt;
+  }
+  for (const json& p : v) {
+    if (!p.is_array() || p.size() != 2 || !(p[0].is_number_integer() || p[0].is_number_unsigned()))
+      return wrong_type("logit_bias[]", "a pair [token id, bias]", p);
+    const int64_t id = p[0].is_number_unsigned() && p[0].get<uint64_t>() > (1ull << 31)
+                           ? -1
+                           : p[0].get<int64_t>();
+    if (auto e = entry(p[0].dump(), id, p[1])) return e;
+  }
+  return std::nullopt;
+}
+
 // The body as one JSON object, or the error that says why not.
 std::variant<json, ApiError> parse_object(std::string_view body) {
   json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
@@ -162,6 +223,8 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   f.integer("top_k", v, 0, 1 << 20);
   r.sampling.top_k = static_cast<int32_t>(v);
   f.number("repeat_penalty", r.sampling.repeat_penalty, 0.0, 10.0);
+  f.number("frequency_penalty", r.sampling.frequency_penalty, -2.0, 2.0);
+  f.number("presence_penalty", r.sampling.presence_penalty, -2.0, 2.0);
   v = r.sampling.repeat_last_n;
   f.integer("repeat_last_n", v, -1, 1 << 20);
   r.sampling.repeat_last_n = static_cast<int32_t>(v);
@@ -214,11 +277,10 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   f.only("top_logprobs", json(0), "no log probabilities");
   f.only("echo", json(false), "the prompt is not echoed");
   f.only("suffix", json(""), "no insertion");
-  f.only("frequency_penalty", json(0), "use repeat_penalty");
-  f.only("presence_penalty", json(0), "use repeat_penalty");
-  if (const json* lb = f.get("logit_bias"))
-    if (!(lb->is_object() && lb->empty()))
-      f.fail(bad_request("'logit_bias' is not supported", "logit_bias"));
+  if (const json* lb = f.get("logit_bias")) {  // the request's replaces the server's
+    r.sampling.logit_bias.clear();
+    if (auto e = read_logit_bias(*lb, r.sampling.logit_bias)) return f.fail(std::move(*e));
+  }
   if (const json* t = f.get("tools"))
     if (!(t->is_array() && t->empty()))
       f.fail(bad_request("'tools' is not supported: no tool calls", "tools"));

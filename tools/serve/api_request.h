@@ -4,8 +4,8 @@
 // an ApiError (400) naming the field (`param`) and what was expected, never
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
-// defines and the engine does not do (n > 1, logprobs, tools, penalties
-// other than repeat) are refused by name when asked for, and accepted at
+// defines and the engine does not do (n > 1, logprobs, tools, JSON mode)
+// are refused by name when asked for, and accepted at
 // their no-op values, which clients send by default; unknown fields are
 // ignored, as llama-server does.
 // defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
@@ -43,6 +43,7 @@ struct GenerateRequest {
 };
 
 inline constexpr size_t kMaxStop = 16;
+inline constexpr size_t kMaxLogitBias = 1024;
 inline constexpr size_t kMaxStopBytes = 512;
 
 struct TokenizeRequest {

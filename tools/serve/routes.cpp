@@ -221,6 +221,12 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   } else {
     prompt = tok.encode(q.prompt, tok.add_bos_default(), true);
   }
+  const int32_t n_vocab = static_cast<int32_t>(g.model().config().n_vocab);
+  if (const int64_t id = logit_bias_outside(q.sampling, n_vocab); id >= 0)
+    return error_response(bad_request("'logit_bias' holds token id " + std::to_string(id) +
+                                          ", outside the vocabulary (0.." +
+                                          std::to_string(n_vocab - 1) + ")",
+                                      "logit_bias"));
   GenParams gp;
   gp.sampling = q.sampling;
   gp.max_tokens = q.max_tokens > 0 ? q.max_tokens : s_.n_predict;

@@ -73,6 +73,14 @@ int run_serve(ServeOptions& o) {
     return 1;
   }
   Engine& engine = **er;
+  const uint32_t n_vocab = engine.model().config().n_vocab;
+  if (const int64_t id = logit_bias_outside(o.settings.sampling, static_cast<int32_t>(n_vocab));
+      id >= 0) {
+    std::fprintf(stderr, "error: --logit-bias: token id %lld is outside the vocabulary (0..%u)\n",
+                 static_cast<long long>(id), n_vocab - 1);
+    server.stop();
+    return 1;
+  }
   int code = 0;
   {
     Generator gen(engine, Generator::Options{o.max_queue});

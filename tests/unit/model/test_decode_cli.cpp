@@ -243,6 +243,36 @@ TEST_CASE("decode: --dump-logits writes one row per generated token, equal to th
   }
 }
 
+TEST_CASE("decode: --logit-bias bans or moves a token, the penalties change the ids; bad ones refused") {
+  const std::vector<int32_t> plain = decode_ids({"-n", "6", "--temp", "0"});
+  const std::string first = std::to_string(plain[0]);
+  // Banned: the greedy first token never comes.
+  for (const std::string& ban : {first + "-inf", first + "-100"}) {
+    const std::vector<int32_t> b = decode_ids({"-n", "6", "--temp", "0", "--logit-bias", ban});
+    CHECK(std::find(b.begin(), b.end(), plain[0]) == b.end());
+  }
+  // A large bias makes a token the greedy choice at every step; -99 does not ban.
+  const std::vector<int32_t> up = decode_ids({"-n", "4", "--temp", "0", "-l", "7+100"});
+  CHECK(up == std::vector<int32_t>(4, 7));
+  const std::vector<int32_t> near = decode_ids({"-n", "6", "--temp", "0", "-l", "7+0.0"});
+  CHECK(near == plain);
+  // A strong presence penalty over the whole context: no token twice.
+  const std::vector<int32_t> pres =
+      decode_ids({"-n", "12", "--temp", "0", "--presence-penalty", "1000", "--repeat-last-n", "-1",
+                  "--no-bos"});
+  std::vector<int32_t> sorted = pres;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+  // Bad values, each named.
+  check_fails({"-m", tiny_model(), "-p", "x", "-l", "12x1"}, {"--logit-bias", "12x1"});
+  check_fails({"-m", tiny_model(), "-p", "x", "-l", "12+nan"}, {"--logit-bias"});
+  check_fails({"-m", tiny_model(), "-p", "x", "-l", "12+101"}, {"at most 100"});
+  check_fails({"-m", tiny_model(), "-p", "x", "-l", "99999999+1"},
+              {"99999999", "outside the vocabulary"});
+  check_fails({"-m", tiny_model(), "-p", "x", "--presence-penalty", "nan"},
+              {"--presence-penalty", "finite"});
+}
+
 TEST_CASE("decode: a GGUF of another architecture is refused by name") {
   const std::string path = temp_dir().file("gpt2-model.gguf");
   GgufWriter w;

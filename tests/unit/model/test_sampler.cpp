@@ -434,6 +434,110 @@ TEST_CASE("sampler: repeat penalty changes the argmax, within its window") {
   for (int i = 0; i < 50; ++i) CHECK(sk.sample(logits.data()) == 1);
 }
 
+TEST_CASE("sampler: frequency and presence penalties count occurrences in the window") {
+  // logits 0: 2.0, 1: 1.0, 2: 0.5; token 0 seen twice, token 2 once.
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -3.0f};
+  SamplerParams p = plain(0.0f, 71);
+  p.repeat_last_n = 4;
+  p.frequency_penalty = 0.6f;  // token 0: 2.0 - 2 * 0.6 = 0.8 < 1.0
+  Sampler f(p, 4);
+  f.accept(0);
+  CHECK(f.sample(logits.data()) == 0);  // once: 2.0 - 0.6 = 1.4 > 1.0
+  f.accept(0);
+  CHECK(f.sample(logits.data()) == 1);  // twice: 0.8
+  for (int i = 0; i < 3; ++i) f.accept(3);  // window {0, 3, 3, 3}: once again
+  CHECK(f.sample(logits.data()) == 0);
+
+  // presence: once per token, however often: 2.0 - 0.9 = 1.1 > 1.0 even
+  // after four occurrences; 1.2 takes it below.
+  SamplerParams q = plain(0.0f, 72);
+  q.repeat_last_n = 8;
+  q.presence_penalty = 0.9f;
+  Sampler pr(q, 4);
+  for (int i = 0; i < 4; ++i) pr.accept(0);
+  CHECK(pr.sample(logits.data()) == 0);
+  q.presence_penalty = 1.2f;
+  Sampler pr2(q, 4);
+  pr2.accept(0);
+  CHECK(pr2.sample(logits.data()) == 1);
+
+  // Negative penalties raise a seen token (OpenAI allows -2..2): 1.0 + 1.5 > 2.0.
+  q.presence_penalty = -1.5f;
+  Sampler neg(q, 4);
+  neg.accept(1);
+  CHECK(neg.sample(logits.data()) == 1);
+
+  // After the repeat penalty, as llama.cpp: (2.0 / 2) - 0.5 = 0.5 < 1.0,
+  // where subtracting first would give (2.0 - 0.5) / 2 = 0.75; with token 1
+  // at 0.6 only the first order puts 1 ahead.
+  const std::vector<float> order = {2.0f, 0.6f, 0.0f, 0.0f};
+  SamplerParams o = plain(0.0f, 73);
+  o.repeat_last_n = 8;
+  o.repeat_penalty = 2.0f;
+  o.presence_penalty = 0.5f;
+  Sampler ord(o, 4);
+  ord.accept(0);
+  CHECK(ord.sample(order.data()) == 1);
+
+  // Off with a zero window; greedy_plain only with every penalty off.
+  q.repeat_last_n = 0;
+  Sampler off(q, 4);
+  off.accept(0);
+  CHECK(off.sample(logits.data()) == 0);
+  SamplerParams g = plain(0.0f, 74);
+  CHECK(greedy_plain(g));
+  g.frequency_penalty = 0.1f;
+  CHECK(!greedy_plain(g));
+  g.frequency_penalty = 0.0f;
+  g.presence_penalty = 0.1f;
+  CHECK(!greedy_plain(g));
+}
+
+TEST_CASE("sampler: a logit bias moves its token, -100 bans it") {
+  const std::vector<float> logits = {2.0f, 1.0f, 0.5f, -3.0f};
+  SamplerParams p = plain(0.0f, 81);
+  CHECK(greedy_plain(p));
+  p.logit_bias = {{1, 1.5f}};  // 2.5 > 2.0
+  CHECK(!greedy_plain(p));
+  Sampler s(p, 4);
+  CHECK(s.sample(logits.data()) == 1);
+  p.logit_bias = {{1, 0.9f}};  // 1.9 < 2.0
+  Sampler s2(p, 4);
+  CHECK(s2.sample(logits.data()) == 0);
+  // -100 bans: the top token never comes, at any temperature; the rest
+  // still do.
+  SamplerParams t = plain(1.0f, 82);
+  t.logit_bias = {{0, -100.0f}};
+  Sampler ban(t, 4);
+  std::vector<int> counts = draw_counts(ban, logits, 2000);
+  CHECK(counts[0] == 0);
+  CHECK(counts[1] > 0);
+  CHECK(counts[2] > 0);
+  // -99 is a bias, not a ban: a token at +100 still wins after it.
+  const std::vector<float> big = {100.0f, 0.0f};
+  SamplerParams b = plain(0.0f, 83);
+  b.logit_bias = {{0, -99.0f}};
+  Sampler nb(b, 2);
+  CHECK(nb.sample(big.data()) == 0);
+  b.logit_bias = {{0, -100.0f}};
+  Sampler yb(b, 2);
+  CHECK(yb.sample(big.data()) == 1);
+  // Applied before the penalties, and ids outside the vocabulary skipped.
+  SamplerParams c = plain(0.0f, 84);
+  c.logit_bias = {{1, 1.6f}, {99, 50.0f}, {-1, 50.0f}};
+  c.repeat_last_n = 8;
+  c.repeat_penalty = 2.0f;  // (1.0 + 1.6) / 2 = 1.3 < 2.0; the other order, 0.5 + 1.6 = 2.1
+  Sampler pc(c, 4);
+  pc.accept(1);
+  CHECK(pc.sample(logits.data()) == 0);
+  // A bias on the largest float stays finite: the draw still works.
+  const std::vector<float> top = {std::numeric_limits<float>::max(), 0.0f};
+  SamplerParams d = plain(1.0f, 85);
+  d.logit_bias = {{0, 100.0f}};
+  Sampler fin(d, 2);
+  CHECK(fin.sample(top.data()) == 0);
+}
+
 TEST_CASE("sampler: 20000 draws at temp 1 match the softmax") {
   const std::vector<float> logits = {0.0f, 0.5f, 1.0f, 1.5f, -1.0f, 2.0f, 0.2f, -0.5f};
   const int n_draws = 20000;

@@ -105,7 +105,16 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       {R"({"prompt":"x","model":5})", "model", "must be a string"},
       {R"({"prompt":"x","n":2})", "n", "not supported"},
       {R"({"prompt":"x","logprobs":true})", "logprobs", "not supported"},
-      {R"({"prompt":"x","frequency_penalty":0.5})", "frequency_penalty", "repeat_penalty"},
+      {R"({"prompt":"x","frequency_penalty":2.5})", "frequency_penalty", "between -2 and 2"},
+      {R"({"prompt":"x","presence_penalty":"high"})", "presence_penalty", "a number"},
+      {R"({"prompt":"x","logit_bias":{"12":101}})", "logit_bias", "between -100 and 100"},
+      {R"({"prompt":"x","logit_bias":{"twelve":1}})", "logit_bias", "decimal strings"},
+      {R"({"prompt":"x","logit_bias":{"-3":1}})", "logit_bias", "decimal strings"},
+      {R"({"prompt":"x","logit_bias":{"99999999999":1}})", "logit_bias", "not a token id"},
+      {R"({"prompt":"x","logit_bias":{"12":"up"}})", "logit_bias[12]", "a number"},
+      {R"({"prompt":"x","logit_bias":{"12":true}})", "logit_bias[12]", "a number"},
+      {R"({"prompt":"x","logit_bias":[[12]]})", "logit_bias[]", "a pair"},
+      {R"({"prompt":"x","logit_bias":5})", "logit_bias", "an object of token id to bias"},
       {R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage",
        "a boolean"},
       {R"({"prompt":{"text":"x"}})", "prompt", "a string or an array of token ids"},
@@ -121,6 +130,49 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
   // Their no-op values are what clients send by default: accepted.
   ok_completion(
       R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
+}
+
+TEST_CASE("serve request: the penalties and logit_bias (OpenAI's and llama-server's forms)") {
+  GenerateRequest r = ok_completion(
+      R"({"prompt":"x","frequency_penalty":0.5,"presence_penalty":-1.25,)"
+      R"("logit_bias":{"12":-100,"7":2.5,"0":0}})");
+  CHECK(r.sampling.frequency_penalty == doctest::Approx(0.5));
+  CHECK(r.sampling.presence_penalty == doctest::Approx(-1.25));
+  REQUIRE(r.sampling.logit_bias.size() == 3);
+  auto bias_of = [&](int32_t id) {
+    for (const auto& [t, b] : r.sampling.logit_bias)
+      if (t == id) return b;
+    FAIL("no bias for ", id);
+    return 0.0f;
+  };
+  CHECK(bias_of(12) == kSamplerBan);
+  CHECK(bias_of(7) == doctest::Approx(2.5));
+  CHECK(bias_of(0) == 0.0f);
+  // llama-server's array of pairs; false bans.
+  GenerateRequest a = ok_completion(R"({"prompt":"x","logit_bias":[[5,false],[9,-1.5]]})");
+  REQUIRE(a.sampling.logit_bias.size() == 2);
+  CHECK(a.sampling.logit_bias[0] == std::pair<int32_t, float>(5, kSamplerBan));
+  CHECK(a.sampling.logit_bias[1] == std::pair<int32_t, float>(9, -1.5f));
+  // A request's bias replaces the server's default one; absent, the default stays.
+  SamplerParams d = defaults();
+  d.logit_bias = {{3, 1.0f}};
+  auto with = parse_completion_request(R"({"prompt":"x","logit_bias":{"4":1}})", d);
+  REQUIRE(std::holds_alternative<GenerateRequest>(with));
+  CHECK(std::get<GenerateRequest>(with).sampling.logit_bias ==
+        std::vector<std::pair<int32_t, float>>{{4, 1.0f}});
+  auto without = parse_completion_request(R"({"prompt":"x"})", d);
+  REQUIRE(std::holds_alternative<GenerateRequest>(without));
+  CHECK(std::get<GenerateRequest>(without).sampling.logit_bias == d.logit_bias);
+  // Chat too, and at most kMaxLogitBias entries.
+  auto c = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"presence_penalty":1,"logit_bias":{"1":1}})",
+      defaults());
+  REQUIRE(std::holds_alternative<GenerateRequest>(c));
+  CHECK(std::get<GenerateRequest>(c).sampling.presence_penalty == 1.0f);
+  std::string many = R"({"prompt":"x","logit_bias":{)";
+  for (size_t i = 0; i <= kMaxLogitBias; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
+  many += "}}";
+  CHECK(err_completion(many).message.find("at most 1024") != std::string::npos);
 }
 
 TEST_CASE("serve request: malformed JSON and non-objects say so, with the position") {
