@@ -6,7 +6,11 @@
  * `layerstream decode --temp 0 --ids`.
  *
  *   cc example.c -I PREFIX/include -L PREFIX/lib -llayerstream -o example
- *   ./example [-m MODEL] [-n TOKENS] PROMPT
+ *   ./example [-m MODEL] [-n TOKENS] [--ban ID] [--presence P] PROMPT
+ *
+ * --ban ID bans a token (a logit bias of -100) and --presence P sets the
+ * presence penalty, in both sequences (decode's -l ID-100 and
+ * --presence-penalty P).
  */
 #include <layerstream.h>
 
@@ -38,9 +42,13 @@ int main(int argc, char** argv) {
   const char* model = NULL;
   const char* prompt = NULL;
   int n_predict = 24;
+  int32_t ban = -1;
+  float presence = 0.0f;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--ban") && i + 1 < argc) ban = (int32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--presence") && i + 1 < argc) presence = (float)atof(argv[++i]);
     else prompt = argv[i];
   }
   if (!prompt) {
@@ -75,8 +83,13 @@ int main(int argc, char** argv) {
   /* Two sequences of the same prompt, decoded side by side. */
   ls_seq *a = NULL, *b = NULL;
   struct collected ca = {{0}, 0};
+  const float ban_bias = -100.0f;
   if (ls_seq_create(e, prompt_ids, n_prompt, &s, &a) != LS_OK ||
       ls_seq_create(e, prompt_ids, n_prompt, &s, &b) != LS_OK ||
+      ls_seq_set_penalties(a, 0.0f, presence) != LS_OK ||
+      ls_seq_set_penalties(b, 0.0f, presence) != LS_OK ||
+      ls_seq_set_logit_bias(a, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
+      ls_seq_set_logit_bias(b, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
       ls_seq_submit(a, on_token, &ca) != LS_OK || ls_seq_submit(b, NULL, NULL) != LS_OK) {
     fprintf(stderr, "error: %s\n", ls_last_error());
     ls_seq_free(a);

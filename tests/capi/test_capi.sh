@@ -31,4 +31,18 @@ echo "C, poll:   ${got[1]:-}"
 [ -n "$want" ] || { echo "FAIL: decode printed no ids"; exit 1; }
 [ "${got[0]:-}" = "$want" ] || { echo "FAIL: the callback sequence differs from decode"; exit 1; }
 [ "${got[1]:-}" = "$want" ] || { echo "FAIL: the polled sequence differs from decode"; exit 1; }
+# A token banned and a presence penalty, through ls_seq_set_logit_bias and
+# ls_seq_set_penalties, against decode's -l ID-100 and --presence-penalty.
+ban=${want%% *}
+"$tmp/example" -n $n --ban "$ban" --presence 0.7 "$prompt" > "$tmp/out2.txt" 2> "$tmp/err2.txt" ||
+  { cat "$tmp/err2.txt"; exit 1; }
+"$tmp/prefix/bin/layerstream" decode --temp 0 -n $n --ids --cpu-layers 0 -p "$prompt" \
+  -l "$ban-100" --presence-penalty 0.7 > "$tmp/decode2.txt" 2> /dev/null
+want2=$(tail -n 1 "$tmp/decode2.txt")
+mapfile -t got2 < <(grep '^ids:' "$tmp/out2.txt" | sed 's/^ids: *//')
+echo "decode -l $ban-100 --presence-penalty 0.7: $want2"
+echo "C, both sequences: ${got2[0]:-} | ${got2[1]:-}"
+[ -n "$want2" ] && [ "$want2" != "$want" ] || { echo "FAIL: the ban did not change decode's ids"; exit 1; }
+[ "${got2[0]:-}" = "$want2" ] && [ "${got2[1]:-}" = "$want2" ] ||
+  { echo "FAIL: the C sequences with a ban and a penalty differ from decode"; exit 1; }
 echo "PASS: the C example (cc alone, installed header and library) matches decode"

@@ -146,6 +146,18 @@ typedef int (*ls_token_callback)(void* user, const ls_token* token);
 /* A sequence over a prompt (token ids, copied), not started yet. */
 LS_API ls_status ls_seq_create(ls_engine* e, const int32_t* prompt, size_t n,
                                const ls_sampling* s, ls_seq** out);
+/* Optional, between ls_seq_create and ls_seq_submit (the sampling struct
+ * stays as it is, so programs built against it keep working): OpenAI's
+ * penalties, over the repeat_last_n window after the repeat penalty, as
+ * llama.cpp: a token found c times there loses c * frequency + presence
+ * (0, 0: off). */
+LS_API ls_status ls_seq_set_penalties(ls_seq* q, float frequency, float presence);
+/* Optional, between create and submit: bias[i] added to token ids[i]'s
+ * logit, for n tokens (copied; replaces an earlier call's; n 0: none); a bias
+ * of -100 or less bans the token. Errors: an id outside the vocabulary, a
+ * bias that is NaN or above 100. */
+LS_API ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias,
+                                       size_t n);
 /* Start it: it joins the running batch at the next step. cb NULL: its tokens
  * are kept for ls_seq_poll. Errors: LS_ERR_CONTEXT (the prompt and max_tokens
  * past the context; the message says the lengths), LS_ERR_BUSY, ... */

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -238,6 +239,49 @@ ls_status ls_seq_create(ls_engine* e, const int32_t* prompt, size_t n, const ls_
   sp.seed = s->seed;
   q->params.max_tokens = s->max_tokens;
   *out = q;
+  return LS_OK;
+}
+
+namespace {
+// The setters' common checks: a sequence, not yet submitted.
+ls_status check_unsubmitted(ls_seq* q, const char* fn) {
+  if (!q) return fail(LS_ERR_INVALID_ARGUMENT, std::string(fn) + ": null sequence");
+  std::lock_guard<std::mutex> lock(q->mu);
+  if (q->submitted)
+    return fail(LS_ERR_INVALID_ARGUMENT, std::string(fn) + ": the sequence is already submitted");
+  return LS_OK;
+}
+}  // namespace
+
+ls_status ls_seq_set_penalties(ls_seq* q, float frequency, float presence) {
+  if (ls_status st = check_unsubmitted(q, "ls_seq_set_penalties"); st != LS_OK) return st;
+  if (!std::isfinite(frequency) || !std::isfinite(presence))
+    return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_penalties: the penalties must be finite");
+  q->params.sampling.frequency_penalty = frequency;
+  q->params.sampling.presence_penalty = presence;
+  return LS_OK;
+}
+
+ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias, size_t n) {
+  if (ls_status st = check_unsubmitted(q, "ls_seq_set_logit_bias"); st != LS_OK) return st;
+  if (n > 0 && (!ids || !bias))
+    return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_logit_bias: null ids or bias");
+  const uint32_t n_vocab = ls_engine_n_vocab(q->e);
+  std::vector<std::pair<int32_t, float>> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= n_vocab)
+      return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_logit_bias: token id " +
+                                               std::to_string(ids[i]) +
+                                               " is outside the vocabulary (0.." +
+                                               std::to_string(n_vocab - 1) + ")");
+    if (std::isnan(bias[i]) || bias[i] > 100.0f)
+      return fail(LS_ERR_INVALID_ARGUMENT,
+                  "ls_seq_set_logit_bias: a bias is a number of at most 100 (token " +
+                      std::to_string(ids[i]) + ")");
+    out.emplace_back(ids[i], bias[i]);
+  }
+  q->params.sampling.logit_bias = std::move(out);
   return LS_OK;
 }
 
