@@ -134,6 +134,10 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   q->ignore_eos = p.ignore_eos;
   q->sampler = std::make_unique<Sampler>(p.sampling, n_vocab);
   for (int32_t t : prompt) q->sampler->accept(t);
+  if (p.json) {  // after the prompt: the constraint follows the output only
+    std::call_once(json_vocab_once_, [&] { json_vocab_ = json_vocab(*m.tokenizer); });
+    q->sampler->set_constraint(std::make_unique<JsonConstraint>(json_vocab_));
+  }
   // A continuation: the prompt's tokens are not re-rendered, so the first
   // piece keeps its leading space (Detokenizer drops it only after a BOS).
   q->detok = std::make_unique<Detokenizer>(*m.tokenizer);
@@ -183,7 +187,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     if (raw->ended.load()) return std::nullopt;
     return emit(raw->sampler->sample(logits + static_cast<size_t>(rows - 1) * vocab));
   };
-  if (greedy_plain(p.sampling))
+  if (greedy_plain(p.sampling) && !p.json)
     sr.on_argmax = [raw, emit](int64_t, int32_t t) -> std::optional<int32_t> {
       if (raw->ended.load()) return std::nullopt;
       return emit(t);

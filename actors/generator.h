@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "actors/engine.h"
+#include "model/json_constraint.h"
 #include "model/sampler.h"
 
 namespace ls {
@@ -43,6 +44,9 @@ struct GenParams {
   // leaves its own for the next. The output is the same either way on the
   // CPU; on CUDA within the rounding of prefill against decode arithmetic.
   bool cache_prompt = true;
+  // JSON mode (OpenAI's response_format "json_object"): the output is one
+  // JSON object, then the end (model/json_constraint.h).
+  bool json = false;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -148,6 +152,9 @@ class Generator {
   std::atomic<int64_t> rate_sec_[kRateSeconds] = {};
   std::atomic<uint64_t> rate_count_[kRateSeconds] = {};
   std::thread reaper_;
+  // The vocabulary's bytes for JSON mode, made at the first such request.
+  std::once_flag json_vocab_once_;
+  std::shared_ptr<const JsonVocab> json_vocab_;
 };
 
 }  // namespace ls

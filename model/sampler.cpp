@@ -63,6 +63,7 @@ Sampler::Sampler(const SamplerParams& p, int32_t n_vocab)
 
 void Sampler::reset() {
   rng_.seed(seed_);
+  if (constraint_) constraint_->reset();
   for (int32_t t : distinct_) {
     count_[size_t(t)] = 0;
     pos_[size_t(t)] = -1;
@@ -92,7 +93,9 @@ void Sampler::history_remove(int32_t t) {
 
 void Sampler::accept(int32_t token) {
   assert(token >= 0 && token < n_vocab_);
-  if (token < 0 || token >= n_vocab_ || !penalty_on(params_)) return;
+  if (token < 0 || token >= n_vocab_) return;
+  if (constraint_) constraint_->accept(token);
+  if (!penalty_on(params_)) return;
   if (!ring_.empty()) {  // finite window: the oldest token leaves when it is full
     if (ring_size_ == ring_.size()) {
       history_remove(ring_[ring_head_]);
@@ -192,13 +195,13 @@ double Sampler::uniform01() {
   return double(rng_() >> 11) * 0x1.0p-53;  // 53 random bits: every double in [0, 1) on the grid
 }
 
-Sampler::Dist Sampler::distribution(const float* logits) {
+Sampler::Dist Sampler::distribution(const float* logits, bool masked) {
   const size_t n = size_t(n_vocab_);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   // Greedy with no penalty: the argmax of the row as it is (the same id as
   // of the cleaned copy below), without making the copy: ~0.1-0.2 ms of a
   // 128k vocabulary a token otherwise.
-  if (greedy_plain(params_)) return {greedy_argmax(logits, n), 0, 0.0};
+  if (greedy_plain(params_) && !masked) return {greedy_argmax(logits, n), 0, 0.0};
   // Copy, with NaN as -inf, +inf as the largest float and -0 as +0, so the
   // order is total and differences of logits stay finite.
   for (size_t i = 0; i < n; ++i) {
@@ -210,6 +213,9 @@ Sampler::Dist Sampler::distribution(const float* logits) {
   }
   apply_bias();
   if (penalty_on(params_)) apply_penalty();
+  if (masked)
+    for (size_t i = 0; i < n; ++i)
+      if (!constraint_->allows(int32_t(i))) work_[i] = kNegInf;
   const int32_t best = argmax();
   // Greedy, and the degenerate row where every token is masked out.
   if (params_.temp <= 0.0f || work_[size_t(best)] == kNegInf) return {best, 0, 0.0};
@@ -304,11 +310,15 @@ int32_t Sampler::draw(const Dist& d, double sum, int32_t skip) {
 }
 
 int32_t Sampler::sample(const float* logits) {
-  const Dist d = distribution(logits);
+  Dist d = distribution(logits);
+  const int32_t t = d.n == 0 ? d.best : draw(d, d.sum, -1);
+  if (!constraint_ || constraint_->allows(t)) return t;
+  d = distribution(logits, true);
   return d.n == 0 ? d.best : draw(d, d.sum, -1);
 }
 
 int32_t Sampler::verify(const float* logits, int32_t draft, double bias) {
+  assert(!constraint_ && "speculative decoding runs unconstrained");
   const Dist d = distribution(logits);
   if (d.n == 0) return d.best;  // greedy: the draft stands only if it is the argmax
   double p_draft = 0.0;

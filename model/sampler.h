@@ -33,9 +33,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
+
+#include "model/token_constraint.h"
 
 namespace ls {
 
@@ -78,7 +81,15 @@ class Sampler {
   explicit Sampler(const SamplerParams& p, int32_t n_vocab);
 
   // Choose the next token from one row of logits (n_vocab floats; not modified).
+  // With a constraint: the token drawn if the constraint allows it, else the
+  // draw again over the row with every token it does not allow masked out.
   int32_t sample(const float* logits);
+  // Constrained decoding (model/token_constraint.h): the tokens accepted from
+  // now on advance it, and sample() keeps to what it allows. Set it after
+  // accepting the prompt's tokens. verify() does not take one (speculative
+  // decoding runs unconstrained).
+  void set_constraint(std::unique_ptr<TokenConstraint> c) { constraint_ = std::move(c); }
+  const TokenConstraint* constraint() const { return constraint_.get(); }
   // Speculative sampling (Leviathan et al. 2023, Chen et al. 2023) for a
   // draft proposed with certainty (a deterministic draft: its q is a point
   // mass): returns `draft` with probability p(draft), p this sampler's
@@ -108,7 +119,7 @@ class Sampler {
     size_t n;
     double sum;
   };
-  Dist distribution(const float* logits);
+  Dist distribution(const float* logits, bool masked = false);
   int32_t draw(const Dist& d, double sum, int32_t skip);
   void apply_penalty();    // on work_
   void apply_bias();       // on work_
@@ -138,6 +149,8 @@ class Sampler {
   std::vector<int32_t> count_;     // (n_vocab)
   std::vector<int32_t> distinct_;  // capacity n_vocab
   std::vector<int32_t> pos_;       // (n_vocab) index into distinct_, -1 if absent
+
+  std::unique_ptr<TokenConstraint> constraint_;  // null: none
 };
 
 }  // namespace ls

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "actors/engine.h"
 #include "model/chat.h"
+#include "model/json_constraint.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "tools/commands.h"
@@ -36,6 +38,7 @@ struct DecodeArgs {
   bool no_bos = false, special = false, ids = false, chat = false, no_display_prompt = false;
   SamplerParams sp;
   SamplingFlagText sampling_text;
+  bool json = false;
   SpecOptions spec;
 };
 
@@ -98,7 +101,7 @@ Status generate(Engine& e, Sampler& sampler, std::span<const int32_t> prompt, in
     return tok;
   };
   ArgmaxCallback on_argmax;
-  if (greedy_plain(sampler.params()) && !dump)
+  if (greedy_plain(sampler.params()) && !dump && !sampler.constraint())
     on_argmax = [&](int64_t, int32_t tok) { return emit(tok); };
   Status s = e.pipeline().run_request(
       prompt,
@@ -163,6 +166,8 @@ int run_decode(DecodeArgs& a) {
     return fail(st.error().message);
   const bool parallel = a.engine.n_seq > 1;
   if (parallel && a.chat) return fail("--chat runs one conversation: drop --parallel");
+  if (a.json && (a.chat || parallel || !a.spec.draft.empty()))
+    return fail("--json constrains one plain decode: drop --chat, --parallel and --draft");
   if (parallel && !a.dump_logits.empty())
     return fail("--dump-logits writes one sequence's rows: drop --parallel");
   std::vector<std::string> lines;  // --parallel: one prompt a line of -f
@@ -249,6 +254,7 @@ int run_decode(DecodeArgs& a) {
       return fail("the prompt is " + std::to_string(prompt.size()) +
                   " tokens, longer than the context (-c " + std::to_string(n_ctx) + ")");
     for (int32_t t : prompt) sampler.accept(t);
+    if (a.json) sampler.set_constraint(std::make_unique<JsonConstraint>(json_vocab(*m.tokenizer)));
     if (!a.no_display_prompt) {
       std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
       std::fflush(stdout);
@@ -388,6 +394,9 @@ Command add_decode(CLI::App& app) {
   sub->add_flag("--no-bos", a->no_bos, "Do not add the BOS token");
   sub->add_flag("--special", a->special, "Parse special tokens in the prompt");
   sub->add_flag("--ids", a->ids, "Print the generated token ids on one line at the end");
+  sub->add_flag("--json", a->json,
+                "JSON mode: the output is one JSON object, then the end (the server's "
+                "response_format json_object)");
   sub->add_option("--dump-logits", a->dump_logits,
                   "Write raw float32 logits, one row per generated token: the row it was "
                   "sampled from (the first is the prompt's last position)");

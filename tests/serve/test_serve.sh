@@ -109,6 +109,20 @@ ids=$(curl -s "$url/v1/completions" -d '{"prompt":[1152,258,2239],"max_tokens":6
 echo "$ids" | grep -q '"completion_tokens":6' || fail "logit_bias +100: $ids"
 forced=$(curl -s "$url/tokenize" -d "{\"content\":$(echo "$ids" | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["text"]))')}")
 echo "$forced" | grep -q '"tokens":\[258,258,258,258,258,258\]' || fail "logit_bias +100 should give token 258 six times: $forced"
+# JSON mode: the reply keeps to JSON; one that ends ("stop") is an object.
+for seed in 1 2 3 4; do
+  reply=$(curl -s "$url/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"A JSON object, please\"}],\"max_tokens\":120,\"seed\":$seed,\"response_format\":{\"type\":\"json_object\"}}")
+  echo "$reply" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["choices"][0]
+text = r["message"]["content"]
+if r["finish_reason"] == "stop":
+    assert isinstance(json.loads(text), dict), text
+else:
+    assert text.startswith("{"), text
+print("json mode:", r["finish_reason"], repr(text[:60]))' || fail "JSON mode, seed $seed: $reply"
+done
+expect 400 'no JSON schemas' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}'
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions
 expect 200 'layerstream_kv_blocks_used 0' GET /metrics

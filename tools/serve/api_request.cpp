@@ -287,9 +287,13 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   if (const json* rf = f.get("response_format")) {
     if (!rf->is_object()) return f.fail(wrong_type("response_format", "an object", *rf));
     auto it = rf->find("type");
-    if (it == rf->end() || *it != json("text"))
-      f.fail(bad_request("'response_format' must be {\"type\": \"text\"}: no JSON mode",
+    if (it != rf->end() && *it == json("json_object")) {
+      r.json = true;
+    } else if (it == rf->end() || *it != json("text")) {
+      f.fail(bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": "
+                         "\"json_object\"} (JSON mode; no JSON schemas)",
                          "response_format"));
+    }
   }
 }
 

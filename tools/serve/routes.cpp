@@ -235,6 +235,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   gp.stop = std::move(q.stop);
   gp.ignore_eos = q.ignore_eos;
   gp.cache_prompt = q.cache_prompt;
+  gp.json = q.json;
 
   auto st = std::make_shared<GenState>();
   st->meta.chat = chat;

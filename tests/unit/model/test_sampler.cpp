@@ -538,6 +538,57 @@ TEST_CASE("sampler: a logit bias moves its token, -100 bans it") {
   CHECK(fin.sample(top.data()) == 0);
 }
 
+namespace {
+// A toy constraint: only tokens in `allowed` (counts what it was told).
+struct SetConstraint final : TokenConstraint {
+  std::vector<bool> allowed;
+  std::vector<int32_t>* accepted;
+  SetConstraint(std::vector<bool> a, std::vector<int32_t>* acc) : allowed(std::move(a)), accepted(acc) {}
+  bool allows(int32_t t) const override { return t >= 0 && size_t(t) < allowed.size() && allowed[size_t(t)]; }
+  void accept(int32_t t) override { accepted->push_back(t); }
+  void reset() override { accepted->clear(); }
+};
+}  // namespace
+
+TEST_CASE("sampler: a constraint keeps the draw to its tokens, with the masked row's odds") {
+  const std::vector<float> logits = {2.0f, 1.5f, 1.0f, 0.5f, 0.0f, -0.5f};
+  const std::vector<bool> even = {true, false, true, false, true, false};
+  std::vector<int32_t> accepted;
+  // Greedy: the best allowed token, the row's argmax (0) when allowed.
+  SamplerParams g = plain(0.0f, 91);
+  Sampler s(g, 6);
+  s.set_constraint(std::make_unique<SetConstraint>(std::vector<bool>{false, true, true, true, true, true}, &accepted));
+  CHECK(s.sample(logits.data()) == 1);
+  s.set_constraint(std::make_unique<SetConstraint>(even, &accepted));
+  CHECK(s.sample(logits.data()) == 0);
+  // accept() goes to the constraint (and not before it was set).
+  s.accept(4);
+  CHECK(accepted == std::vector<int32_t>{4});
+  // Sampling: never a disallowed token, and the frequencies of the masked
+  // softmax (exp(2), exp(1), exp(0) over their sum) within 4 sigma.
+  SamplerParams t = plain(1.0f, 92);
+  Sampler d(t, 6);
+  d.set_constraint(std::make_unique<SetConstraint>(even, &accepted));
+  const int n = 20000;
+  const std::vector<int> counts = draw_counts(d, logits, n);
+  const double z = std::exp(2.0) + std::exp(1.0) + std::exp(0.0);
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    if (!even[size_t(i)]) {
+      CHECK(counts[size_t(i)] == 0);
+      continue;
+    }
+    const double p = std::exp(double(logits[size_t(i)])) / z;
+    const double sigma = std::sqrt(n * p * (1 - p));
+    CHECK(std::abs(counts[size_t(i)] - n * p) < 4 * sigma);
+  }
+  // Where the first draw is allowed it stands: the same tokens as without
+  // the constraint, seed for seed.
+  Sampler free_s(t, 6), con_s(t, 6);
+  con_s.set_constraint(std::make_unique<SetConstraint>(std::vector<bool>(6, true), &accepted));
+  for (int i = 0; i < 200; ++i) CHECK(free_s.sample(logits.data()) == con_s.sample(logits.data()));
+}
+
 TEST_CASE("sampler: 20000 draws at temp 1 match the softmax") {
   const std::vector<float> logits = {0.0f, 0.5f, 1.0f, 1.5f, -1.0f, 2.0f, 0.2f, -0.5f};
   const int n_draws = 20000;

@@ -115,6 +115,9 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       {R"({"prompt":"x","logit_bias":{"12":true}})", "logit_bias[12]", "a number"},
       {R"({"prompt":"x","logit_bias":[[12]]})", "logit_bias[]", "a pair"},
       {R"({"prompt":"x","logit_bias":5})", "logit_bias", "an object of token id to bias"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{}}})",
+       "response_format", "no JSON schemas"},
+      {R"({"prompt":"x","response_format":"json"})", "response_format", "an object"},
       {R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage",
        "a boolean"},
       {R"({"prompt":{"text":"x"}})", "prompt", "a string or an array of token ids"},
@@ -132,7 +135,7 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
 }
 
-TEST_CASE("serve request: the penalties and logit_bias (OpenAI's and llama-server's forms)") {
+TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's forms), JSON mode") {
   GenerateRequest r = ok_completion(
       R"({"prompt":"x","frequency_penalty":0.5,"presence_penalty":-1.25,)"
       R"("logit_bias":{"12":-100,"7":2.5,"0":0}})");
@@ -163,6 +166,10 @@ TEST_CASE("serve request: the penalties and logit_bias (OpenAI's and llama-serve
   auto without = parse_completion_request(R"({"prompt":"x"})", d);
   REQUIRE(std::holds_alternative<GenerateRequest>(without));
   CHECK(std::get<GenerateRequest>(without).sampling.logit_bias == d.logit_bias);
+  // JSON mode: response_format json_object; text (or none) is plain.
+  CHECK(ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json);
+  CHECK_FALSE(ok_completion(R"({"prompt":"x","response_format":{"type":"text"}})").json);
+  CHECK_FALSE(ok_completion(R"({"prompt":"x"})").json);
   // Chat too, and at most kMaxLogitBias entries.
   auto c = parse_chat_request(
       R"({"messages":[{"role":"user","content":"hi"}],"presence_penalty":1,"logit_bias":{"1":1}})",
