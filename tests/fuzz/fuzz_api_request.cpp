@@ -5,6 +5,8 @@
 // error is a 400 with a message, whose body is valid JSON; a request's
 // fields are in their documented ranges (stop strings counted, non-empty and
 // bounded; sampling values in range; token ids not negative; roles known).
+// The same bytes go through JSON mode's automaton, whose every complete
+// document nlohmann must accept as an object.
 // Run with scripts/fuzz.sh; seeds in tests/fuzz/corpus_api_request.
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_grammar.h"
 #include "tools/serve/api_request.h"
 
 namespace {
@@ -41,6 +44,12 @@ void check_generate(const ls::Parsed<ls::GenerateRequest>& p) {
   if (!(r.sampling.top_p >= 0 && r.sampling.top_p <= 1)) fail("top_p out of range");
   if (!(r.sampling.min_p >= 0 && r.sampling.min_p <= 1)) fail("min_p out of range");
   if (r.sampling.top_k < 0 || r.sampling.repeat_last_n < -1) fail("an integer out of range");
+  if (!(r.sampling.frequency_penalty >= -2 && r.sampling.frequency_penalty <= 2) ||
+      !(r.sampling.presence_penalty >= -2 && r.sampling.presence_penalty <= 2))
+    fail("a penalty out of range");
+  if (r.sampling.logit_bias.size() > ls::kMaxLogitBias) fail("too many logit_bias entries");
+  for (const auto& [id, bias] : r.sampling.logit_bias)
+    if (id < 0 || !(bias >= -100 && bias <= 100)) fail("a logit_bias entry out of range");
   for (int32_t id : r.prompt_ids)
     if (id < 0) fail("a negative token id");
   if (r.chat) {
@@ -54,8 +63,19 @@ void check_generate(const ls::Parsed<ls::GenerateRequest>& p) {
 
 }  // namespace
 
+// JSON mode's automaton (model/json_grammar.h) on the same bytes: what it
+// reads to the end of a document, a strict parser must accept as an object
+// (it may refuse more: its limits).
+void check_json_grammar(std::string_view body) {
+  ls::JsonGrammar g(true);
+  if (!g.feed(body) || !g.complete()) return;
+  if (!nlohmann::json::accept(body)) fail("the JSON automaton accepted what nlohmann refuses");
+  if (!nlohmann::json::parse(body).is_object()) fail("the JSON automaton accepted a non-object");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
+  check_json_grammar(body);
   const ls::SamplerParams defaults;
   check_generate(ls::parse_completion_request(body, defaults));
   check_generate(ls::parse_chat_request(body, defaults));
