@@ -1,5 +1,6 @@
 #include "actors/generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 
@@ -32,6 +33,7 @@ struct Generator::Req {
   std::atomic<uint32_t> cached{0};  // prompt tokens taken from a cache (set as it joins)
   int32_t max_tokens = -1;
   bool ignore_eos = false;
+  int32_t logprobs = -1;  // GenParams::logprobs
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<Detokenizer> detok;
   std::unique_ptr<StopScanner> stops;
@@ -132,6 +134,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   q->prompt_tokens = prompt.size();
   q->max_tokens = p.max_tokens;
   q->ignore_eos = p.ignore_eos;
+  q->logprobs = std::min(p.logprobs, kMaxTopLogprobs);
   q->sampler = std::make_unique<Sampler>(p.sampling, n_vocab);
   for (int32_t t : prompt) q->sampler->accept(t);
   if (p.json) {  // after the prompt: the constraint follows the output only
@@ -183,11 +186,18 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     }
     return t;
   };
-  sr.cb = [raw, emit, vocab](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
+  sr.cb = [raw, emit, vocab, &tok](int64_t, const float* logits,
+                                   int32_t rows) -> std::optional<int32_t> {
     if (raw->ended.load()) return std::nullopt;
-    return emit(raw->sampler->sample(logits + static_cast<size_t>(rows - 1) * vocab));
+    const float* row = logits + static_cast<size_t>(rows - 1) * vocab;
+    const int32_t t = raw->sampler->sample(row);
+    // An end-of-generation token writes nothing: no entry for it.
+    if (raw->logprobs >= 0 && raw->sink.on_logprobs && (raw->ignore_eos || !tok.is_eog(t)))
+      raw->sink.on_logprobs(
+          token_logprobs(row, static_cast<int32_t>(vocab), t, raw->logprobs));
+    return emit(t);
   };
-  if (greedy_plain(p.sampling) && !p.json)
+  if (greedy_plain(p.sampling) && !p.json && p.logprobs < 0)
     sr.on_argmax = [raw, emit](int64_t, int32_t t) -> std::optional<int32_t> {
       if (raw->ended.load()) return std::nullopt;
       return emit(t);

@@ -27,6 +27,7 @@
 
 #include "actors/engine.h"
 #include "model/json_constraint.h"
+#include "model/logprobs.h"
 #include "model/sampler.h"
 
 namespace ls {
@@ -47,6 +48,9 @@ struct GenParams {
   // JSON mode (OpenAI's response_format "json_object"): the output is one
   // JSON object, then the end (model/json_constraint.h).
   bool json = false;
+  // OpenAI's logprobs: -1 none; n >= 0: each token's log probability and
+  // the n most likely at its step (model/logprobs.h), to GenSink::on_logprobs.
+  int32_t logprobs = -1;
 };
 
 enum class FinishReason { Stop, Length, Cancelled, Error };
@@ -71,6 +75,9 @@ struct GenSink {
   // character, or what may be the start of a stop string). Sampler actor.
   // Returns false to end the request there (FinishReason::Cancelled).
   std::function<bool(int32_t token, std::string_view text)> on_token;
+  // With GenParams::logprobs: just before each token's on_token, its log
+  // probabilities. Sampler actor.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
   // Exactly once, after the last on_token: the sampler actor, the reaper,
   // or the thread that stopped the generator.
   std::function<void(const GenEnd&)> on_end;

@@ -48,6 +48,7 @@ void check_generate(const ls::Parsed<ls::GenerateRequest>& p) {
       !(r.sampling.presence_penalty >= -2 && r.sampling.presence_penalty <= 2))
     fail("a penalty out of range");
   if (r.sampling.logit_bias.size() > ls::kMaxLogitBias) fail("too many logit_bias entries");
+  if (r.logprobs < -1 || r.logprobs > ls::kMaxTopLogprobs) fail("logprobs out of range");
   for (const auto& [id, bias] : r.sampling.logit_bias)
     if (id < 0 || !(bias >= -100 && bias <= 100)) fail("a logit_bias entry out of range");
   for (int32_t id : r.prompt_ids)

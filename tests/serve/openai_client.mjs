@@ -74,6 +74,28 @@ const s1 = await client.completions.create({ model, prompt, max_tokens: 12, temp
 const s2 = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 1, seed: 7 });
 check(s1.choices[0].text === s2.choices[0].text, `seed 7 twice: same text "${s1.choices[0].text}"`);
 
+// The newer request fields: logprobs (streamed: the pieces join to the
+// whole's), the penalties and logit_bias, JSON mode.
+const lpWhole = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 2 });
+const lpc = lpWhole.choices[0].logprobs.content;
+check(lpc.length === 8 && lpc.every((t) => t.top_logprobs.length === 2 && t.top_logprobs[0].token === t.token) &&
+      lpc.map((t) => t.token).join("") === lpWhole.choices[0].message.content, `chat logprobs: ${lpc.map((t) => t.logprob.toFixed(2))}`);
+let lpStream = [];
+for await (const c of await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 2, stream: true })) {
+  const ch = c.choices[0];
+  if (ch && ch.logprobs) lpStream = lpStream.concat(ch.logprobs.content);
+}
+check(JSON.stringify(lpStream) === JSON.stringify(lpc), `chat logprobs streamed: the same ${lpStream.length} entries`);
+const bannedId = (await (await fetch(baseURL + "/tokenize", { method: "POST", headers: { Authorization: "Bearer " + apiKey }, body: JSON.stringify({ content: lpc[0].token }) })).json()).tokens;
+check(bannedId.length === 1, `the first token's text is one token: ${bannedId}`);
+const penalised = await client.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, frequency_penalty: 1, presence_penalty: 0.5,
+                                                         logit_bias: { [String(bannedId[0])]: -100 }, logprobs: true });
+const first = penalised.choices[0].logprobs.content[0].token;
+check(first !== lpc[0].token, `penalties and logit_bias: the first token "${first}", not the banned "${lpc[0].token}"`);
+const jsonMode = await client.chat.completions.create({ model, messages, max_tokens: 40, seed: 1, response_format: { type: "json_object" } });
+const jtext = jsonMode.choices[0].message.content;
+check(jtext.startsWith("{") && (jsonMode.choices[0].finish_reason !== "stop" || typeof JSON.parse(jtext) === "object"), `JSON mode: ${JSON.stringify(jtext.slice(0, 40))} (${jsonMode.choices[0].finish_reason})`);
+
 // Errors, as the client's typed exceptions.
 let e = await expectError(client.completions.create({ model: "gpt-4o", prompt, max_tokens: 4 }), OpenAI.NotFoundError, 404, "unknown model");
 check(e.code === "model_not_found" && e.param === "model", `unknown model: code ${e.code}, param ${e.param}`);

@@ -122,6 +122,29 @@ else:
     assert text.startswith("{"), text
 print("json mode:", r["finish_reason"], repr(text[:60]))' || fail "JSON mode, seed $seed: $reply"
 done
+# logprobs: greedy, so each token is its step's most likely one; the
+# tokens' bytes make the text; the completion's offsets count its bytes.
+curl -s "$url/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Hi"}],"max_tokens":8,"temperature":0,"logprobs":true,"top_logprobs":3}' | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["choices"][0]
+content = r["logprobs"]["content"]
+assert len(content) == 8, content
+assert b"".join(bytes(e["bytes"]) for e in content).decode() == r["message"]["content"]
+for e in content:
+    tops = e["top_logprobs"]
+    assert len(tops) == 3 and tops[0]["token"] == e["token"] and tops[0]["logprob"] == e["logprob"], e
+    assert all(a["logprob"] >= b["logprob"] for a, b in zip(tops, tops[1:])), tops
+    assert e["logprob"] <= 0
+print("logprobs (chat): 8 tokens, each the top of its step")' || fail "chat logprobs"
+curl -s "$url/v1/completions" -d '{"prompt":"In the beginning","max_tokens":6,"temperature":0.9,"seed":3,"logprobs":2}' | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["choices"][0]
+lp = r["logprobs"]
+assert "".join(lp["tokens"]) == r["text"], lp
+assert lp["text_offset"] == [sum(len(t.encode()) for t in lp["tokens"][:i]) for i in range(len(lp["tokens"]))], lp
+assert all(len(t) == 2 for t in lp["top_logprobs"]), lp
+print("logprobs (completion):", len(lp["tokens"]), "tokens, offsets", lp["text_offset"])' || fail "completion logprobs"
+expect 400 '"param":"top_logprobs"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}'
 expect 400 'no JSON schemas' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}'
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions

@@ -1,5 +1,6 @@
 #include "tools/serve/api_request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -273,8 +274,22 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   // What OpenAI defines and the engine does not do: refused when asked for.
   f.only("n", json(1), "one choice per request");
   f.only("best_of", json(1), "one choice per request");
-  f.only("logprobs", json(false), "no log probabilities");
-  f.only("top_logprobs", json(0), "no log probabilities");
+  // logprobs: chat's boolean with top_logprobs (0-20), the completion's
+  // integer (the alternatives a token, 0-20; OpenAI's own limit is 5).
+  if (r.chat) {
+    bool want = false;
+    f.boolean("logprobs", want);
+    int64_t top = -1;
+    if (f.get("top_logprobs")) f.integer("top_logprobs", top, 0, kMaxTopLogprobs);
+    if (want)
+      r.logprobs = static_cast<int32_t>(std::max<int64_t>(top, 0));
+    else if (top > 0)
+      f.fail(bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs"));
+  } else if (f.get("logprobs")) {
+    int64_t n = 0;
+    f.integer("logprobs", n, 0, kMaxTopLogprobs);
+    r.logprobs = static_cast<int32_t>(n);
+  }
   f.only("echo", json(false), "the prompt is not echoed");
   f.only("suffix", json(""), "no insertion");
   if (const json* lb = f.get("logit_bias")) {  // the request's replaces the server's

@@ -4,8 +4,8 @@
 // an ApiError (400) naming the field (`param`) and what was expected, never
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
-// defines and the engine does not do (n > 1, logprobs, tools, JSON
-// schemas) are refused by name when asked for, and accepted at
+// defines and the engine does not do (n > 1, echo, tools, JSON schemas)
+// are refused by name when asked for, and accepted at
 // their no-op values, which clients send by default; unknown fields are
 // ignored, as llama-server does.
 // defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/chat.h"
+#include "model/logprobs.h"
 #include "model/sampler.h"
 #include "tools/serve/api_error.h"
 
@@ -41,6 +42,7 @@ struct GenerateRequest {
   bool ignore_eos = false;     // llama-server's: an end-of-generation token does not end it
   bool cache_prompt = true;    // llama-server's: start from a cached prefix (GenParams)
   bool json = false;           // response_format {"type": "json_object"}: JSON mode
+  int32_t logprobs = -1;       // -1 none; else the alternatives a token (GenParams::logprobs)
 };
 
 inline constexpr size_t kMaxStop = 16;

@@ -1,5 +1,8 @@
 #include "tools/serve/responses.h"
 
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 namespace ls {
@@ -33,36 +36,82 @@ json reason(std::string_view r) {
   return r.empty() ? json(nullptr) : json(std::string(r));
 }
 
+// -inf (a token the model gave no chance) is not JSON: OpenAI's clients get
+// the most negative float instead.
+json logprob_json(float v) {
+  return std::isfinite(v) ? json(v) : json(-std::numeric_limits<float>::max());
+}
+
+json bytes_json(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+json chat_logprobs(const LogprobsPiece& lp) {
+  if (!lp.entries) return nullptr;
+  json content = json::array();
+  for (const LogprobEntry& e : *lp.entries) {
+    json top = json::array();
+    for (const auto& [t, v] : e.top)
+      top.push_back({{"token", t}, {"logprob", logprob_json(v)}, {"bytes", bytes_json(t)}});
+    content.push_back({{"token", e.token},
+                       {"logprob", logprob_json(e.logprob)},
+                       {"bytes", bytes_json(e.token)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json completion_logprobs(const LogprobsPiece& lp) {
+  if (!lp.entries) return nullptr;
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  size_t at = lp.offset;
+  for (const LogprobEntry& e : *lp.entries) {
+    tokens.push_back(e.token);
+    lps.push_back(logprob_json(e.logprob));
+    json top = json::object();
+    for (const auto& [t, v] : e.top)
+      if (!top.contains(t)) top[t] = logprob_json(v);  // two tokens of one text: the likelier
+    tops.push_back(top);
+    offsets.push_back(at);
+    at += e.token.size();
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops},
+          {"text_offset", offsets}};
+}
+
 }  // namespace
 
 std::string completion_body(const ResponseMeta& m, std::string_view text,
-                            std::string_view finish_reason, const Usage& u) {
+                            std::string_view finish_reason, const Usage& u,
+                            const LogprobsPiece& lp) {
   json j = head(m, "text_completion");
   j["choices"] = json::array({{{"text", std::string(text)},
                                {"index", 0},
-                               {"logprobs", nullptr},
+                               {"logprobs", completion_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   j["usage"] = usage_json(u);
   return dump(j);
 }
 
 std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
-                      const Usage& u) {
+                      const Usage& u, const LogprobsPiece& lp) {
   json j = head(m, "chat.completion");
   j["choices"] = json::array({{{"index", 0},
                                {"message", {{"role", "assistant"}, {"content", std::string(text)}}},
-                               {"logprobs", nullptr},
+                               {"logprobs", chat_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   j["usage"] = usage_json(u);
   return dump(j);
 }
 
 std::string completion_chunk(const ResponseMeta& m, std::string_view text,
-                             std::string_view finish_reason) {
+                             std::string_view finish_reason, const LogprobsPiece& lp) {
   json j = head(m, "text_completion");
   j["choices"] = json::array({{{"text", std::string(text)},
                                {"index", 0},
-                               {"logprobs", nullptr},
+                               {"logprobs", completion_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   return dump(j);
 }
@@ -77,13 +126,13 @@ std::string chat_role_chunk(const ResponseMeta& m) {
 }
 
 std::string chat_chunk(const ResponseMeta& m, std::string_view text,
-                       std::string_view finish_reason) {
+                       std::string_view finish_reason, const LogprobsPiece& lp) {
   json j = head(m, "chat.completion.chunk");
   json delta = json::object();
   if (!text.empty() || finish_reason.empty()) delta["content"] = std::string(text);
   j["choices"] = json::array({{{"index", 0},
                                {"delta", delta},
-                               {"logprobs", nullptr},
+                               {"logprobs", chat_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   return dump(j);
 }

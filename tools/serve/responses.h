@@ -3,13 +3,15 @@
 // list. Shapes as api.openai.com sends them (the official clients parse
 // them): ids "cmpl-N" and "chatcmpl-N", `created` in Unix seconds, one
 // choice at index 0.
-// defines: ResponseMeta, Usage, completion_body(), completion_chunk(), chat_body(),
+// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, completion_body(), completion_chunk(), chat_body(),
 // chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ls {
 
@@ -20,6 +22,22 @@ struct ResponseMeta {
   int64_t created = 0;
 };
 
+// A sampled token's log probability and the most likely tokens at its step
+// (the request's logprobs / top_logprobs), each with the bytes it writes.
+struct LogprobEntry {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+// A piece of the answer's logprobs: chat's {"content": [...]} or the
+// completion's {"tokens", "token_logprobs", "top_logprobs", "text_offset"}
+// (text_offset counts bytes from `offset`, the answer's bytes before these).
+// Null when the request asked for none.
+struct LogprobsPiece {
+  const std::vector<LogprobEntry>* entries = nullptr;
+  size_t offset = 0;
+};
+
 struct Usage {
   size_t prompt_tokens = 0, completion_tokens = 0;
   size_t cached_tokens = 0;  // of prompt_tokens (OpenAI's prompt_tokens_details.cached_tokens)
@@ -27,20 +45,21 @@ struct Usage {
 
 // A whole answer (stream: false). finish_reason: "stop" or "length".
 std::string completion_body(const ResponseMeta& m, std::string_view text,
-                            std::string_view finish_reason, const Usage& u);
+                            std::string_view finish_reason, const Usage& u,
+                            const LogprobsPiece& lp = {});
 std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
-                      const Usage& u);
+                      const Usage& u, const LogprobsPiece& lp = {});
 
 // Stream chunks (JSON for sse_frame). A text piece has no finish_reason
 // (empty: null); the last chunk has one and may carry text too.
 std::string completion_chunk(const ResponseMeta& m, std::string_view text,
-                             std::string_view finish_reason = {});
+                             std::string_view finish_reason = {}, const LogprobsPiece& lp = {});
 // The first chat chunk: delta {"role": "assistant", "content": ""}.
 std::string chat_role_chunk(const ResponseMeta& m);
 // A chat chunk: delta {"content": text}, or {} when text is empty and
 // finish_reason is given (the last).
 std::string chat_chunk(const ResponseMeta& m, std::string_view text,
-                       std::string_view finish_reason = {});
+                       std::string_view finish_reason = {}, const LogprobsPiece& lp = {});
 // stream_options.include_usage: the chunk after the last, with no choices.
 std::string usage_chunk(const ResponseMeta& m, const Usage& u);
 

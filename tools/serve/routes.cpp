@@ -179,9 +179,20 @@ struct GenState {
   std::string text;
   std::shared_ptr<ResponseStream> out;
   const std::atomic<bool>* draining = nullptr;
+  // logprobs: the entries not yet sent (a stream sends them with the next
+  // text; a whole answer keeps them all), and the bytes sent before them.
+  bool logprobs = false;
+  std::vector<LogprobEntry> entries;
+  size_t sent_bytes = 0;
 
-  std::string chunk(std::string_view piece, std::string_view reason = {}) const {
-    return meta.chat ? chat_chunk(meta, piece, reason) : completion_chunk(meta, piece, reason);
+  LogprobsPiece piece() const { return logprobs ? LogprobsPiece{&entries, sent_bytes} : LogprobsPiece{}; }
+  // A stream chunk with the entries so far, which it then counts as sent.
+  std::string chunk(std::string_view text_piece, std::string_view reason = {}) {
+    std::string c = meta.chat ? chat_chunk(meta, text_piece, reason, piece())
+                              : completion_chunk(meta, text_piece, reason, piece());
+    for (const LogprobEntry& e : entries) sent_bytes += e.token.size();
+    entries.clear();
+    return c;
   }
 };
 
@@ -236,6 +247,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   gp.ignore_eos = q.ignore_eos;
   gp.cache_prompt = q.cache_prompt;
   gp.json = q.json;
+  gp.logprobs = q.logprobs;
 
   auto st = std::make_shared<GenState>();
   st->meta.chat = chat;
@@ -246,9 +258,16 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   st->include_usage = q.include_usage;
   st->out = std::make_shared<ResponseStream>(q.stream);
   st->draining = &draining_;
+  st->logprobs = q.logprobs >= 0;
   if (q.stream && chat) st->out->push(sse_frame(chat_role_chunk(st->meta)));
 
   GenSink sink;
+  if (st->logprobs)
+    sink.on_logprobs = [st, tp = &tok](const TokenLogprobs& l) {
+      LogprobEntry e{tp->piece(l.token), l.logprob, {}};
+      for (const auto& [id, v] : l.top) e.top.emplace_back(tp->piece(id), v);
+      st->entries.push_back(std::move(e));
+    };
   sink.on_token = [st](int32_t, std::string_view text) {
     if (text.empty()) return true;  // held back (a partial character, a stop string's start)
     if (st->stream)
@@ -278,9 +297,9 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
       return;
     }
     st->text += e.tail;
-    st->out->finish(json_response(200, st->meta.chat
-                                           ? chat_body(st->meta, st->text, reason, u)
-                                           : completion_body(st->meta, st->text, reason, u)));
+    st->out->finish(json_response(
+        200, st->meta.chat ? chat_body(st->meta, st->text, reason, u, st->piece())
+                           : completion_body(st->meta, st->text, reason, u, st->piece())));
   };
   const GenStart started = g.start(std::move(prompt), gp, std::move(sink));
   if (!started.ok()) {

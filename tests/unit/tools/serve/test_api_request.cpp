@@ -104,7 +104,8 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
        "stop", "at most 16"},
       {R"({"prompt":"x","model":5})", "model", "must be a string"},
       {R"({"prompt":"x","n":2})", "n", "not supported"},
-      {R"({"prompt":"x","logprobs":true})", "logprobs", "not supported"},
+      {R"({"prompt":"x","logprobs":true})", "logprobs", "an integer"},
+      {R"({"prompt":"x","logprobs":21})", "logprobs", "between 0 and 20"},
       {R"({"prompt":"x","frequency_penalty":2.5})", "frequency_penalty", "between -2 and 2"},
       {R"({"prompt":"x","presence_penalty":"high"})", "presence_penalty", "a number"},
       {R"({"prompt":"x","logit_bias":{"12":101}})", "logit_bias", "between -100 and 100"},
@@ -135,7 +136,7 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
 }
 
-TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's forms), JSON mode") {
+TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's forms), JSON mode, logprobs") {
   GenerateRequest r = ok_completion(
       R"({"prompt":"x","frequency_penalty":0.5,"presence_penalty":-1.25,)"
       R"("logit_bias":{"12":-100,"7":2.5,"0":0}})");
@@ -170,6 +171,23 @@ TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's
   CHECK(ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x","response_format":{"type":"text"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x"})").json);
+  // logprobs: the completion's integer; chat's boolean and top_logprobs.
+  CHECK(ok_completion(R"({"prompt":"x"})").logprobs == -1);
+  CHECK(ok_completion(R"({"prompt":"x","logprobs":3})").logprobs == 3);
+  CHECK(ok_completion(R"({"prompt":"x","logprobs":0})").logprobs == 0);
+  auto chat_lp = [](const char* body) {
+    auto p = parse_chat_request(body, defaults());
+    REQUIRE(std::holds_alternative<GenerateRequest>(p));
+    return std::get<GenerateRequest>(p).logprobs;
+  };
+  CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}]})") == -1);
+  CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":false})") == -1);
+  CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})") == 0);
+  CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})") == 5);
+  CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":2})").param ==
+        "top_logprobs");
+  CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})")
+            .param == "top_logprobs");
   // Chat too, and at most kMaxLogitBias entries.
   auto c = parse_chat_request(
       R"({"messages":[{"role":"user","content":"hi"}],"presence_penalty":1,"logit_bias":{"1":1}})",
