@@ -16,6 +16,7 @@
 
 #include "actors/engine.h"
 #include "actors/generator.h"
+#include "model/json_grammar.h"
 #include "model/tokenizer.h"
 
 using namespace ls;
@@ -111,6 +112,52 @@ TEST_CASE("generator: greedy tokens are the same alone and among other requests"
   CHECK(st.completion_tokens == 12 * 12);
   CHECK(st.in_flight == 0);
   CHECK(st.kv.used == 0);
+}
+
+TEST_CASE("generator: logprobs come before each token, and JSON mode keeps to an object") {
+  auto e = open_kjv(2);
+  Generator g(*e, {});
+  const Tokenizer& tok = *e->model().tokenizer;
+  const std::vector<int32_t> prompt = tok.encode("In the beginning", true, false);
+  Outcome plain;
+  REQUIRE(g.start(prompt, greedy(10), plain.sink()).ok());
+  plain.wait();
+  // With logprobs, beside a JSON-mode request (both in one batch): the same
+  // greedy tokens, each with its entry first, the top of its step.
+  Outcome lp, js;
+  std::vector<TokenLogprobs> entries;
+  std::vector<size_t> ids_before;  // tokens seen when each entry came
+  GenSink s = lp.sink();
+  s.on_logprobs = [&](const TokenLogprobs& l) {
+    ids_before.push_back(lp.ids.size());
+    entries.push_back(l);
+  };
+  GenParams p = greedy(10);
+  p.logprobs = 3;
+  GenParams pj;
+  pj.sampling.seed = 2;
+  pj.max_tokens = 60;
+  pj.json = true;
+  REQUIRE(g.start(prompt, p, std::move(s)).ok());
+  REQUIRE(g.start(prompt, pj, js.sink()).ok());
+  lp.wait();
+  js.wait();
+  CHECK(lp.ids == plain.ids);
+  REQUIRE(entries.size() == lp.ids.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CAPTURE(i);
+    CHECK(ids_before[i] == i);
+    CHECK(entries[i].token == lp.ids[i]);
+    REQUIRE(entries[i].top.size() == 3);
+    CHECK(entries[i].top[0].first == lp.ids[i]);
+    CHECK(entries[i].logprob == entries[i].top[0].second);
+    CHECK(entries[i].logprob <= 0.0f);
+  }
+  JsonGrammar grammar(true);
+  CHECK(grammar.feed(js.text));
+  MESSAGE("JSON mode: " << js.text.size() << " bytes, reason "
+                        << std::string(finish_reason_name(js.end.reason)));
+  if (js.end.reason == FinishReason::Stop) CHECK(grammar.complete());
 }
 
 // Prompt caching (GenParams::cache_prompt, on by default): a client that
