@@ -6,11 +6,15 @@
  * `layerstream decode --temp 0 --ids`.
  *
  *   cc example.c -I PREFIX/include -L PREFIX/lib -llayerstream -o example
- *   ./example [-m MODEL] [-n TOKENS] [--ban ID] [--presence P] PROMPT
+ *   ./example [-m MODEL] [-n TOKENS] [--ban ID] [--presence P] [--json]
+ *             [--logprobs N] PROMPT
  *
  * --ban ID bans a token (a logit bias of -100) and --presence P sets the
  * presence penalty, in both sequences (decode's -l ID-100 and
- * --presence-penalty P).
+ * --presence-penalty P); --json runs both in JSON mode (decode --json);
+ * --logprobs N asks sequence a for each token's log probability and its N
+ * most likely alternatives, and prints how many tokens were the most likely
+ * of their step ("logprobs: K of M tokens the most likely").
  */
 #include <layerstream.h>
 
@@ -32,6 +36,18 @@ static int on_token(void* user, const ls_token* t) {
   return 0; /* nonzero would cancel the sequence */
 }
 
+/* --logprobs: the log-probability callback, before each token of a. */
+struct lp_count {
+  size_t calls, top_is_token;
+};
+static void on_logprobs(void* user, const ls_logprobs* lp) {
+  struct lp_count* c = (struct lp_count*)user;
+  c->calls++;
+  if (lp->n_top > 0 && lp->top_ids[0] == lp->token && lp->top_logprobs[0] == lp->logprob &&
+      lp->logprob <= 0.0f)
+    c->top_is_token++;
+}
+
 static void print_ids(const int32_t* ids, size_t n) {
   printf("ids:");
   for (size_t i = 0; i < n; ++i) printf(" %d", ids[i]);
@@ -44,11 +60,14 @@ int main(int argc, char** argv) {
   int n_predict = 24;
   int32_t ban = -1;
   float presence = 0.0f;
+  int json = 0, n_top = -1;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--ban") && i + 1 < argc) ban = (int32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--presence") && i + 1 < argc) presence = (float)atof(argv[++i]);
+    else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--logprobs") && i + 1 < argc) n_top = atoi(argv[++i]);
     else prompt = argv[i];
   }
   if (!prompt) {
@@ -84,12 +103,15 @@ int main(int argc, char** argv) {
   ls_seq *a = NULL, *b = NULL;
   struct collected ca = {{0}, 0};
   const float ban_bias = -100.0f;
+  struct lp_count lpc = {0, 0};
   if (ls_seq_create(e, prompt_ids, n_prompt, &s, &a) != LS_OK ||
       ls_seq_create(e, prompt_ids, n_prompt, &s, &b) != LS_OK ||
       ls_seq_set_penalties(a, 0.0f, presence) != LS_OK ||
       ls_seq_set_penalties(b, 0.0f, presence) != LS_OK ||
       ls_seq_set_logit_bias(a, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
       ls_seq_set_logit_bias(b, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
+      ls_seq_set_json(a, json) != LS_OK || ls_seq_set_json(b, json) != LS_OK ||
+      (n_top >= 0 && ls_seq_set_logprobs(a, n_top, on_logprobs, &lpc) != LS_OK) ||
       ls_seq_submit(a, on_token, &ca) != LS_OK || ls_seq_submit(b, NULL, NULL) != LS_OK) {
     fprintf(stderr, "error: %s\n", ls_last_error());
     ls_seq_free(a);
@@ -123,6 +145,7 @@ int main(int argc, char** argv) {
   printf("\n");
   print_ids(ca.ids, ca.n);
   print_ids(ids_b, n_b);
+  if (n_top >= 0) printf("logprobs: %zu of %zu tokens the most likely\n", lpc.top_is_token, lpc.calls);
   fprintf(stderr, "example: %zu prompt tokens; sequence a: %zu tokens (finish %d), b: %zu (finish %d)\n",
           n_prompt, ca.n, (int)fa, n_b, (int)fb);
   ls_seq_free(a);

@@ -20,7 +20,7 @@ cc -std=c11 -Wall -Wextra -Werror "$here/example.c" -I "$tmp/prefix/include" \
   -L "$tmp/prefix/lib" -llayerstream -Wl,-rpath,"$tmp/prefix/lib" -o "$tmp/example"
 prompt="In the beginning God created"
 n=24
-"$tmp/example" -n $n "$prompt" > "$tmp/out.txt" 2> "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
+"$tmp/example" -n $n --logprobs 3 "$prompt" > "$tmp/out.txt" 2> "$tmp/err.txt" || { cat "$tmp/err.txt"; exit 1; }
 "$tmp/prefix/bin/layerstream" decode --temp 0 -n $n --ids --cpu-layers 0 -p "$prompt" \
   > "$tmp/decode.txt" 2> /dev/null
 want=$(tail -n 1 "$tmp/decode.txt")
@@ -31,6 +31,12 @@ echo "C, poll:   ${got[1]:-}"
 [ -n "$want" ] || { echo "FAIL: decode printed no ids"; exit 1; }
 [ "${got[0]:-}" = "$want" ] || { echo "FAIL: the callback sequence differs from decode"; exit 1; }
 [ "${got[1]:-}" = "$want" ] || { echo "FAIL: the polled sequence differs from decode"; exit 1; }
+# Log probabilities through ls_seq_set_logprobs (sequence a): greedy, so
+# every token is the most likely of its step.
+lp=$(grep '^logprobs:' "$tmp/out.txt")
+echo "C, $lp"
+[ "$lp" = "logprobs: $n of $n tokens the most likely" ] ||
+  { echo "FAIL: the C log probabilities ($lp, $n tokens)"; exit 1; }
 # A token banned and a presence penalty, through ls_seq_set_logit_bias and
 # ls_seq_set_penalties, against decode's -l ID-100 and --presence-penalty.
 ban=${want%% *}
@@ -45,4 +51,15 @@ echo "C, both sequences: ${got2[0]:-} | ${got2[1]:-}"
 [ -n "$want2" ] && [ "$want2" != "$want" ] || { echo "FAIL: the ban did not change decode's ids"; exit 1; }
 [ "${got2[0]:-}" = "$want2" ] && [ "${got2[1]:-}" = "$want2" ] ||
   { echo "FAIL: the C sequences with a ban and a penalty differ from decode"; exit 1; }
+# JSON mode through ls_seq_set_json: decode --json's ids.
+"$tmp/example" -n $n --json "$prompt" > "$tmp/out3.txt" 2> "$tmp/err3.txt" ||
+  { cat "$tmp/err3.txt"; exit 1; }
+"$tmp/prefix/bin/layerstream" decode --temp 0 -n $n --ids --cpu-layers 0 -p "$prompt" --json \
+  > "$tmp/decode3.txt" 2> /dev/null
+want3=$(tail -n 1 "$tmp/decode3.txt")
+mapfile -t got3 < <(grep '^ids:' "$tmp/out3.txt" | sed 's/^ids: *//')
+echo "decode --json: $want3"
+echo "C, --json:     ${got3[0]:-} | ${got3[1]:-}"
+[ "${got3[0]:-}" = "$want3" ] && [ "${got3[1]:-}" = "$want3" ] && [ "$want3" != "$want" ] ||
+  { echo "FAIL: the C sequences in JSON mode differ from decode --json"; exit 1; }
 echo "PASS: the C example (cc alone, installed header and library) matches decode"

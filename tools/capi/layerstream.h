@@ -158,6 +158,26 @@ LS_API ls_status ls_seq_set_penalties(ls_seq* q, float frequency, float presence
  * bias that is NaN or above 100. */
 LS_API ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias,
                                        size_t n);
+/* Optional, between create and submit: JSON mode (on nonzero): the output
+ * is one JSON object, then the end (the server's response_format
+ * "json_object"; docs/serve.md). */
+LS_API ls_status ls_seq_set_json(ls_seq* q, int on);
+/* One sampled token's log probability (the model's log-softmax at its step,
+ * before the sampling settings) and the n_top most likely tokens there, most
+ * likely first. The pointers are valid during the callback only. */
+typedef struct ls_logprobs {
+  int32_t token;
+  float logprob;
+  size_t n_top;
+  const int32_t* top_ids;
+  const float* top_logprobs;
+} ls_logprobs;
+typedef void (*ls_logprobs_callback)(void* user, const ls_logprobs* lp);
+/* Optional, between create and submit: cb gets each token's log
+ * probabilities with its n_top (0..20) alternatives, just before the token
+ * itself (on the engine's sampler thread; an end-of-generation token gets
+ * none). cb NULL: none. */
+LS_API ls_status ls_seq_set_logprobs(ls_seq* q, int n_top, ls_logprobs_callback cb, void* user);
 /* Start it: it joins the running batch at the next step. cb NULL: its tokens
  * are kept for ls_seq_poll. Errors: LS_ERR_CONTEXT (the prompt and max_tokens
  * past the context; the message says the lengths), LS_ERR_BUSY, ... */

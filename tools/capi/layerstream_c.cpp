@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -34,6 +35,8 @@ struct ls_seq {
   ls::GenParams params;
   ls_token_callback cb = nullptr;
   void* user = nullptr;
+  ls_logprobs_callback lp_cb = nullptr;  // ls_seq_set_logprobs
+  void* lp_user = nullptr;
   uint64_t id = 0;
   std::mutex mu;
   std::condition_variable cv;                          // a token (poll mode) or the end
@@ -285,6 +288,24 @@ ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias
   return LS_OK;
 }
 
+ls_status ls_seq_set_json(ls_seq* q, int on) {
+  if (ls_status st = check_unsubmitted(q, "ls_seq_set_json"); st != LS_OK) return st;
+  q->params.json = on != 0;
+  return LS_OK;
+}
+
+ls_status ls_seq_set_logprobs(ls_seq* q, int n_top, ls_logprobs_callback cb, void* user) {
+  if (ls_status st = check_unsubmitted(q, "ls_seq_set_logprobs"); st != LS_OK) return st;
+  if (n_top < 0 || n_top > ls::kMaxTopLogprobs)
+    return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_logprobs: n_top must be 0 to " +
+                                             std::to_string(ls::kMaxTopLogprobs) + " (got " +
+                                             std::to_string(n_top) + ")");
+  q->params.logprobs = cb ? n_top : -1;
+  q->lp_cb = cb;
+  q->lp_user = user;
+  return LS_OK;
+}
+
 ls_status ls_seq_submit(ls_seq* q, ls_token_callback cb, void* user) {
   if (!q) return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_submit: null sequence");
   {
@@ -295,6 +316,18 @@ ls_status ls_seq_submit(ls_seq* q, ls_token_callback cb, void* user) {
   q->cb = cb;
   q->user = user;
   ls::GenSink sink;
+  if (q->lp_cb)
+    sink.on_logprobs = [q](const ls::TokenLogprobs& l) {
+      int32_t ids[ls::kMaxTopLogprobs];
+      float lps[ls::kMaxTopLogprobs];
+      const size_t n = std::min<size_t>(l.top.size(), ls::kMaxTopLogprobs);
+      for (size_t i = 0; i < n; ++i) {
+        ids[i] = l.top[i].first;
+        lps[i] = l.top[i].second;
+      }
+      const ls_logprobs out{l.token, l.logprob, n, ids, lps};
+      q->lp_cb(q->lp_user, &out);
+    };
   sink.on_token = [q](int32_t id, std::string_view text) {
     if (q->cb) {
       const ls_token t{id, text.data(), text.size()};
