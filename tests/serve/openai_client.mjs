@@ -96,6 +96,10 @@ const jsonMode = await client.chat.completions.create({ model, messages, max_tok
 const jtext = jsonMode.choices[0].message.content;
 check(jtext.startsWith("{") && (jsonMode.choices[0].finish_reason !== "stop" || typeof JSON.parse(jtext) === "object"), `JSON mode: ${JSON.stringify(jtext.slice(0, 40))} (${jsonMode.choices[0].finish_reason})`);
 
+const two = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 1, seed: 5, n: 2 });
+check(two.choices.length === 2 && two.choices[1].index === 1 && two.usage.completion_tokens === 12,
+      `n = 2: ${JSON.stringify(two.choices.map((c) => c.message.content))}`);
+
 // Errors, as the client's typed exceptions.
 let e = await expectError(client.completions.create({ model: "gpt-4o", prompt, max_tokens: 4 }), OpenAI.NotFoundError, 404, "unknown model");
 check(e.code === "model_not_found" && e.param === "model", `unknown model: code ${e.code}, param ${e.param}`);

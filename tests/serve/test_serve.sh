@@ -144,6 +144,34 @@ assert "".join(lp["tokens"]) == r["text"], lp
 assert lp["text_offset"] == [sum(len(t.encode()) for t in lp["tokens"][:i]) for i in range(len(lp["tokens"]))], lp
 assert all(len(t) == 2 for t in lp["top_logprobs"]), lp
 print("logprobs (completion):", len(lp["tokens"]), "tokens, offsets", lp["text_offset"])' || fail "completion logprobs"
+# n choices: seeded, choice i is the request alone with seed + i; a stream's
+# chunks, joined by index, are the whole answer's choices; usage sums them.
+python3 - "$url" <<'PY' || fail "n choices"
+import json, sys, urllib.request
+url = sys.argv[1]
+def post(body):
+    req = urllib.request.Request(url + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    return urllib.request.urlopen(req).read().decode()
+base = {"prompt": "In the beginning", "max_tokens": 10, "temperature": 1.0}
+whole = json.loads(post(dict(base, n=3, seed=40)))
+texts = [c["text"] for c in sorted(whole["choices"], key=lambda c: c["index"])]
+assert [c["index"] for c in whole["choices"]] == [0, 1, 2], whole
+alone = [json.loads(post(dict(base, seed=40 + i)))["choices"][0]["text"] for i in range(3)]
+assert texts == alone, (texts, alone)
+assert len(set(texts)) > 1, texts
+assert whole["usage"]["completion_tokens"] == 30, whole["usage"]
+streamed = ["", "", ""]
+finish = [None] * 3
+for line in post(dict(base, n=3, seed=40, stream=True)).splitlines():
+    if not line.startswith("data: {"):
+        continue
+    c = json.loads(line[6:])["choices"][0]
+    streamed[c["index"]] += c["text"]
+    finish[c["index"]] = c["finish_reason"] or finish[c["index"]]
+assert streamed == texts and finish == ["length"] * 3, (streamed, finish)
+print("n = 3: each choice its seed's request alone, streamed the same:", texts)
+PY
 expect 400 '"param":"top_logprobs"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}'
 expect 400 'no JSON schemas' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}'
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing

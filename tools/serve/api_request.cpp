@@ -272,7 +272,9 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     r.stop = std::move(stops);
   }
   // What OpenAI defines and the engine does not do: refused when asked for.
-  f.only("n", json(1), "one choice per request");
+  int64_t n_choices = 1;
+  f.integer("n", n_choices, 1, kMaxChoices);
+  r.n = static_cast<int>(n_choices);
   f.only("best_of", json(1), "one choice per request");
   // logprobs: chat's boolean with top_logprobs (0-20), the completion's
   // integer (the alternatives a token, 0-20; OpenAI's own limit is 5).

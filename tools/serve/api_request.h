@@ -4,7 +4,7 @@
 // an ApiError (400) naming the field (`param`) and what was expected, never
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
-// defines and the engine does not do (n > 1, echo, tools, JSON schemas)
+// defines and the engine does not do (best_of, echo, tools, JSON schemas)
 // are refused by name when asked for, and accepted at
 // their no-op values, which clients send by default; unknown fields are
 // ignored, as llama-server does.
@@ -43,10 +43,12 @@ struct GenerateRequest {
   bool cache_prompt = true;    // llama-server's: start from a cached prefix (GenParams)
   bool json = false;           // response_format {"type": "json_object"}: JSON mode
   int32_t logprobs = -1;       // -1 none; else the alternatives a token (GenParams::logprobs)
+  int n = 1;                   // choices: as many sequences (a seed s gives them s, s + 1, ...)
 };
 
 inline constexpr size_t kMaxStop = 16;
 inline constexpr size_t kMaxLogitBias = 1024;
+inline constexpr int kMaxChoices = 16;
 inline constexpr size_t kMaxStopBytes = 512;
 
 struct TokenizeRequest {

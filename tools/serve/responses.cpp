@@ -83,25 +83,29 @@ json completion_logprobs(const LogprobsPiece& lp) {
 
 }  // namespace
 
-std::string completion_body(const ResponseMeta& m, std::string_view text,
-                            std::string_view finish_reason, const Usage& u,
-                            const LogprobsPiece& lp) {
+std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
+                            const Usage& u) {
   json j = head(m, "text_completion");
-  j["choices"] = json::array({{{"text", std::string(text)},
-                               {"index", 0},
-                               {"logprobs", completion_logprobs(lp)},
-                               {"finish_reason", reason(finish_reason)}}});
+  j["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    j["choices"].push_back({{"text", choices[i].text},
+                            {"index", i},
+                            {"logprobs", completion_logprobs(choices[i].lp)},
+                            {"finish_reason", reason(choices[i].finish_reason)}});
   j["usage"] = usage_json(u);
   return dump(j);
 }
 
-std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
-                      const Usage& u, const LogprobsPiece& lp) {
+std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
+                      const Usage& u) {
   json j = head(m, "chat.completion");
-  j["choices"] = json::array({{{"index", 0},
-                               {"message", {{"role", "assistant"}, {"content", std::string(text)}}},
-                               {"logprobs", chat_logprobs(lp)},
-                               {"finish_reason", reason(finish_reason)}}});
+  j["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i)
+    j["choices"].push_back(
+        {{"index", i},
+         {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
+         {"logprobs", chat_logprobs(choices[i].lp)},
+         {"finish_reason", reason(choices[i].finish_reason)}});
   j["usage"] = usage_json(u);
   return dump(j);
 }
@@ -110,7 +114,7 @@ std::string completion_chunk(const ResponseMeta& m, std::string_view text,
                              std::string_view finish_reason, const LogprobsPiece& lp) {
   json j = head(m, "text_completion");
   j["choices"] = json::array({{{"text", std::string(text)},
-                               {"index", 0},
+                               {"index", m.index},
                                {"logprobs", completion_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   return dump(j);
@@ -118,7 +122,7 @@ std::string completion_chunk(const ResponseMeta& m, std::string_view text,
 
 std::string chat_role_chunk(const ResponseMeta& m) {
   json j = head(m, "chat.completion.chunk");
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", m.index},
                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                {"logprobs", nullptr},
                                {"finish_reason", nullptr}}});
@@ -130,7 +134,7 @@ std::string chat_chunk(const ResponseMeta& m, std::string_view text,
   json j = head(m, "chat.completion.chunk");
   json delta = json::object();
   if (!text.empty() || finish_reason.empty()) delta["content"] = std::string(text);
-  j["choices"] = json::array({{{"index", 0},
+  j["choices"] = json::array({{{"index", m.index},
                                {"delta", delta},
                                {"logprobs", chat_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});

@@ -3,7 +3,7 @@
 // list. Shapes as api.openai.com sends them (the official clients parse
 // them): ids "cmpl-N" and "chatcmpl-N", `created` in Unix seconds, one
 // choice at index 0.
-// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, completion_body(), completion_chunk(), chat_body(),
+// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, ChoiceOut, completion_body(), completion_chunk(), chat_body(),
 // chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
 #pragma once
 
@@ -20,6 +20,7 @@ struct ResponseMeta {
   std::string id;     // cmpl-N / chatcmpl-N
   std::string model;  // the served model's id
   int64_t created = 0;
+  int index = 0;      // the choice a stream chunk belongs to (a request's n)
 };
 
 // A sampled token's log probability and the most likely tokens at its step
@@ -43,12 +44,26 @@ struct Usage {
   size_t cached_tokens = 0;  // of prompt_tokens (OpenAI's prompt_tokens_details.cached_tokens)
 };
 
-// A whole answer (stream: false). finish_reason: "stop" or "length".
-std::string completion_body(const ResponseMeta& m, std::string_view text,
-                            std::string_view finish_reason, const Usage& u,
-                            const LogprobsPiece& lp = {});
-std::string chat_body(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
-                      const Usage& u, const LogprobsPiece& lp = {});
+// One choice of a whole answer.
+struct ChoiceOut {
+  std::string text;
+  std::string finish_reason;  // "stop" or "length"
+  LogprobsPiece lp;
+};
+// A whole answer (stream: false): the choices at indices 0, 1, ...
+std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
+                            const Usage& u);
+std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
+                      const Usage& u);
+// One choice.
+inline std::string completion_body(const ResponseMeta& m, std::string_view text,
+                                   std::string_view finish_reason, const Usage& u) {
+  return completion_body(m, {ChoiceOut{std::string(text), std::string(finish_reason), {}}}, u);
+}
+inline std::string chat_body(const ResponseMeta& m, std::string_view text,
+                             std::string_view finish_reason, const Usage& u) {
+  return chat_body(m, {ChoiceOut{std::string(text), std::string(finish_reason), {}}}, u);
+}
 
 // Stream chunks (JSON for sse_frame). A text piece has no finish_reason
 // (empty: null); the last chunk has one and may carry text too.

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -169,23 +170,35 @@ HttpResponse Routes::detokenize(const HttpRequest& r) {
       200, json({{"content", text}}).dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-// What one generation's sink writes into: the response's identity, the text
-// so far (stream: false) and the stream. on_token and on_end run one after
-// the other (the sampler actor, or the reaper for the end), never at once.
+// What a request's generations write into: one per choice (the request's
+// n), all into one response. A choice's on_token and on_end run one after
+// the other (the sampler actor, or the reaper for the end), never at once;
+// different choices' may, so what they share is under the group's mutex.
 namespace {
-struct GenState {
-  ResponseMeta meta;
-  bool stream = false, include_usage = false;
-  std::string text;
+struct GenGroup {
+  ResponseMeta meta;  // index 0; each choice's chunks carry their own
+  bool stream = false, include_usage = false, logprobs = false;
   std::shared_ptr<ResponseStream> out;
   const std::atomic<bool>* draining = nullptr;
+  std::mutex mu;
+  size_t left = 0;               // choices still running
+  bool failed = false;           // one ended without its text: the response is its error
+  std::vector<ChoiceOut> whole;  // stream: false: each choice's answer
+  Usage usage;                   // the prompt once, the completions summed
+};
+
+struct GenState {
+  std::shared_ptr<GenGroup> group;
+  ResponseMeta meta;  // the group's, with this choice's index
+  std::string text;
   // logprobs: the entries not yet sent (a stream sends them with the next
   // text; a whole answer keeps them all), and the bytes sent before them.
-  bool logprobs = false;
   std::vector<LogprobEntry> entries;
   size_t sent_bytes = 0;
 
-  LogprobsPiece piece() const { return logprobs ? LogprobsPiece{&entries, sent_bytes} : LogprobsPiece{}; }
+  LogprobsPiece piece() const {
+    return group->logprobs ? LogprobsPiece{&entries, sent_bytes} : LogprobsPiece{};
+  }
   // A stream chunk with the entries so far, which it then counts as sent.
   std::string chunk(std::string_view text_piece, std::string_view reason = {}) {
     std::string c = meta.chat ? chat_chunk(meta, text_piece, reason, piece())
@@ -249,77 +262,112 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   gp.json = q.json;
   gp.logprobs = q.logprobs;
 
-  auto st = std::make_shared<GenState>();
-  st->meta.chat = chat;
-  st->meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
-  st->meta.model = s_.model_id;
-  st->meta.created = unix_now();
-  st->stream = q.stream;
-  st->include_usage = q.include_usage;
-  st->out = std::make_shared<ResponseStream>(q.stream);
-  st->draining = &draining_;
-  st->logprobs = q.logprobs >= 0;
-  if (q.stream && chat) st->out->push(sse_frame(chat_role_chunk(st->meta)));
+  auto grp = std::make_shared<GenGroup>();
+  grp->meta.chat = chat;
+  grp->meta.id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
+  grp->meta.model = s_.model_id;
+  grp->meta.created = unix_now();
+  grp->stream = q.stream;
+  grp->include_usage = q.include_usage;
+  grp->logprobs = q.logprobs >= 0;
+  grp->out = std::make_shared<ResponseStream>(q.stream);
+  grp->draining = &draining_;
+  grp->left = static_cast<size_t>(q.n);
+  grp->whole.resize(static_cast<size_t>(q.n));
 
-  GenSink sink;
-  if (st->logprobs)
-    sink.on_logprobs = [st, tp = &tok](const TokenLogprobs& l) {
-      LogprobEntry e{tp->piece(l.token), l.logprob, {}};
-      for (const auto& [id, v] : l.top) e.top.emplace_back(tp->piece(id), v);
-      st->entries.push_back(std::move(e));
+  std::vector<uint64_t> ids;
+  for (int c = 0; c < q.n; ++c) {
+    auto st = std::make_shared<GenState>();
+    st->group = grp;
+    st->meta = grp->meta;
+    st->meta.index = c;
+    if (q.stream && chat) grp->out->push(sse_frame(chat_role_chunk(st->meta)));
+    GenParams gc = gp;
+    // A seeded request's choices: seed, seed + 1, ... (each its own draws).
+    if (gc.sampling.seed != kSamplerRandomSeed) gc.sampling.seed += static_cast<uint64_t>(c);
+    GenSink sink;
+    if (grp->logprobs)
+      sink.on_logprobs = [st, tp = &tok](const TokenLogprobs& l) {
+        LogprobEntry e{tp->piece(l.token), l.logprob, {}};
+        for (const auto& [id, v] : l.top) e.top.emplace_back(tp->piece(id), v);
+        st->entries.push_back(std::move(e));
+      };
+    sink.on_token = [st](int32_t, std::string_view text) {
+      if (text.empty()) return true;  // held back (a partial character, a stop string's start)
+      if (st->group->stream)
+        st->group->out->push(sse_frame(st->chunk(text)));
+      else
+        st->text.append(text);
+      return true;
     };
-  sink.on_token = [st](int32_t, std::string_view text) {
-    if (text.empty()) return true;  // held back (a partial character, a stop string's start)
-    if (st->stream)
-      st->out->push(sse_frame(st->chunk(text)));
-    else
-      st->text.append(text);
-    return true;
-  };
-  sink.on_end = [st](const GenEnd& e) {
-    const Usage u{e.prompt_tokens, e.completion_tokens, e.cached_tokens};
-    const bool text_end = e.reason == FinishReason::Stop || e.reason == FinishReason::Length;
-    const char* reason = finish_reason_name(e.reason);
-    if (st->stream) {
-      HttpResponse last;
-      if (text_end) {
-        last.body = sse_frame(st->chunk(e.tail, reason));
-        if (st->include_usage) last.body += sse_frame(usage_chunk(st->meta, u));
-      } else {
-        last.body = sse_frame(api_error_body(end_error(e, st->draining->load())));
+    sink.on_end = [st](const GenEnd& e) {
+      GenGroup& gr = *st->group;
+      const bool text_end = e.reason == FinishReason::Stop || e.reason == FinishReason::Length;
+      const char* reason = finish_reason_name(e.reason);
+      std::lock_guard<std::mutex> lock(gr.mu);
+      --gr.left;
+      if (gr.failed) return;  // the response already ended with another choice's error
+      if (!text_end) {
+        gr.failed = true;
+        const ApiError err = end_error(e, gr.draining->load());
+        if (gr.stream) {
+          HttpResponse last;
+          last.body = sse_frame(api_error_body(err));
+          last.body += kSseDone;
+          gr.out->finish(std::move(last));
+        } else {
+          gr.out->finish(error_response(err));
+        }
+        return;
       }
-      last.body += kSseDone;
-      st->out->finish(std::move(last));
-      return;
+      if (st->meta.index == 0) {
+        gr.usage.prompt_tokens = e.prompt_tokens;
+        gr.usage.cached_tokens = e.cached_tokens;
+      }
+      gr.usage.completion_tokens += e.completion_tokens;
+      if (gr.stream) {
+        gr.out->push(sse_frame(st->chunk(e.tail, reason)));
+      } else {
+        st->text += e.tail;
+        gr.whole[static_cast<size_t>(st->meta.index)] = ChoiceOut{st->text, reason, st->piece()};
+      }
+      if (gr.left > 0) return;
+      if (gr.stream) {
+        HttpResponse last;
+        if (gr.include_usage) last.body = sse_frame(usage_chunk(gr.meta, gr.usage));
+        last.body += kSseDone;
+        gr.out->finish(std::move(last));
+      } else {
+        gr.out->finish(json_response(200, gr.meta.chat ? chat_body(gr.meta, gr.whole, gr.usage)
+                                                       : completion_body(gr.meta, gr.whole,
+                                                                         gr.usage)));
+      }
+    };
+    GenStart started = g.start(prompt, gc, std::move(sink));
+    if (!started.ok()) {
+      for (uint64_t id : ids) g.cancel(id);  // the choices already started
+      switch (started.refusal) {
+        case GenRefusal::Busy:
+          return error_response(
+              ApiError{429, started.message, "rate_limit_error", {}, "queue_full"});
+        case GenRefusal::TooLong:
+          return error_response(ApiError{400, started.message, "invalid_request_error",
+                                         chat ? "messages" : "prompt",
+                                         "context_length_exceeded"});
+        case GenRefusal::Stopped:
+          return error_response(server_error(503, started.message, "unavailable_error"));
+        default:
+          return error_response(bad_request(started.message, chat ? "messages" : "prompt"));
+      }
     }
-    if (!text_end) {
-      st->out->finish(error_response(end_error(e, st->draining->load())));
-      return;
-    }
-    st->text += e.tail;
-    st->out->finish(json_response(
-        200, st->meta.chat ? chat_body(st->meta, st->text, reason, u, st->piece())
-                           : completion_body(st->meta, st->text, reason, u, st->piece())));
-  };
-  const GenStart started = g.start(std::move(prompt), gp, std::move(sink));
-  if (!started.ok()) {
-    switch (started.refusal) {
-      case GenRefusal::Busy:
-        return error_response(ApiError{429, started.message, "rate_limit_error", {}, "queue_full"});
-      case GenRefusal::TooLong:
-        return error_response(ApiError{400, started.message, "invalid_request_error",
-                                       chat ? "messages" : "prompt", "context_length_exceeded"});
-      case GenRefusal::Stopped:
-        return error_response(server_error(503, started.message, "unavailable_error"));
-      default:
-        return error_response(bad_request(started.message, chat ? "messages" : "prompt"));
-    }
+    ids.push_back(started.id);
   }
-  // The client leaving cancels the sequence: its slot and key/value blocks
-  // are free at the next step.
-  const uint64_t id = started.id;
-  st->out->on_abandon([&g, id] { g.cancel(id); });
-  return st->out;
+  // The client leaving cancels the sequences: their slots and key/value
+  // blocks are free at the next step.
+  grp->out->on_abandon([&g, ids] {
+    for (uint64_t id : ids) g.cancel(id);
+  });
+  return grp->out;
 }
 
 }  // namespace ls

@@ -103,7 +103,9 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       {R"({"prompt":"x","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})",
        "stop", "at most 16"},
       {R"({"prompt":"x","model":5})", "model", "must be a string"},
-      {R"({"prompt":"x","n":2})", "n", "not supported"},
+      {R"({"prompt":"x","n":17})", "n", "between 1 and 16"},
+      {R"({"prompt":"x","n":0})", "n", "between 1 and 16"},
+      {R"({"prompt":"x","best_of":2})", "best_of", "not supported"},
       {R"({"prompt":"x","logprobs":true})", "logprobs", "an integer"},
       {R"({"prompt":"x","logprobs":21})", "logprobs", "between 0 and 20"},
       {R"({"prompt":"x","frequency_penalty":2.5})", "frequency_penalty", "between -2 and 2"},
@@ -171,6 +173,9 @@ TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's
   CHECK(ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x","response_format":{"type":"text"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x"})").json);
+  // n choices.
+  CHECK(ok_completion(R"({"prompt":"x"})").n == 1);
+  CHECK(ok_completion(R"({"prompt":"x","n":3})").n == 3);
   // logprobs: the completion's integer; chat's boolean and top_logprobs.
   CHECK(ok_completion(R"({"prompt":"x"})").logprobs == -1);
   CHECK(ok_completion(R"({"prompt":"x","logprobs":3})").logprobs == 3);
