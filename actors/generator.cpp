@@ -193,8 +193,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
     const int32_t t = raw->sampler->sample(row);
     // An end-of-generation token writes nothing: no entry for it.
     if (raw->logprobs >= 0 && raw->sink.on_logprobs && (raw->ignore_eos || !tok.is_eog(t)))
-      raw->sink.on_logprobs(
-          token_logprobs(row, static_cast<int32_t>(vocab), t, raw->logprobs));
+      raw->sink.on_logprobs(token_logprobs(row, static_cast<int32_t>(vocab), t, raw->logprobs));
     return emit(t);
   };
   if (greedy_plain(p.sampling) && !p.json && p.logprobs < 0)

@@ -14,7 +14,8 @@ std::shared_ptr<const JsonVocab> json_vocab(const Tokenizer& tok) {
       v->kind[static_cast<size_t>(t)] = JsonVocab::EndOfGeneration;
     } else if (!tok.is_control(t)) {
       v->bytes[static_cast<size_t>(t)] = tok.piece(t);
-      if (!v->bytes[static_cast<size_t>(t)].empty()) v->kind[static_cast<size_t>(t)] = JsonVocab::Text;
+      if (!v->bytes[static_cast<size_t>(t)].empty())
+        v->kind[static_cast<size_t>(t)] = JsonVocab::Text;
     }
   }
   return v;

@@ -47,47 +47,47 @@ class JsonGrammar {
 
  private:
   enum class State : uint8_t {
-    Start,          // before the document's value (no whitespace here)
-    Value,          // a value after ':' or ','
-    ArrayFirst,     // after '[': a value or ']'
-    ObjectFirst,    // after '{': a key or '}'
-    Key,            // after ',' in an object: a key
-    Colon,          // after a key
-    After,          // after a value in a container: ',' or the close
-    Done,           // the document is read
-    String,         // in a string (key_ says whether it is a key)
-    Escape,         // after '\'
-    Hex,            // in \uXXXX (hex_n_ digits read, hex_ the value)
-    LowBackslash,   // after a high surrogate's escape: '\' of the low one
-    LowU,           // then 'u'
-    Utf8,           // in a multi-byte character (utf8_left_ more bytes)
-    Minus,          // after '-'
-    Zero,           // a leading 0
-    Int,            // integer digits
-    Dot,            // after '.'
-    Frac,           // fraction digits
-    Exp,            // after 'e' / 'E'
-    ExpSign,        // after the exponent's sign
-    ExpInt,         // exponent digits
-    Literal,        // in true / false / null (lit_, lit_i_)
+    Start,         // before the document's value (no whitespace here)
+    Value,         // a value after ':' or ','
+    ArrayFirst,    // after '[': a value or ']'
+    ObjectFirst,   // after '{': a key or '}'
+    Key,           // after ',' in an object: a key
+    Colon,         // after a key
+    After,         // after a value in a container: ',' or the close
+    Done,          // the document is read
+    String,        // in a string (key_ says whether it is a key)
+    Escape,        // after '\'
+    Hex,           // in \uXXXX (hex_n_ digits read, hex_ the value)
+    LowBackslash,  // after a high surrogate's escape: '\' of the low one
+    LowU,          // then 'u'
+    Utf8,          // in a multi-byte character (utf8_left_ more bytes)
+    Minus,         // after '-'
+    Zero,          // a leading 0
+    Int,           // integer digits
+    Dot,           // after '.'
+    Frac,          // fraction digits
+    Exp,           // after 'e' / 'E'
+    ExpSign,       // after the exponent's sign
+    ExpInt,        // exponent digits
+    Literal,       // in true / false / null (lit_, lit_i_)
   };
 
-  bool step(uint8_t b);                // the transition; false if b cannot come
-  bool value_start(uint8_t b);         // b begins a value (state Start / Value / ArrayFirst)
-  bool end_value();                    // a value ended: where does that leave us
-  bool number_end(uint8_t b);          // a number ended before b: b is read after it
-  bool space(uint8_t b);               // whitespace outside strings (counted)
-  bool push(uint8_t container);        // '{' or '['
+  bool step(uint8_t b);          // the transition; false if b cannot come
+  bool value_start(uint8_t b);   // b begins a value (state Start / Value / ArrayFirst)
+  bool end_value();              // a value ended: where does that leave us
+  bool number_end(uint8_t b);    // a number ended before b: b is read after it
+  bool space(uint8_t b);         // whitespace outside strings (counted)
+  bool push(uint8_t container);  // '{' or '['
 
   State state_ = State::Start;
   bool object_only_;
-  bool key_ = false;              // the string being read is a key
-  uint8_t utf8_left_ = 0;         // continuation bytes still due
+  bool key_ = false;                         // the string being read is a key
+  uint8_t utf8_left_ = 0;                    // continuation bytes still due
   uint8_t utf8_lo_ = 0x80, utf8_hi_ = 0xBF;  // the next continuation byte's range
-  uint8_t hex_n_ = 0;             // \u digits read
-  bool low_due_ = false;          // the \u being read must be a low surrogate
+  uint8_t hex_n_ = 0;                        // \u digits read
+  bool low_due_ = false;                     // the \u being read must be a low surrogate
   uint16_t hex_ = 0;
-  uint8_t lit_ = 0, lit_i_ = 0;   // which literal (0 true, 1 false, 2 null), bytes read
+  uint8_t lit_ = 0, lit_i_ = 0;  // which literal (0 true, 1 false, 2 null), bytes read
   uint8_t space_run_ = 0;
   uint8_t int_digits_ = 0, exp_digits_ = 0;  // of the number being read
   int depth_ = 0;

@@ -29,8 +29,8 @@ struct SamplingFlagText {
 inline void add_sampling_flags(CLI::App* sub, SamplerParams& sp, SamplingFlagText& text,
                                const std::string& what) {
   const std::string d = what;
-  sub->add_option("--temp", sp.temp, d + (d.empty() ? "Temperature" : "temperature") +
-                                         " (0: greedy)")
+  sub->add_option("--temp", sp.temp,
+                  d + (d.empty() ? "Temperature" : "temperature") + " (0: greedy)")
       ->capture_default_str();
   sub->add_option("--top-k", sp.top_k, d + "Top-k (0: off)")->capture_default_str();
   sub->add_option("--top-p", sp.top_p, d + "Top-p (1: off)")->capture_default_str();
@@ -89,8 +89,7 @@ inline Status finish_sampling_flags(SamplerParams& sp, const SamplingFlagText& t
           "--logit-bias takes TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1 or 15043-inf (got '%s')",
           e.c_str());
     const float bias = e[i] == '-' ? -mag : mag;
-    if (bias > 100.0f)
-      return make_error("--logit-bias %s: a bias is at most 100", e.c_str());
+    if (bias > 100.0f) return make_error("--logit-bias %s: a bias is at most 100", e.c_str());
     sp.logit_bias.emplace_back(static_cast<int32_t>(id), bias);
   }
   return ok();

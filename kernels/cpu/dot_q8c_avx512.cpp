@@ -87,8 +87,10 @@ namespace {
 // The scales as words, spread by the body's vpshufb patterns.
 // Inlined (as the body's own decode is), so u and s stay in registers.
 template <GgmlType T>
-LS_Q8C_TARGET inline __attribute__((always_inline)) void Q8cVecAvx512::decode(const uint8_t* p, I* u, I* s, __m128i& mn, float& d,
-                                        float& dmin) {
+LS_Q8C_TARGET inline __attribute__((always_inline)) void Q8cVecAvx512::decode(const uint8_t* p,
+                                                                              I* u, I* s,
+                                                                              __m128i& mn, float& d,
+                                                                              float& dmin) {
   const __m512i m15 = _mm512_set1_epi8(0x0F);
   if constexpr (T == GgmlType::Q6_K) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p);
@@ -122,8 +124,8 @@ LS_Q8C_TARGET inline __attribute__((always_inline)) void Q8cVecAvx512::decode(co
     const __m512i down = _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0);
     LS_Q8C_UNROLL
     for (int c = 0; c < 4; ++c) {
-      const __m512i z = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c)));
+      const __m512i z =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c)));
       u[c] = _mm512_and_si512(_mm512_srlv_epi64(z, down), m15);
     }
     if constexpr (T == GgmlType::Q5_K) {

@@ -274,10 +274,9 @@ ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= n_vocab)
-      return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_logit_bias: token id " +
-                                               std::to_string(ids[i]) +
-                                               " is outside the vocabulary (0.." +
-                                               std::to_string(n_vocab - 1) + ")");
+      return fail(LS_ERR_INVALID_ARGUMENT,
+                  "ls_seq_set_logit_bias: token id " + std::to_string(ids[i]) +
+                      " is outside the vocabulary (0.." + std::to_string(n_vocab - 1) + ")");
     if (std::isnan(bias[i]) || bias[i] > 100.0f)
       return fail(LS_ERR_INVALID_ARGUMENT,
                   "ls_seq_set_logit_bias: a bias is a number of at most 100 (token " +

@@ -125,7 +125,8 @@ class Fields {
 // bans) or llama-server's array [[id, bias or false], ...] (false bans);
 // the ids' range against the vocabulary is the server's check (it knows
 // the model). At most kMaxLogitBias entries.
-std::optional<ApiError> read_logit_bias(const json& v, std::vector<std::pair<int32_t, float>>& out) {
+std::optional<ApiError> read_logit_bias(const json& v,
+                                        std::vector<std::pair<int32_t, float>>& out) {
   constexpr const char* kField = "logit_bias";
   auto entry = [&](const std::string& what, int64_t id, const json& b) -> std::optional<ApiError> {
     if (id < 0 || id > std::numeric_limits<int32_t>::max())
@@ -158,7 +159,8 @@ std::optional<ApiError> read_logit_bias(const json& v, std::vector<std::pair<int
       char* end = nullptr;
       errno = 0;
       const long long id = key.empty() ? -1 : std::strtoll(key.c_str(), &end, 10);
-      if (key.empty() || errno != 0 || *end != '\0' || !std::isdigit(static_cast<unsigned char>(key[0])))
+      if (key.empty() || errno != 0 || *end != '\0' ||
+          !std::isdigit(static_cast<unsigned char>(key[0])))
         return bad_request("'logit_bias' keys are token ids as decimal strings (got \"" +
                                key.substr(0, 32) + "\")",
                            kField);
@@ -169,9 +171,8 @@ std::optional<ApiError> read_logit_bias(const json& v, std::vector<std::pair<int
   for (const json& p : v) {
     if (!p.is_array() || p.size() != 2 || !(p[0].is_number_integer() || p[0].is_number_unsigned()))
       return wrong_type("logit_bias[]", "a pair [token id, bias]", p);
-    const int64_t id = p[0].is_number_unsigned() && p[0].get<uint64_t>() > (1ull << 31)
-                           ? -1
-                           : p[0].get<int64_t>();
+    const int64_t id =
+        p[0].is_number_unsigned() && p[0].get<uint64_t>() > (1ull << 31) ? -1 : p[0].get<int64_t>();
     if (auto e = entry(p[0].dump(), id, p[1])) return e;
   }
   return std::nullopt;
@@ -307,9 +308,10 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     if (it != rf->end() && *it == json("json_object")) {
       r.json = true;
     } else if (it == rf->end() || *it != json("text")) {
-      f.fail(bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": "
-                         "\"json_object\"} (JSON mode; no JSON schemas)",
-                         "response_format"));
+      f.fail(
+          bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": "
+                      "\"json_object\"} (JSON mode; no JSON schemas)",
+                      "response_format"));
     }
   }
 }

@@ -77,7 +77,9 @@ json completion_logprobs(const LogprobsPiece& lp) {
     offsets.push_back(at);
     at += e.token.size();
   }
-  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops},
+  return {{"tokens", tokens},
+          {"token_logprobs", lps},
+          {"top_logprobs", tops},
           {"text_offset", offsets}};
 }
 
@@ -101,11 +103,10 @@ std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choic
   json j = head(m, "chat.completion");
   j["choices"] = json::array();
   for (size_t i = 0; i < choices.size(); ++i)
-    j["choices"].push_back(
-        {{"index", i},
-         {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
-         {"logprobs", chat_logprobs(choices[i].lp)},
-         {"finish_reason", reason(choices[i].finish_reason)}});
+    j["choices"].push_back({{"index", i},
+                            {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
+                            {"logprobs", chat_logprobs(choices[i].lp)},
+                            {"finish_reason", reason(choices[i].finish_reason)}});
   j["usage"] = usage_json(u);
   return dump(j);
 }
@@ -129,8 +130,8 @@ std::string chat_role_chunk(const ResponseMeta& m) {
   return dump(j);
 }
 
-std::string chat_chunk(const ResponseMeta& m, std::string_view text,
-                       std::string_view finish_reason, const LogprobsPiece& lp) {
+std::string chat_chunk(const ResponseMeta& m, std::string_view text, std::string_view finish_reason,
+                       const LogprobsPiece& lp) {
   json j = head(m, "chat.completion.chunk");
   json delta = json::object();
   if (!text.empty() || finish_reason.empty()) delta["content"] = std::string(text);

@@ -3,8 +3,8 @@
 // list. Shapes as api.openai.com sends them (the official clients parse
 // them): ids "cmpl-N" and "chatcmpl-N", `created` in Unix seconds, one
 // choice at index 0.
-// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, ChoiceOut, completion_body(), completion_chunk(), chat_body(),
-// chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
+// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, ChoiceOut, completion_body(),
+// completion_chunk(), chat_body(), chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ struct ResponseMeta {
   std::string id;     // cmpl-N / chatcmpl-N
   std::string model;  // the served model's id
   int64_t created = 0;
-  int index = 0;      // the choice a stream chunk belongs to (a request's n)
+  int index = 0;  // the choice a stream chunk belongs to (a request's n)
 };
 
 // A sampled token's log probability and the most likely tokens at its step
@@ -53,8 +53,7 @@ struct ChoiceOut {
 // A whole answer (stream: false): the choices at indices 0, 1, ...
 std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
                             const Usage& u);
-std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
-                      const Usage& u);
+std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices, const Usage& u);
 // One choice.
 inline std::string completion_body(const ResponseMeta& m, std::string_view text,
                                    std::string_view finish_reason, const Usage& u) {

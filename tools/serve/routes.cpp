@@ -338,9 +338,9 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
         last.body += kSseDone;
         gr.out->finish(std::move(last));
       } else {
-        gr.out->finish(json_response(200, gr.meta.chat ? chat_body(gr.meta, gr.whole, gr.usage)
-                                                       : completion_body(gr.meta, gr.whole,
-                                                                         gr.usage)));
+        gr.out->finish(json_response(200, gr.meta.chat
+                                              ? chat_body(gr.meta, gr.whole, gr.usage)
+                                              : completion_body(gr.meta, gr.whole, gr.usage)));
       }
     };
     GenStart started = g.start(prompt, gc, std::move(sink));
@@ -352,8 +352,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
               ApiError{429, started.message, "rate_limit_error", {}, "queue_full"});
         case GenRefusal::TooLong:
           return error_response(ApiError{400, started.message, "invalid_request_error",
-                                         chat ? "messages" : "prompt",
-                                         "context_length_exceeded"});
+                                         chat ? "messages" : "prompt", "context_length_exceeded"});
         case GenRefusal::Stopped:
           return error_response(server_error(503, started.message, "unavailable_error"));
         default:

@@ -243,7 +243,8 @@ TEST_CASE("decode: --dump-logits writes one row per generated token, equal to th
   }
 }
 
-TEST_CASE("decode: --logit-bias bans or moves a token, the penalties change the ids; bad ones refused") {
+TEST_CASE(
+    "decode: --logit-bias bans or moves a token, the penalties change the ids; bad ones refused") {
   const std::vector<int32_t> plain = decode_ids({"-n", "6", "--temp", "0"});
   const std::string first = std::to_string(plain[0]);
   // Banned: the greedy first token never comes.
@@ -257,9 +258,8 @@ TEST_CASE("decode: --logit-bias bans or moves a token, the penalties change the 
   const std::vector<int32_t> near = decode_ids({"-n", "6", "--temp", "0", "-l", "7+0.0"});
   CHECK(near == plain);
   // A strong presence penalty over the whole context: no token twice.
-  const std::vector<int32_t> pres =
-      decode_ids({"-n", "12", "--temp", "0", "--presence-penalty", "1000", "--repeat-last-n", "-1",
-                  "--no-bos"});
+  const std::vector<int32_t> pres = decode_ids({"-n", "12", "--temp", "0", "--presence-penalty",
+                                                "1000", "--repeat-last-n", "-1", "--no-bos"});
   std::vector<int32_t> sorted = pres;
   std::sort(sorted.begin(), sorted.end());
   CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());

@@ -39,9 +39,12 @@ bool within_limits(const std::string& s) {
   bool in_string = false, escape = false;
   for (char c : s) {
     if (in_string) {
-      if (escape) escape = false;
-      else if (c == '\\') escape = true;
-      else if (c == '"') in_string = false;
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
@@ -67,7 +70,7 @@ bool within_limits(const std::string& s) {
       num_state = 3, exp_digits = 0;
       continue;
     }
-    if (num_state != 0 && (c == '+') ) continue;
+    if (num_state != 0 && (c == '+')) continue;
     num_state = 0;
     if (c == '{' || c == '[') max_depth = std::max(max_depth, ++depth);
     if (c == '}' || c == ']') --depth;
@@ -78,9 +81,21 @@ bool within_limits(const std::string& s) {
 std::string random_value(std::mt19937& rng, int depth);
 
 std::string random_string(std::mt19937& rng) {
-  static const char* const pieces[] = {"a",      "key",        " ",       "\\n",    "\\\"",
-                                       "\\\\",   "\\u00e9",    "\\ud83d\\ude00", "\xc3\xa9",
-                                       "\xe2\x82\xac", "\xf0\x9f\x98\x80", "/", "\\/", "x y", "0"};
+  static const char* const pieces[] = {"a",
+                                       "key",
+                                       " ",
+                                       "\\n",
+                                       "\\\"",
+                                       "\\\\",
+                                       "\\u00e9",
+                                       "\\ud83d\\ude00",
+                                       "\xc3\xa9",
+                                       "\xe2\x82\xac",
+                                       "\xf0\x9f\x98\x80",
+                                       "/",
+                                       "\\/",
+                                       "x y",
+                                       "0"};
   std::string s = "\"";
   const int n = std::uniform_int_distribution<int>(0, 4)(rng);
   for (int i = 0; i < n; ++i)
@@ -105,8 +120,8 @@ std::string random_object(std::mt19937& rng, int depth) {
 }
 
 std::string random_value(std::mt19937& rng, int depth) {
-  static const char* const scalars[] = {"0",    "-0",   "12",      "-3.25", "1e5",  "2E-3",
-                                        "0.5e+7", "true", "false",  "null",  "123456789012"};
+  static const char* const scalars[] = {"0",      "-0",   "12",    "-3.25", "1e5",         "2E-3",
+                                        "0.5e+7", "true", "false", "null",  "123456789012"};
   const int k = std::uniform_int_distribution<int>(0, depth > 4 ? 1 : 3)(rng);
   if (k == 0) return scalars[std::uniform_int_distribution<size_t>(0, std::size(scalars) - 1)(rng)];
   if (k == 1) return random_string(rng);
@@ -123,21 +138,46 @@ std::string random_value(std::mt19937& rng, int depth) {
 }  // namespace
 
 TEST_CASE("json grammar: hand-written documents, accepted and refused as a strict parser does") {
-  const char* const good[] = {
-      "{}", "{\"a\":1}", "{\"a\" : [1, 2.5, -0.0e-1, true, false, null]}",
-      "{\"\\u00e9\\ud83d\\ude00\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", "{\"k\":{\"k\":{}}}",
-      "{\"x\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", "{\n  \"a\": 1\n}\n"};
+  const char* const good[] = {"{}",
+                              "{\"a\":1}",
+                              "{\"a\" : [1, 2.5, -0.0e-1, true, false, null]}",
+                              "{\"\\u00e9\\ud83d\\ude00\":\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"}",
+                              "{\"k\":{\"k\":{}}}",
+                              "{\"x\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+                              "{\n  \"a\": 1\n}\n"};
   for (const char* d : good) {
     CAPTURE(d);
     CHECK(strict_accepts(d));
     CHECK(grammar_accepts(d));
   }
-  const char* const bad[] = {
-      "[]", "1", "\"s\"", "{\"a\":01}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":-}", "{\"a\":1e}",
-      "{\"a\":+1}", "{a:1}", "{\"a\":1,}", "{\"a\" 1}", "{\"a\":tru}", "{\"a\":True}",
-      "{\"a\":\"\\x\"}", "{\"a\":\"\\ud83d\"}", "{\"a\":\"\\ude00\"}", "{\"a\":\"\\ud83d\\u0041\"}",
-      "{\"a\":\"\x01\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"a\":\"\xf4\x90\x80\x80\"}",
-      "{\"a\":\"\xe0\x80\xaf\"}", "{\"a\":\"\xff\"}", "{\"a\":1}}", "{\"a\":[1}", " {}", "{} x"};
+  const char* const bad[] = {"[]",
+                             "1",
+                             "\"s\"",
+                             "{\"a\":01}",
+                             "{\"a\":1.}",
+                             "{\"a\":.5}",
+                             "{\"a\":-}",
+                             "{\"a\":1e}",
+                             "{\"a\":+1}",
+                             "{a:1}",
+                             "{\"a\":1,}",
+                             "{\"a\" 1}",
+                             "{\"a\":tru}",
+                             "{\"a\":True}",
+                             "{\"a\":\"\\x\"}",
+                             "{\"a\":\"\\ud83d\"}",
+                             "{\"a\":\"\\ude00\"}",
+                             "{\"a\":\"\\ud83d\\u0041\"}",
+                             "{\"a\":\"\x01\"}",
+                             "{\"a\":\"\xc0\xaf\"}",
+                             "{\"a\":\"\xed\xa0\x80\"}",
+                             "{\"a\":\"\xf4\x90\x80\x80\"}",
+                             "{\"a\":\"\xe0\x80\xaf\"}",
+                             "{\"a\":\"\xff\"}",
+                             "{\"a\":1}}",
+                             "{\"a\":[1}",
+                             " {}",
+                             "{} x"};
   for (const char* d : bad) {
     CAPTURE(d);
     CHECK_FALSE(grammar_accepts(d));
@@ -187,8 +227,8 @@ TEST_CASE("json grammar: the limits: nesting depth and whitespace runs") {
 
 TEST_CASE("json grammar: random documents and their mutations agree with nlohmann's parser") {
   std::mt19937 rng(20261205);
-  const char mutations[] = {'{', '}', '[', ']', '"', ':', ',', '\\', '0', '1', '-', '.', 'e', 't',
-                            'n', ' ', 'x', '\x01', '\x80', '\xc3'};
+  const char mutations[] = {'{', '}', '[', ']', '"', ':', ',', '\\',   '0',    '1',
+                            '-', '.', 'e', 't', 'n', ' ', 'x', '\x01', '\x80', '\xc3'};
   int agreed_good = 0, agreed_bad = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string doc = random_object(rng, 0);

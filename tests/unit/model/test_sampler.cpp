@@ -38,7 +38,9 @@ void operator delete(void* p, std::size_t) noexcept {
 // The other forms too, so that every new and delete pair meets here: a
 // sanitizer replaces all of them, and would see memory from its own nothrow
 // new (std::stable_sort's buffer) freed by the delete above.
-void* operator new[](std::size_t n) { return ::operator new(n); }
+void* operator new[](std::size_t n) {
+  return ::operator new(n);
+}
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
   ++g_allocs;
   return std::malloc(n ? n : 1);
@@ -46,10 +48,18 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
   return ::operator new(n, t);
 }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
 
 namespace {
 
@@ -444,7 +454,7 @@ TEST_CASE("sampler: frequency and presence penalties count occurrences in the wi
   f.accept(0);
   CHECK(f.sample(logits.data()) == 0);  // once: 2.0 - 0.6 = 1.4 > 1.0
   f.accept(0);
-  CHECK(f.sample(logits.data()) == 1);  // twice: 0.8
+  CHECK(f.sample(logits.data()) == 1);      // twice: 0.8
   for (int i = 0; i < 3; ++i) f.accept(3);  // window {0, 3, 3, 3}: once again
   CHECK(f.sample(logits.data()) == 0);
 
@@ -543,8 +553,11 @@ namespace {
 struct SetConstraint final : TokenConstraint {
   std::vector<bool> allowed;
   std::vector<int32_t>* accepted;
-  SetConstraint(std::vector<bool> a, std::vector<int32_t>* acc) : allowed(std::move(a)), accepted(acc) {}
-  bool allows(int32_t t) const override { return t >= 0 && size_t(t) < allowed.size() && allowed[size_t(t)]; }
+  SetConstraint(std::vector<bool> a, std::vector<int32_t>* acc)
+      : allowed(std::move(a)), accepted(acc) {}
+  bool allows(int32_t t) const override {
+    return t >= 0 && size_t(t) < allowed.size() && allowed[size_t(t)];
+  }
   void accept(int32_t t) override { accepted->push_back(t); }
   void reset() override { accepted->clear(); }
 };
@@ -557,7 +570,8 @@ TEST_CASE("sampler: a constraint keeps the draw to its tokens, with the masked r
   // Greedy: the best allowed token, the row's argmax (0) when allowed.
   SamplerParams g = plain(0.0f, 91);
   Sampler s(g, 6);
-  s.set_constraint(std::make_unique<SetConstraint>(std::vector<bool>{false, true, true, true, true, true}, &accepted));
+  s.set_constraint(std::make_unique<SetConstraint>(
+      std::vector<bool>{false, true, true, true, true, true}, &accepted));
   CHECK(s.sample(logits.data()) == 1);
   s.set_constraint(std::make_unique<SetConstraint>(even, &accepted));
   CHECK(s.sample(logits.data()) == 0);

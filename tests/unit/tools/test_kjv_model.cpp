@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"               // defines: GgufFile
-#include "model/json_grammar.h"   // defines: JsonGrammar
+#include "model/json_grammar.h"    // defines: JsonGrammar
 #include "model/tokenizer.h"       // defines: Tokenizer, detokenize()
 #include "tests/unit/ls_binary.h"  // defines: LS_BINARY
 
@@ -144,8 +144,10 @@ TEST_CASE("decode --json: every output keeps to JSON, and each that ends is an o
   // the outputs that end must parse as one (nlohmann's strict parser).
   int complete = 0;
   for (int seed = 1; seed <= 8; ++seed) {
-    const Run r = run_tool("decode -p 'In the beginning' -n 120 --json -t 1 --no-display-prompt "
-                           "--seed " + std::to_string(seed));
+    const Run r = run_tool(
+        "decode -p 'In the beginning' -n 120 --json -t 1 --no-display-prompt "
+        "--seed " +
+        std::to_string(seed));
     CAPTURE(seed);
     INFO("stdout: " << r.out << "\nstderr: " << r.err);
     REQUIRE(r.rc == 0);
@@ -160,11 +162,13 @@ TEST_CASE("decode --json: every output keeps to JSON, and each that ends is an o
   MESSAGE(complete << " of 8 outputs ended as a whole object within 120 tokens");
   CHECK(complete >= 3);
   // Greedy too, and the same prompt unconstrained is no JSON.
-  const Run greedy = run_tool("decode -p 'In the beginning' -n 120 --json --temp 0 -t 1 "
-                              "--no-display-prompt");
+  const Run greedy = run_tool(
+      "decode -p 'In the beginning' -n 120 --json --temp 0 -t 1 "
+      "--no-display-prompt");
   REQUIRE(greedy.rc == 0);
   CHECK(JsonGrammar(true).accepts(greedy.out));
-  const Run plain = run_tool("decode -p 'In the beginning' -n 20 --temp 0 -t 1 --no-display-prompt");
+  const Run plain =
+      run_tool("decode -p 'In the beginning' -n 20 --temp 0 -t 1 --no-display-prompt");
   CHECK_FALSE(JsonGrammar(true).accepts(plain.out));
   // One plain decode only.
   for (const char* bad : {"--chat", "--parallel 2", "--draft lookup"}) {

@@ -138,10 +138,12 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       R"({"prompt":"x","n":1,"logprobs":null,"frequency_penalty":0,"presence_penalty":0.0,"echo":false})");
 }
 
-TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's forms), JSON mode, logprobs") {
-  GenerateRequest r = ok_completion(
-      R"({"prompt":"x","frequency_penalty":0.5,"presence_penalty":-1.25,)"
-      R"("logit_bias":{"12":-100,"7":2.5,"0":0}})");
+TEST_CASE(
+    "serve request: the penalties, logit_bias (OpenAI's and llama-server's forms), JSON mode, "
+    "logprobs") {
+  GenerateRequest r =
+      ok_completion(R"({"prompt":"x","frequency_penalty":0.5,"presence_penalty":-1.25,)"
+                    R"("logit_bias":{"12":-100,"7":2.5,"0":0}})");
   CHECK(r.sampling.frequency_penalty == doctest::Approx(0.5));
   CHECK(r.sampling.presence_penalty == doctest::Approx(-1.25));
   REQUIRE(r.sampling.logit_bias.size() == 3);
@@ -188,11 +190,14 @@ TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's
   CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}]})") == -1);
   CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":false})") == -1);
   CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})") == 0);
-  CHECK(chat_lp(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})") == 5);
+  CHECK(chat_lp(
+            R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":5})") ==
+        5);
   CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"top_logprobs":2})").param ==
         "top_logprobs");
-  CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})")
-            .param == "top_logprobs");
+  CHECK(
+      err_chat(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})")
+          .param == "top_logprobs");
   // Chat too, and at most kMaxLogitBias entries.
   auto c = parse_chat_request(
       R"({"messages":[{"role":"user","content":"hi"}],"presence_penalty":1,"logit_bias":{"1":1}})",
@@ -200,7 +205,8 @@ TEST_CASE("serve request: the penalties, logit_bias (OpenAI's and llama-server's
   REQUIRE(std::holds_alternative<GenerateRequest>(c));
   CHECK(std::get<GenerateRequest>(c).sampling.presence_penalty == 1.0f);
   std::string many = R"({"prompt":"x","logit_bias":{)";
-  for (size_t i = 0; i <= kMaxLogitBias; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
+  for (size_t i = 0; i <= kMaxLogitBias; ++i)
+    many += (i ? ",\"" : "\"") + std::to_string(i) + "\":1";
   many += "}}";
   CHECK(err_completion(many).message.find("at most 1024") != std::string::npos);
 }
