@@ -144,6 +144,12 @@ assert "".join(lp["tokens"]) == r["text"], lp
 assert lp["text_offset"] == [sum(len(t.encode()) for t in lp["tokens"][:i]) for i in range(len(lp["tokens"]))], lp
 assert all(len(t) == 2 for t in lp["top_logprobs"]), lp
 print("logprobs (completion):", len(lp["tokens"]), "tokens, offsets", lp["text_offset"])' || fail "completion logprobs"
+# echo: the prompt's text, then the answer's, whole and streamed (ids too).
+expect 200 '"text":"In the beginning of the Lord Jesus"' POST /v1/completions '{"prompt":"In the beginning","max_tokens":4,"temperature":0,"echo":true}'
+echoed=$(curl -sN "$url/v1/completions" -d '{"prompt":[1152,258,2239],"max_tokens":4,"temperature":0,"echo":true,"stream":true}' | python3 -c '
+import json, sys
+print("".join(json.loads(l[6:])["choices"][0]["text"] for l in sys.stdin if l.startswith("data: {")))')
+[ "$echoed" = "In the beginning of the Lord Jesus" ] || fail "echo, streamed from ids: '$echoed'"
 # n choices: seeded, choice i is the request alone with seed + i; a stream's
 # chunks, joined by index, are the whole answer's choices; usage sums them.
 python3 - "$url" <<'PY' || fail "n choices"

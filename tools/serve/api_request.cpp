@@ -293,7 +293,18 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     f.integer("logprobs", n, 0, kMaxTopLogprobs);
     r.logprobs = static_cast<int32_t>(n);
   }
-  f.only("echo", json(false), "the prompt is not echoed");
+  // echo (completions): the prompt's text before the answer's; its tokens'
+  // log probabilities would need the prompt's logits, which are not kept.
+  if (!r.chat) {
+    f.boolean("echo", r.echo);
+    if (r.echo && r.logprobs >= 0)
+      f.fail(
+          bad_request("'echo' with 'logprobs' is not supported: the prompt's tokens have no "
+                      "log probabilities here",
+                      "echo"));
+  } else {
+    f.only("echo", json(false), "a chat answer does not echo its messages");
+  }
   f.only("suffix", json(""), "no insertion");
   if (const json* lb = f.get("logit_bias")) {  // the request's replaces the server's
     r.sampling.logit_bias.clear();

@@ -4,8 +4,8 @@
 // an ApiError (400) naming the field (`param`) and what was expected, never
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
-// defines and the engine does not do (best_of, echo, tools, JSON schemas)
-// are refused by name when asked for, and accepted at
+// defines and the engine does not do (best_of, echo with logprobs, tools,
+// JSON schemas) are refused by name when asked for, and accepted at
 // their no-op values, which clients send by default; unknown fields are
 // ignored, as llama-server does.
 // defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
@@ -44,6 +44,7 @@ struct GenerateRequest {
   bool json = false;           // response_format {"type": "json_object"}: JSON mode
   int32_t logprobs = -1;       // -1 none; else the alternatives a token (GenParams::logprobs)
   int n = 1;                   // choices: as many sequences (a seed s gives them s, s + 1, ...)
+  bool echo = false;           // completions: the prompt's text before each choice's
 };
 
 inline constexpr size_t kMaxStop = 16;

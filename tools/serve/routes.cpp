@@ -236,6 +236,9 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   // The prompt's tokens: the chat template's text (its special tokens
   // parsed), the completion's text (with the BOS the model wants), or ids.
   const Tokenizer& tok = *g.model().tokenizer;
+  const std::string echo_text = !q.echo                ? std::string()
+                                : q.prompt_ids.empty() ? q.prompt
+                                                       : ls::detokenize(tok, q.prompt_ids);
   std::vector<int32_t> prompt;
   if (chat) {
     const std::string text = chat_render(chat_format_, q.messages, true);
@@ -282,6 +285,12 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
     st->meta = grp->meta;
     st->meta.index = c;
     if (q.stream && chat) grp->out->push(sse_frame(chat_role_chunk(st->meta)));
+    if (q.echo) {  // before the choice starts: its first chunk, or its text's start
+      if (q.stream)
+        grp->out->push(sse_frame(st->chunk(echo_text)));
+      else
+        st->text = echo_text;
+    }
     GenParams gc = gp;
     // A seeded request's choices: seed, seed + 1, ... (each its own draws).
     if (gc.sampling.seed != kSamplerRandomSeed) gc.sampling.seed += static_cast<uint64_t>(c);

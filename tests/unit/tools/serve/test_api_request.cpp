@@ -175,6 +175,10 @@ TEST_CASE(
   CHECK(ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x","response_format":{"type":"text"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x"})").json);
+  // echo (completions only; not with logprobs).
+  CHECK(ok_completion(R"({"prompt":"x","echo":true})").echo);
+  CHECK(err_completion(R"({"prompt":"x","echo":true,"logprobs":1})").param == "echo");
+  CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"echo":true})").param == "echo");
   // n choices.
   CHECK(ok_completion(R"({"prompt":"x"})").n == 1);
   CHECK(ok_completion(R"({"prompt":"x","n":3})").n == 3);
