@@ -223,7 +223,10 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   const int threads = pool.size();
   j.plan = gemm_q8_plan_for(j.k, threads, n_tok, x.n, total_rows, tune);
   const int64_t n_groups_x = (n_tok + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
-  scratch.reserve(threads, j.plan.tile_chunks, j.amx ? 0 : n_tok * j.nc,
+  const bool pairs = j.k.tile == gemm_q8_tile_avx512vnni_pairs;
+  // A pairs panel of an odd batch holds its last token twice.
+  const int64_t panel_tok = pairs ? (n_tok + 1) / 2 * 2 : n_tok;
+  scratch.reserve(threads, j.plan.tile_chunks, j.amx ? 0 : panel_tok * j.nc,
                   j.amx ? n_groups_x * j.nc : 0);
   j.scratch = &scratch;
   j.panel = scratch.panel();
@@ -244,8 +247,22 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
     });
   }
 
-  // The panel, split over the threads by tokens.
-  if (!j.amx) {
+  // The panel, split over the threads by tokens (pairs of them for the pairs
+  // tile).
+  if (pairs) {
+    struct PackPairs {
+      const ActQ8View* x;
+      GemmQ8XChunk* panel;
+      int64_t n_tok, n_pairs, n_tasks;
+      CpuIsa isa;
+    } pj{&x, scratch.panel(), n_tok, panel_tok / 2, std::min<int64_t>(panel_tok / 2, 4 * threads),
+         isa};
+    const PackPairs* pp = &pj;
+    pool.run(pj.n_tasks, [pp](int64_t task, int) {
+      gemm_q8_pack_x_pairs(*pp->x, pp->n_pairs * task / pp->n_tasks,
+                           pp->n_pairs * (task + 1) / pp->n_tasks, pp->n_tok, pp->panel, pp->isa);
+    });
+  } else if (!j.amx) {
     struct PackJob {
       const ActQ8View* x;
       GemmQ8XChunk* panel;

@@ -16,7 +16,8 @@
 // sum over the 8 slices is the lane form's I_j with no horizontal step.
 //   x panel  (GemmQ8XChunk): every token's chunks, with the block factors
 //            (d_x, ds, Q6_K's ds16 split into lo/hi) beside them; built once
-//            per call (gemm_q8_pack_x).
+//            per call (gemm_q8_pack_x). The AVX-512 pairs tile's panel holds
+//            tokens two by two, side by side (GemmQ8XPair).
 //   w tile   (GemmQ8WChunk): a few rows' chunks, unsigned u with the blocks'
 //            s and m; built per (row tile, token block) from the packed GGUF
 //            rows (gemm_q8_pack_w) and then used for every token of the block.
@@ -41,7 +42,7 @@
 // per block each row tile (in L1) meets the block's tokens, a tile of tokens
 // at a time. So a weight row is read from memory and packed once per call,
 // and x comes from L2. Threads split rows, and tokens where rows are few.
-// defines: GemmQ8XChunk, GemmQ8WChunk, GemmQ8TileFn, GemmQ8Kernel, gemm_q8_kernel(),
+// defines: GemmQ8XChunk, GemmQ8XPair, gemm_q8_pack_x_pairs(), GemmQ8WChunk, GemmQ8TileFn, GemmQ8Kernel, gemm_q8_kernel(),
 //          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
 //          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
@@ -69,6 +70,22 @@ struct alignas(32) GemmQ8XChunk {
   int32_t sum[8];  // sum of block j's q (exact), for corrections of the weights' offsets
 };
 static_assert(sizeof(GemmQ8XChunk) == 416, "GemmQ8XChunk is 416 bytes");
+
+// The pairs tile's panel (gemm_q8_tile_avx512vnni_pairs): tokens 2p and
+// 2p + 1 side by side, slice by slice, so that one load gives the zmm of a
+// slice of both (token 2p in its low half): chunk c of pair p at pair p · nc
+// + c. Two GemmQ8XChunk's bytes, so the per-token panel's offset of token
+// 2p (2p · nc chunks) is pair p's. A batch of odd length repeats its last
+// token as the last pair's second (computed, never stored).
+struct alignas(32) GemmQ8XPair {
+  int8_t q[512];      // slice v: token 2p's 32 bytes, then 2p + 1's
+  float d[16];        // token 2p's 8 blocks, then 2p + 1's
+  float ds[16];
+  float ds_lo[16];
+  float ds_hi[16];
+  int32_t sum[16];
+};
+static_assert(sizeof(GemmQ8XPair) == 2 * sizeof(GemmQ8XChunk), "a pair is two chunks' bytes");
 
 // One chunk of 256 values of one weight row, in the lane form's terms.
 struct alignas(32) GemmQ8WChunk {
@@ -116,7 +133,8 @@ void gemm_q8_tile_avx512vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, cons
                              int n_tok, int64_t nc, float* y, int64_t ldy);
 // The same tile over token pairs (gemm_q8_avx512.cpp, the same bits; the
 // default where the CPU runs it: GemmQ8Tuning::pairs). Needs AVX-512 VNNI
-// and DQ.
+// and DQ. x is a pairs panel (GemmQ8XPair, gemm_q8_pack_x_pairs) at an even
+// token.
 void gemm_q8_tile_avx512vnni_pairs(GgmlType t, const GemmQ8WChunk* w, int n_rows,
                                    const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y,
                                    int64_t ldy);
@@ -133,6 +151,10 @@ void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* pa
 // values' own order, block j = bytes 32j.., for the AMX path).
 void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
                     CpuIsa isa = CpuIsa::Portable, bool natural = false);
+// Pairs [p0, p1) of the n_tok tokens of x into a pairs panel (the pairs
+// tile's; isa picks the per-token packer it interleaves).
+void gemm_q8_pack_x_pairs(const ActQ8View& x, int64_t p0, int64_t p1, int64_t n_tok,
+                          GemmQ8XChunk* panel, CpuIsa isa);
 // The packers: portable (chunks c0.. of each token only), and AVX2.
 void gemm_q8_pack_x_from(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0,
                          GemmQ8XChunk* panel);

@@ -26,8 +26,12 @@
 // pairs tile puts one slice of two tokens in a zmm (token 2p in lanes 0-7,
 // 2p + 1 in 8-15) and broadcasts the row's slice to both halves: whole
 // lanes, no fold, and the float step two tokens an operation (6 operations
-// per row and pair); the same vpdpbusd, an insert per pair and slice shared
-// by the 4 rows. Per lane the lane form's operations in its order: the same
+// per row and pair); the same vpdpbusd, and one load per pair and slice
+// shared by the 4 rows: its x panel holds the pair's two tokens side by side
+// (GemmQ8XPair, gemm_q8_pack_x_pairs), where two loads and an insert made
+// that zmm (session 32: GEMM from L2 on Zen 4 the same at 8 tokens, +6-12 %
+// at 16-32 for Q4_K; on the 1b's shapes at 64 and 256 tokens, 2 threads,
+// +2-13 %). Per lane the lane form's operations in its order: the same
 // bits. It needs AVX-512 DQ too (gemm_q8_pairs_supported).
 // defines: gemm_q8_tile_avx512vnni, gemm_q8_tile_avx512vnni_pairs (kernels/cpu/gemm_q8.h)
 #if defined(__clang__)
@@ -193,25 +197,17 @@ LS_VNNI512 void tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* 
 
 // ---- The tile over token pairs ----
 
-// Two tokens' 8 floats (or int32s) side by side: a in lanes 0-7, b in 8-15.
-LS_VNNI512_DQ inline __m512 pair_ps(const float* a, const float* b) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_load_ps(a)), _mm256_load_ps(b), 1);
-}
-LS_VNNI512_DQ inline __m512i pair_si(const void* a, const void* b) {
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(a))),
-      _mm256_load_si256(reinterpret_cast<const __m256i*>(b)), 1);
-}
 // One row's 8 floats in both halves.
 LS_VNNI512_DQ inline __m512 both_ps(const float* a) {
   return _mm512_broadcast_f32x8(_mm256_load_ps(a));
 }
 
 // Slices v0 .. v1 - 1 of the chunk into A (int32, from zero): A[r][p] lane j
-// (j + 8) is block j's sum of row r with token 2p (2p + 1).
+// (j + 8) is block j's sum of row r with token 2p (2p + 1). A pair's slice
+// is one load from the pairs panel (GemmQ8XPair).
 template <bool kQ8, int R, int NP>
 LS_VNNI512_DQ inline void pair_products(const GemmQ8WChunk* const* wc,
-                                        const GemmQ8XChunk* const* xc, int v0, int v1,
+                                        const GemmQ8XPair* const* xc, int v0, int v1,
                                         __m512i (&A)[R][NP]) {
   LS_UNROLL
   for (int r = 0; r < R; ++r) LS_UNROLL
@@ -221,7 +217,7 @@ LS_VNNI512_DQ inline void pair_products(const GemmQ8WChunk* const* wc,
   for (int v = v0; v < v1; ++v) {
     __m512i X[NP];
     LS_UNROLL
-    for (int p = 0; p < NP; ++p) X[p] = pair_si(xc[2 * p]->q + 32 * v, xc[2 * p + 1]->q + 32 * v);
+    for (int p = 0; p < NP; ++p) X[p] = _mm512_loadu_si512(xc[p]->q + 64 * v);
     LS_UNROLL
     for (int r = 0; r < R; ++r) {
       __m512i W = _mm512_broadcast_i64x4(
@@ -238,10 +234,10 @@ LS_VNNI512_DQ inline __m512 pair_step(__m512 acc, __m512 s, __m512 d, __m512i I)
   return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I)));
 }
 
-// xc: 2 · NP token chunks (a pair's second token may repeat its first: the
-// tile computes it and does not store it).
+// x: NP pairs of the pairs panel (a pair's second token may repeat its
+// first: the tile computes it and does not store it).
 template <GgmlType TY, int R, int NP>
-LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n_tok, int64_t nc,
+LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XPair* x, int n_tok, int64_t nc,
                              float* y, int64_t ldy) {
   constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
   __m512 acc[R][NP];
@@ -250,14 +246,14 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n
   for (int p = 0; p < NP; ++p) acc[r][p] = _mm512_setzero_ps();
   for (int64_t c = 0; c < nc; ++c) {
     const GemmQ8WChunk* wc[R];
-    const GemmQ8XChunk* xc[2 * NP];
+    const GemmQ8XPair* xc[NP];
     LS_UNROLL
     for (int r = 0; r < R; ++r) wc[r] = w + r * nc + c;
     LS_UNROLL
-    for (int t = 0; t < 2 * NP; ++t) xc[t] = x + (t < n_tok ? t : n_tok - 1) * nc + c;
+    for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
     __m512 d[NP];
     LS_UNROLL
-    for (int p = 0; p < NP; ++p) d[p] = pair_ps(xc[2 * p]->d, xc[2 * p + 1]->d);
+    for (int p = 0; p < NP; ++p) d[p] = _mm512_loadu_ps(xc[p]->d);
     __m512i A[R][NP];
     if constexpr (kQ6) {
       // lo groups (slices 0-3), then hi groups (4-7), each added as it is done.
@@ -273,8 +269,8 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n
       }
       LS_UNROLL
       for (int p = 0; p < NP; ++p) {
-        const __m512 dl = pair_ps(xc[2 * p]->ds_lo, xc[2 * p + 1]->ds_lo);
-        const __m512 dh = pair_ps(xc[2 * p]->ds_hi, xc[2 * p + 1]->ds_hi);
+        const __m512 dl = _mm512_loadu_ps(xc[p]->ds_lo);
+        const __m512 dh = _mm512_loadu_ps(xc[p]->ds_hi);
         LS_UNROLL
         for (int r = 0; r < R; ++r) {
           const __m512 a = _mm512_sub_ps(acc[r][p], _mm512_mul_ps(both_ps(wc[r]->m), dl));
@@ -287,9 +283,9 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n
       for (int p = 0; p < NP; ++p) {
         __m512i sum128{};
         if constexpr (kQ8)  // (q + 128) · x summed: take 128 · sum(x) back off
-          sum128 = _mm512_slli_epi32(pair_si(xc[2 * p]->sum, xc[2 * p + 1]->sum), 7);
+          sum128 = _mm512_slli_epi32(_mm512_loadu_si512(xc[p]->sum), 7);
         __m512 ds{};
-        if constexpr (!kQ8) ds = pair_ps(xc[2 * p]->ds, xc[2 * p + 1]->ds);
+        if constexpr (!kQ8) ds = _mm512_loadu_ps(xc[p]->ds);
         LS_UNROLL
         for (int r = 0; r < R; ++r) {
           __m512i I = A[r][p];
@@ -310,14 +306,14 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n
 }
 
 template <GgmlType TY, int R>
-LS_VNNI512_DQ void pair_tile_r(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int n_tok, int64_t nc,
+LS_VNNI512_DQ void pair_tile_r(const GemmQ8WChunk* w, const GemmQ8XPair* x, int n_tok, int64_t nc,
                                float* y, int64_t ldy) {
   if (n_tok <= 2) return pair_tile<TY, R, 1>(w, x, n_tok, nc, y, ldy);
   return pair_tile<TY, R, 2>(w, x, n_tok, nc, y, ldy);
 }
 
 template <GgmlType TY>
-LS_VNNI512_DQ void pair_tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+LS_VNNI512_DQ void pair_tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XPair* x,
                                  int n_tok, int64_t nc, float* y, int64_t ldy) {
   switch (n_rows) {
     case 1:
@@ -356,17 +352,19 @@ void gemm_q8_tile_avx512vnni_pairs(GgmlType t, const GemmQ8WChunk* w, int n_rows
                                    const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y,
                                    int64_t ldy) {
   assert(n_rows >= 1 && n_rows <= 4 && n_tok >= 1 && n_tok <= 4);
+  // x points at an even token of a pairs panel: the same bytes, read as pairs.
+  const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   switch (t) {
     case GgmlType::Q4_0:
-      return pair_tile_any<GgmlType::Q4_0>(w, n_rows, x, n_tok, nc, y, ldy);
+      return pair_tile_any<GgmlType::Q4_0>(w, n_rows, xp, n_tok, nc, y, ldy);
     case GgmlType::Q8_0:
-      return pair_tile_any<GgmlType::Q8_0>(w, n_rows, x, n_tok, nc, y, ldy);
+      return pair_tile_any<GgmlType::Q8_0>(w, n_rows, xp, n_tok, nc, y, ldy);
     case GgmlType::Q4_K:
-      return pair_tile_any<GgmlType::Q4_K>(w, n_rows, x, n_tok, nc, y, ldy);
+      return pair_tile_any<GgmlType::Q4_K>(w, n_rows, xp, n_tok, nc, y, ldy);
     case GgmlType::Q5_K:
-      return pair_tile_any<GgmlType::Q5_K>(w, n_rows, x, n_tok, nc, y, ldy);
+      return pair_tile_any<GgmlType::Q5_K>(w, n_rows, xp, n_tok, nc, y, ldy);
     case GgmlType::Q6_K:
-      return pair_tile_any<GgmlType::Q6_K>(w, n_rows, x, n_tok, nc, y, ldy);
+      return pair_tile_any<GgmlType::Q6_K>(w, n_rows, xp, n_tok, nc, y, ldy);
     default:
       assert(false && "gemm_q8_tile_avx512vnni_pairs: unsupported type");
   }

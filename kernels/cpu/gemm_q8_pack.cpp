@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/unpack.h"
@@ -67,6 +68,56 @@ void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* pa
     gemm_q8_pack_x_from(x, t0, t1, 0, panel);
   else
     gemm_q8_pack_x_avx2(x, t0, t1, panel);
+}
+
+namespace {
+// Token t of x as a view of one token (its own token 0).
+ActQ8View token_view(const ActQ8View& x, int64_t t) {
+  ActQ8View v = x;
+  auto at = [](auto* p, int64_t off) { return p ? p + off : p; };
+  v.q = at(x.q, t * x.n);
+  v.d = at(x.d, t * (x.n / kActQ8Block));
+  v.ds = at(x.ds, t * (x.n / kActQ8Block));
+  v.ds16 = at(x.ds16, t * (x.n / 16));
+  v.qk4 = at(x.qk4, t * x.n);
+  v.qil = at(x.qil, t * x.n);
+  v.qc = at(x.qc, t * x.n);
+  v.dc = at(x.dc, t * (x.n / 256));
+  v.bsc = at(x.bsc, t * (x.n / kActQ8Block));
+  return v;
+}
+}  // namespace
+
+void gemm_q8_pack_x_pairs(const ActQ8View& x, int64_t p0, int64_t p1, int64_t n_tok,
+                          GemmQ8XChunk* panel, CpuIsa isa) {
+  const int64_t nc = gemm_q8_chunks(x.n);
+  std::vector<GemmQ8XChunk> one(static_cast<size_t>(2 * nc));  // the pair's tokens, as chunks
+  GemmQ8XPair* pairs = reinterpret_cast<GemmQ8XPair*>(panel);
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t a = 2 * p, b = std::min(2 * p + 1, n_tok - 1);
+    // Each token packed as the per-token panel has it.
+    gemm_q8_pack_x(token_view(x, a), 0, 1, one.data(), isa);
+    gemm_q8_pack_x(token_view(x, b), 0, 1, one.data() + nc, isa);
+    for (int64_t c = 0; c < nc; ++c) {
+      const GemmQ8XChunk& ta = one[static_cast<size_t>(c)];
+      const GemmQ8XChunk& tb = one[static_cast<size_t>(nc + c)];
+      GemmQ8XPair& o = pairs[p * nc + c];
+      for (int v = 0; v < 8; ++v) {
+        std::memcpy(o.q + 64 * v, ta.q + 32 * v, 32);
+        std::memcpy(o.q + 64 * v + 32, tb.q + 32 * v, 32);
+      }
+      auto both = [](float* out, const float* x0, const float* x1) {
+        std::memcpy(out, x0, 32);
+        std::memcpy(out + 8, x1, 32);
+      };
+      both(o.d, ta.d, tb.d);
+      both(o.ds, ta.ds, tb.ds);
+      both(o.ds_lo, ta.ds_lo, tb.ds_lo);
+      both(o.ds_hi, ta.ds_hi, tb.ds_hi);
+      std::memcpy(o.sum, ta.sum, 32);
+      std::memcpy(o.sum + 8, tb.sum, 32);
+    }
+  }
 }
 
 void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out, CpuIsa isa,
