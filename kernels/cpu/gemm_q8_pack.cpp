@@ -91,7 +91,10 @@ ActQ8View token_view(const ActQ8View& x, int64_t t) {
 void gemm_q8_pack_x_pairs(const ActQ8View& x, int64_t p0, int64_t p1, int64_t n_tok,
                           GemmQ8XChunk* panel, CpuIsa isa) {
   const int64_t nc = gemm_q8_chunks(x.n);
-  std::vector<GemmQ8XChunk> one(static_cast<size_t>(2 * nc));  // the pair's tokens, as chunks
+  // The pair's tokens as per-token chunks: grown once per thread, so a
+  // decode step's GEMMs allocate nothing.
+  thread_local std::vector<GemmQ8XChunk> one;
+  if (one.size() < static_cast<size_t>(2 * nc)) one.resize(static_cast<size_t>(2 * nc));
   GemmQ8XPair* pairs = reinterpret_cast<GemmQ8XPair*>(panel);
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t a = 2 * p, b = std::min(2 * p + 1, n_tok - 1);
