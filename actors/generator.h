@@ -136,6 +136,8 @@ class Generator {
   GenStats stats() const;
   const Model& model() const { return engine_.model(); }
   uint32_t n_ctx() const { return engine_.pipeline().n_ctx(); }
+  // Requests it takes at once: running (--parallel) and queued.
+  uint32_t capacity() const { return engine_.pipeline().n_seq() + opt_.max_queued; }
 
  private:
   struct Req;

@@ -221,6 +221,9 @@ stop "$pid"
 start busy --parallel 1 --max-queue 1 -c 1024 --max-connections 6
 python3 "$here/faults.py" "$port" busy || fail "full queue"
 python3 "$here/faults.py" "$port" connlimit 6 || fail "connection limit"
+# More choices than the server ever holds: a 400 that says why, not a 429.
+expect 400 'holds at most 2 requests' POST /v1/completions '{"prompt":"x","n":3,"max_tokens":1}'
+expect 200 '"index":1' POST /v1/completions '{"prompt":"x","n":2,"max_tokens":1}'
 stop "$pid"
 echo "   ($(elapsed) s so far)"
 

@@ -254,6 +254,13 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
                                           ", outside the vocabulary (0.." +
                                           std::to_string(n_vocab - 1) + ")",
                                       "logit_bias"));
+  // n choices are n requests: more than the server ever holds could only
+  // ever get 429, so say why instead.
+  if (static_cast<uint32_t>(q.n) > g.capacity())
+    return error_response(bad_request(
+        "'n' is " + std::to_string(q.n) + ", but this server holds at most " +
+            std::to_string(g.capacity()) + " requests at once (--parallel and --max-queue)",
+        "n"));
   GenParams gp;
   gp.sampling = q.sampling;
   gp.max_tokens = q.max_tokens > 0 ? q.max_tokens : s_.n_predict;
