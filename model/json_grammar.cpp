@@ -86,10 +86,6 @@ bool JsonGrammar::value_start(uint8_t b) {
       int_digits_ = 0;
       state_ = State::Minus;
       return true;
-    case '0':
-      int_digits_ = 1;
-      state_ = State::Zero;
-      return true;
     case 't':
     case 'f':
     case 'n':
@@ -98,13 +94,15 @@ bool JsonGrammar::value_start(uint8_t b) {
       state_ = State::Literal;
       return true;
     default:
-      if (b >= '1' && b <= '9') {
-        int_digits_ = 1;
-        state_ = State::Int;
-        return true;
-      }
-      return false;
+      return int_start(b);
   }
+}
+
+bool JsonGrammar::int_start(uint8_t b) {
+  if (!is_digit(b)) return false;
+  int_digits_ = 1;
+  state_ = b == '0' ? State::Zero : State::Int;
+  return true;
 }
 
 bool JsonGrammar::step(uint8_t b) {
@@ -247,17 +245,7 @@ bool JsonGrammar::step(uint8_t b) {
       state_ = State::Hex;
       return true;
     case State::Minus:
-      if (b == '0') {
-        int_digits_ = 1;
-        state_ = State::Zero;
-        return true;
-      }
-      if (b >= '1' && b <= '9') {
-        int_digits_ = 1;
-        state_ = State::Int;
-        return true;
-      }
-      return false;
+      return int_start(b);
     case State::Zero:
     case State::Int:
       if (state_ == State::Int && is_digit(b)) return ++int_digits_ <= kMaxIntDigits;

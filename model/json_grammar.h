@@ -74,6 +74,7 @@ class JsonGrammar {
 
   bool step(uint8_t b);          // the transition; false if b cannot come
   bool value_start(uint8_t b);   // b begins a value (state Start / Value / ArrayFirst)
+  bool int_start(uint8_t b);     // the first digit of a number's integer part
   bool end_value();              // a value ended: where does that leave us
   bool number_end(uint8_t b);    // a number ended before b: b is read after it
   bool space(uint8_t b);         // whitespace outside strings (counted)
