@@ -193,8 +193,7 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
 // Not under ThreadSanitizer: a clone's resolver runs while the loader
 // relocates the program, before TSan's runtime is up, and its instrumented
 // code crashed every test binary at load (scripts/sanitize.sh tsan).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define LS_ATTN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define LS_ATTN_CLONES
@@ -221,6 +220,12 @@ void prefetch_for_write(void* p, int64_t bytes, bool w) {
     __builtin_prefetch(c + o, 0, 3);
   }
   (void)w;
+}
+
+// The lines of [p, p + bytes) fetched for reading.
+void prefetch_lines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 3);
 }
 
 // state = merge(state, part) (attention_cpu.h), per query head of the group.
@@ -357,7 +362,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     const Job* j;
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
-    bool as_done;
+    int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
+    bool as_done, fold_pf;
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
@@ -398,10 +404,17 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       AttentionCpuScratch::Done* done = j->s->done();
       auto is_done = [&](int c) { return done[first + int64_t{c} * n_kv].v.load() == stamp; };
       done[i].v.store(stamp);
+      const int64_t triple_bytes =
+          int64_t{j->group} * (j->a->head_dim + 2) * int64_t{sizeof(float)};
+      const bool w = j->block == attention_block_avx512;
       while (f.lock.exchange(1) == 0) {
         int c = f.frontier;
-        for (; c < nb && is_done(c); ++c)
-          if (c > 0) merge(state, part(c), j->group, j->a->head_dim);
+        if (fold_pf && c > 0 && c < nb && is_done(c)) prefetch_for_write(state, triple_bytes, w);
+        for (; c < nb && is_done(c); ++c) {
+          if (c == 0) continue;
+          if (fold_pf) prefetch_lines(part(c), triple_bytes);
+          merge(state, part(c), j->group, j->a->head_dim);
+        }
         f.frontier = c;
         if (c == nb) {
           finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
@@ -427,15 +440,28 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks
                        : tune.hold >= 0                ? tune.hold
                                                        : int64_t{pool.size()};
-  const Split sp{&j, claim, tasks, hold, tune.fold_as_done, stamp, tune.task_ns};
+  // static_start: pool task r's first block is r and its next P + r, the
+  // counter starting past them.
+  const int64_t n_pool = pool.size();
+  const int64_t n_first = tune.static_start ? std::min(n_pool, tasks) : 0;
+  const int64_t n_next =
+      n_first > 0 && tasks - n_first > hold ? std::min(n_pool, tasks - n_first) : 0;
+  claim->store(n_first + n_next, std::memory_order_relaxed);
+  const Split sp{
+      &j,    claim,       tasks, hold, n_first, n_next, tune.fold_as_done, tune.fold_prefetch,
+      stamp, tune.task_ns};
   const Split* spp = &sp;
-  pool.run(pool.size(), [spp](int64_t, int thread) {
+  pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;
-    int64_t i = s.claim->fetch_add(1, std::memory_order_relaxed);
-    bool cold = true;  // the thread's first block
+    int64_t i = r < s.n_first ? r : s.claim->fetch_add(1, std::memory_order_relaxed);
+    int64_t held = r < s.n_next ? s.n_first + r : -1;  // a next block given, not claimed
+    bool cold = true;                                  // the thread's first block
     while (i < s.tasks) {
       int64_t next = -1;
-      if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.hold) {
+      if (held >= 0) {
+        next = held;
+        held = -1;
+      } else if (s.tasks - s.claim->load(std::memory_order_relaxed) > s.hold) {
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }

@@ -171,6 +171,20 @@ struct AttnCpuTuning {
   // timeline at 1k: a thread's first block 11.9 us against 17.6, the
   // threads' ends 9.6 us apart against 16.8 (raw-2026-12-04-s30/call4).
   bool taper = true;
+  // Split calls: before a fold's merges, fetch the row's state for writing
+  // (PREFETCHW) and the partial to merge, all their lines at once. The
+  // state was last written by whichever core folded last, the partial by
+  // the block's own core: a merge's loads otherwise find each line in
+  // another core's cache one dependent step at a time (a thread's folding
+  // took 6.4 us of its 50.8 busy in a 1k call, raw-2026-12-05-s32/call1).
+  bool fold_prefetch = false;
+  // Split calls: pool task r starts with block r and holds block P + r
+  // (P: the pool's size) as its next, rather than claiming both from the
+  // shared counter: 16 threads' first two claims are 32 read-modify-writes
+  // of one line, in turn, as the call starts (its threads started 0.6-3.8
+  // us in). Any thread may run pool task r, so a late worker's blocks are
+  // still run.
+  bool static_start = false;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.

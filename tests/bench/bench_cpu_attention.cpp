@@ -34,6 +34,12 @@
 // (ThreadPool::pin; "/p" in the prefetch column); with on, the host probe
 // runs pinned too and the higher of its two figures is the bound.
 //
+// --fold-pf off,on: a fold fetching the row's state and the partial before
+// merging (AttnCpuTuning::fold_prefetch; "/w" in the prefetch column: on).
+//
+// --start claim,static: a split call's first blocks claimed from the
+// counter or given by pool task (AttnCpuTuning::static_start; "/s": static).
+//
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
 //
@@ -63,7 +69,7 @@
 //          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
-//          [--cold-ahead 0,16,...] [--taper on,off]
+//          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -305,6 +311,7 @@ int main(int argc, char** argv) {
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
+  std::vector<bool> fold_pfs = {false}, statics = {false};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -355,12 +362,18 @@ int main(int argc, char** argv) {
                        x.c_str());
           return 2;
         }
-    } else if (a == "--fold" || a == "--pin" || a == "--taper") {
-      // Two-way lists: done,end (true: done) and off,on (true: on).
-      const bool fold = a == "--fold";
-      const char* yes = fold ? "done" : "on";
-      const char* no = fold ? "end" : "off";
-      std::vector<bool>& v = fold ? folds : a == "--pin" ? pins : tapers;
+    } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
+               a == "--start") {
+      // Two-way lists: done,end (true: done), static,claim (true: static)
+      // and off,on (true: on).
+      const bool fold = a == "--fold", start = a == "--start";
+      const char* yes = fold ? "done" : start ? "static" : "on";
+      const char* no = fold ? "end" : start ? "claim" : "off";
+      std::vector<bool>& v = fold               ? folds
+                             : start            ? statics
+                             : a == "--pin"     ? pins
+                             : a == "--fold-pf" ? fold_pfs
+                                                : tapers;
       v.clear();
       for (const auto& x : split(next())) {
         if (x != yes && x != no) {
@@ -498,75 +511,82 @@ int main(int argc, char** argv) {
                   for (bool fold_as_done : folds)
                     for (int cold : colds)
                       for (bool taper : tapers)
-                        for (const std::string& pf : prefetches) {
-                          AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
-                          tune.cold_ahead = cold;
-                          tune.taper = taper;
-                          // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
-                          const std::string pf_name =
-                              (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
-                              (fold_as_done ? "" : "/e") +
-                              (cold == 0 ? "" : "/c" + std::to_string(cold)) + (taper ? "" : "/u") +
-                              (pinned ? "/p" : "");
-                          AttentionCpuScratch scratch;
-                          const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-                          AttnArgs a;
-                          a.n_head = kHead;
-                          a.n_head_kv = kHeadKv;
-                          a.head_dim = kHeadDim;
-                          a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                          a.n_tok = 1;
-                          a.pos = &pos;
-                          a.seq = &seq;
-                          a.q = q.data();
-                          a.ldq = kHead * kHeadDim;
-                          a.out = out.data();
-                          a.ldo = a.ldq;
-                          a.kv.type = AttnKvType::F16;
-                          std::vector<int32_t> table;
-                          if (layout == "rows") {
-                            a.kv.ld_pos = kRow;
-                          } else if (layout == "paged") {
-                            // model/kv_cache.h: pool blocks of kKvBlockLen positions,
-                            // each head's tile in turn; the table in order, as a
-                            // fresh session's blocks are.
-                            table.resize(static_cast<size_t>(ctx / kKvBlockLen));
-                            for (size_t b = 0; b < table.size(); ++b)
-                              table[b] = static_cast<int32_t>(b);
-                            a.kv.ld_pos = kHeadDim;
-                            a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
-                            a.kv.ld_block = kRow * kKvBlockLen;
-                            a.kv.pages.table = table.data();
-                            a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
-                            a.kv.pages.shift = kKvBlockShift;
-                            a.kv.k_tiled = true;
-                          } else {  // head-major: each head's positions contiguous
-                            a.kv.ld_pos = kHeadDim;
-                            a.kv.ld_head = ctx * kHeadDim;
-                            a.kv.k_tiled = layout == "tiles";
-                          }
-                          a.kv.ld_seq = ctx * kRow;
-                          AttnCpuTuning tt = tune;
-                          Timeline tl;
-                          tl.threads = timeline_threads;
-                          tl.pool_threads = th;
-                          if (timeline) {
-                            tl.ns.assign(static_cast<size_t>(
-                                             4 * attention_cpu_blocks(ctx, blk, taper) * kHeadKv),
-                                         -1);
-                            tt.task_ns = tl.ns.data();
-                          }
-                          const Stats st = time_calls([&](const uint16_t* k, const uint16_t* v) {
-                            a.kv.k = k;
-                            a.kv.v = v;
-                            const int64_t c0 = now_ns();
-                            attention_cpu(pool, a, scratch, isa, tt);
-                            if (timeline) tl.add(c0, now_ns());
-                          });
-                          report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead,
-                                 pf_name, st);
-                          if (timeline) tl.print();
-                        }
+                        for (bool fold_pf : fold_pfs)
+                          for (bool stat : statics)
+                            for (const std::string& pf : prefetches) {
+                              AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
+                              tune.cold_ahead = cold;
+                              tune.taper = taper;
+                              tune.fold_prefetch = fold_pf;
+                              tune.static_start = stat;
+                              // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
+                              const std::string pf_name =
+                                  (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
+                                  (fold_as_done ? "" : "/e") +
+                                  (cold == 0 ? "" : "/c" + std::to_string(cold)) +
+                                  (taper ? "" : "/u") + (fold_pf ? "/w" : "") + (stat ? "/s" : "") +
+                                  (pinned ? "/p" : "");
+                              AttentionCpuScratch scratch;
+                              const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                              AttnArgs a;
+                              a.n_head = kHead;
+                              a.n_head_kv = kHeadKv;
+                              a.head_dim = kHeadDim;
+                              a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                              a.n_tok = 1;
+                              a.pos = &pos;
+                              a.seq = &seq;
+                              a.q = q.data();
+                              a.ldq = kHead * kHeadDim;
+                              a.out = out.data();
+                              a.ldo = a.ldq;
+                              a.kv.type = AttnKvType::F16;
+                              std::vector<int32_t> table;
+                              if (layout == "rows") {
+                                a.kv.ld_pos = kRow;
+                              } else if (layout == "paged") {
+                                // model/kv_cache.h: pool blocks of kKvBlockLen positions,
+                                // each head's tile in turn; the table in order, as a
+                                // fresh session's blocks are.
+                                table.resize(static_cast<size_t>(ctx / kKvBlockLen));
+                                for (size_t b = 0; b < table.size(); ++b)
+                                  table[b] = static_cast<int32_t>(b);
+                                a.kv.ld_pos = kHeadDim;
+                                a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
+                                a.kv.ld_block = kRow * kKvBlockLen;
+                                a.kv.pages.table = table.data();
+                                a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
+                                a.kv.pages.shift = kKvBlockShift;
+                                a.kv.k_tiled = true;
+                              } else {  // head-major: each head's positions contiguous
+                                a.kv.ld_pos = kHeadDim;
+                                a.kv.ld_head = ctx * kHeadDim;
+                                a.kv.k_tiled = layout == "tiles";
+                              }
+                              a.kv.ld_seq = ctx * kRow;
+                              AttnCpuTuning tt = tune;
+                              Timeline tl;
+                              tl.threads = timeline_threads;
+                              tl.pool_threads = th;
+                              if (timeline) {
+                                tl.ns.assign(
+                                    static_cast<size_t>(4 * attention_cpu_blocks(ctx, blk, taper) *
+                                                        kHeadKv),
+                                    -1);
+                                tt.task_ns = tl.ns.data();
+                              }
+                              const Stats st =
+                                  time_calls([&](const uint16_t* k, const uint16_t* v) {
+                                    a.kv.k = k;
+                                    a.kv.v = v;
+                                    const int64_t c0 = now_ns();
+                                    attention_cpu(pool, a, scratch, isa, tt);
+                                    if (timeline) tl.add(c0, now_ns());
+                                  });
+                              report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead,
+                                     pf_name, st);
+                              if (timeline) tl.print();
+                            }
             if (read_only && (layout == "tiles" || layout == "heads")) {
               // The kernel's tasks (block-major: block b of head h is task
               // b·8 + h), reading only.
