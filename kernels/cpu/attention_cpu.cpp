@@ -109,7 +109,9 @@ struct Job {
   const AttnArgs* a;
   AttentionCpuScratch* s;
   BlockFn block;
-  int group;
+  int group;         // query heads a row computes (a GQA group, or a part of one)
+  int n_kv;          // rows per token: the key/value heads times kv_div
+  int kv_div;        // rows per key/value head (AttnCpuTuning::group_split)
   int blk;           // positions per block; 0: by the row's length
   bool taper;        // a row's first and last block in halves (AttnCpuTuning)
   int ahead;         // key rows prefetched ahead
@@ -136,7 +138,7 @@ BlockSpan block_span(const Job& j, int64_t t, int h, int b, const void** k_run,
   const int64_t p0 = r.p0;
   BlockSpan sp;
   sp.n_pos = r.n;
-  const int64_t head = int64_t{h} * a.kv.head_stride(a.head_dim);
+  const int64_t head = int64_t{h / j.kv_div} * a.kv.head_stride(a.head_dim);
   sp.run_len = a.kv.pages.table ? 1 << a.kv.pages.shift : r.n;
   for (int r = 0; r * sp.run_len < sp.n_pos; ++r, ++sp.runs) {
     const int64_t at = a.kv.at(a.seq[t], static_cast<int32_t>(p0 + r * sp.run_len)) + head;
@@ -287,6 +289,11 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   j.a = &a;
   j.s = &scratch;
   j.group = a.n_head / a.n_head_kv;
+  // group_split: each key/value head's query heads as kv_div rows of their
+  // own, run whole (below).
+  j.kv_div = tune.group_split > 1 && j.group % tune.group_split == 0 ? tune.group_split : 1;
+  j.group /= j.kv_div;
+  j.n_kv = a.n_head_kv * j.kv_div;
   j.blk = tune.block;
   j.taper = tune.taper;
   assert(j.blk % 16 == 0 && j.blk >= 0 && j.blk <= kAttnBlock);
@@ -312,18 +319,19 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       j.block = attention_block_portable;
       break;
   }
-  const int64_t rows = a.n_tok * a.n_head_kv;
+  const int64_t rows = a.n_tok * j.n_kv;
   int64_t tasks = 0;
-  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(j, a.pos[t])} * a.n_head_kv;
+  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(j, a.pos[t])} * j.n_kv;
   // Split rows into blocks only when rows alone leave threads idle (fewer
   // than 4 per thread: rows differ in length) and some row has more than one
   // block. The results are the same either way (the fold is the same).
-  const bool split = pool.size() > 1 && rows < 4 * int64_t{pool.size()} && tasks > rows;
+  const bool split =
+      pool.size() > 1 && rows < 4 * int64_t{pool.size()} && tasks > rows && j.kv_div == 1;
   scratch.reserve(pool.size(), j.group, a.head_dim, split ? rows : 0, split ? tasks : 0);
   const Job* jp = &j;
   if (!split) {
     pool.run(rows, [jp](int64_t r, int thread) {
-      run_row(*jp, r / jp->a->n_head_kv, static_cast<int>(r % jp->a->n_head_kv), thread);
+      run_row(*jp, r / jp->n_kv, static_cast<int>(r % jp->n_kv), thread);
     });
     return;
   }
@@ -340,9 +348,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   task0[0] = 0;
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int nb = n_blocks(j, a.pos[t]);
-    task0[t + 1] = task0[t] + int64_t{nb} * a.n_head_kv;
-    for (int h = 0; h < a.n_head_kv; ++h) {
-      AttentionCpuScratch::RowFold& f = fold[t * a.n_head_kv + h];
+    task0[t + 1] = task0[t] + int64_t{nb} * j.n_kv;
+    for (int h = 0; h < j.n_kv; ++h) {
+      AttentionCpuScratch::RowFold& f = fold[t * j.n_kv + h];
       f.pending.store(nb, std::memory_order_relaxed);
       f.lock.store(0, std::memory_order_relaxed);
       f.frontier = 0;
@@ -369,13 +377,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     BlockId id(int64_t i) const {
       const int64_t* task0 = j->s->task0();
       const int64_t t = std::upper_bound(task0, task0 + j->a->n_tok + 1, i) - task0 - 1;
-      const int n_kv = j->a->n_head_kv;
+      const int n_kv = j->n_kv;
       return {t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv)};
     }
     void one(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
       const int nb = n_blocks(*j, j->a->pos[b.t]);
-      const int n_kv = j->a->n_head_kv;
+      const int n_kv = j->n_kv;
       int64_t* tr = times ? times + 4 * i : nullptr;
       if (tr) tr[0] = thread, tr[1] = now_ns();
       prefetch_for_write(j->s->split_part(i),

@@ -185,6 +185,14 @@ struct AttnCpuTuning {
   // us in). Any thread may run pool task r, so a late worker's blocks are
   // still run.
   bool static_start = false;
+  // Each key/value head's query heads as this many rows of their own (it
+  // must divide the group; 1: off), every row run whole by one thread, no
+  // split: one decode token of a 70B layer is 16 rows of 4 query heads for
+  // 16 threads, with no partial crossing cores (the two rows of a head read
+  // the same keys and values, the second of them mostly from the shared
+  // last-level cache). A query head's arithmetic is the same in a row of 4
+  // as in one of 8, so the bits are those of the whole-row fold.
+  int group_split = 1;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.

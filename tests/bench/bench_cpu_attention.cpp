@@ -40,6 +40,9 @@
 // --start claim,static: a split call's first blocks claimed from the
 // counter or given by pool task (AttnCpuTuning::static_start; "/s": static).
 //
+// --group-split 1,2: each KV head's query heads as this many rows, run
+// whole (AttnCpuTuning::group_split; "/gN" in the prefetch column).
+//
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
 //
@@ -70,6 +73,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
+//          [--group-split 1,2]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -306,7 +310,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"tiles"};
-  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1}, colds = {0};
+  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1}, colds = {0}, gsplits = {1};
   std::vector<std::string> prefetches = {"k1v2n"};
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
@@ -338,15 +342,18 @@ int main(int argc, char** argv) {
                        l.c_str());
           return 2;
         }
-    } else if (a == "--block" || a == "--ahead" || a == "--hold" || a == "--cold-ahead") {
-      std::vector<int>& v = a == "--block"   ? blocks
-                            : a == "--ahead" ? aheads
-                            : a == "--hold"  ? holds
-                                             : colds;
+    } else if (a == "--block" || a == "--ahead" || a == "--hold" || a == "--cold-ahead" ||
+               a == "--group-split") {
+      std::vector<int>& v = a == "--block"         ? blocks
+                            : a == "--ahead"       ? aheads
+                            : a == "--hold"        ? holds
+                            : a == "--group-split" ? gsplits
+                                                   : colds;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
-        if (n < (a == "--hold" ? -1 : 0) || (a == "--block" && (n % 16 != 0 || n > kAttnBlock))) {
+        if (n < (a == "--hold" ? -1 : 0) || (a == "--block" && (n % 16 != 0 || n > kAttnBlock)) ||
+            (a == "--group-split" && (n < 1 || (kHead / kHeadKv) % n != 0))) {
           std::fprintf(stderr, "%s: '%s' is not a valid value\n", a.c_str(), x.c_str());
           return 2;
         }
@@ -513,80 +520,84 @@ int main(int argc, char** argv) {
                       for (bool taper : tapers)
                         for (bool fold_pf : fold_pfs)
                           for (bool stat : statics)
-                            for (const std::string& pf : prefetches) {
-                              AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold, fold_as_done};
-                              tune.cold_ahead = cold;
-                              tune.taper = taper;
-                              tune.fold_prefetch = fold_pf;
-                              tune.static_start = stat;
-                              // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
-                              const std::string pf_name =
-                                  (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
-                                  (fold_as_done ? "" : "/e") +
-                                  (cold == 0 ? "" : "/c" + std::to_string(cold)) +
-                                  (taper ? "" : "/u") + (fold_pf ? "/w" : "") + (stat ? "/s" : "") +
-                                  (pinned ? "/p" : "");
-                              AttentionCpuScratch scratch;
-                              const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
-                              AttnArgs a;
-                              a.n_head = kHead;
-                              a.n_head_kv = kHeadKv;
-                              a.head_dim = kHeadDim;
-                              a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                              a.n_tok = 1;
-                              a.pos = &pos;
-                              a.seq = &seq;
-                              a.q = q.data();
-                              a.ldq = kHead * kHeadDim;
-                              a.out = out.data();
-                              a.ldo = a.ldq;
-                              a.kv.type = AttnKvType::F16;
-                              std::vector<int32_t> table;
-                              if (layout == "rows") {
-                                a.kv.ld_pos = kRow;
-                              } else if (layout == "paged") {
-                                // model/kv_cache.h: pool blocks of kKvBlockLen positions,
-                                // each head's tile in turn; the table in order, as a
-                                // fresh session's blocks are.
-                                table.resize(static_cast<size_t>(ctx / kKvBlockLen));
-                                for (size_t b = 0; b < table.size(); ++b)
-                                  table[b] = static_cast<int32_t>(b);
-                                a.kv.ld_pos = kHeadDim;
-                                a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
-                                a.kv.ld_block = kRow * kKvBlockLen;
-                                a.kv.pages.table = table.data();
-                                a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
-                                a.kv.pages.shift = kKvBlockShift;
-                                a.kv.k_tiled = true;
-                              } else {  // head-major: each head's positions contiguous
-                                a.kv.ld_pos = kHeadDim;
-                                a.kv.ld_head = ctx * kHeadDim;
-                                a.kv.k_tiled = layout == "tiles";
+                            for (int gs : gsplits)
+                              for (const std::string& pf : prefetches) {
+                                AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold,
+                                                   fold_as_done};
+                                tune.cold_ahead = cold;
+                                tune.taper = taper;
+                                tune.fold_prefetch = fold_pf;
+                                tune.static_start = stat;
+                                tune.group_split = gs;
+                                // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
+                                const std::string pf_name =
+                                    (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
+                                    (fold_as_done ? "" : "/e") +
+                                    (cold == 0 ? "" : "/c" + std::to_string(cold)) +
+                                    (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
+                                    (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
+                                    (pinned ? "/p" : "");
+                                AttentionCpuScratch scratch;
+                                const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                                AttnArgs a;
+                                a.n_head = kHead;
+                                a.n_head_kv = kHeadKv;
+                                a.head_dim = kHeadDim;
+                                a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+                                a.n_tok = 1;
+                                a.pos = &pos;
+                                a.seq = &seq;
+                                a.q = q.data();
+                                a.ldq = kHead * kHeadDim;
+                                a.out = out.data();
+                                a.ldo = a.ldq;
+                                a.kv.type = AttnKvType::F16;
+                                std::vector<int32_t> table;
+                                if (layout == "rows") {
+                                  a.kv.ld_pos = kRow;
+                                } else if (layout == "paged") {
+                                  // model/kv_cache.h: pool blocks of kKvBlockLen positions,
+                                  // each head's tile in turn; the table in order, as a
+                                  // fresh session's blocks are.
+                                  table.resize(static_cast<size_t>(ctx / kKvBlockLen));
+                                  for (size_t b = 0; b < table.size(); ++b)
+                                    table[b] = static_cast<int32_t>(b);
+                                  a.kv.ld_pos = kHeadDim;
+                                  a.kv.ld_head = int64_t{kKvBlockLen} * kHeadDim;
+                                  a.kv.ld_block = kRow * kKvBlockLen;
+                                  a.kv.pages.table = table.data();
+                                  a.kv.pages.max_blocks = static_cast<int32_t>(table.size());
+                                  a.kv.pages.shift = kKvBlockShift;
+                                  a.kv.k_tiled = true;
+                                } else {  // head-major: each head's positions contiguous
+                                  a.kv.ld_pos = kHeadDim;
+                                  a.kv.ld_head = ctx * kHeadDim;
+                                  a.kv.k_tiled = layout == "tiles";
+                                }
+                                a.kv.ld_seq = ctx * kRow;
+                                AttnCpuTuning tt = tune;
+                                Timeline tl;
+                                tl.threads = timeline_threads;
+                                tl.pool_threads = th;
+                                if (timeline) {
+                                  tl.ns.assign(
+                                      static_cast<size_t>(
+                                          4 * attention_cpu_blocks(ctx, blk, taper) * kHeadKv),
+                                      -1);
+                                  tt.task_ns = tl.ns.data();
+                                }
+                                const Stats st =
+                                    time_calls([&](const uint16_t* k, const uint16_t* v) {
+                                      a.kv.k = k;
+                                      a.kv.v = v;
+                                      const int64_t c0 = now_ns();
+                                      attention_cpu(pool, a, scratch, isa, tt);
+                                      if (timeline) tl.add(c0, now_ns());
+                                    });
+                                report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead,
+                                       pf_name, st);
+                                if (timeline) tl.print();
                               }
-                              a.kv.ld_seq = ctx * kRow;
-                              AttnCpuTuning tt = tune;
-                              Timeline tl;
-                              tl.threads = timeline_threads;
-                              tl.pool_threads = th;
-                              if (timeline) {
-                                tl.ns.assign(
-                                    static_cast<size_t>(4 * attention_cpu_blocks(ctx, blk, taper) *
-                                                        kHeadKv),
-                                    -1);
-                                tt.task_ns = tl.ns.data();
-                              }
-                              const Stats st =
-                                  time_calls([&](const uint16_t* k, const uint16_t* v) {
-                                    a.kv.k = k;
-                                    a.kv.v = v;
-                                    const int64_t c0 = now_ns();
-                                    attention_cpu(pool, a, scratch, isa, tt);
-                                    if (timeline) tl.add(c0, now_ns());
-                                  });
-                              report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead,
-                                     pf_name, st);
-                              if (timeline) tl.print();
-                            }
             if (read_only && (layout == "tiles" || layout == "heads")) {
               // The kernel's tasks (block-major: block b of head h is task
               // b·8 + h), reading only.

@@ -427,6 +427,14 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                             what << ": fold_prefetch " << (k & 1) << " static_start " << (k >> 1)
                                  << " changed the result");
             }
+            // Nor a group's query heads as rows of their own.
+            for (int gs : {2, 4}) {
+              AttnCpuTuning t{blk, 0};
+              t.group_split = gs;
+              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
+              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                            what << ": group_split " << gs << " changed the result");
+            }
             // Nor how far ahead a cold block fetches its keys.
             for (int cold : {16, 64}) {
               AttnCpuTuning t{blk, 0};
