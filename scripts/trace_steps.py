@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Where a warm step's time goes, per track and span name, from a layerstream
+Chrome trace (--trace FILE, plain or .xz).
+
+    scripts/trace_steps.py run.json.xz [--from-step 8] [--to-step N]
+
+A step runs from the end of the sampler's "sample" span of the step before
+to the end of its own. Per step: its length; then, summed over the steps,
+each track's time in each span name (ms a step) and the share of the step.
+The compute track's names say what the critical path did: "layers" / "layer"
+(GPU work), "to cpu", "wait cpu", "from cpu" (a CPU-tier layer's hand-over
+and wait), "wait layer" (waiting for a copy), "head", "embed".
+"""
+import argparse
+import collections
+import json
+import lzma
+
+
+def load(path):
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt") as f:
+        d = json.load(f)
+    return d["traceEvents"] if isinstance(d, dict) else d
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("--from-step", type=int, default=8)
+    ap.add_argument("--to-step", type=int, default=10**9)
+    a = ap.parse_args()
+    ev = load(a.trace)
+    names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
+    spans = [e for e in ev if e.get("ph") == "X"]
+    # Step ends: the sampler's "sample" spans, by step.
+    ends = {}
+    for e in spans:
+        if names.get(e["tid"]) == "sampler" and e["name"] == "sample":
+            s = e["args"].get("step", -1)
+            ends[s] = max(ends.get(s, 0), e["ts"] + e["dur"])
+    steps = sorted(s for s in ends if a.from_step <= s <= a.to_step and s - 1 in ends)
+    if not steps:
+        print("no steps in range")
+        return
+    t0, t1 = ends[steps[0] - 1], ends[steps[-1]]
+    lens = [(ends[s] - ends[s - 1]) / 1e3 for s in steps]
+    n = len(steps)
+    print(f"steps {steps[0]}..{steps[-1]} ({n}): mean {sum(lens)/n:.1f} ms, min {min(lens):.1f}, max {max(lens):.1f}")
+    per = collections.defaultdict(float)
+    for e in spans:
+        b, d = e["ts"], e["dur"]
+        lo, hi = max(b, t0), min(b + d, t1)
+        if hi > lo:
+            per[(names.get(e["tid"], str(e["tid"])), e["name"])] += hi - lo
+    span_ms = (t1 - t0) / 1e3 / n
+    by_track = collections.defaultdict(list)
+    for (tr, nm), us in per.items():
+        by_track[tr].append((us / 1e3 / n, nm))
+    for tr in sorted(by_track):
+        items = sorted(by_track[tr], reverse=True)
+        s = ", ".join(f"{nm} {ms:.1f}" for ms, nm in items[:8])
+        print(f"  {tr:12s} ({sum(ms for ms, _ in items) / span_ms * 100:5.1f} %): {s}")
+    # The compute track's spans of one middle step in order (name, layer, ms).
+    mid = steps[len(steps) // 2]
+    row = sorted((e["ts"], e["name"], e["args"].get("layer", -1), e["dur"] / 1e3)
+                 for e in spans if names.get(e["tid"]) == "compute" and e["args"].get("step") == mid)
+    print(f"  compute in step {mid}: " + " ".join(f"{nm}@{l}:{ms:.1f}" for _, nm, l, ms in row if ms >= 0.3))
+
+
+if __name__ == "__main__":
+    main()
