@@ -30,9 +30,9 @@ done; el
 # (2) Issues 17/18: is the CPU GEMM at 8 tokens bound by its arithmetic or
 # by its reads? The same kernels on weights in L2 (--shapes l2) against
 # the 70b's from DRAM, 1 and 16 threads, the tile kernel and AMX.
-m() { grep -E "^q[46]_K" $1 | tr -s ' ' | cut -d" " -f1-8,15,18,20,21; }
+m() { grep -E "^q[46]_K" $1 | tr -s ' ' | cut -d" " -f1-9,15,18,20,21; }
 timeout 150 $B/ls_bench_cpu_matmul --threads 1,16 --ntok 1,8,16 --types q4_k,q6_k --act q8 --path dot,gemm --amx off,on --shapes l2 --weights-gib 0 --reps 9 > $O/mm-l2.txt 2>&1
 echo "matmul l2 rc=$?"; m $O/mm-l2.txt; el
-timeout 200 $B/ls_bench_cpu_matmul --threads 16 --ntok 1,8 --types q4_k,q6_k --act q8 --path dot,gemm --amx off,on --shapes 70b --reps 5 > $O/mm-70b.txt 2>&1
+timeout 200 $B/ls_bench_cpu_matmul --threads 16 --ntok 1,8 --types q4_k,q6_k --act q8 --path dot,gemm --amx off,on --mem anon,huge --shapes 70b --reps 5 > $O/mm-70b.txt 2>&1
 echo "matmul 70b rc=$?"; m $O/mm-70b.txt; el
 cd $O && tar -czf out.tgz sw-*.txt all-*.txt tl-*.txt mm-*.txt && rm -f sw-*.txt all-*.txt tl-*.txt mm-*.txt
