@@ -39,6 +39,7 @@
 #include "kernels/attention_decode_tc.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
+#include "kernels/host_read.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/rmsnorm.cuh"
@@ -49,6 +50,7 @@
 #include "model/kv_blocks.h"
 #include "model/kv_cache.h"
 #include "runtime/cuda_util.cuh"
+#include "runtime/env.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -234,6 +236,12 @@ struct CudaBackend::Impl {
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
   int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+  // import_hidden's staging: pinned, mapped host memory the GPU reads
+  // itself (kernels/host_read.cuh), (hid_rows, n_embd) floats; null until a
+  // hybrid step first hands a hidden state back, or where mapping failed.
+  float* hid_host = nullptr;
+  const void* hid_dev = nullptr;  // its device address
+  uint64_t hid_rows = 0;
   float2* rope_cs = nullptr;  // (cap, n_rot / 2): the step's RoPE cos and sin (rope_table_cuda)
 
   Batch batch;
@@ -273,6 +281,7 @@ struct CudaBackend::Impl {
     if (arena) cudaFree(arena);
     if (act) cudaFree(act);
     if (pinned) cudaFreeHost(pinned);
+    if (hid_host) cudaFreeHost(hid_host);
     if (embd_host) cudaFreeHost(embd_host);
     if (embd_dev) cudaFree(embd_dev);
     if (iota) cudaFree(iota);
@@ -857,14 +866,48 @@ Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t 
   return s.kv.write_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
 }
 
+namespace {
+// LS_HIDDEN_DMA=1: import_hidden through cudaMemcpyAsync as before (the copy
+// engine, behind the streamed layers), for A/B runs.
+bool hidden_by_kernel() {
+  static const bool v = env_int("LS_HIDDEN_DMA", 0, 0) == 0;
+  return v;
+}
+}  // namespace
+
 Status CudaBackend::import_hidden(const Batch& b, const float* h) {
   Impl& s = *impl_;
   if (b.size() != s.batch.size())
     return make_error("cuda backend: import_hidden of %zu rows into a step of %zu", b.size(),
                       s.batch.size());
-  LS_CUDA_TRY(cudaMemcpyAsync(s.h, h, b.size() * s.c.n_embd * sizeof(float), cudaMemcpyHostToDevice,
-                              s.stream));
-  // h is host memory that the caller may reuse once this returns.
+  const uint64_t bytes = b.size() * s.c.n_embd * sizeof(float);
+  if (s.hid_rows < b.size() && hidden_by_kernel()) {
+    // Room for the widest step, once; a failure leaves the copy engine's path.
+    if (s.hid_host) cudaFreeHost(s.hid_host);
+    s.hid_host = nullptr;
+    s.hid_dev = nullptr;
+    s.hid_rows = 0;
+    const uint64_t rows = std::max<uint64_t>(b.size(), s.cap);
+    void* p = nullptr;
+    void* d = nullptr;
+    if (cudaHostAlloc(&p, rows * s.c.n_embd * sizeof(float), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&d, p, 0) == cudaSuccess) {
+      s.hid_host = static_cast<float*>(p);
+      s.hid_dev = d;
+      s.hid_rows = rows;
+    } else {
+      if (p) cudaFreeHost(p);
+      (void)cudaGetLastError();
+    }
+  }
+  if (s.hid_rows >= b.size()) {
+    std::memcpy(s.hid_host, h, bytes);
+    LS_TRY(read_host_cuda(s.hid_dev, s.h, bytes, s.stream));
+  } else {
+    LS_CUDA_TRY(cudaMemcpyAsync(s.h, h, bytes, cudaMemcpyHostToDevice, s.stream));
+  }
+  // h (and the staging, which the next call overwrites) is host memory
+  // that must not change while the GPU reads it.
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   s.pending_add = false;
   return ok();

@@ -24,6 +24,7 @@
 #include "kernels/attention_decode_tc.cuh"
 #include "kernels/attention_decode.cuh"
 #include "kernels/embed.cuh"
+#include "kernels/host_read.cuh"
 #include "kernels/half.h"
 #include "kernels/kv_store.cuh"
 #include "kernels/pdl.cuh"
@@ -152,6 +153,33 @@ TEST_CASE("cuda ops: swiglu") {
     const double e = nmse(y, ref);
     MESSAGE("swiglu n=" << n << " nmse=" << e);
     CHECK(e < 1e-12);
+  }
+}
+
+TEST_CASE("cuda ops: reads of mapped host memory equal memcpy, any length; misalignment refused") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(11);
+  for (uint64_t n : {uint64_t{1}, uint64_t{15}, uint64_t{16}, uint64_t{17}, uint64_t{4103},
+                     uint64_t{1} << 20, (uint64_t{32} << 20) + 9}) {
+    void* host = nullptr;
+    void* view = nullptr;
+    REQUIRE(cudaHostAlloc(&host, n, cudaHostAllocMapped) == cudaSuccess);
+    REQUIRE(cudaHostGetDevicePointer(&view, host, 0) == cudaSuccess);
+    std::vector<uint8_t> src(n);
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    std::memcpy(host, src.data(), n);
+    DevBuf<uint8_t> dst(n + 16);
+    REQUIRE(cudaMemset(dst.p, 0xA5, n + 16) == cudaSuccess);
+    REQUIRE(read_host_cuda(view, dst.p, n, nullptr).ok());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const auto got = dst.download();
+    CHECK_MESSAGE(std::memcmp(got.data(), src.data(), n) == 0, "bytes " << n);
+    // Nothing past the end is written.
+    bool untouched = true;
+    for (uint64_t i = n; i < n + 16; ++i) untouched &= got[i] == 0xA5;
+    CHECK_MESSAGE(untouched, "bytes " << n << ": written past the end");
+    CHECK_FALSE(read_host_cuda(static_cast<const uint8_t*>(view) + 4, dst.p, 8, nullptr).ok());
+    cudaFreeHost(host);
   }
 }
 

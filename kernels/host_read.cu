@@ -1,0 +1,38 @@
+// Reads of mapped host memory into device memory: see host_read.cuh.
+#include "kernels/host_read.cuh"
+#include "runtime/cuda_util.cuh"
+
+namespace ls {
+namespace {
+
+__global__ void read_host_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                 uint64_t n16, const uint8_t* __restrict__ tail_src,
+                                 uint8_t* __restrict__ tail_dst, int tail) {
+  const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n16; i += stride)
+    dst[i] = src[i];
+  if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < tail)
+    tail_dst[threadIdx.x] = tail_src[threadIdx.x];
+}
+
+}  // namespace
+
+Status read_host_cuda(const void* src, void* dst, uint64_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return ok();
+  if (reinterpret_cast<uintptr_t>(src) % 16 != 0 || reinterpret_cast<uintptr_t>(dst) % 16 != 0)
+    return make_error("read_host_cuda: source and destination must be 16-byte aligned");
+  const uint64_t n16 = bytes / 16;
+  const int tail = static_cast<int>(bytes % 16);
+  // Enough loads in flight to cover the link's latency (each ~1-2 us): a
+  // block of 256 threads per 64 KiB, at most 1024 blocks.
+  const int threads = 256;
+  const uint64_t want = (n16 + 4095) / 4096;
+  const int blocks = static_cast<int>(want < 1 ? 1 : want > 1024 ? 1024 : want);
+  read_host_kernel<<<blocks, threads, 0, stream>>>(
+      static_cast<const uint4*>(src), static_cast<uint4*>(dst), n16,
+      static_cast<const uint8_t*>(src) + n16 * 16, static_cast<uint8_t*>(dst) + n16 * 16, tail);
+  LS_CUDA_LAUNCH_TRY();
+  return ok();
+}
+
+}  // namespace ls
