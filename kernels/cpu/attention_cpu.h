@@ -183,8 +183,11 @@ struct AttnCpuTuning {
   // shared counter: 16 threads' first two claims are 32 read-modify-writes
   // of one line, in turn, as the call starts (its threads started 0.6-3.8
   // us in). Any thread may run pool task r, so a late worker's blocks are
-  // still run.
-  bool static_start = false;
+  // still run. On the H200 machine's Xeon, 16 threads, 1k, 202 calls each:
+  // a call 49.3 / 48.6 us against 54.3 / 52.0 claimed (a thread's first
+  // block 7.1 against 9.9 us, the threads' ends 7.1 apart against 11.4);
+  // 4k-16k within the noise (bench/results/2026-12-05-h200-s33.md).
+  bool static_start = true;
   // Each key/value head's query heads as this many rows of their own (it
   // must divide the group; 1: off), every row run whole by one thread, no
   // split: one decode token of a 70B layer is 16 rows of 4 query heads for

@@ -39,8 +39,9 @@
 // --fold-pf off,on: a fold fetching the row's state and the partial before
 // merging (AttnCpuTuning::fold_prefetch; "/w" in the prefetch column: on).
 //
-// --start claim,static: a split call's first blocks claimed from the
-// counter or given by pool task (AttnCpuTuning::static_start; "/s": static).
+// --start static,claim: a split call's first blocks given by pool task
+// (the default) or claimed from the counter (AttnCpuTuning::static_start;
+// "/s" in the prefetch column: static).
 //
 // --group-split 1,2: each KV head's query heads as this many rows, run
 // whole (AttnCpuTuning::group_split; "/gN" in the prefetch column).
@@ -317,7 +318,7 @@ int main(int argc, char** argv) {
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
-  std::vector<bool> fold_pfs = {false}, statics = {false};
+  std::vector<bool> fold_pfs = {false}, statics = {true};  // the kernel's defaults
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
