@@ -50,7 +50,6 @@
 #include "model/kv_blocks.h"
 #include "model/kv_cache.h"
 #include "runtime/cuda_util.cuh"
-#include "runtime/env.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -866,22 +865,13 @@ Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t 
   return s.kv.write_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
 }
 
-namespace {
-// LS_HIDDEN_DMA=1: import_hidden through cudaMemcpyAsync as before (the copy
-// engine, behind the streamed layers), for A/B runs.
-bool hidden_by_kernel() {
-  static const bool v = env_int("LS_HIDDEN_DMA", 0, 0) == 0;
-  return v;
-}
-}  // namespace
-
 Status CudaBackend::import_hidden(const Batch& b, const float* h) {
   Impl& s = *impl_;
   if (b.size() != s.batch.size())
     return make_error("cuda backend: import_hidden of %zu rows into a step of %zu", b.size(),
                       s.batch.size());
   const uint64_t bytes = b.size() * s.c.n_embd * sizeof(float);
-  if (s.hid_rows < b.size() && hidden_by_kernel()) {
+  if (s.hid_rows < b.size() && s.opt.hidden_by_kernel) {
     // Room for the widest step, once; a failure leaves the copy engine's path.
     if (s.hid_host) cudaFreeHost(s.hid_host);
     s.hid_host = nullptr;

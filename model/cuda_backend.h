@@ -44,6 +44,15 @@ struct CudaBackendOptions {
   // Blocks of the paged cache's pool (model/kv_blocks.h, --kv-blocks); 0:
   // n_seq × ceil(n_ctx / kKvBlockLen), the memory of n_ctx positions a slot.
   uint32_t kv_blocks = 0;
+  // import_hidden (a hybrid plan's hidden state back from the CPU tier)
+  // read from pinned, mapped host memory by a kernel (kernels/host_read.cuh)
+  // instead of a cudaMemcpyAsync, which at widths over 2 (past 64 KiB)
+  // queues on the copy engine behind the streamed layer in flight: 65 ms of
+  // a 300 ms width-8 step on the H200 (bench/results/2026-12-05-h200-s33.md).
+  // Off until the GPU tests and an A/B have run on a device (the machine was
+  // lost before they did); LS_HIDDEN_READ=kernel turns it on
+  // (tools/backends.cpp).
+  bool hidden_by_kernel = false;
 };
 
 // Device memory the backend takes besides the layers, each line named, for

@@ -43,6 +43,12 @@ CudaBackendOptions cuda_options(const EngineOptions& opt) {
   co.act_q8 = opt.cpu_act == CpuAct::Q8;
   co.kv_type = opt.kv_type;
   co.kv_blocks = opt.kv_blocks;  // 0: n_seq x n_ctx positions' worth
+  // LS_HIDDEN_READ=kernel: CudaBackendOptions::hidden_by_kernel (an A/B
+  // switch until it has been measured on a device).
+  const char* hr = std::getenv("LS_HIDDEN_READ");
+  co.hidden_by_kernel = hr && std::strcmp(hr, "kernel") == 0;
+  if (hr && *hr && !co.hidden_by_kernel && std::strcmp(hr, "copy") != 0)
+    std::fprintf(stderr, "LS_HIDDEN_READ=%s: want kernel or copy; using copy\n", hr);
   return co;
 }
 #endif
@@ -143,7 +149,8 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
       st = cpu.begin(b);
       if (st.ok()) st = cpu.layer(static_cast<uint32_t>(held[i].layer), held[i].v);
       if (rep > 0)
-        t[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        t[i].push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   double cpu_bytes = 0, cpu_secs = 0;
   for (size_t i = 0; i < held.size() && st.ok(); ++i) {

@@ -49,9 +49,10 @@ std::vector<Tier> mix(const std::string& s, size_t n) {
   return t;
 }
 
-std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan,
-                                         bool embd_on_device) {
+std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan, bool embd_on_device,
+                                         bool hidden_by_kernel = false) {
   CudaBackendOptions co;
+  co.hidden_by_kernel = hidden_by_kernel;
   co.n_ctx = kCtx;
   co.max_batch = 16;
   for (Tier t : plan.layer_tier) co.resident.push_back(t == Tier::Resident);
@@ -201,6 +202,12 @@ TEST_CASE(
       CHECK(max_diff <= 2e-2 * max_ref);
       for (int s = 0; s < kGenerated; ++s)
         CHECK(argmax(got.data() + s * V, V) == argmax(ref.data() + s * V, V));
+      // The hidden state read back by a kernel (CudaBackendOptions::
+      // hidden_by_kernel) carries the same bytes as the copy: the same bits.
+      auto bk = backend_for(m, plan, false, true);
+      CpuBackend cpu_k(m.config(), m.globals(), kCtx, 1, KvType::F16, 4, CpuAct::Q8);
+      const std::vector<float> by_kernel = run(m, *bk, plan, 3, &cpu_k);
+      CHECK_MESSAGE(by_kernel == got, tiers << ": the kernel-read hidden state changed the logits");
     }
   }
 }
