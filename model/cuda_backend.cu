@@ -241,6 +241,7 @@ struct CudaBackend::Impl {
   float* hid_host = nullptr;
   const void* hid_dev = nullptr;  // its device address
   uint64_t hid_rows = 0;
+  bool hid_failed = false;    // mapping failed once: the copy from then on, no retry a step
   float2* rope_cs = nullptr;  // (cap, n_rot / 2): the step's RoPE cos and sin (rope_table_cuda)
 
   Batch batch;
@@ -871,7 +872,7 @@ Status CudaBackend::import_hidden(const Batch& b, const float* h) {
     return make_error("cuda backend: import_hidden of %zu rows into a step of %zu", b.size(),
                       s.batch.size());
   const uint64_t bytes = b.size() * s.c.n_embd * sizeof(float);
-  if (s.hid_rows < b.size() && s.opt.hidden_by_kernel) {
+  if (s.hid_rows < b.size() && s.opt.hidden_by_kernel && !s.hid_failed) {
     // Room for the widest step, once; a failure leaves the copy engine's path.
     if (s.hid_host) cudaFreeHost(s.hid_host);
     s.hid_host = nullptr;
@@ -888,6 +889,7 @@ Status CudaBackend::import_hidden(const Batch& b, const float* h) {
     } else {
       if (p) cudaFreeHost(p);
       (void)cudaGetLastError();
+      s.hid_failed = true;
     }
   }
   if (s.hid_rows >= b.size()) {
