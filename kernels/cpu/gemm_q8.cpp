@@ -45,6 +45,7 @@ struct JobG {
   GemmQ8Scratch* scratch;
   GemmQ8Kernel k;
   GemmQ8AmxTileFn amx;  // the AMX path's kernel, else null
+  bool direct;          // parts of a type the direct tile takes skip the pack
   GemmQ8AmxX* amx_panel;
   CpuIsa isa;
   int64_t n, nc, n_tok;
@@ -62,6 +63,8 @@ struct TaskRows {
   float* y;
   int64_t r0, r1, g0, g1;
   GemmQ8WChunk* tile;
+  uint64_t row_bytes;
+  bool packed;  // false: the direct tile reads the rows as they are
 };
 TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   const int64_t range = task % j.n_ranges, group = task / j.n_ranges;
@@ -75,6 +78,9 @@ TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   t.g0 = group * j.tokens_per_group;
   t.g1 = std::min(j.n_tok, t.g0 + j.tokens_per_group);
   t.tile = j.scratch->tile(thread);
+  t.row_bytes = j.row_bytes[p];
+  t.packed = !(j.direct && gemm_q8_direct_supported(t.w->type));
+  if (!t.packed) return t;
   const uint8_t* rows = static_cast<const uint8_t*>(t.w->data);
   for (int64_t r = t.r0; r < t.r1; ++r)
     gemm_q8_pack_w(t.w->type, rows + r * j.row_bytes[p], j.n, t.tile + (r - t.r0) * j.nc, j.isa,
@@ -88,6 +94,17 @@ void run_task(const JobG& j, int64_t task, int thread) {
   float* y = tr.y;
   const int64_t r0 = tr.r0, r1 = tr.r1, g0 = tr.g0, g1 = tr.g1;
   GemmQ8WChunk* tile = tr.tile;
+  if (!tr.packed) {  // the direct tile: kGemmQ8DirectRows rows at a time, all the group's tokens
+    const uint8_t* rows = static_cast<const uint8_t*>(w.data);
+    for (int64_t r = r0; r < r1; r += kGemmQ8DirectRows)
+      for (int64_t t = g0; t < g1; t += kGemmQ8DirectToks)
+        gemm_q8_direct_avx512(w.type, rows + r * tr.row_bytes, tr.row_bytes,
+                              static_cast<int>(std::min<int64_t>(kGemmQ8DirectRows, r1 - r)),
+                              j.panel + t * j.nc,
+                              static_cast<int>(std::min<int64_t>(kGemmQ8DirectToks, g1 - t)),
+                              j.nc, y + t * w.n_out + r, w.n_out);
+    return;
+  }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
     const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
     for (int64_t r = r0; r < r1; r += j.k.rows) {
@@ -155,6 +172,21 @@ bool pairs_wanted(const GemmQ8Tuning& tune) {
   return want && gemm_q8_pairs_supported();
 }
 
+// The direct tile (GemmQ8Tuning::direct; LS_GEMM_DIRECT=1 turns it on for
+// whole runs), for calls of at most kGemmQ8DirectToks tokens on the pairs
+// tile's path (it reads the pairs panel). Past 8 tokens the pack pays for
+// itself: on Zen 4 from L2 even at 12 tokens, 0.9x at 16 and 32.
+bool direct_env() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_GEMM_DIRECT");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  return on;
+}
+bool direct_wanted(const GemmQ8Tuning& tune, int64_t n_tok) {
+  return (tune.direct == 1 || (tune.direct < 0 && direct_env())) && n_tok <= kGemmQ8DirectToks;
+}
+
 }  // namespace
 
 bool gemm_q8_pairs_supported() {
@@ -209,6 +241,7 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.k = j.amx ? GemmQ8Kernel{nullptr, kGemmQ8AmxRows, kGemmQ8AmxToks, "amx"} : gemm_q8_kernel(isa);
   if (!j.amx && j.k.tile == gemm_q8_tile_avx512vnni && pairs_wanted(tune))
     j.k = GemmQ8Kernel{gemm_q8_tile_avx512vnni_pairs, 4, 4, "avx512vnni-pairs"};
+  j.direct = j.k.tile == gemm_q8_tile_avx512vnni_pairs && direct_wanted(tune, n_tok);
   j.isa = isa;
   j.n = x.n;
   j.nc = gemm_q8_chunks(x.n);
@@ -302,11 +335,16 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
 // 2x. The AVX-512 machine is not measured yet: 8 as well, which keeps the
 // decode widths its dot was tuned for. The portable tile has no reuse to win
 // with: the dot.
+//
+// With the direct tile (LS_GEMM_DIRECT=1), from 4 tokens on AVX-512: on Zen 4
+// (2 threads, 70b shapes from DRAM) it read 1.07-1.45x the dot at 4 tokens
+// and lost to it at 2 (bench/results/2026-12-05-s34-no-device.md).
 int64_t gemm_q8_min_tokens(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx2:
-    case CpuIsa::Avx512:
       return 8;
+    case CpuIsa::Avx512:
+      return direct_env() && gemm_q8_pairs_supported() ? 4 : 8;
     default:
       return INT64_MAX;
   }

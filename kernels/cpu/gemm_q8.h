@@ -32,6 +32,10 @@
 //                127; Q5_K 4, Q6_K 2, Q8_0 1, then madd to int32); per chunk
 //                and (row, token) the float step of the lane form.
 //   avx512vnni : 4 rows × 4 tokens, vpdpbusd into int32 (two slices per zmm).
+//   direct     : 2 rows × up to 8 tokens with no weight pack: the rows'
+//                GGUF blocks decoded into the interleaved order in
+//                registers (gemm_q8_direct_avx512.cpp; Q4_K, AVX-512 VNNI,
+//                calls of 4-8 tokens, opt-in: GemmQ8Tuning::direct).
 //   portable   : 1 × 1, plain C++ over the same layouts.
 //   amx        : 16 rows × 32 tokens on the tile unit, from 16 tokens on
 //                CPUs that have it (kernels/cpu/gemm_q8_amx.h: natural-order
@@ -46,7 +50,8 @@
 //          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
 //          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
-//          gemm_q8_min_tokens(), gemm_q8_tile_avx512vnni_pairs(), gemm_q8_pairs_supported()
+//          gemm_q8_min_tokens(), gemm_q8_tile_avx512vnni_pairs(), gemm_q8_pairs_supported(),
+//          gemm_q8_direct_supported(), gemm_q8_direct_avx512(), kGemmQ8DirectToks
 #pragma once
 
 #include <cstdint>
@@ -140,6 +145,13 @@ void gemm_q8_tile_avx512vnni_pairs(GgmlType t, const GemmQ8WChunk* w, int n_rows
                                    int64_t ldy);
 // Whether this CPU runs the pairs tile.
 bool gemm_q8_pairs_supported();
+// The direct tile (gemm_q8_direct_avx512.cpp, the same bits; GemmQ8Tuning::
+// direct): n_rows (1 to kGemmQ8DirectRows) rows of type t straight from their GGUF bytes (row
+// r at w + r * row_bytes) times n_tok (1-8) tokens of a pairs panel (x at an
+// even token), no weight pack. Whether it takes type t on this CPU:
+bool gemm_q8_direct_supported(GgmlType t);
+void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
+                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy);
 // The kernel for isa (Avx512 without VNNI runs avx2's, as dot_q8_fn).
 GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
 
@@ -199,7 +211,13 @@ struct GemmQ8Tuning {
   // 1.1-1.45x the one-token tile at 8-32 tokens on the GPU machine's Xeon
   // (bench/results/2026-12-03-h200-s21.md).
   int pairs = -1;
+  // The direct tile for calls of at most kGemmQ8DirectToks tokens, on the
+  // parts whose type it takes (gemm_q8_direct_supported; the pairs tile's
+  // path packs the others): 1 on, 0 off, -1 on if LS_GEMM_DIRECT=1 (off
+  // until measured on the GPU machine's Xeon).
+  int direct = -1;
 };
+inline constexpr int kGemmQ8DirectToks = 8, kGemmQ8DirectRows = 8;
 
 // How gemm_q8_parts cuts a call (gemm_q8_plan computes it; the CPU backend
 // sizes the scratch with it).

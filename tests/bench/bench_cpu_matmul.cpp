@@ -40,6 +40,9 @@
 //   --amx off,on          gemm on the ISA's tile kernel, on AMX's tile unit
 //       (kernels/cpu/gemm_q8_amx.h; "on" where the CPU has it; its bound is
 //       the memory's alone: no peak of the tile unit is measured)
+//   --direct off,on       gemm through the direct tile (no weight pack;
+//       AVX-512 VNNI, at most 8 tokens, the types it takes; kernels/cpu/
+//       gemm_q8_direct_avx512.cpp)
 //   --form lanes,chunks   the int8 arithmetic: the lane form (kernels/cpu/
 //       q8_lanes.h) or the K-quants' chunk form (kernels/cpu/q8_chunks.h:
 //       its dot, and its GEMM on the tile unit only)
@@ -209,7 +212,7 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"}, paths = {"dot", "gemm"};
   std::vector<int> panel_kibs = {0};
-  std::vector<std::string> amx_names = {"off", "on"}, forms = {"lanes"};
+  std::vector<std::string> amx_names = {"off", "on"}, forms = {"lanes"}, direct_names = {"off"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
                    pfs = {CpuMatmulTuning{}.prefetch_rows},
                    hints = {CpuMatmulTuning{}.prefetch_hint};
@@ -247,6 +250,8 @@ int main(int argc, char** argv) {
       for (auto& s : split(next())) panel_kibs.push_back(std::atoi(s.c_str()));
     } else if (a == "--amx") {
       amx_names = split(next());
+    } else if (a == "--direct") {
+      direct_names = split(next());
     } else if (a == "--form") {
       forms = split(next());
     } else if (a == "--mem") {
@@ -408,10 +413,20 @@ int main(int argc, char** argv) {
                         const bool amx = am == "on";
                         if (amx && (i != CpuIsa::Avx512 || !cpu_amx_usable())) continue;
                         GemmQ8Tuning gt{int64_t{0}, 0, 0, amx ? GemmQ8Amx::On : GemmQ8Amx::Off};
-                        for (int kib : panel_kibs) {
-                          gt.panel_bytes = int64_t{kib} << 10;
-                          vs.push_back(
-                              {amx ? "amx" : gemm_q8_kernel(i).name, false, i, act, true, {}, gt});
+                        for (const std::string& dn : direct_names) {
+                          const bool direct = dn == "on";
+                          // The direct tile: AVX-512 VNNI, at most its tokens, its types.
+                          if (direct && (amx || i != CpuIsa::Avx512 || !gemm_q8_direct_supported(*t) ||
+                                         nt > kGemmQ8DirectToks))
+                            continue;
+                          gt.direct = direct ? 1 : 0;
+                          for (int kib : panel_kibs) {
+                            gt.panel_bytes = int64_t{kib} << 10;
+                            vs.push_back({amx      ? "amx"
+                                          : direct ? "avx512vnni-direct"
+                                                   : gemm_q8_kernel(i).name,
+                                          false, i, act, true, {}, gt});
+                          }
                         }
                       }
                       continue;

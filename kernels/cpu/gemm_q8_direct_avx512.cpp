@@ -1,0 +1,238 @@
+// The direct tile (kernels/cpu/gemm_q8.h, gemm_q8_direct_avx512): the
+// GEMM at 1-8 tokens with no weight pack. The pairs tile's path packs each
+// weight row into the interleaved layout (an 8 x 8 transpose of 4-byte
+// groups, the scales as floats, 384 bytes a chunk written and read back)
+// and then runs 4 rows x 4 tokens from the pack. At 8 tokens a row chunk
+// meets only 8 tokens, so the pack is a large share of the work (perf on
+// Zen 4 from L2: 36 % of the GEMM at 8 tokens, bench/results/2026-12-05-
+// s34-no-device.md), on the same vector ports as the products.
+//
+// Here a tile is 2 rows x up to 8 tokens, read straight from the GGUF
+// blocks: a zmm holds one slice (4 values of each of the 8 blocks, the
+// interleaved order of kernels/cpu/gemm_q8.h) of row a in lanes 0-7 and of
+// row b in lanes 8-15, and each token's slice is broadcast to both halves
+// from the pairs panel (GemmQ8XPair). For Q4_K, block 2g of a chunk is the
+// low nibbles of its qs bytes 32g.., block 2g + 1 the high nibbles, so
+// slice v's lane 2g and 2g + 1 both come from qs dword 8g + v:
+//   stage 1  per row, two vpermt2d over the 128 qs bytes: lanes 4v' + g =
+//            dword 8g + v (v = v' and v' + 4 for the two results);
+//   stage 2  per slice, one vpermt2d over both rows' stage-1 vectors puts
+//            each dword in its two lanes, a per-lane shift (0 or 4) and a
+//            mask leave the nibble.
+// That is 7 vector operations a row chunk in place of the pack. The scales
+// (d * sc and dmin * mn, one float multiply each, as the packer makes them)
+// are computed for both rows at once. Then per token the lane form's steps
+// on 16 lanes (two rows): vpdpbusd per slice, and per chunk
+// acc + (s * d) * float(I), acc - m * ds: the same operations in the same
+// order as every other path, so the same bits (tests/unit/kernels/
+// test_cpu_gemm_q8.cpp checks them with memcmp).
+// defines: gemm_q8_direct_avx512, gemm_q8_direct_supported (kernels/cpu/gemm_q8.h)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <cassert>
+#include <cstring>
+
+#include "kernels/cpu/gemm_q8.h"
+#include "kernels/cpu/k4_scales.h"
+#include "kernels/cpu/pack_prefetch.h"
+#include "kernels/quant_blocks.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, see dot_avx512.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+
+#define LS_DIRECT \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define LS_UNROLL _Pragma("GCC unroll 16")
+
+namespace ls {
+namespace {
+
+// Stage 1: lanes 4v' + g = qs dword 8g + v' + v0 (the second table's dwords
+// are 16..31).
+struct Stage1 {
+  alignas(64) int32_t i[2][16];
+  constexpr Stage1() : i{} {
+    for (int h = 0; h < 2; ++h)
+      for (int v = 0; v < 4; ++v)
+        for (int g = 0; g < 4; ++g) i[h][4 * v + g] = 8 * g + v + 4 * h;
+  }
+};
+// Stage 2, slice v' of a stage-1 pair (row a's vector first, row b's
+// second): lanes 2g, 2g + 1 = row a's lane 4v' + g; lanes 8 + 2g, 9 + 2g
+// the same of row b.
+struct Stage2 {
+  alignas(64) int32_t i[4][16];
+  constexpr Stage2() : i{} {
+    for (int v = 0; v < 4; ++v)
+      for (int g = 0; g < 4; ++g)
+        for (int e = 0; e < 2; ++e) {
+          i[v][2 * g + e] = 4 * v + g;
+          i[v][8 + 2 * g + e] = 16 + 4 * v + g;
+        }
+  }
+};
+// The nibble of each lane: low (even lanes: block 2g), high (odd lanes).
+struct Shifts {
+  alignas(64) int32_t i[16];
+  constexpr Shifts() : i{} {
+    for (int l = 0; l < 16; ++l) i[l] = 4 * (l & 1);
+  }
+};
+// [d_a x 8 | d_b x 8] and [dmin_a x 8 | dmin_b x 8] from [d_a, dmin_a, d_b, dmin_b].
+struct DIdx {
+  alignas(64) int32_t d[16], dmin[16];
+  constexpr DIdx() : d{}, dmin{} {
+    for (int l = 0; l < 16; ++l) {
+      d[l] = l < 8 ? 0 : 2;
+      dmin[l] = l < 8 ? 1 : 3;
+    }
+  }
+};
+constexpr Stage1 kStage1{};
+constexpr Stage2 kStage2{};
+constexpr Shifts kShifts{};
+constexpr DIdx kDIdx{};
+
+LS_DIRECT inline __m512i ld(const int32_t* p) {
+  return _mm512_load_si512(p);
+}
+
+LS_DIRECT inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// s = [d_a * sc_a | d_b * sc_b] and m = [dmin_a * mn_a | dmin_b * mn_b] of a
+// chunk of each row (ba, bb: the BlockQ4_K).
+LS_DIRECT inline void q4k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s, __m512* m) {
+  uint64_t sca, mna, scb, mnb;
+  k4_scale_min_bytes(ba + 4, &sca, &mna);
+  k4_scale_min_bytes(bb + 4, &scb, &mnb);
+  const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+      _mm_set_epi64x(static_cast<int64_t>(scb), static_cast<int64_t>(sca))));
+  const __m512 mnf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+      _mm_set_epi64x(static_cast<int64_t>(mnb), static_cast<int64_t>(mna))));
+  uint32_t da, db;
+  std::memcpy(&da, ba, 4);
+  std::memcpy(&db, bb, 4);
+  const __m512 dd = _mm512_castps128_ps512(
+      _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(db), static_cast<int>(da))));
+  *s = _mm512_mul_ps(_mm512_permutexvar_ps(ld(kDIdx.d), dd), scf);
+  *m = _mm512_mul_ps(_mm512_permutexvar_ps(ld(kDIdx.dmin), dd), mnf);
+}
+
+// Rows a and b (b may be a again: computed, not stored) x T tokens of the
+// pairs panel x (token t: pair t / 2, half t & 1).
+template <int T>
+LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
+                        bool two, float* y, int64_t ldy) {
+  constexpr int NP = (T + 1) / 2;
+  __m512 acc[T];
+  LS_UNROLL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i sh = ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
+  constexpr int64_t kB = sizeof(BlockQ4_K);
+  const int64_t ahead = kB * cpu_pack_ahead();
+  for (int64_t c = 0; c < nc; ++c) {
+    const uint8_t* ba = wa + kB * c;
+    const uint8_t* bb = wb + kB * c;
+    if (ahead > 0) {
+      prefetch_span(ba, ahead, kB);
+      prefetch_span(bb, ahead, kB);
+    }
+    const GemmQ8XPair* xc[NP];
+    LS_UNROLL
+    for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
+    const __m512i la0 = _mm512_loadu_si512(ba + 16), la1 = _mm512_loadu_si512(ba + 80);
+    const __m512i lb0 = _mm512_loadu_si512(bb + 16), lb1 = _mm512_loadu_si512(bb + 80);
+    __m512i A[T];
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
+    LS_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const __m512i sa = _mm512_permutex2var_epi32(la0, ld(kStage1.i[h]), la1);
+      const __m512i sb = _mm512_permutex2var_epi32(lb0, ld(kStage1.i[h]), lb1);
+#pragma GCC unroll 1
+      for (int v = 0; v < 4; ++v) {
+        __m512i W = _mm512_permutex2var_epi32(sa, ld(kStage2.i[v]), sb);
+        W = _mm512_and_si512(_mm512_srlv_epi32(W, sh), m0f);
+        const int off = 64 * (4 * h + v);
+        LS_UNROLL
+        for (int t = 0; t < T; ++t) {
+          const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
+              reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
+          A[t] = _mm512_dpbusd_epi32(A[t], W, X);
+        }
+      }
+    }
+    __m512 s, m;
+    q4k_scales(ba, bb, &s, &m);
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) {
+      const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
+      const __m512 ds = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds + 8 * (t & 1)));
+      __m512 a = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t])));
+      acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m, ds));
+    }
+  }
+  LS_UNROLL
+  for (int t = 0; t < T; ++t) {
+    y[t * ldy] = hsum(_mm512_castps512_ps256(acc[t]));
+    if (two) y[t * ldy + 1] = hsum(_mm512_extractf32x8_ps(acc[t], 1));
+  }
+}
+
+
+}  // namespace
+
+bool gemm_q8_direct_supported(GgmlType t) {
+  return t == GgmlType::Q4_K && gemm_q8_pairs_supported();
+}
+
+void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
+                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
+  assert(t == GgmlType::Q4_K && n_rows >= 1 && n_rows <= kGemmQ8DirectRows && n_tok >= 1 &&
+         n_tok <= kGemmQ8DirectToks);
+  (void)t;
+  const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
+  for (int r = 0; r < n_rows; r += 2) {
+    const uint8_t* wa = w + r * row_bytes;
+    const uint8_t* wb = r + 1 < n_rows ? wa + row_bytes : wa;
+    const bool two = r + 1 < n_rows;
+    float* yr = y + r;
+    switch (n_tok) {
+      case 1: q4k_tile<1>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 2: q4k_tile<2>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 3: q4k_tile<3>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 4: q4k_tile<4>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 5: q4k_tile<5>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 6: q4k_tile<6>(wa, wb, xp, nc, two, yr, ldy); break;
+      case 7: q4k_tile<7>(wa, wb, xp, nc, two, yr, ldy); break;
+      default: q4k_tile<8>(wa, wb, xp, nc, two, yr, ldy); break;
+    }
+  }
+}
+
+}  // namespace ls
+
+#else  // not x86: never called (gemm_q8_direct_supported is false), but must link.
+
+namespace ls {
+bool gemm_q8_direct_supported(GgmlType) {
+  return false;
+}
+void gemm_q8_direct_avx512(GgmlType, const uint8_t*, uint64_t, int, const GemmQ8XChunk*, int,
+                           int64_t, float*, int64_t) {}
+}  // namespace ls
+
+#endif
