@@ -101,8 +101,8 @@ void run_task(const JobG& j, int64_t task, int thread) {
         gemm_q8_direct_avx512(w.type, rows + r * tr.row_bytes, tr.row_bytes,
                               static_cast<int>(std::min<int64_t>(kGemmQ8DirectRows, r1 - r)),
                               j.panel + t * j.nc,
-                              static_cast<int>(std::min<int64_t>(kGemmQ8DirectToks, g1 - t)),
-                              j.nc, y + t * w.n_out + r, w.n_out);
+                              static_cast<int>(std::min<int64_t>(kGemmQ8DirectToks, g1 - t)), j.nc,
+                              y + t * w.n_out + r, w.n_out);
     return;
   }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
@@ -172,14 +172,14 @@ bool pairs_wanted(const GemmQ8Tuning& tune) {
   return want && gemm_q8_pairs_supported();
 }
 
-// The direct tile (GemmQ8Tuning::direct; LS_GEMM_DIRECT=1 turns it on for
+// The direct tile (GemmQ8Tuning::direct; LS_GEMM_DIRECT=0 turns it off for
 // whole runs), for calls of at most kGemmQ8DirectToks tokens on the pairs
 // tile's path (it reads the pairs panel). Past 8 tokens the pack pays for
 // itself: on Zen 4 from L2 even at 12 tokens, 0.9x at 16 and 32.
 bool direct_env() {
   static const bool on = [] {
     const char* e = std::getenv("LS_GEMM_DIRECT");
-    return e && std::strcmp(e, "1") == 0;
+    return !(e && std::strcmp(e, "0") == 0);
   }();
   return on;
 }
@@ -336,9 +336,9 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
 // decode widths its dot was tuned for. The portable tile has no reuse to win
 // with: the dot.
 //
-// With the direct tile (LS_GEMM_DIRECT=1), from 4 tokens on AVX-512: on Zen 4
-// (2 threads, 70b shapes from DRAM) it read 1.07-1.45x the dot at 4 tokens
-// and lost to it at 2 (bench/results/2026-12-05-s34-no-device.md).
+// With the direct tile (unless LS_GEMM_DIRECT=0), from 4 tokens on AVX-512
+// VNNI: on Zen 4 (2 threads, 70b shapes from DRAM) it read 1.07-1.45x the
+// dot at 4 tokens and lost to it at 2 (bench/results/2026-12-05-s34-no-device.md).
 int64_t gemm_q8_min_tokens(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx2:

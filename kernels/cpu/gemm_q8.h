@@ -34,8 +34,8 @@
 //   avx512vnni : 4 rows × 4 tokens, vpdpbusd into int32 (two slices per zmm).
 //   direct     : 2 rows × up to 8 tokens with no weight pack: the rows'
 //                GGUF blocks decoded into the interleaved order in
-//                registers (gemm_q8_direct_avx512.cpp; Q4_K, AVX-512 VNNI,
-//                calls of 4-8 tokens, opt-in: GemmQ8Tuning::direct).
+//                registers (gemm_q8_direct_avx512.cpp; AVX-512 VNNI, Q4_K and
+//                Q6_K, calls of 4-8 tokens: GemmQ8Tuning::direct).
 //   portable   : 1 × 1, plain C++ over the same layouts.
 //   amx        : 16 rows × 32 tokens on the tile unit, from 16 tokens on
 //                CPUs that have it (kernels/cpu/gemm_q8_amx.h: natural-order
@@ -46,7 +46,8 @@
 // per block each row tile (in L1) meets the block's tokens, a tile of tokens
 // at a time. So a weight row is read from memory and packed once per call,
 // and x comes from L2. Threads split rows, and tokens where rows are few.
-// defines: GemmQ8XChunk, GemmQ8XPair, gemm_q8_pack_x_pairs(), GemmQ8WChunk, GemmQ8TileFn, GemmQ8Kernel, gemm_q8_kernel(),
+// defines: GemmQ8XChunk, GemmQ8XPair, gemm_q8_pack_x_pairs(), GemmQ8WChunk, GemmQ8TileFn,
+// GemmQ8Kernel, gemm_q8_kernel(),
 //          gemm_q8_pack_x(), gemm_q8_pack_w(), gemm_q8_pack_x_from(), gemm_q8_pack_x_avx2(),
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
 //          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
@@ -83,8 +84,8 @@ static_assert(sizeof(GemmQ8XChunk) == 416, "GemmQ8XChunk is 416 bytes");
 // 2p (2p · nc chunks) is pair p's. A batch of odd length repeats its last
 // token as the last pair's second (computed, never stored).
 struct alignas(32) GemmQ8XPair {
-  int8_t q[512];      // slice v: token 2p's 32 bytes, then 2p + 1's
-  float d[16];        // token 2p's 8 blocks, then 2p + 1's
+  int8_t q[512];  // slice v: token 2p's 32 bytes, then 2p + 1's
+  float d[16];    // token 2p's 8 blocks, then 2p + 1's
   float ds[16];
   float ds_lo[16];
   float ds_hi[16];
@@ -213,8 +214,10 @@ struct GemmQ8Tuning {
   int pairs = -1;
   // The direct tile for calls of at most kGemmQ8DirectToks tokens, on the
   // parts whose type it takes (gemm_q8_direct_supported; the pairs tile's
-  // path packs the others): 1 on, 0 off, -1 on if LS_GEMM_DIRECT=1 (off
-  // until measured on the GPU machine's Xeon).
+  // path packs the others): 1 on, 0 off, -1 on unless LS_GEMM_DIRECT=0.
+  // Measured on Zen 4 only (1.2-1.3x the pairs tile at 8 tokens; the
+  // engine's widths 6-8 12-24 % faster: bench/results/2026-12-05-s34-no-
+  // device.md); the GPU machine's Xeon is still to run it.
   int direct = -1;
 };
 inline constexpr int kGemmQ8DirectToks = 8, kGemmQ8DirectRows = 8;

@@ -19,11 +19,14 @@
 //   stage 2  per slice, one vpermt2d over both rows' stage-1 vectors puts
 //            each dword in its two lanes, a per-lane shift (0 or 4) and a
 //            mask leave the nibble.
-// That is 7 vector operations a row chunk in place of the pack. The scales
+// That is 7 vector operations a row chunk in place of the pack (Q6_K: the
+// same stage 1 over ql, and per slice a second vpermt2d that brings the qh
+// bits, 13). The scales
 // (d * sc and dmin * mn, one float multiply each, as the packer makes them)
 // are computed for both rows at once. Then per token the lane form's steps
 // on 16 lanes (two rows): vpdpbusd per slice, and per chunk
-// acc + (s * d) * float(I), acc - m * ds: the same operations in the same
+// acc + (s * d) * float(I), acc - m * ds (Q6_K: per group of 16, as the
+// pairs tile does them): the same operations in the same
 // order as every other path, so the same bits (tests/unit/kernels/
 // test_cpu_gemm_q8.cpp checks them with memcmp).
 // defines: gemm_q8_direct_avx512, gemm_q8_direct_supported (kernels/cpu/gemm_q8.h)
@@ -118,10 +121,10 @@ LS_DIRECT inline void q4k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s
   uint64_t sca, mna, scb, mnb;
   k4_scale_min_bytes(ba + 4, &sca, &mna);
   k4_scale_min_bytes(bb + 4, &scb, &mnb);
-  const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-      _mm_set_epi64x(static_cast<int64_t>(scb), static_cast<int64_t>(sca))));
-  const __m512 mnf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-      _mm_set_epi64x(static_cast<int64_t>(mnb), static_cast<int64_t>(mna))));
+  const __m512 scf = _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(scb), static_cast<int64_t>(sca))));
+  const __m512 mnf = _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_set_epi64x(static_cast<int64_t>(mnb), static_cast<int64_t>(mna))));
   uint32_t da, db;
   std::memcpy(&da, ba, 4);
   std::memcpy(&db, bb, 4);
@@ -181,7 +184,8 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     for (int t = 0; t < T; ++t) {
       const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
       const __m512 ds = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds + 8 * (t & 1)));
-      __m512 a = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t])));
+      __m512 a =
+          _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t])));
       acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m, ds));
     }
   }
@@ -192,34 +196,181 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
   }
 }
 
+// ---- Q6_K ----
+// Block j = 4n + k of a chunk (n: its half of 128 values, k = 0..3): value
+// 32k + l of the half is ql byte 64n + 32 (k & 1) + l (low nibble for k < 2,
+// high for k >= 2) and bits 2k, 2k + 1 of qh byte 32n + l (ggml's layout).
+// So slice v's lane j takes ql dword 16n + 8 (k & 1) + v = 8q + v with q =
+// 2n + (k & 1): the Q4_K stage 1 gives it at lane 4v' + q, and stage 2
+// places it by q here; and qh dword 8n + v of the row's 16, one vpermt2d
+// over both rows' qh a slice, turned so that bits 2k, 2k + 1 land at 4, 5.
+struct Q6Stage2 {
+  alignas(64) int32_t ql[4][16], qh[8][16];
+  constexpr Q6Stage2() : ql{}, qh{} {
+    for (int j = 0; j < 8; ++j) {
+      const int n = j / 4, k = j % 4;
+      for (int v = 0; v < 4; ++v) {
+        ql[v][j] = 4 * v + 2 * n + (k & 1);
+        ql[v][8 + j] = 16 + 4 * v + 2 * n + (k & 1);
+      }
+      for (int v = 0; v < 8; ++v) {
+        qh[v][j] = 8 * n + v;
+        qh[v][8 + j] = 16 + 8 * n + v;
+      }
+    }
+  }
+};
+struct Q6Turns {
+  alignas(64) int32_t nib[16], rot[16];
+  constexpr Q6Turns() : nib{}, rot{} {
+    for (int l = 0; l < 16; ++l) {
+      const int k = l % 4;
+      nib[l] = k >= 2 ? 4 : 0;
+      rot[l] = (4 - 2 * k + 32) % 32;
+    }
+  }
+};
+// [d_a x 8 | d_b x 8] from [d_a, d_b].
+struct Q6DIdx {
+  alignas(64) int32_t d[16];
+  constexpr Q6DIdx() : d{} {
+    for (int l = 0; l < 16; ++l) d[l] = l < 8 ? 0 : 1;
+  }
+};
+constexpr Q6Stage2 kQ6Stage2{};
+constexpr Q6Turns kQ6Turns{};
+constexpr Q6DIdx kQ6DIdx{};
+
+// s_lo = [d_a * sc_a[2j] | d_b * sc_b[2j]], s_hi the same of sc[2j + 1] (the
+// unpacker's d * sc, one multiply).
+LS_DIRECT inline void q6k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s_lo, __m512* s_hi) {
+  const __m256i sc = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(bb + 192),
+                                         reinterpret_cast<const __m128i*>(ba + 192));
+  // Within each row's 16 bytes: evens, then odds; then [a evens, b evens | a odds, b odds].
+  const __m256i eo = _mm256_permute4x64_epi64(
+      _mm256_shuffle_epi8(
+          sc, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8,
+                               10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)),
+      _MM_SHUFFLE(3, 1, 2, 0));
+  uint16_t da, db;
+  std::memcpy(&da, ba + 208, 2);
+  std::memcpy(&db, bb + 208, 2);
+  const __m512 d = _mm512_permutexvar_ps(
+      ld(kQ6DIdx.d), _mm512_castps128_ps512(_mm_cvtph_ps(_mm_set_epi16(
+                         0, 0, 0, 0, 0, 0, static_cast<short>(db), static_cast<short>(da)))));
+  *s_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(eo))));
+  *s_hi =
+      _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(eo, 1))));
+}
+
+template <int T>
+LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
+                        bool two, float* y, int64_t ldy) {
+  constexpr int NP = (T + 1) / 2;
+  __m512 acc[T];
+  LS_UNROLL
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i nib = ld(kQ6Turns.nib), rot = ld(kQ6Turns.rot);
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512 k32 = _mm512_set1_ps(32.0f);
+  constexpr int64_t kB = sizeof(BlockQ6_K);
+  const int64_t ahead = kB * cpu_pack_ahead();
+  for (int64_t c = 0; c < nc; ++c) {
+    const uint8_t* ba = wa + kB * c;
+    const uint8_t* bb = wb + kB * c;
+    if (ahead > 0) {
+      prefetch_span(ba, ahead, kB);
+      prefetch_span(bb, ahead, kB);
+    }
+    const GemmQ8XPair* xc[NP];
+    LS_UNROLL
+    for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
+    const __m512i la0 = _mm512_loadu_si512(ba), la1 = _mm512_loadu_si512(ba + 64);
+    const __m512i lb0 = _mm512_loadu_si512(bb), lb1 = _mm512_loadu_si512(bb + 64);
+    const __m512i ha = _mm512_loadu_si512(ba + 128), hb = _mm512_loadu_si512(bb + 128);
+    __m512 s[2];
+    q6k_scales(ba, bb, &s[0], &s[1]);
+    // Slices 0-3 hold each block's first 16 values (its lo group), 4-7 its
+    // last 16: each group's term is added as it is done, the lane form's order.
+    LS_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const __m512i sa = _mm512_permutex2var_epi32(la0, ld(kStage1.i[h]), la1);
+      const __m512i sb = _mm512_permutex2var_epi32(lb0, ld(kStage1.i[h]), lb1);
+      __m512i A[T];
+      LS_UNROLL
+      for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
+#pragma GCC unroll 1
+      for (int v = 0; v < 4; ++v) {
+        const __m512i lo =
+            _mm512_srlv_epi32(_mm512_permutex2var_epi32(sa, ld(kQ6Stage2.ql[v]), sb), nib);
+        const __m512i hi = _mm512_and_si512(
+            _mm512_rolv_epi32(_mm512_permutex2var_epi32(ha, ld(kQ6Stage2.qh[4 * h + v]), hb), rot),
+            m30);
+        const __m512i W = _mm512_ternarylogic_epi32(lo, m0f, hi, 0xEA);  // (lo & m0f) | hi
+        const int off = 64 * (4 * h + v);
+        LS_UNROLL
+        for (int t = 0; t < T; ++t) {
+          const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
+              reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
+          A[t] = _mm512_dpbusd_epi32(A[t], W, X);
+        }
+      }
+      LS_UNROLL
+      for (int t = 0; t < T; ++t) {
+        const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
+        acc[t] =
+            _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s[h], d), _mm512_cvtepi32_ps(A[t])));
+      }
+    }
+    const __m512 m_lo = _mm512_mul_ps(k32, s[0]), m_hi = _mm512_mul_ps(k32, s[1]);
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) {
+      const __m512 dl = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_lo + 8 * (t & 1)));
+      const __m512 dh = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_hi + 8 * (t & 1)));
+      const __m512 a = _mm512_sub_ps(acc[t], _mm512_mul_ps(m_lo, dl));
+      acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m_hi, dh));
+    }
+  }
+  LS_UNROLL
+  for (int t = 0; t < T; ++t) {
+    y[t * ldy] = hsum(_mm512_castps512_ps256(acc[t]));
+    if (two) y[t * ldy + 1] = hsum(_mm512_extractf32x8_ps(acc[t], 1));
+  }
+}
 
 }  // namespace
 
 bool gemm_q8_direct_supported(GgmlType t) {
-  return t == GgmlType::Q4_K && gemm_q8_pairs_supported();
+  return (t == GgmlType::Q4_K || t == GgmlType::Q6_K) && gemm_q8_pairs_supported();
 }
+
+namespace {
+using DirectTileFn = void (*)(const uint8_t*, const uint8_t*, const GemmQ8XPair*, int64_t, bool,
+                              float*, int64_t);
+// The tile of each token count, per type.
+template <int T>
+struct Q4k {
+  static constexpr DirectTileFn fn = q4k_tile<T>;
+};
+template <int T>
+struct Q6k {
+  static constexpr DirectTileFn fn = q6k_tile<T>;
+};
+template <template <int> class K>
+constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1>::fn, K<2>::fn, K<3>::fn, K<4>::fn,
+                                                    K<5>::fn, K<6>::fn, K<7>::fn, K<8>::fn};
+}  // namespace
 
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
                            const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
-  assert(t == GgmlType::Q4_K && n_rows >= 1 && n_rows <= kGemmQ8DirectRows && n_tok >= 1 &&
-         n_tok <= kGemmQ8DirectToks);
-  (void)t;
+  assert((t == GgmlType::Q4_K || t == GgmlType::Q6_K) && n_rows >= 1 &&
+         n_rows <= kGemmQ8DirectRows && n_tok >= 1 && n_tok <= kGemmQ8DirectToks);
+  const DirectTileFn tile = t == GgmlType::Q6_K ? kTiles<Q6k>[n_tok - 1] : kTiles<Q4k>[n_tok - 1];
   const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   for (int r = 0; r < n_rows; r += 2) {
     const uint8_t* wa = w + r * row_bytes;
-    const uint8_t* wb = r + 1 < n_rows ? wa + row_bytes : wa;
     const bool two = r + 1 < n_rows;
-    float* yr = y + r;
-    switch (n_tok) {
-      case 1: q4k_tile<1>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 2: q4k_tile<2>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 3: q4k_tile<3>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 4: q4k_tile<4>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 5: q4k_tile<5>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 6: q4k_tile<6>(wa, wb, xp, nc, two, yr, ldy); break;
-      case 7: q4k_tile<7>(wa, wb, xp, nc, two, yr, ldy); break;
-      default: q4k_tile<8>(wa, wb, xp, nc, two, yr, ldy); break;
-    }
+    tile(wa, two ? wa + row_bytes : wa, xp, nc, two, y + r, ldy);
   }
 }
 

@@ -416,8 +416,8 @@ int main(int argc, char** argv) {
                         for (const std::string& dn : direct_names) {
                           const bool direct = dn == "on";
                           // The direct tile: AVX-512 VNNI, at most its tokens, its types.
-                          if (direct && (amx || i != CpuIsa::Avx512 || !gemm_q8_direct_supported(*t) ||
-                                         nt > kGemmQ8DirectToks))
+                          if (direct && (amx || i != CpuIsa::Avx512 ||
+                                         !gemm_q8_direct_supported(*t) || nt > kGemmQ8DirectToks))
                             continue;
                           gt.direct = direct ? 1 : 0;
                           for (int kib : panel_kibs) {
@@ -425,7 +425,12 @@ int main(int argc, char** argv) {
                             vs.push_back({amx      ? "amx"
                                           : direct ? "avx512vnni-direct"
                                                    : gemm_q8_kernel(i).name,
-                                          false, i, act, true, {}, gt});
+                                          false,
+                                          i,
+                                          act,
+                                          true,
+                                          {},
+                                          gt});
                           }
                         }
                       }

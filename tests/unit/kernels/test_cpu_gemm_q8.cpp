@@ -191,8 +191,7 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
             CAPTURE(amx);
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_amx({}, a)), want));
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({1, 1}, a)), want));
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({3 * 416 * 4, 4}, a)),
-                            want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({3 * 416 * 4, 4}, a)), want));
           }
         }
       }
@@ -201,7 +200,8 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
 }
 
 TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens") {
-  if (!cpu_isa_supported(CpuIsa::Avx512) || !gemm_q8_direct_supported(GgmlType::Q4_K)) {
+  if (!cpu_isa_supported(CpuIsa::Avx512) || !gemm_q8_direct_supported(GgmlType::Q4_K) ||
+      !gemm_q8_direct_supported(GgmlType::Q6_K)) {
     MESSAGE("SKIPPED: the direct tile (no AVX-512 VNNI and DQ on this CPU)");
     return;
   }
@@ -215,34 +215,36 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
   };
   // Rows odd and even (a last row alone), 1-8 tokens (odd ones: the pairs
   // panel's repeated token), ranges of 1, 4 or all rows.
-  for (int64_t n_in : {256, 1024})
-    for (int64_t n_out : {1, 2, 37})
-      for (bool extreme : {false, true}) {
-        const GgmlType t = GgmlType::Q4_K;
-        const auto wb = extreme ? extreme_weight(t, n_in, n_out, rng)
-                                : test::random_weight(t, n_in, n_out, rng);
-        const WeightView w{t, wb.data(), n_in, n_out};
-        for (int64_t n_tok = 1; n_tok <= kGemmQ8DirectToks; ++n_tok) {
-          auto x = test::random_x(n_in * n_tok, rng);
-          if (extreme)
-            for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 5 == 1) ? -8.0f : 8.0f;
-          CAPTURE(n_in);
-          CAPTURE(n_out);
-          CAPTURE(n_tok);
-          CAPTURE(extreme);
-          const std::vector<float> want = alone(w, x, n_tok, CpuIsa::Portable);
-          ActQ8Buffer buf;
-          buf.reserve(n_tok, n_in);
-          quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, CpuIsa::Avx512);
-          const ActQ8View xv = buf.view(n_in);
-          CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool1, direct({})), want));
-          CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1})), want));
-          CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4})), want));
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K})
+    for (int64_t n_in : {256, 1024})
+      for (int64_t n_out : {1, 2, 37})
+        for (bool extreme : {false, true}) {
+          const std::string type = ggml_type_name(t);
+          CAPTURE(type);
+          const auto wb = extreme ? extreme_weight(t, n_in, n_out, rng)
+                                  : test::random_weight(t, n_in, n_out, rng);
+          const WeightView w{t, wb.data(), n_in, n_out};
+          for (int64_t n_tok = 1; n_tok <= kGemmQ8DirectToks; ++n_tok) {
+            auto x = test::random_x(n_in * n_tok, rng);
+            if (extreme)
+              for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 5 == 1) ? -8.0f : 8.0f;
+            CAPTURE(n_in);
+            CAPTURE(n_out);
+            CAPTURE(n_tok);
+            CAPTURE(extreme);
+            const std::vector<float> want = alone(w, x, n_tok, CpuIsa::Portable);
+            ActQ8Buffer buf;
+            buf.reserve(n_tok, n_in);
+            quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, CpuIsa::Avx512);
+            const ActQ8View xv = buf.view(n_in);
+            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool1, direct({})), want));
+            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1})), want));
+            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4})), want));
+          }
         }
-      }
-  // Parts of types it takes and does not (Q4_K_M's q, k, v) in one call.
+  // Parts of types it takes and does not in one call.
   const int64_t n_in = 512, n_tok = 7;
-  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
   const int64_t n_outs[3] = {33, 8, 17};
   std::vector<std::vector<uint8_t>> wb;
   for (int p = 0; p < 3; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));
