@@ -134,9 +134,23 @@ LS_DIRECT inline void q4k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s
   *m = _mm512_mul_ps(_mm512_permutexvar_ps(ld(kDIdx.dmin), dd), mnf);
 }
 
+// Q5_K's fifth bit of block j's value l is bit j of qh byte l (ggml's
+// layout), so slice v's lane j takes qh dword v, turned so that bit j lands
+// at 4: one vpermd over both rows' 32 qh bytes a slice.
+struct Q5Turns {
+  alignas(64) int32_t idx[8][16], rot[16];
+  constexpr Q5Turns() : idx{}, rot{} {
+    for (int l = 0; l < 16; ++l) {
+      for (int v = 0; v < 8; ++v) idx[v][l] = (l < 8 ? 0 : 8) + v;
+      rot[l] = (4 - l % 8 + 32) % 32;
+    }
+  }
+};
+constexpr Q5Turns kQ5Turns{};
+
 // Rows a and b (b may be a again: computed, not stored) x T tokens of the
-// pairs panel x (token t: pair t / 2, half t & 1).
-template <int T>
+// pairs panel x (token t: pair t / 2, half t & 1); Q4_K, or Q5_K (kFive).
+template <int T, bool kFive = false>
 LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
                         bool two, float* y, int64_t ldy) {
   constexpr int NP = (T + 1) / 2;
@@ -144,7 +158,8 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
   LS_UNROLL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i sh = ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
-  constexpr int64_t kB = sizeof(BlockQ4_K);
+  const __m512i rot = ld(kQ5Turns.rot), m10 = _mm512_set1_epi8(0x10);
+  constexpr int64_t kB = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K), kQs = kFive ? 48 : 16;
   const int64_t ahead = kB * cpu_pack_ahead();
   for (int64_t c = 0; c < nc; ++c) {
     const uint8_t* ba = wa + kB * c;
@@ -156,8 +171,13 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     const GemmQ8XPair* xc[NP];
     LS_UNROLL
     for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
-    const __m512i la0 = _mm512_loadu_si512(ba + 16), la1 = _mm512_loadu_si512(ba + 80);
-    const __m512i lb0 = _mm512_loadu_si512(bb + 16), lb1 = _mm512_loadu_si512(bb + 80);
+    const __m512i la0 = _mm512_loadu_si512(ba + kQs), la1 = _mm512_loadu_si512(ba + kQs + 64);
+    const __m512i lb0 = _mm512_loadu_si512(bb + kQs), lb1 = _mm512_loadu_si512(bb + kQs + 64);
+    __m512i qh{};  // Q5_K: [row a's 32 qh bytes | row b's]
+    if constexpr (kFive)
+      qh = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ba + 16))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bb + 16)), 1);
     __m512i A[T];
     LS_UNROLL
     for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
@@ -168,7 +188,14 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
 #pragma GCC unroll 1
       for (int v = 0; v < 4; ++v) {
         __m512i W = _mm512_permutex2var_epi32(sa, ld(kStage2.i[v]), sb);
-        W = _mm512_and_si512(_mm512_srlv_epi32(W, sh), m0f);
+        if constexpr (kFive) {
+          const __m512i hi = _mm512_and_si512(
+              _mm512_rolv_epi32(_mm512_permutexvar_epi32(ld(kQ5Turns.idx[4 * h + v]), qh), rot),
+              m10);
+          W = _mm512_ternarylogic_epi32(_mm512_srlv_epi32(W, sh), m0f, hi, 0xEA);  // (W & m0f) | hi
+        } else {
+          W = _mm512_and_si512(_mm512_srlv_epi32(W, sh), m0f);
+        }
         const int off = 64 * (4 * h + v);
         LS_UNROLL
         for (int t = 0; t < T; ++t) {
@@ -341,7 +368,8 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
 }  // namespace
 
 bool gemm_q8_direct_supported(GgmlType t) {
-  return (t == GgmlType::Q4_K || t == GgmlType::Q6_K) && gemm_q8_pairs_supported();
+  return (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K) &&
+         gemm_q8_pairs_supported();
 }
 
 namespace {
@@ -351,6 +379,10 @@ using DirectTileFn = void (*)(const uint8_t*, const uint8_t*, const GemmQ8XPair*
 template <int T>
 struct Q4k {
   static constexpr DirectTileFn fn = q4k_tile<T>;
+};
+template <int T>
+struct Q5k {
+  static constexpr DirectTileFn fn = q4k_tile<T, true>;
 };
 template <int T>
 struct Q6k {
@@ -363,9 +395,11 @@ constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1>::fn, K<2>::fn, K<3>::fn
 
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
                            const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
-  assert((t == GgmlType::Q4_K || t == GgmlType::Q6_K) && n_rows >= 1 &&
-         n_rows <= kGemmQ8DirectRows && n_tok >= 1 && n_tok <= kGemmQ8DirectToks);
-  const DirectTileFn tile = t == GgmlType::Q6_K ? kTiles<Q6k>[n_tok - 1] : kTiles<Q4k>[n_tok - 1];
+  assert(gemm_q8_direct_supported(t) && n_rows >= 1 && n_rows <= kGemmQ8DirectRows && n_tok >= 1 &&
+         n_tok <= kGemmQ8DirectToks);
+  const DirectTileFn tile = t == GgmlType::Q6_K   ? kTiles<Q6k>[n_tok - 1]
+                            : t == GgmlType::Q5_K ? kTiles<Q5k>[n_tok - 1]
+                                                  : kTiles<Q4k>[n_tok - 1];
   const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   for (int r = 0; r < n_rows; r += 2) {
     const uint8_t* wa = w + r * row_bytes;

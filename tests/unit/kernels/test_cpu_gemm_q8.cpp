@@ -201,7 +201,7 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
 
 TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens") {
   if (!cpu_isa_supported(CpuIsa::Avx512) || !gemm_q8_direct_supported(GgmlType::Q4_K) ||
-      !gemm_q8_direct_supported(GgmlType::Q6_K)) {
+      !gemm_q8_direct_supported(GgmlType::Q5_K) || !gemm_q8_direct_supported(GgmlType::Q6_K)) {
     MESSAGE("SKIPPED: the direct tile (no AVX-512 VNNI and DQ on this CPU)");
     return;
   }
@@ -215,7 +215,7 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
   };
   // Rows odd and even (a last row alone), 1-8 tokens (odd ones: the pairs
   // panel's repeated token), ranges of 1, 4 or all rows.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K})
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
     for (int64_t n_in : {256, 1024})
       for (int64_t n_out : {1, 2, 37})
         for (bool extreme : {false, true}) {
@@ -244,7 +244,7 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
         }
   // Parts of types it takes and does not in one call.
   const int64_t n_in = 512, n_tok = 7;
-  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q6_K};
   const int64_t n_outs[3] = {33, 8, 17};
   std::vector<std::vector<uint8_t>> wb;
   for (int p = 0; p < 3; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));
