@@ -337,7 +337,7 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
 // with: the dot.
 //
 // With the direct tile (unless LS_GEMM_DIRECT=0), from 4 tokens on AVX-512
-// VNNI: on Zen 4 (2 threads, 70b shapes from DRAM) it read 1.07-1.45x the
+// VNNI: on Zen 4 (2 threads, 70b shapes from DRAM) it read 1.12-1.25x the
 // dot at 4 tokens and lost to it at 2 (bench/results/2026-12-05-s34-no-device.md).
 int64_t gemm_q8_min_tokens(CpuIsa isa) {
   switch (isa) {

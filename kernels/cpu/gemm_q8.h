@@ -215,8 +215,8 @@ struct GemmQ8Tuning {
   // The direct tile for calls of at most kGemmQ8DirectToks tokens, on the
   // parts whose type it takes (gemm_q8_direct_supported; the pairs tile's
   // path packs the others): 1 on, 0 off, -1 on unless LS_GEMM_DIRECT=0.
-  // Measured on Zen 4 only (1.2-1.3x the pairs tile at 8 tokens; the
-  // engine's widths 6-8 12-24 % faster: bench/results/2026-12-05-s34-no-
+  // Measured on Zen 4 only (1.1-1.35x the pairs tile at 8 tokens; the
+  // engine's widths 6-8 12-32 % faster: bench/results/2026-12-05-s34-no-
   // device.md); the GPU machine's Xeon is still to run it.
   int direct = -1;
 };
