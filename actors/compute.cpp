@@ -406,8 +406,22 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
                                                    : WidthRouting::Kind::Streamed;
   }
   routing_->set_layout(layout_, slots_.size(), depth_.size());
-  for (int k = 1; k < WidthRouting::kBuckets; ++k)
-    route_->keep[k].store(routing_->cpu_layers(k), std::memory_order_relaxed);
+  // Per bucket, how many stay and which (by layer); buckets not measured
+  // yet keep the even spread of their count.
+  for (int k = 1; k < WidthRouting::kBuckets; ++k) {
+    const WidthRouting::Placement p = routing_->placement(k);
+    route_->keep[k].store(p.k, std::memory_order_relaxed);
+    if (p.predicted_s <= 0) {
+      route_->placed[k].store(0, std::memory_order_release);
+      continue;
+    }
+    size_t i = 0;
+    for (int32_t l = 0; l < n_layer; ++l)
+      if (layout_[l] == WidthRouting::Kind::CpuSet && i < p.keep.size())
+        route_->keep_at[static_cast<size_t>(k) * route_->n_layer + static_cast<size_t>(l)].store(
+            p.keep[i++], std::memory_order_relaxed);
+    route_->placed[k].store(1, std::memory_order_release);
+  }
 }
 
 }  // namespace ls

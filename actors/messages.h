@@ -96,14 +96,37 @@ struct StepWidths {
 // each width bucket (model/width_routing.h); the planner sends the others
 // through PCIe for that step, spread evenly (WidthRouting::keeps). Compute
 // writes it after each step.
+//
+// placed[b]: compute has chosen which layers a step of bucket b keeps
+// (WidthRouting::placement: a local search on the simulated step), given
+// by layer in keep_at[b * n_layer + l]; the planner follows it instead of
+// the even spread. Written entries first, then placed[b] (release): a
+// step routed while compute rewrites them may mix two placements, which is
+// still a valid step (each layer goes one way).
 struct HybridRoute {
-  explicit HybridRoute(size_t n_layer) : on_cpu(new std::atomic<uint8_t>[n_layer]) {
+  explicit HybridRoute(size_t n_layer)
+      : n_layer(n_layer),
+        on_cpu(new std::atomic<uint8_t>[n_layer]),
+        keep_at(new std::atomic<uint8_t>[n_layer * WidthRouting::kBuckets]) {
     for (size_t l = 0; l < n_layer; ++l) on_cpu[l].store(0);
+    for (size_t l = 0; l < n_layer * WidthRouting::kBuckets; ++l) keep_at[l].store(0);
     for (auto& k : keep) k.store(0);
+    for (auto& p : placed) p.store(0);
   }
+  size_t n_layer;
   std::unique_ptr<std::atomic<uint8_t>[]> on_cpu;
   std::atomic<int32_t> keep[WidthRouting::kBuckets];
+  std::unique_ptr<std::atomic<uint8_t>[]> keep_at;
+  std::atomic<uint8_t> placed[WidthRouting::kBuckets];
   static bool keeps_layer(int32_t i, int32_t n, int32_t k) { return WidthRouting::keeps(i, n, k); }
+  // Whether the planner keeps layer l (on the CPU now) on the CPU in a step
+  // of bucket b, the i-th of n such layers, keep of them kept.
+  bool keeps(int b, int32_t l, int32_t i, int32_t n, int32_t k) const {
+    if (placed[b].load(std::memory_order_acquire))
+      return keep_at[static_cast<size_t>(b) * n_layer + static_cast<size_t>(l)].load(
+                 std::memory_order_relaxed) != 0;
+    return keeps_layer(i, n, k);
+  }
 };
 
 // The logits of a step's entries that asked for them (compute -> sampler).

@@ -28,6 +28,7 @@ void Planner::run() {
   };
   for (int64_t step = 0; !rc_.stopped(); ++step) {
     int32_t n_set = -1, i_set = 0, keep = 0;  // this step's CPU layers, which one, how many stay
+    int bucket = 0;                           // this step's width bucket
     for (int32_t layer = 0; layer < n_layer; ++layer) {
       {
         TraceScope wait(tracer_, track, "wait depth", SpanKind::Blocked, layer, step);
@@ -63,12 +64,13 @@ void Planner::run() {
             std::this_thread::sleep_for(std::chrono::microseconds(20));
           }
           if (w < 0) w = widths_->width[step % StepWidths::kRing].load();
-          keep = route_->keep[WidthRouting::bucket(w)].load(std::memory_order_relaxed);
+          bucket = WidthRouting::bucket(w);
+          keep = route_->keep[bucket].load(std::memory_order_relaxed);
           n_set = 0;
           for (int32_t l = 0; l < n_layer; ++l) n_set += on_cpu(l) ? 1 : 0;
         }
         // Through PCIe for this step; compute keeps the layer's cache in step.
-        if (!HybridRoute::keeps_layer(i_set++, n_set, keep)) job.tier = Tier::Ram;
+        if (!route_->keeps(bucket, layer, i_set++, n_set, keep)) job.tier = Tier::Ram;
       }
       // Streamed layers (RAM and storage) all go through the reader, which
       // keeps them in order; resident and CPU-tier ones go straight to compute.

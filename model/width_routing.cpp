@@ -45,6 +45,12 @@ void WidthRouting::set_layout(std::vector<Kind> kinds, int32_t slots, int32_t de
 // Two steps of the pipeline as the planner, copier and compute run them
 // (see the header); returns the second step's length.
 double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
+  std::vector<uint8_t> keep(static_cast<size_t>(std::max(0, n_set_)));
+  for (int32_t i = 0; i < n_set_; ++i) keep[static_cast<size_t>(i)] = keeps(i, n_set_, k) ? 1 : 0;
+  return simulate(cpu, gpu, keep);
+}
+
+double WidthRouting::simulate(double cpu, double gpu, const std::vector<uint8_t>& keep) const {
   const size_t n = kinds_.size();
   std::vector<double> slot_free(static_cast<size_t>(slots_), 0.0);  // when each slot is free
   std::vector<double> finish(2 * n, 0.0);  // when compute finished each layer of the two steps
@@ -61,7 +67,7 @@ double WidthRouting::simulate(double cpu, double gpu, int32_t k) const {
       const double planned =
           std::max(gate, at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0);
       Kind kind = kinds_[l];
-      if (kind == Kind::CpuSet) kind = keeps(i_set++, n_set_, k) ? Kind::CpuSet : Kind::Streamed;
+      if (kind == Kind::CpuSet) kind = keep[static_cast<size_t>(i_set++)] ? Kind::CpuSet : Kind::Streamed;
       if (kind == Kind::Streamed) {
         auto slot = std::min_element(slot_free.begin(), slot_free.end());
         copier = std::max({copier, *slot, planned}) + copy_s_;
@@ -145,6 +151,60 @@ int32_t WidthRouting::cpu_layers(int b) const {
   return best;
 }
 
+WidthRouting::Placement WidthRouting::placement(int b) const {
+  Placement p;
+  p.k = cpu_layers(b);
+  const int32_t n = std::max(0, n_set_);
+  auto spread = [&](int32_t k) {
+    std::vector<uint8_t> keep(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) keep[static_cast<size_t>(i)] = keeps(i, n, k) ? 1 : 0;
+    return keep;
+  };
+  p.keep = spread(p.k);
+  const double cpu = cpu_layer_s(b), gpu = gpu_layer_s(b);
+  if (kinds_.empty() || !measured(b) || cpu <= 0 || copy_s_ <= 0 || n == 0) return p;
+  p.predicted_s = simulate(cpu, gpu, p.keep);
+  // A count the guards of cpu_layers set (a bucket not yet measured twice,
+  // or due a probe) stands; otherwise one fewer and one more are searched too.
+  const bool settled = cpu_n_[static_cast<size_t>(b)] >= 2 && !probe_due(b);
+  const int32_t k0 = settled ? std::max(0, p.k - 1) : p.k;
+  const int32_t k1 = settled ? std::min(n, p.k + 1) : p.k;
+  for (int32_t k = k0; k <= k1; ++k) {
+    if (k == 0 || k == n) {  // nothing to place
+      const double t = simulate(cpu, gpu, spread(k));
+      if (t < p.predicted_s) p = {k, spread(k), t};
+      continue;
+    }
+    std::vector<uint8_t> keep = spread(k);
+    double best = simulate(cpu, gpu, keep);
+    // Moves of one kept layer to a free neighbour in the set, first
+    // improvement taken, until none improves (bounded: each pass improves
+    // the step, and a few passes settle it).
+    for (int pass = 0; pass < 8; ++pass) {
+      bool moved = false;
+      for (int32_t i = 0; i < n; ++i) {
+        if (!keep[static_cast<size_t>(i)]) continue;
+        for (int32_t j : {i - 1, i + 1}) {
+          if (j < 0 || j >= n || keep[static_cast<size_t>(j)]) continue;
+          keep[static_cast<size_t>(i)] = 0;
+          keep[static_cast<size_t>(j)] = 1;
+          const double t = simulate(cpu, gpu, keep);
+          if (t < best * (1 - 1e-9)) {
+            best = t;
+            moved = true;
+            break;
+          }
+          keep[static_cast<size_t>(j)] = 0;
+          keep[static_cast<size_t>(i)] = 1;
+        }
+      }
+      if (!moved) break;
+    }
+    if (best < p.predicted_s * (1 - 1e-9)) p = {k, std::move(keep), best};
+  }
+  return p;
+}
+
 bool WidthRouting::probe_due(int b) const {
   return opt_.probe_every > 0 && measured(b) &&
          since_cpu_[static_cast<size_t>(b)] >= opt_.probe_every;
@@ -157,12 +217,13 @@ std::string WidthRouting::summary() const {
     if (!measured(b)) continue;
     // The step the model predicts for that split: beside the measured step
     // time (width / tok/s) it says how far the model is from the run.
-    const int32_t k = cpu_layers(b);
+    const Placement p = placement(b);
+    const double at = p.predicted_s > 0 ? p.predicted_s : predict_s(b, p.k);
     std::snprintf(buf, sizeof buf,
                   "%swidth <= %lld: %d of %d CPU layers (cpu %.1f ms, gpu %.2f ms a layer; a step "
                   "predicted %.1f ms)",
-                  out.empty() ? "" : "; ", static_cast<long long>(bucket_width(b)), k, n_set_,
-                  cpu_layer_s(b) * 1e3, gpu_layer_s(b) * 1e3, predict_s(b, k) * 1e3);
+                  out.empty() ? "" : "; ", static_cast<long long>(bucket_width(b)), p.k, n_set_,
+                  cpu_layer_s(b) * 1e3, gpu_layer_s(b) * 1e3, at * 1e3);
     out += buf;
   }
   std::snprintf(buf, sizeof buf, "%scopy %.1f ms a layer", out.empty() ? "" : "; ", copy_s_ * 1e3);

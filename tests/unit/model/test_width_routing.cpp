@@ -140,10 +140,12 @@ TEST_CASE("width routing: the simulated step on the 70b plan picks the split tha
   CHECK(r.cpu_layers(b8) >= 12);
   CHECK(r.cpu_layers(b8) <= 18);
   CHECK(r.predict_s(b8, 15) == doctest::Approx(0.281).epsilon(0.05));
-  // --stats prints the prediction beside the split, to hold against the run.
-  char want[64];
-  std::snprintf(want, sizeof want, "a step predicted %.1f ms",
-                r.predict_s(b8, r.cpu_layers(b8)) * 1e3);
+  // --stats prints the placed split and its prediction, to hold against the run.
+  const WidthRouting::Placement p8 = r.placement(b8);
+  char want[128];
+  std::snprintf(want, sizeof want, "%d of 26 CPU layers", p8.k);
+  CHECK(r.summary().find(want) != std::string::npos);
+  std::snprintf(want, sizeof want, "a step predicted %.1f ms", p8.predicted_s * 1e3);
   CHECK(r.summary().find(want) != std::string::npos);
   feed(32, 43.7, 1.19, 9.4);
   const int b32 = WidthRouting::bucket(32);
@@ -200,6 +202,59 @@ TEST_CASE("width routing: a depth past the resident run shortens the simulated s
     CHECK(at57 < (x.w == 1 ? 0.99 : 0.96) * at16);
     CHECK(at80 == doctest::Approx(at57).epsilon(0.01));
   }
+}
+
+// The placement of the kept layers on session 30's plan (41 resident, 25
+// CPU-set layers between 14 streamed, 3 slots, depth 57) with the times of
+// widths 8, 16 and 32: the even spread of the set leaves runs of four
+// streamed layers behind some CPU layers (three slots: the copy engine
+// stops while the CPU computes), and ends a step on a CPU layer. The local
+// search's step is shorter, keeps exactly k of the set, and no worse than
+// the spread at any width; a run of it against the spread of the same
+// count is what the planner then routes.
+TEST_CASE("width routing: the placement's simulated step beats the even spread") {
+  const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
+  std::vector<WidthRouting::Kind> kinds;
+  for (char c : layout)
+    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
+                    : c == 'H' ? WidthRouting::Kind::CpuSet
+                               : WidthRouting::Kind::Streamed);
+  struct Width {
+    int64_t w;
+    double cpu_ms, gpu_ms, min_gain;
+  };
+  for (const Width& x : {Width{8, 11.4, 0.44, 1.04}, Width{16, 16.0, 0.55, 1.04},
+                         Width{32, 24.8, 0.67, 1.03}}) {
+    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+    r.set_layout(kinds, 3, 57);
+    WidthSample s;
+    s.width = x.w;
+    s.n_cpu = 10;
+    s.n_gpu = 70;
+    s.n_copied = 30;
+    s.cpu_s = 10 * x.cpu_ms * 1e-3;
+    s.gpu_s = 70 * x.gpu_ms * 1e-3;
+    s.copy_s = 30 * 9.2e-3;
+    for (int i = 0; i < 20; ++i) r.observe(s);
+    const int b = WidthRouting::bucket(x.w);
+    const int32_t k_spread = r.cpu_layers(b);
+    const double spread = r.predict_s(b, k_spread);
+    const WidthRouting::Placement p = r.placement(b);
+    int32_t kept = 0;
+    for (uint8_t f : p.keep) kept += f;
+    MESSAGE("width " << x.w << ": spread " << k_spread << " layers, " << x.w / spread
+                     << " tok/s; placed " << p.k << ", " << x.w / p.predicted_s << " tok/s");
+    CHECK(p.keep.size() == 25);
+    CHECK(kept == p.k);
+    CHECK(p.predicted_s > 0);
+    CHECK(spread / p.predicted_s >= x.min_gain);
+    CHECK(std::abs(p.k - k_spread) <= 1);
+  }
+  // Without a layout there is nothing to simulate: the spread of cpu_layers.
+  WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+  const WidthRouting::Placement p = r.placement(WidthRouting::bucket(8));
+  CHECK(p.predicted_s == 0);
+  CHECK(p.k == r.cpu_layers(WidthRouting::bucket(8)));
 }
 
 // A verify step's width is one bucket from its first step, and a short
