@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/env.h"
+
 namespace ls {
 
 ComputeActor::ComputeActor(const Model& m, Backend& be, DeviceLink& link, const LayerMemory& mem,
@@ -407,8 +409,14 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
   }
   routing_->set_layout(layout_, slots_.size(), depth_.size());
   // Per bucket, how many stay and which (by layer); buckets not measured
-  // yet keep the even spread of their count.
+  // yet keep the even spread of their count, as do all with LS_WIDTH_PLACE=0
+  // (A/B runs).
+  static const bool place = env_int("LS_WIDTH_PLACE", 1, 0) != 0;
   for (int k = 1; k < WidthRouting::kBuckets; ++k) {
+    if (!place) {
+      route_->keep[k].store(routing_->cpu_layers(k), std::memory_order_relaxed);
+      continue;
+    }
     const WidthRouting::Placement p = routing_->placement(k);
     route_->keep[k].store(p.k, std::memory_order_relaxed);
     if (p.predicted_s <= 0) {

@@ -11,8 +11,8 @@
 #  (3) issue 18's replay check (plain, K = 7 at acceptance 1 and 0.7, K
 #      chosen at 0.7) on the tied 70b at 24 GiB, with LS_HIDDEN_READ=kernel,
 #      the direct tile on, then off: the same binary, the same file;
-#  (4) bench --batch 8,32 with the direct tile on / off (kernel read), a
-#      trace of width 8 with it on.
+# Call 2 runs bench --batch 8,32 on the same file with the direct tile and
+# the searched placement of a wide step's CPU layers on and off.
 # Run: OUT=$OUT timeout 580 bash bench/results/raw-2026-12-05-s34/call1/run.sh $PWD
 set -u
 R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; mkdir -p $B $M
@@ -35,12 +35,4 @@ for d in 1 0; do
   cd $R && LS_GEMM_DIRECT=$d BIN=$B OUT=$O/spec-d$d MODELS=$M N=64 KS="7" ALPHA_KS="7 0" timeout 170 bash scripts/gpu_speculative_check.sh > $O/spec-d$d.txt 2>&1
   echo "spec LS_GEMM_DIRECT=$d rc=$?"; cut -c1-240 $O/spec-d$d.txt; el
 done
-cd /tmp
-A=(-m $F --vram-budget 24GiB --ram-budget 48GiB)
-for d in 1 0; do
-  tr=(); [ $d = 1 ] && tr=(--trace $O/t8.json)
-  LS_GEMM_DIRECT=$d timeout 100 $B/layerstream bench "${A[@]}" --batch 8,32 --prompt-tokens 128 -n 24 -c 256 --stats "${tr[@]}" > $O/b-d$d.txt 2>&1
-  echo "batch LS_GEMM_DIRECT=$d rc=$?"; grep -E "^\| [0-9]" $O/b-d$d.txt | cut -d"|" -f1-5,15-20; grep -E "CPU tier by width" $O/b-d$d.txt | cut -c1-200
-done
-[ -f $O/t8.json ] && xz -T8 $O/t8.json; el
-cd $O && tar -czf out.tgz unit.txt gpu.txt mm.txt spec-d* b-d*.txt && rm -rf unit.txt gpu.txt mm.txt spec-d* b-d*.txt; ls -la
+cd $O && tar -czf out.tgz unit.txt gpu.txt mm.txt spec-d* && rm -rf unit.txt gpu.txt mm.txt spec-d*; ls -la
