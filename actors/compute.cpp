@@ -162,9 +162,12 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
   }
   w.kv_in = n_in ? kv_in_.data() : nullptr;
   w.n_kv_in = static_cast<int32_t>(n_in);
-  // The CPU's own time for the layer, for the balancer: from the hand-over
-  // to the reply. Not the export above, which waits for the GPU stream (its
-  // layers, and the copies they wait for).
+  // The CPU layer's time on the chain, for the balancer and the width
+  // routing: from the hand-over to the hidden state back on the GPU. Not
+  // the export above, which waits for the GPU stream (its layers, and the
+  // copies they wait for). The import is in it: nothing on the chain moves
+  // until it is done, and it is not free (at width 8 on the 70b, a copy
+  // that queued 6-9 ms behind a streamed layer's, session 33's trace).
   const auto t_cpu = std::chrono::steady_clock::now();
   if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
   std::optional<CpuWork> back;
@@ -172,15 +175,19 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
     TraceScope wait(tracer_, track, "wait cpu", SpanKind::Starved, layer, step);
     back = from_cpu_.pop(rc_);
   }
-  meter_.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cpu).count();
   if (!back) return make_error("the run was stopped");
   for (const SeqSpan& sp : spans_) {
     const size_t at = static_cast<size_t>(layer) * n_seq_ + static_cast<size_t>(sp.seq);
     cpu_kv_end_[at] = sp.p1;
     gpu_kv_end_[at] = std::min(gpu_kv_end_[at], sp.p0);
   }
-  TraceScope span(tracer_, track, "from cpu", SpanKind::Busy, layer, step);
-  return be_.import_hidden(b, hidden_.data());
+  Status st;
+  {
+    TraceScope span(tracer_, track, "from cpu", SpanKind::Busy, layer, step);
+    st = be_.import_hidden(b, hidden_.data());
+  }
+  meter_.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cpu).count();
+  return st;
 }
 
 // A run of resident layers (the planner's job for layers l .. l + count - 1)

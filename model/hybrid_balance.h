@@ -78,7 +78,7 @@ namespace ls {
 struct BalanceSample {
   int64_t step = -1;
   double wall_s = 0;     // T
-  double cpu_s = 0;      // the CPU tier's own time for its layers
+  double cpu_s = 0;      // the CPU tier's time for its layers, their hidden state's return included
   double gpu_s = 0;      // the GPU's compute time (0: not timed, e.g. a host link)
   double copy_s = 0;     // the copy engine's busy time
   int32_t n_cpu = 0;     // layers that ran on the CPU in this step

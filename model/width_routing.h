@@ -67,7 +67,7 @@ struct WidthSample {
   int32_t n_cpu = 0;     // layers the CPU computed
   int32_t n_gpu = 0;     // layers the GPU computed (resident and streamed)
   int32_t n_copied = 0;  // layers copied over PCIe
-  double cpu_s = 0;      // the CPU tier's own time for its layers
+  double cpu_s = 0;      // the CPU tier's time for its layers, their hidden state's return included
   double gpu_s = 0;      // the GPU's compute time (0: not timed)
   double copy_s = 0;     // the copy engine's busy time
 };
