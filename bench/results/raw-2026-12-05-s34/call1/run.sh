@@ -31,8 +31,11 @@ echo "matmul rc=$?"; grep -E "^(core|q[46]_K)" $O/mm.txt | awk '{print $1, $2, $
 F=$M/70b-q4km-tied.gguf
 [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
 export LS_HIDDEN_READ=kernel
-for d in 1 0; do
-  cd $R && LS_GEMM_DIRECT=$d BIN=$B OUT=$O/spec-d$d MODELS=$M N=64 KS="7" ALPHA_KS="7 0" timeout 170 bash scripts/gpu_speculative_check.sh > $O/spec-d$d.txt 2>&1
+# Direct tile on: plain, K = 7 at acceptance 1 and 0.7, K chosen at 0.7;
+# off: plain and K = 7 at 0.7 (KS=" ": no run at acceptance 1).
+for set in '1|7|7 0|200' '0| |7|120'; do
+  IFS='|' read d ks aks t <<< "$set"
+  cd $R && LS_GEMM_DIRECT=$d BIN=$B OUT=$O/spec-d$d MODELS=$M N=64 KS="$ks" ALPHA_KS="$aks" timeout $t bash scripts/gpu_speculative_check.sh > $O/spec-d$d.txt 2>&1
   echo "spec LS_GEMM_DIRECT=$d rc=$?"; cut -c1-240 $O/spec-d$d.txt; el
 done
 cd $O && tar -czf out.tgz unit.txt gpu.txt mm.txt spec-d* && rm -rf unit.txt gpu.txt mm.txt spec-d*; ls -la
