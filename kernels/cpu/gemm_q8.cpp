@@ -17,6 +17,7 @@
 #include "kernels/cpu/gemm_q8.h"
 #include "kernels/cpu/gemm_q8_amx.h"
 #include "kernels/cpu/matmul_cpu.h"
+#include "runtime/env.h"
 
 namespace ls {
 
@@ -177,10 +178,7 @@ bool pairs_wanted(const GemmQ8Tuning& tune) {
 // tile's path (it reads the pairs panel). Past 8 tokens the pack pays for
 // itself: on Zen 4 from L2 even at 12 tokens, 0.9x at 16 and 32.
 bool direct_env() {
-  static const bool on = [] {
-    const char* e = std::getenv("LS_GEMM_DIRECT");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
+  static const bool on = env_int("LS_GEMM_DIRECT", 1, 0) != 0;
   return on;
 }
 bool direct_wanted(const GemmQ8Tuning& tune, int64_t n_tok) {
