@@ -80,7 +80,7 @@ TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   t.g1 = std::min(j.n_tok, t.g0 + j.tokens_per_group);
   t.tile = j.scratch->tile(thread);
   t.row_bytes = j.row_bytes[p];
-  t.packed = !(j.direct && gemm_q8_direct_supported(t.w->type));
+  t.packed = !(j.direct && gemm_q8_direct_supported(t.w->type, j.n));
   if (!t.packed) return t;
   const uint8_t* rows = static_cast<const uint8_t*>(t.w->data);
   for (int64_t r = t.r0; r < t.r1; ++r)

@@ -34,8 +34,9 @@
 //   avx512vnni : 4 rows × 4 tokens, vpdpbusd into int32 (two slices per zmm).
 //   direct     : 2 rows × up to 8 tokens with no weight pack: the rows'
 //                GGUF blocks decoded into the interleaved order in
-//                registers (gemm_q8_direct_avx512.cpp; AVX-512 VNNI, Q4_K and
-//                Q6_K, calls of 4-8 tokens: GemmQ8Tuning::direct).
+//                registers (gemm_q8_direct_avx512.cpp; AVX-512 VNNI, Q4_K,
+//                Q5_K, Q6_K and Q8_0 rows of whole chunks, calls of 4-8
+//                tokens: GemmQ8Tuning::direct).
 //   portable   : 1 × 1, plain C++ over the same layouts.
 //   amx        : 16 rows × 32 tokens on the tile unit, from 16 tokens on
 //                CPUs that have it (kernels/cpu/gemm_q8_amx.h: natural-order
@@ -149,8 +150,9 @@ bool gemm_q8_pairs_supported();
 // The direct tile (gemm_q8_direct_avx512.cpp, the same bits; GemmQ8Tuning::
 // direct): n_rows (1 to kGemmQ8DirectRows) rows of type t straight from their GGUF bytes (row
 // r at w + r * row_bytes) times n_tok (1-8) tokens of a pairs panel (x at an
-// even token), no weight pack. Whether it takes type t on this CPU:
-bool gemm_q8_direct_supported(GgmlType t);
+// even token), no weight pack. Whether it takes rows of n values of type t
+// on this CPU:
+bool gemm_q8_direct_supported(GgmlType t, int64_t n);
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
                            const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy);
 // The kernel for isa (Avx512 without VNNI runs avx2's, as dot_q8_fn).

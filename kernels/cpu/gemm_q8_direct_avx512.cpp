@@ -51,9 +51,7 @@
 #endif
 #include <immintrin.h>
 
-#define LS_DIRECT \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#define LS_UNROLL _Pragma("GCC unroll 16")
+#include "kernels/cpu/gemm_q8_direct_common.h"
 
 namespace ls {
 namespace {
@@ -104,17 +102,6 @@ constexpr Stage2 kStage2{};
 constexpr Shifts kShifts{};
 constexpr DIdx kDIdx{};
 
-LS_DIRECT inline __m512i ld(const int32_t* p) {
-  return _mm512_load_si512(p);
-}
-
-LS_DIRECT inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // s = [d_a * sc_a | d_b * sc_b] and m = [dmin_a * mn_a | dmin_b * mn_b] of a
 // chunk of each row (ba, bb: the BlockQ4_K).
 LS_DIRECT inline void q4k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s, __m512* m) {
@@ -130,8 +117,8 @@ LS_DIRECT inline void q4k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s
   std::memcpy(&db, bb, 4);
   const __m512 dd = _mm512_castps128_ps512(
       _mm_cvtph_ps(_mm_set_epi32(0, 0, static_cast<int>(db), static_cast<int>(da))));
-  *s = _mm512_mul_ps(_mm512_permutexvar_ps(ld(kDIdx.d), dd), scf);
-  *m = _mm512_mul_ps(_mm512_permutexvar_ps(ld(kDIdx.dmin), dd), mnf);
+  *s = _mm512_mul_ps(_mm512_permutexvar_ps(direct_ld(kDIdx.d), dd), scf);
+  *m = _mm512_mul_ps(_mm512_permutexvar_ps(direct_ld(kDIdx.dmin), dd), mnf);
 }
 
 // Q5_K's fifth bit of block j's value l is bit j of qh byte l (ggml's
@@ -155,10 +142,10 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
                         bool two, float* y, int64_t ldy) {
   constexpr int NP = (T + 1) / 2;
   __m512 acc[T];
-  LS_UNROLL
+  LS_DIRECT_UNROLL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512i sh = ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
-  const __m512i rot = ld(kQ5Turns.rot), m10 = _mm512_set1_epi8(0x10);
+  const __m512i sh = direct_ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
+  const __m512i rot = direct_ld(kQ5Turns.rot), m10 = _mm512_set1_epi8(0x10);
   constexpr int64_t kB = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K), kQs = kFive ? 48 : 16;
   const int64_t ahead = kB * cpu_pack_ahead();
   for (int64_t c = 0; c < nc; ++c) {
@@ -169,7 +156,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       prefetch_span(bb, ahead, kB);
     }
     const GemmQ8XPair* xc[NP];
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
     const __m512i la0 = _mm512_loadu_si512(ba + kQs), la1 = _mm512_loadu_si512(ba + kQs + 64);
     const __m512i lb0 = _mm512_loadu_si512(bb + kQs), lb1 = _mm512_loadu_si512(bb + kQs + 64);
@@ -179,25 +166,26 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ba + 16))),
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bb + 16)), 1);
     __m512i A[T];
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int h = 0; h < 2; ++h) {
-      const __m512i sa = _mm512_permutex2var_epi32(la0, ld(kStage1.i[h]), la1);
-      const __m512i sb = _mm512_permutex2var_epi32(lb0, ld(kStage1.i[h]), lb1);
+      const __m512i sa = _mm512_permutex2var_epi32(la0, direct_ld(kStage1.i[h]), la1);
+      const __m512i sb = _mm512_permutex2var_epi32(lb0, direct_ld(kStage1.i[h]), lb1);
 #pragma GCC unroll 1
       for (int v = 0; v < 4; ++v) {
-        __m512i W = _mm512_permutex2var_epi32(sa, ld(kStage2.i[v]), sb);
+        __m512i W = _mm512_permutex2var_epi32(sa, direct_ld(kStage2.i[v]), sb);
         if constexpr (kFive) {
           const __m512i hi = _mm512_and_si512(
-              _mm512_rolv_epi32(_mm512_permutexvar_epi32(ld(kQ5Turns.idx[4 * h + v]), qh), rot),
+              _mm512_rolv_epi32(_mm512_permutexvar_epi32(direct_ld(kQ5Turns.idx[4 * h + v]), qh),
+                                rot),
               m10);
           W = _mm512_ternarylogic_epi32(_mm512_srlv_epi32(W, sh), m0f, hi, 0xEA);  // (W & m0f) | hi
         } else {
           W = _mm512_and_si512(_mm512_srlv_epi32(W, sh), m0f);
         }
         const int off = 64 * (4 * h + v);
-        LS_UNROLL
+        LS_DIRECT_UNROLL
         for (int t = 0; t < T; ++t) {
           const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
               reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
@@ -207,7 +195,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     }
     __m512 s, m;
     q4k_scales(ba, bb, &s, &m);
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int t = 0; t < T; ++t) {
       const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
       const __m512 ds = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds + 8 * (t & 1)));
@@ -216,10 +204,10 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m, ds));
     }
   }
-  LS_UNROLL
+  LS_DIRECT_UNROLL
   for (int t = 0; t < T; ++t) {
-    y[t * ldy] = hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = hsum(_mm512_extractf32x8_ps(acc[t], 1));
+    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
+    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
   }
 }
 
@@ -283,8 +271,9 @@ LS_DIRECT inline void q6k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s
   std::memcpy(&da, ba + 208, 2);
   std::memcpy(&db, bb + 208, 2);
   const __m512 d = _mm512_permutexvar_ps(
-      ld(kQ6DIdx.d), _mm512_castps128_ps512(_mm_cvtph_ps(_mm_set_epi16(
-                         0, 0, 0, 0, 0, 0, static_cast<short>(db), static_cast<short>(da)))));
+      direct_ld(kQ6DIdx.d),
+      _mm512_castps128_ps512(_mm_cvtph_ps(
+          _mm_set_epi16(0, 0, 0, 0, 0, 0, static_cast<short>(db), static_cast<short>(da)))));
   *s_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(eo))));
   *s_hi =
       _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(eo, 1))));
@@ -295,9 +284,9 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
                         bool two, float* y, int64_t ldy) {
   constexpr int NP = (T + 1) / 2;
   __m512 acc[T];
-  LS_UNROLL
+  LS_DIRECT_UNROLL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512i nib = ld(kQ6Turns.nib), rot = ld(kQ6Turns.rot);
+  const __m512i nib = direct_ld(kQ6Turns.nib), rot = direct_ld(kQ6Turns.rot);
   const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512 k32 = _mm512_set1_ps(32.0f);
   constexpr int64_t kB = sizeof(BlockQ6_K);
@@ -310,7 +299,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       prefetch_span(bb, ahead, kB);
     }
     const GemmQ8XPair* xc[NP];
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int p = 0; p < NP; ++p) xc[p] = x + p * nc + c;
     const __m512i la0 = _mm512_loadu_si512(ba), la1 = _mm512_loadu_si512(ba + 64);
     const __m512i lb0 = _mm512_loadu_si512(bb), lb1 = _mm512_loadu_si512(bb + 64);
@@ -319,30 +308,31 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     q6k_scales(ba, bb, &s[0], &s[1]);
     // Slices 0-3 hold each block's first 16 values (its lo group), 4-7 its
     // last 16: each group's term is added as it is done, the lane form's order.
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int h = 0; h < 2; ++h) {
-      const __m512i sa = _mm512_permutex2var_epi32(la0, ld(kStage1.i[h]), la1);
-      const __m512i sb = _mm512_permutex2var_epi32(lb0, ld(kStage1.i[h]), lb1);
+      const __m512i sa = _mm512_permutex2var_epi32(la0, direct_ld(kStage1.i[h]), la1);
+      const __m512i sb = _mm512_permutex2var_epi32(lb0, direct_ld(kStage1.i[h]), lb1);
       __m512i A[T];
-      LS_UNROLL
+      LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
 #pragma GCC unroll 1
       for (int v = 0; v < 4; ++v) {
         const __m512i lo =
-            _mm512_srlv_epi32(_mm512_permutex2var_epi32(sa, ld(kQ6Stage2.ql[v]), sb), nib);
+            _mm512_srlv_epi32(_mm512_permutex2var_epi32(sa, direct_ld(kQ6Stage2.ql[v]), sb), nib);
         const __m512i hi = _mm512_and_si512(
-            _mm512_rolv_epi32(_mm512_permutex2var_epi32(ha, ld(kQ6Stage2.qh[4 * h + v]), hb), rot),
+            _mm512_rolv_epi32(_mm512_permutex2var_epi32(ha, direct_ld(kQ6Stage2.qh[4 * h + v]), hb),
+                              rot),
             m30);
         const __m512i W = _mm512_ternarylogic_epi32(lo, m0f, hi, 0xEA);  // (lo & m0f) | hi
         const int off = 64 * (4 * h + v);
-        LS_UNROLL
+        LS_DIRECT_UNROLL
         for (int t = 0; t < T; ++t) {
           const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
               reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
           A[t] = _mm512_dpbusd_epi32(A[t], W, X);
         }
       }
-      LS_UNROLL
+      LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) {
         const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
         acc[t] =
@@ -350,7 +340,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       }
     }
     const __m512 m_lo = _mm512_mul_ps(k32, s[0]), m_hi = _mm512_mul_ps(k32, s[1]);
-    LS_UNROLL
+    LS_DIRECT_UNROLL
     for (int t = 0; t < T; ++t) {
       const __m512 dl = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_lo + 8 * (t & 1)));
       const __m512 dh = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_hi + 8 * (t & 1)));
@@ -358,23 +348,23 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m_hi, dh));
     }
   }
-  LS_UNROLL
+  LS_DIRECT_UNROLL
   for (int t = 0; t < T; ++t) {
-    y[t * ldy] = hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = hsum(_mm512_extractf32x8_ps(acc[t], 1));
+    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
+    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
   }
 }
 
 }  // namespace
 
-bool gemm_q8_direct_supported(GgmlType t) {
-  return (t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K) &&
-         gemm_q8_pairs_supported();
+bool gemm_q8_direct_supported(GgmlType t, int64_t n) {
+  const bool k = t == GgmlType::Q4_K || t == GgmlType::Q5_K || t == GgmlType::Q6_K;
+  // Q8_0 rows that end inside a chunk are packed (the packer pads them).
+  const bool q8 = t == GgmlType::Q8_0 && n > 0 && n % 256 == 0;
+  return (k || q8) && gemm_q8_pairs_supported();
 }
 
 namespace {
-using DirectTileFn = void (*)(const uint8_t*, const uint8_t*, const GemmQ8XPair*, int64_t, bool,
-                              float*, int64_t);
 // The tile of each token count, per type.
 template <int T>
 struct Q4k {
@@ -395,10 +385,11 @@ constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1>::fn, K<2>::fn, K<3>::fn
 
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
                            const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
-  assert(gemm_q8_direct_supported(t) && n_rows >= 1 && n_rows <= kGemmQ8DirectRows && n_tok >= 1 &&
-         n_tok <= kGemmQ8DirectToks);
+  assert(gemm_q8_direct_supported(t, 256 * nc) && n_rows >= 1 && n_rows <= kGemmQ8DirectRows &&
+         n_tok >= 1 && n_tok <= kGemmQ8DirectToks);
   const DirectTileFn tile = t == GgmlType::Q6_K   ? kTiles<Q6k>[n_tok - 1]
                             : t == GgmlType::Q5_K ? kTiles<Q5k>[n_tok - 1]
+                            : t == GgmlType::Q8_0 ? gemm_q8_direct_q8_0_tile(n_tok)
                                                   : kTiles<Q4k>[n_tok - 1];
   const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   for (int r = 0; r < n_rows; r += 2) {
@@ -413,7 +404,7 @@ void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int
 #else  // not x86: never called (gemm_q8_direct_supported is false), but must link.
 
 namespace ls {
-bool gemm_q8_direct_supported(GgmlType) {
+bool gemm_q8_direct_supported(GgmlType, int64_t) {
   return false;
 }
 void gemm_q8_direct_avx512(GgmlType, const uint8_t*, uint64_t, int, const GemmQ8XChunk*, int,

@@ -416,8 +416,9 @@ int main(int argc, char** argv) {
                         for (const std::string& dn : direct_names) {
                           const bool direct = dn == "on";
                           // The direct tile: AVX-512 VNNI, at most its tokens, its types.
-                          if (direct && (amx || i != CpuIsa::Avx512 ||
-                                         !gemm_q8_direct_supported(*t) || nt > kGemmQ8DirectToks))
+                          if (direct &&
+                              (amx || i != CpuIsa::Avx512 ||
+                               !gemm_q8_direct_supported(*t, s.n_in) || nt > kGemmQ8DirectToks))
                             continue;
                           gt.direct = direct ? 1 : 0;
                           for (int kib : panel_kibs) {

@@ -200,8 +200,10 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
 }
 
 TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens") {
-  if (!cpu_isa_supported(CpuIsa::Avx512) || !gemm_q8_direct_supported(GgmlType::Q4_K) ||
-      !gemm_q8_direct_supported(GgmlType::Q5_K) || !gemm_q8_direct_supported(GgmlType::Q6_K)) {
+  const GgmlType kDirect[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0};
+  bool all = cpu_isa_supported(CpuIsa::Avx512);
+  for (GgmlType t : kDirect) all = all && gemm_q8_direct_supported(t, 256);
+  if (!all) {
     MESSAGE("SKIPPED: the direct tile (no AVX-512 VNNI and DQ on this CPU)");
     return;
   }
@@ -215,10 +217,13 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
   };
   // Rows odd and even (a last row alone), 1-8 tokens (odd ones: the pairs
   // panel's repeated token), ranges of 1, 4 or all rows.
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-    for (int64_t n_in : {256, 1024})
+  // Q8_0 rows of 800 values end inside a chunk: packed (direct refused), the same bits.
+  CHECK_FALSE(gemm_q8_direct_supported(GgmlType::Q8_0, 800));
+  for (GgmlType t : kDirect)
+    for (int64_t n_in : {256, 1024, 800})
       for (int64_t n_out : {1, 2, 37})
         for (bool extreme : {false, true}) {
+          if (n_in == 800 && t != GgmlType::Q8_0) continue;
           const std::string type = ggml_type_name(t);
           CAPTURE(type);
           const auto wb = extreme ? extreme_weight(t, n_in, n_out, rng)
@@ -244,7 +249,7 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
         }
   // Parts of types it takes and does not in one call.
   const int64_t n_in = 512, n_tok = 7;
-  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::Q6_K};
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_0, GgmlType::Q6_K};
   const int64_t n_outs[3] = {33, 8, 17};
   std::vector<std::vector<uint8_t>> wb;
   for (int p = 0; p < 3; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));

@@ -1,0 +1,42 @@
+// What the direct tile's files share (kernels/cpu/gemm_q8_direct_*.cpp, the
+// kernel of gemm_q8.h's gemm_q8_direct_avx512): the target attribute, the
+// tile's signature, and two small vector helpers. For x86 translation units
+// built with these targets only.
+// defines: LS_DIRECT, LS_DIRECT_UNROLL, DirectTileFn, direct_ld(), direct_hsum(),
+//          gemm_q8_direct_q8_0_tile()
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/gemm_q8.h"
+
+#define LS_DIRECT \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define LS_DIRECT_UNROLL _Pragma("GCC unroll 16")
+
+namespace ls {
+
+// Rows a and b (b may be a again: computed, not stored) x T tokens of the
+// pairs panel x (token t: pair t / 2, half t & 1), nc chunks; y[t * ldy] is
+// row a's output, y[t * ldy + 1] row b's where two.
+using DirectTileFn = void (*)(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x,
+                              int64_t nc, bool two, float* y, int64_t ldy);
+
+LS_DIRECT inline __m512i direct_ld(const int32_t* p) {
+  return _mm512_load_si512(p);
+}
+
+// The lane form's final sum of 8 lanes (q8_lanes_sum's tree).
+LS_DIRECT inline float direct_hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// The Q8_0 tile for n_tok tokens (gemm_q8_direct_q8_0_avx512.cpp).
+DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok);
+
+}  // namespace ls
