@@ -181,6 +181,13 @@ bool direct_env() {
   static const bool on = env_int("LS_GEMM_DIRECT", 1, 0) != 0;
   return on;
 }
+// The AVX2 tile with AVX-VNNI (GemmQ8Tuning::avx_vnni; LS_AVX_VNNI=0 turns
+// it off for whole runs).
+bool avx_vnni_wanted(const GemmQ8Tuning& tune) {
+  static const bool env_on = env_int("LS_AVX_VNNI", 1, 0) != 0;
+  return (tune.avx_vnni == 1 || (tune.avx_vnni < 0 && env_on)) && cpu_has_avx_vnni();
+}
+
 bool direct_wanted(const GemmQ8Tuning& tune, int64_t n_tok) {
   return (tune.direct == 1 || (tune.direct < 0 && direct_env())) && n_tok <= kGemmQ8DirectToks;
 }
@@ -239,6 +246,8 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.k = j.amx ? GemmQ8Kernel{nullptr, kGemmQ8AmxRows, kGemmQ8AmxToks, "amx"} : gemm_q8_kernel(isa);
   if (!j.amx && j.k.tile == gemm_q8_tile_avx512vnni && pairs_wanted(tune))
     j.k = GemmQ8Kernel{gemm_q8_tile_avx512vnni_pairs, 4, 4, "avx512vnni-pairs"};
+  if (!j.amx && j.k.tile == gemm_q8_tile_avx2 && avx_vnni_wanted(tune))
+    j.k = GemmQ8Kernel{gemm_q8_tile_avx2_vnni, 2, 4, "avx2-vnni"};
   j.direct = j.k.tile == gemm_q8_tile_avx512vnni_pairs && direct_wanted(tune, n_tok);
   j.isa = isa;
   j.n = x.n;

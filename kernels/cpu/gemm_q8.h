@@ -53,7 +53,8 @@
 //          gemm_q8_pack_w_avx2(), GemmQ8Scratch, GemmQ8Tuning, GemmQ8Plan, gemm_q8_plan(),
 //          gemm_q8_parts(), gemm_q8_plan_for(), GemmQ8AmxX, GemmQ8Amx,
 //          gemm_q8_min_tokens(), gemm_q8_tile_avx512vnni_pairs(), gemm_q8_pairs_supported(),
-//          gemm_q8_direct_supported(), gemm_q8_direct_avx512(), kGemmQ8DirectToks
+//          gemm_q8_direct_supported(), gemm_q8_direct_avx512(), kGemmQ8DirectToks,
+//          gemm_q8_tile_avx2_vnni(), cpu_has_avx_vnni()
 #pragma once
 
 #include <cstdint>
@@ -138,6 +139,11 @@ void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const Gemm
                        int n_tok, int64_t nc, float* y, int64_t ldy);
 void gemm_q8_tile_avx512vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
                              int n_tok, int64_t nc, float* y, int64_t ldy);
+// The AVX2 tile with AVX-VNNI's 256-bit vpdpbusd (gemm_q8_avx2.cpp, the same
+// bits; GemmQ8Tuning::avx_vnni), and whether this CPU has AVX-VNNI.
+void gemm_q8_tile_avx2_vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                            int n_tok, int64_t nc, float* y, int64_t ldy);
+bool cpu_has_avx_vnni();
 // The same tile over token pairs (gemm_q8_avx512.cpp, the same bits; the
 // default where the CPU runs it: GemmQ8Tuning::pairs). Needs AVX-512 VNNI
 // and DQ. x is a pairs panel (GemmQ8XPair, gemm_q8_pack_x_pairs) at an even
@@ -221,6 +227,11 @@ struct GemmQ8Tuning {
   // engine's widths 6-8 12-32 % faster: bench/results/2026-12-05-s34-no-
   // device.md); the GPU machine's Xeon is still to run it.
   int direct = -1;
+  // The AVX2 path's tile with AVX-VNNI where the CPU has it: 1 on (if it
+  // has), 0 off, -1 on unless LS_AVX_VNNI=0. Measured on Zen 4 only (bench/
+  // results/2026-12-05-s34-no-device.md); for Intel's client cores (Alder
+  // Lake on), which have AVX-VNNI but no AVX-512.
+  int avx_vnni = -1;
 };
 inline constexpr int kGemmQ8DirectToks = 8, kGemmQ8DirectRows = 8;
 

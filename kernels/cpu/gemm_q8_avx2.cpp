@@ -17,7 +17,7 @@
 // Reuse: each weight vector feeds T maddubs, each token vector R; the tile
 // (2 × 256 bytes per chunk) stays in L1 across the token tiles of a block.
 // Contraction off: a multiply then an add, as the lane form says.
-// defines: gemm_q8_tile_avx2 (kernels/cpu/gemm_q8.h)
+// defines: gemm_q8_tile_avx2, gemm_q8_tile_avx2_vnni, cpu_has_avx_vnni (kernels/cpu/gemm_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -36,6 +36,12 @@
 #define LS_UNROLL _Pragma("GCC unroll 16")
 
 #define LS_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The same tile with AVX-VNNI's 256-bit vpdpbusd (Intel's client cores
+// from Alder Lake, AMD's from Zen 4): the products go straight into int32,
+// one instruction where maddubs, add and (per group) madd were, with no
+// int16 group to flush. The lane form's I is the same exact integer, so the
+// same bits.
+#define LS_AVX2_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
 
 namespace ls {
 namespace {
@@ -89,10 +95,97 @@ LS_AVX2 inline void slices(const uint8_t* const* w, const int8_t* const* x, int 
   }
 }
 
+// Slices [v0, v1) into int32 sums with vpdpbusd (AVX-VNNI), from zero.
+// Q8_0's signed weights as in slices: |w| times x with w's sign.
+template <bool kQ8, int R, int T>
+LS_AVX2_VNNI inline void slices_vnni(const uint8_t* const* w, const int8_t* const* x, int v0,
+                                     int v1, __m256i (&P)[R][T]) {
+  LS_UNROLL
+  for (int r = 0; r < R; ++r) LS_UNROLL
+  for (int t = 0; t < T; ++t) P[r][t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+  for (int v = v0; v < v1; ++v) {
+    __m256i W[R], S[R];
+    LS_UNROLL
+    for (int r = 0; r < R; ++r) {
+      W[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[r] + 32 * v));
+      if constexpr (kQ8) {
+        S[r] = W[r];
+        W[r] = _mm256_abs_epi8(W[r]);
+      }
+    }
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) {
+      const __m256i X = _mm256_load_si256(reinterpret_cast<const __m256i*>(x[t] + 32 * v));
+      LS_UNROLL
+      for (int r = 0; r < R; ++r)
+        P[r][t] = _mm256_dpbusd_avx_epi32(P[r][t], W[r], kQ8 ? _mm256_sign_epi8(X, S[r]) : X);
+    }
+  }
+}
+
+// The float part of a chunk (the lane form's step on 8 lanes), for both tiles.
+template <GgmlType TY, int R, int T>
+LS_AVX2 inline void float_step(const GemmQ8WChunk* const* wc, const GemmQ8XChunk* const* xc,
+                               const __m256i (&I)[R][T], const __m256i (&Ih)[R][T],
+                               __m256 (&acc)[R][T]) {
+  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
+  LS_UNROLL
+  for (int r = 0; r < R; ++r) {
+    const __m256 s = _mm256_load_ps(wc[r]->s), m = _mm256_load_ps(wc[r]->m);
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) {
+      const __m256 dx = _mm256_load_ps(xc[t]->d);
+      __m256 a = acc[r][t];
+      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s, dx), _mm256_cvtepi32_ps(I[r][t])));
+      if constexpr (kQ6) {
+        const __m256 sh = _mm256_load_ps(wc[r]->s_hi), mh = _mm256_load_ps(wc[r]->m_hi);
+        a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(sh, dx), _mm256_cvtepi32_ps(Ih[r][t])));
+        a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds_lo)));
+        a = _mm256_sub_ps(a, _mm256_mul_ps(mh, _mm256_load_ps(xc[t]->ds_hi)));
+      } else if constexpr (!kQ8) {
+        a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds)));
+      }
+      acc[r][t] = a;
+    }
+  }
+}
+
+template <GgmlType TY, int R, int T>
+LS_AVX2_VNNI void tile_vnni(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, float* y,
+                            int64_t ldy) {
+  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
+  __m256 acc[R][T];
+  LS_UNROLL
+  for (int r = 0; r < R; ++r) LS_UNROLL
+  for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < nc; ++c) {
+    const GemmQ8WChunk* wc[R];
+    const GemmQ8XChunk* xc[T];
+    const uint8_t* wu[R];
+    const int8_t* xq[T];
+    LS_UNROLL
+    for (int r = 0; r < R; ++r) wc[r] = w + r * nc + c, wu[r] = wc[r]->u;
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) xc[t] = x + t * nc + c, xq[t] = xc[t]->q;
+    __m256i I[R][T], Ih[R][T] = {};
+    if constexpr (kQ6) {
+      slices_vnni<false, R, T>(wu, xq, 0, 4, I);
+      slices_vnni<false, R, T>(wu, xq, 4, 8, Ih);
+    } else {
+      slices_vnni<kQ8, R, T>(wu, xq, 0, 8, I);
+    }
+    float_step<TY, R, T>(wc, xc, I, Ih, acc);
+  }
+  LS_UNROLL
+  for (int r = 0; r < R; ++r) LS_UNROLL
+  for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
+}
+
 template <GgmlType TY, int R, int T>
 LS_AVX2 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, float* y, int64_t ldy) {
-  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
   constexpr int G = kGroup<TY>;
+  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][T];
   LS_UNROLL
@@ -122,53 +215,40 @@ LS_AVX2 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, floa
           I[r][t] = v0 == 0 ? m : _mm256_add_epi32(I[r][t], m);
       }
     }
-    // Float part.
-    LS_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const __m256 s = _mm256_load_ps(wc[r]->s), m = _mm256_load_ps(wc[r]->m);
-      LS_UNROLL
-      for (int t = 0; t < T; ++t) {
-        const __m256 dx = _mm256_load_ps(xc[t]->d);
-        __m256 a = acc[r][t];
-        a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s, dx), _mm256_cvtepi32_ps(I[r][t])));
-        if constexpr (kQ6) {
-          const __m256 sh = _mm256_load_ps(wc[r]->s_hi), mh = _mm256_load_ps(wc[r]->m_hi);
-          a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(sh, dx), _mm256_cvtepi32_ps(Ih[r][t])));
-          a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds_lo)));
-          a = _mm256_sub_ps(a, _mm256_mul_ps(mh, _mm256_load_ps(xc[t]->ds_hi)));
-        } else if constexpr (!kQ8) {
-          a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds)));
-        }
-        acc[r][t] = a;
-      }
-    }
+    float_step<TY, R, T>(wc, xc, I, Ih, acc);
   }
   LS_UNROLL
   for (int r = 0; r < R; ++r) LS_UNROLL
   for (int t = 0; t < T; ++t) y[t * ldy + r] = hsum(acc[r][t]);
 }
 
-template <GgmlType TY>
-LS_AVX2 void tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x, int n_tok,
-                      int64_t nc, float* y, int64_t ldy) {
-  // (rows, tokens) -> instance; n_rows in 1..2, n_tok in 1..4.
-  switch ((n_rows - 1) * 4 + (n_tok - 1)) {
-    case 0:
-      return tile<TY, 1, 1>(w, x, nc, y, ldy);
-    case 1:
-      return tile<TY, 1, 2>(w, x, nc, y, ldy);
-    case 2:
-      return tile<TY, 1, 3>(w, x, nc, y, ldy);
-    case 3:
-      return tile<TY, 1, 4>(w, x, nc, y, ldy);
-    case 4:
-      return tile<TY, 2, 1>(w, x, nc, y, ldy);
-    case 5:
-      return tile<TY, 2, 2>(w, x, nc, y, ldy);
-    case 6:
-      return tile<TY, 2, 3>(w, x, nc, y, ldy);
+using TileFn = void (*)(const GemmQ8WChunk*, const GemmQ8XChunk*, int64_t, float*, int64_t);
+// (rows, tokens) -> instance; n_rows in 1..2, n_tok in 1..4.
+template <GgmlType TY, bool kVnni>
+constexpr TileFn kShapes[8] = {
+    kVnni ? tile_vnni<TY, 1, 1> : tile<TY, 1, 1>, kVnni ? tile_vnni<TY, 1, 2> : tile<TY, 1, 2>,
+    kVnni ? tile_vnni<TY, 1, 3> : tile<TY, 1, 3>, kVnni ? tile_vnni<TY, 1, 4> : tile<TY, 1, 4>,
+    kVnni ? tile_vnni<TY, 2, 1> : tile<TY, 2, 1>, kVnni ? tile_vnni<TY, 2, 2> : tile<TY, 2, 2>,
+    kVnni ? tile_vnni<TY, 2, 3> : tile<TY, 2, 3>, kVnni ? tile_vnni<TY, 2, 4> : tile<TY, 2, 4>};
+
+template <bool kVnni>
+void tile_type(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x, int n_tok,
+               int64_t nc, float* y, int64_t ldy) {
+  assert(n_rows >= 1 && n_rows <= 2 && n_tok >= 1 && n_tok <= 4);
+  const int shape = (n_rows - 1) * 4 + (n_tok - 1);
+  switch (t) {
+    case GgmlType::Q4_0:
+      return kShapes<GgmlType::Q4_0, kVnni>[shape](w, x, nc, y, ldy);
+    case GgmlType::Q8_0:
+      return kShapes<GgmlType::Q8_0, kVnni>[shape](w, x, nc, y, ldy);
+    case GgmlType::Q4_K:
+      return kShapes<GgmlType::Q4_K, kVnni>[shape](w, x, nc, y, ldy);
+    case GgmlType::Q5_K:
+      return kShapes<GgmlType::Q5_K, kVnni>[shape](w, x, nc, y, ldy);
+    case GgmlType::Q6_K:
+      return kShapes<GgmlType::Q6_K, kVnni>[shape](w, x, nc, y, ldy);
     default:
-      return tile<TY, 2, 4>(w, x, nc, y, ldy);
+      assert(false && "gemm_q8_tile_avx2: unsupported type");
   }
 }
 
@@ -176,21 +256,17 @@ LS_AVX2 void tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x, 
 
 void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
                        int n_tok, int64_t nc, float* y, int64_t ldy) {
-  assert(n_rows >= 1 && n_rows <= 2 && n_tok >= 1 && n_tok <= 4);
-  switch (t) {
-    case GgmlType::Q4_0:
-      return tile_any<GgmlType::Q4_0>(w, n_rows, x, n_tok, nc, y, ldy);
-    case GgmlType::Q8_0:
-      return tile_any<GgmlType::Q8_0>(w, n_rows, x, n_tok, nc, y, ldy);
-    case GgmlType::Q4_K:
-      return tile_any<GgmlType::Q4_K>(w, n_rows, x, n_tok, nc, y, ldy);
-    case GgmlType::Q5_K:
-      return tile_any<GgmlType::Q5_K>(w, n_rows, x, n_tok, nc, y, ldy);
-    case GgmlType::Q6_K:
-      return tile_any<GgmlType::Q6_K>(w, n_rows, x, n_tok, nc, y, ldy);
-    default:
-      assert(false && "gemm_q8_tile_avx2: unsupported type");
-  }
+  tile_type<false>(t, w, n_rows, x, n_tok, nc, y, ldy);
+}
+
+void gemm_q8_tile_avx2_vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                            int n_tok, int64_t nc, float* y, int64_t ldy) {
+  tile_type<true>(t, w, n_rows, x, n_tok, nc, y, ldy);
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = cpu_isa_supported(CpuIsa::Avx2) && __builtin_cpu_supports("avxvnni");
+  return has;
 }
 
 }  // namespace ls
@@ -201,6 +277,13 @@ namespace ls {
 void gemm_q8_tile_avx2(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
                        int n_tok, int64_t nc, float* y, int64_t ldy) {
   gemm_q8_tile_scalar(t, w, n_rows, x, n_tok, nc, y, ldy);
+}
+void gemm_q8_tile_avx2_vnni(GgmlType t, const GemmQ8WChunk* w, int n_rows, const GemmQ8XChunk* x,
+                            int n_tok, int64_t nc, float* y, int64_t ldy) {
+  gemm_q8_tile_scalar(t, w, n_rows, x, n_tok, nc, y, ldy);
+}
+bool cpu_has_avx_vnni() {
+  return false;
 }
 }  // namespace ls
 

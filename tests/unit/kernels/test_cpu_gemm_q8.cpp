@@ -107,6 +107,15 @@ bool pairs_here() {
   return ok;
 }
 
+// The AVX2 tile with AVX-VNNI.
+bool avx_vnni_here() {
+  static const bool ok = [] {
+    if (!cpu_has_avx_vnni()) MESSAGE("SKIPPED: avx2-vnni (no AVX-VNNI on this CPU)");
+    return cpu_has_avx_vnni();
+  }();
+  return ok;
+}
+
 GemmQ8Tuning with_pairs(GemmQ8Tuning t, int pairs = 1) {
   t.pairs = pairs;
   t.amx = GemmQ8Amx::Off;
@@ -186,6 +195,22 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
               CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_pairs({3 * 416 * 4, 4}, p)),
                               want));
             }
+          if (isa == CpuIsa::Avx2) {
+            // The AVX2 tile with and without AVX-VNNI (the default where the
+            // CPU has it).
+            GemmQ8Tuning plain, vnni;
+            plain.avx_vnni = 0;
+            vnni.avx_vnni = 1;
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, plain), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, plain), want));
+            if (avx_vnni_here()) {
+              CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, vnni), want));
+              GemmQ8Tuning small = vnni;  // several token blocks and row ranges
+              small.panel_bytes = 3 * 416 * 4;
+              small.rows_per_task = 4;
+              CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, small), want));
+            }
+          }
           for (GemmQ8Amx a : amx_modes()) {
             const std::string amx = a == GemmQ8Amx::On ? "amx" : "amx emulated";
             CAPTURE(amx);
