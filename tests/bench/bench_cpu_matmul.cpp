@@ -40,6 +40,8 @@
 //   --amx off,on          gemm on the ISA's tile kernel, on AMX's tile unit
 //       (kernels/cpu/gemm_q8_amx.h; "on" where the CPU has it; its bound is
 //       the memory's alone: no peak of the tile unit is measured)
+//   --avx-vnni on,off     gemm on the AVX2 tile with AVX-VNNI's vpdpbusd
+//       (where the CPU has it; the default) or with maddubs (--isa avx2)
 //   --direct off,on       gemm through the direct tile (no weight pack;
 //       AVX-512 VNNI, at most 8 tokens, the types it takes; kernels/cpu/
 //       gemm_q8_direct_avx512.cpp)
@@ -212,7 +214,8 @@ int main(int argc, char** argv) {
   std::string json_out;
   std::vector<std::string> acts = {"q8", "f32"}, mems = {"anon"}, paths = {"dot", "gemm"};
   std::vector<int> panel_kibs = {0};
-  std::vector<std::string> amx_names = {"off", "on"}, forms = {"lanes"}, direct_names = {"off"};
+  std::vector<std::string> amx_names = {"off", "on"}, forms = {"lanes"}, direct_names = {"off"},
+                           vnni_names = {"on"};
   std::vector<int> tasks = {CpuMatmulTuning{}.tasks_per_thread},
                    pfs = {CpuMatmulTuning{}.prefetch_rows},
                    hints = {CpuMatmulTuning{}.prefetch_hint};
@@ -252,6 +255,8 @@ int main(int argc, char** argv) {
       amx_names = split(next());
     } else if (a == "--direct") {
       direct_names = split(next());
+    } else if (a == "--avx-vnni") {
+      vnni_names = split(next());
     } else if (a == "--form") {
       forms = split(next());
     } else if (a == "--mem") {
@@ -421,17 +426,25 @@ int main(int argc, char** argv) {
                                !gemm_q8_direct_supported(*t, s.n_in) || nt > kGemmQ8DirectToks))
                             continue;
                           gt.direct = direct ? 1 : 0;
-                          for (int kib : panel_kibs) {
-                            gt.panel_bytes = int64_t{kib} << 10;
-                            vs.push_back({amx      ? "amx"
-                                          : direct ? "avx512vnni-direct"
-                                                   : gemm_q8_kernel(i).name,
-                                          false,
-                                          i,
-                                          act,
-                                          true,
-                                          {},
-                                          gt});
+                          for (const std::string& vn : vnni_names) {
+                            // The AVX2 tile with AVX-VNNI ("on": where the CPU has it).
+                            const bool avx2 = i == CpuIsa::Avx2, on = vn == "on";
+                            if (!avx2 && !on) continue;  // one row for other ISAs
+                            if (avx2 && on && !cpu_has_avx_vnni()) continue;
+                            gt.avx_vnni = avx2 && on ? 1 : 0;
+                            for (int kib : panel_kibs) {
+                              gt.panel_bytes = int64_t{kib} << 10;
+                              vs.push_back({amx                ? "amx"
+                                            : direct           ? "avx512vnni-direct"
+                                            : gt.avx_vnni == 1 ? "avx2-vnni"
+                                                               : gemm_q8_kernel(i).name,
+                                            false,
+                                            i,
+                                            act,
+                                            true,
+                                            {},
+                                            gt});
+                            }
                           }
                         }
                       }
