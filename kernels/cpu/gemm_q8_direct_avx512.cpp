@@ -19,11 +19,12 @@
 //   stage 2  per slice, one vpermt2d over both rows' stage-1 vectors puts
 //            each dword in its two lanes, a per-lane shift (0 or 4) and a
 //            mask leave the nibble.
-// That is 7 vector operations a row chunk in place of the pack (Q6_K: the
-// same stage 1 over ql, and per slice a second vpermt2d that brings the qh
-// bits, 13). The scales
-// (d * sc and dmin * mn, one float multiply each, as the packer makes them)
-// are computed for both rows at once. Then per token the lane form's steps
+// That is 14 vector operations a row chunk (2 + 8 slices x 3 / 2 rows) in
+// place of the pack's ~46 and its stores (Q5_K: a vpermd, a rotate, a mask
+// and a merge more a slice for the fifth bit, 22; Q6_K: the same stage 1
+// over ql, and per slice a second vpermt2d that brings the qh bits, 26).
+// The scales (d * sc and dmin * mn, one float multiply each, as the packer
+// makes them) are computed for both rows at once. Then per token the lane form's steps
 // on 16 lanes (two rows): vpdpbusd per slice, and per chunk
 // acc + (s * d) * float(I), acc - m * ds (Q6_K: per group of 16, as the
 // pairs tile does them): the same operations in the same
