@@ -21,8 +21,9 @@
 //            mask leave the nibble.
 // That is 14 vector operations a row chunk (2 + 8 slices x 3 / 2 rows) in
 // place of the pack's ~46 and its stores (Q5_K: a vpermd, a rotate, a mask
-// and a merge more a slice for the fifth bit, 22; Q6_K: the same stage 1
-// over ql, and per slice a second vpermt2d that brings the qh bits, 26).
+// and a merge more a slice for the fifth bit, 26; Q6_K: the same stage 1
+// over ql, and per slice a second vpermt2d and the same three for the qh
+// bits, 26).
 // The scales (d * sc and dmin * mn, one float multiply each, as the packer
 // makes them) are computed for both rows at once. Then per token the lane form's steps
 // on 16 lanes (two rows): vpdpbusd per slice, and per chunk
