@@ -9,7 +9,9 @@ to the end of its own. Per step: its length; then, summed over the steps,
 each track's time in each span name (ms a step) and the share of the step.
 The compute track's names say what the critical path did: "layers" / "layer"
 (GPU work), "to cpu", "wait cpu", "from cpu" (a CPU-tier layer's hand-over
-and wait), "wait layer" (waiting for a copy), "head", "embed".
+and wait), "wait layer" (waiting for a copy), "head", "embed". Last, a hybrid
+plan's CPU layers by the run of streamed layers before each, with the mean
+"to cpu": runs longer than the device slots stall there.
 """
 import argparse
 import collections
@@ -66,6 +68,30 @@ def main():
     row = sorted((e["ts"], e["name"], e["args"].get("layer", -1), e["dur"] / 1e3)
                  for e in spans if names.get(e["tid"]) == "compute" and e["args"].get("step") == mid)
     print(f"  compute in step {mid}: " + " ".join(f"{nm}@{l}:{ms:.1f}" for _, nm, l, ms in row if ms >= 0.3))
+    # A hybrid step's CPU layers by the run of streamed layers just before
+    # each (copied in that step, since the CPU layer before it): with few
+    # device slots a run longer than the slots holds the copy engine while
+    # the CPU computes, and shows as a long "to cpu" (the export waits for
+    # the GPU, which waits for the run's last copy).
+    by_run = collections.defaultdict(list)
+    for s in steps:
+        cpu = {}
+        for e in spans:
+            if e["args"].get("step") != s or names.get(e["tid"]) != "compute":
+                continue
+            if e["name"] == "to cpu":
+                cpu[e["args"].get("layer", -1)] = e["dur"] / 1e3
+        copied = {e["args"].get("layer", -1) for e in spans
+                  if e["args"].get("step") == s and names.get(e["tid"]) == "gpu-copy"}
+        prev = -1
+        for l in sorted(cpu):
+            run = sum(1 for k in copied if prev < k < l)
+            by_run[run].append(cpu[l])
+            prev = l
+    if by_run:
+        print("  CPU layers by the streamed run before them: " + ", ".join(
+            f"run {r}: {len(v)} layers, to cpu mean {sum(v)/len(v):.1f} ms"
+            for r, v in sorted(by_run.items())))
 
 
 if __name__ == "__main__":
