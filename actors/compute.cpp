@@ -80,8 +80,8 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
     const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
     if (gpu_kv_end_[at] >= sp.p0) continue;
     if (cpu_kv_end_[at] < sp.p0)
-      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend",
-                        l, sp.seq, gpu_kv_end_[at], sp.p0);
+      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend", l,
+                        sp.seq, gpu_kv_end_[at], sp.p0);
     kv_rows_.layer = static_cast<uint32_t>(l);
     kv_rows_.seq = sp.seq;
     kv_rows_.p0 = gpu_kv_end_[at];
@@ -97,8 +97,8 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
     if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
     std::optional<CpuWork> back = from_cpu_.pop(rc_);
     if (!back) return make_error("the run was stopped");
-    LS_TRY(be_.write_kv(kv_rows_.layer, kv_rows_.seq, kv_rows_.p0, kv_rows_.p1,
-                        kv_rows_.k.data(), kv_rows_.v.data()));
+    LS_TRY(be_.write_kv(kv_rows_.layer, kv_rows_.seq, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
+                        kv_rows_.v.data()));
     gpu_kv_end_[at] = sp.p0;
   }
   return ok();
@@ -208,8 +208,7 @@ Status ComputeActor::resident_run(int64_t step, const LayerJob& job, int track) 
     rc_.chaos();
     LS_TRY(link_.before_layer(-1, gs));
     if (!io_only_)
-      LS_TRY(be_.layers(static_cast<uint32_t>(l), group_.data(),
-                        static_cast<uint32_t>(job.count)));
+      LS_TRY(be_.layers(static_cast<uint32_t>(l), group_.data(), static_cast<uint32_t>(job.count)));
     LS_TRY(link_.after_layer({nullptr, -1}, gs));
   }
   depth_.release(0);
@@ -410,20 +409,28 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
   layout_.resize(static_cast<size_t>(n_layer));
   for (int32_t l = 0; l < n_layer; ++l) {
     const bool set = balancer_ ? balancer_->on_cpu(l) : cpu_home_[l] != 0;
-    layout_[l] = set                                  ? WidthRouting::Kind::CpuSet
+    layout_[l] = set                               ? WidthRouting::Kind::CpuSet
                  : plan_tier_[l] == Tier::Resident ? WidthRouting::Kind::Resident
                                                    : WidthRouting::Kind::Streamed;
   }
+  const bool layout_changed = layout_ != placed_layout_;
   routing_->set_layout(layout_, slots_.size(), depth_.size());
   // Per bucket, how many stay and which (by layer); buckets not measured
   // yet keep the even spread of their count, as do all with LS_WIDTH_PLACE=0
-  // (A/B runs).
+  // (A/B runs). The search (~0.2 ms a bucket on the 70b's plan) runs for the
+  // bucket this step measured, and for every bucket when the CPU set
+  // changed; the others keep their placement until a step of theirs (a
+  // batch whose width moves would otherwise pay it for every bucket, every
+  // step).
   static const bool place = env_int("LS_WIDTH_PLACE", 1, 0) != 0;
+  const int measured = WidthRouting::bucket(static_cast<int64_t>(b.size()));
   for (int k = 1; k < WidthRouting::kBuckets; ++k) {
     if (!place) {
       route_->keep[k].store(routing_->cpu_layers(k), std::memory_order_relaxed);
       continue;
     }
+    if (!layout_changed && k != measured && route_->placed[k].load(std::memory_order_relaxed))
+      continue;
     const WidthRouting::Placement p = routing_->placement(k);
     route_->keep[k].store(p.k, std::memory_order_relaxed);
     if (p.predicted_s <= 0) {
@@ -437,6 +444,7 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
             p.keep[i++], std::memory_order_relaxed);
     route_->placed[k].store(1, std::memory_order_release);
   }
+  placed_layout_ = layout_;
 }
 
 }  // namespace ls

@@ -12,13 +12,12 @@
 // mode it skips the kernels, so the pipeline's own ceiling can be measured.
 //
 // A CPU-tier layer may also arrive as a streamed job (the planner sends
-// some or all of them through PCIe for a wide step: StepWidths, HybridRoute::keep). Its key/value cache then
-// lives on both sides: for each such layer compute tracks up to which
-// position each backend's rows are current, and before a layer runs on one
-// side it brings over the rows only the other side has (Backend::read_kv /
-// write_kv; the CPU side's through the cpu-compute actor, which owns that
-// backend), per sequence slot: a step's entries of one sequence are
-// contiguous and at consecutive positions, as the sampler forms them.
+// some or all of them through PCIe for a wide step: StepWidths, HybridRoute::keep). Its key/value
+// cache then lives on both sides: for each such layer compute tracks up to which position each
+// backend's rows are current, and before a layer runs on one side it brings over the rows only the
+// other side has (Backend::read_kv / write_kv; the CPU side's through the cpu-compute actor, which
+// owns that backend), per sequence slot: a step's entries of one sequence are contiguous and at
+// consecutive positions, as the sampler forms them.
 //
 // A hybrid plan re-planned online (a balancer): every layer in host memory
 // may run on either side, so each keeps that bookkeeping. After each clean
@@ -54,8 +53,8 @@ class ComputeActor {
                CreditPool& slots, CreditPool& depth, Mailbox<StepInput>& steps,
                Mailbox<LayerJob>& jobs, Mailbox<StepOutput>& to_sampler, Mailbox<CpuWork>& to_cpu,
                Mailbox<CpuWork>& from_cpu, const TierPlan& plan, StepWidths& widths,
-               HybridRoute* route, HybridBalancer* balancer, WidthRouting* routing,
-               RunControl& rc, Tracer& tracer, bool io_only, uint32_t n_seq);
+               HybridRoute* route, HybridBalancer* balancer, WidthRouting* routing, RunControl& rc,
+               Tracer& tracer, bool io_only, uint32_t n_seq);
   void run();  // the actor's thread
 
  private:
@@ -80,7 +79,7 @@ class ComputeActor {
   // once and searched; nothing allocated per job.
   std::vector<LayerJob> early_;
   std::vector<float> logits_;
-  std::vector<int32_t> ids_;  // an argmax_only step's tokens
+  std::vector<int32_t> ids_;   // an argmax_only step's tokens
   std::vector<float> hidden_;  // the state a CPU-tier layer works on (size() x n_embd)
   StepWidths& widths_;
   // CPU-tier layers' caches: positions [0, end) of a slot are current on
@@ -101,11 +100,12 @@ class ComputeActor {
   HybridRoute* route_;
   HybridBalancer* balancer_;
   WidthRouting* routing_;
-  std::vector<Tier> plan_tier_;               // by layer, the plan's
-  std::vector<WidthRouting::Kind> layout_;  // routing_'s view of the step
-  struct StepClock {                              // what the current step measured so far
-    std::chrono::steady_clock::time_point start;  // its batch arrived
-    double cpu_s = 0;                             // the CPU tier's own time
+  std::vector<Tier> plan_tier_;                    // by layer, the plan's
+  std::vector<WidthRouting::Kind> layout_;         // routing_'s view of the step
+  std::vector<WidthRouting::Kind> placed_layout_;  // the layout the placements were made for
+  struct StepClock {                               // what the current step measured so far
+    std::chrono::steady_clock::time_point start;   // its batch arrived
+    double cpu_s = 0;                              // the CPU tier's own time
     int32_t n_cpu = 0, n_copied = 0;
     bool kv_moved = false;
     int32_t kv_layers = 0;  // layers whose rows moved between the caches
