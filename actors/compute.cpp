@@ -431,7 +431,10 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
     }
     if (!layout_changed && k != measured && route_->placed[k].load(std::memory_order_relaxed))
       continue;
-    const WidthRouting::Placement p = routing_->placement(k);
+    const size_t kb = static_cast<size_t>(k);
+    const WidthRouting::Placement p =
+        routing_->placement(k, layout_changed ? nullptr : &placed_[kb]);
+    placed_[kb] = p;
     route_->keep[k].store(p.k, std::memory_order_relaxed);
     if (p.predicted_s <= 0) {
       route_->placed[k].store(0, std::memory_order_release);

@@ -33,6 +33,7 @@
 // defines: ComputeActor
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <vector>
 
@@ -103,9 +104,10 @@ class ComputeActor {
   std::vector<Tier> plan_tier_;                    // by layer, the plan's
   std::vector<WidthRouting::Kind> layout_;         // routing_'s view of the step
   std::vector<WidthRouting::Kind> placed_layout_;  // the layout the placements were made for
-  struct StepClock {                               // what the current step measured so far
-    std::chrono::steady_clock::time_point start;   // its batch arrived
-    double cpu_s = 0;                              // the CPU tier's own time
+  std::array<WidthRouting::Placement, WidthRouting::kBuckets> placed_;  // in use, per bucket
+  struct StepClock {                              // what the current step measured so far
+    std::chrono::steady_clock::time_point start;  // its batch arrived
+    double cpu_s = 0;                             // the CPU tier's own time
     int32_t n_cpu = 0, n_copied = 0;
     bool kv_moved = false;
     int32_t kv_layers = 0;  // layers whose rows moved between the caches

@@ -67,7 +67,8 @@ double WidthRouting::simulate(double cpu, double gpu, const std::vector<uint8_t>
       const double planned =
           std::max(gate, at >= static_cast<size_t>(depth_) ? finish[at - depth_] : 0.0);
       Kind kind = kinds_[l];
-      if (kind == Kind::CpuSet) kind = keep[static_cast<size_t>(i_set++)] ? Kind::CpuSet : Kind::Streamed;
+      if (kind == Kind::CpuSet)
+        kind = keep[static_cast<size_t>(i_set++)] ? Kind::CpuSet : Kind::Streamed;
       if (kind == Kind::Streamed) {
         auto slot = std::min_element(slot_free.begin(), slot_free.end());
         copier = std::max({copier, *slot, planned}) + copy_s_;
@@ -151,7 +152,7 @@ int32_t WidthRouting::cpu_layers(int b) const {
   return best;
 }
 
-WidthRouting::Placement WidthRouting::placement(int b) const {
+WidthRouting::Placement WidthRouting::placement(int b, const Placement* now) const {
   Placement p;
   p.k = cpu_layers(b);
   const int32_t n = std::max(0, n_set_);
@@ -201,6 +202,12 @@ WidthRouting::Placement WidthRouting::placement(int b) const {
       if (!moved) break;
     }
     if (best < p.predicted_s * (1 - 1e-9)) p = {k, std::move(keep), best};
+  }
+  if (settled && now && now->predicted_s > 0 && now->keep.size() == static_cast<size_t>(n)) {
+    // Hysteresis (see the header): the one in use, timed as things are now.
+    // Not while the guards set the count (a probe must take its step).
+    const double t = simulate(cpu, gpu, now->keep);
+    if (p.predicted_s > t * (1 - kPlaceGain)) return {now->k, now->keep, t};
   }
   return p;
 }

@@ -90,8 +90,8 @@ class WidthRouting {
   static int64_t bucket_width(int b);  // the widest width of bucket b (its representative)
 
   struct Options {
-    int64_t max_width = 64;  // wider steps put nothing on the CPU (prompts)
-    double weight = 0.3;     // of a new measurement in the running averages
+    int64_t max_width = 64;    // wider steps put nothing on the CPU (prompts)
+    double weight = 0.3;       // of a new measurement in the running averages
     int32_t probe_every = 32;  // steps of a bucket at 0 CPU layers before one keeps 1 (0: never)
   };
   // n_layer: the model's layers; n_set: the CPU set (the layers in host
@@ -134,7 +134,15 @@ class WidthRouting {
     std::vector<uint8_t> keep;  // n_set entries
     double predicted_s = 0;     // the simulated step (0: no layout or measurement)
   };
-  Placement placement(int b) const;
+  // With the placement in use (now, for the same layout): it stays unless
+  // the new one's simulated step is at least kPlaceGain shorter than its
+  // own under the same measurements. A layer that changes sides moves its
+  // key/value rows between the caches (at width 32 on the 70b, tens of MB a
+  // layer), and measurements that drift by a little would otherwise move a
+  // layer back and forth between steps. Only where the count is the
+  // routing's own (not set by the guards of cpu_layers).
+  static constexpr double kPlaceGain = 0.01;
+  Placement placement(int b, const Placement* now = nullptr) const;
   // Per-layer seconds in use for bucket b (estimated where not measured).
   double cpu_layer_s(int b) const;
   double gpu_layer_s(int b) const;
@@ -154,8 +162,8 @@ class WidthRouting {
   int32_t slots_ = 1, depth_ = 1;
   double prior_cpu_s_, prior_gpu_s_;
   Options opt_;
-  std::array<double, kBuckets> cpu_{}, gpu_{};  // measured per-layer seconds (0: none)
-  std::array<int32_t, kBuckets> since_cpu_{};   // steps of the bucket since a CPU measurement
+  std::array<double, kBuckets> cpu_{}, gpu_{};       // measured per-layer seconds (0: none)
+  std::array<int32_t, kBuckets> since_cpu_{};        // steps of the bucket since a CPU measurement
   std::array<int32_t, kBuckets> cpu_n_{}, gpu_n_{};  // samples taken (counted up to 2)
   int32_t copy_n_ = 0;
   double copy_s_ = 0;

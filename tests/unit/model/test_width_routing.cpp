@@ -257,6 +257,69 @@ TEST_CASE("width routing: the placement's simulated step beats the even spread")
   CHECK(p.k == r.cpu_layers(WidthRouting::bucket(8)));
 }
 
+// The placement in use stays while the measurements drift by a little (a
+// layer that changes sides moves its key/value rows), and gives way when a
+// new one is kPlaceGain shorter or more.
+TEST_CASE("width routing: a placement in use stays unless a new one is clearly shorter") {
+  const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
+  std::vector<WidthRouting::Kind> kinds;
+  for (char c : layout)
+    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
+                    : c == 'H' ? WidthRouting::Kind::CpuSet
+                               : WidthRouting::Kind::Streamed);
+  auto routing = [&](double cpu_ms) {
+    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+    r.set_layout(kinds, 3, 57);
+    WidthSample s;
+    s.width = 32;
+    s.n_cpu = 10;
+    s.n_gpu = 70;
+    s.n_copied = 30;
+    s.cpu_s = 10 * cpu_ms * 1e-3;
+    s.gpu_s = 70 * 0.67e-3;
+    s.copy_s = 30 * 9.2e-3;
+    for (int i = 0; i < 20; ++i) r.observe(s);
+    return r;
+  };
+  const int b = WidthRouting::bucket(32);
+  const WidthRouting::Placement first = routing(24.8).placement(b);
+  REQUIRE(first.predicted_s > 0);
+  // Measurements a little off: some other placement may simulate a hair
+  // shorter, but the one in use stays.
+  for (double cpu_ms : {24.0, 24.5, 25.2, 25.6}) {
+    CAPTURE(cpu_ms);
+    const WidthRouting r = routing(cpu_ms);
+    const WidthRouting::Placement fresh = r.placement(b);
+    const WidthRouting::Placement kept = r.placement(b, &first);
+    CHECK(kept.keep == first.keep);
+    CHECK(fresh.predicted_s >= kept.predicted_s * (1 - WidthRouting::kPlaceGain));
+  }
+  // The CPU twice as slow: fewer layers on the CPU, a new placement.
+  const WidthRouting slow = routing(49.6);
+  const WidthRouting::Placement moved = slow.placement(b, &first);
+  CHECK(moved.k < first.k);
+  CHECK(moved.keep != first.keep);
+  // A bucket due a probe takes its probe whatever is in use.
+  WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3, WidthRouting::Options{64, 0.3, 2});
+  r.set_layout(kinds, 3, 57);
+  WidthSample s;
+  s.width = 32;
+  s.n_cpu = 10;
+  s.n_gpu = 70;
+  s.n_copied = 30;
+  s.cpu_s = 10 * 200e-3;  // a CPU so slow that the best is none
+  s.gpu_s = 70 * 0.67e-3;
+  s.copy_s = 30 * 9.2e-3;
+  for (int i = 0; i < 3; ++i) r.observe(s);
+  WidthSample none = s;
+  none.n_cpu = 0;
+  none.cpu_s = 0;
+  none.n_gpu = 80;
+  for (int i = 0; i < 2; ++i) r.observe(none);  // two steps without a CPU layer: a probe is due
+  WidthRouting::Placement zero{0, std::vector<uint8_t>(25, 0), 1.0};
+  CHECK(r.placement(b, &zero).k == 1);
+}
+
 // A verify step's width is one bucket from its first step, and a short
 // speculative run has a few dozen of them: a cold first step (here 2.5x the
 // warm cost) must not hold the split off its best beyond the next step.
