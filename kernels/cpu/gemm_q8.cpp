@@ -4,7 +4,7 @@
 // tile kernels (gemm_q8_{avx512,avx2,scalar}.cpp), and which task computes
 // an output does not change it: results do not depend on the thread count,
 // the blocking or the tile shape.
-// defines: gemm_q8_plan, gemm_q8_parts, gemm_q8_min_tokens (kernels/cpu/gemm_q8.h)
+// defines: gemm_q8_plan, gemm_q8_parts, gemm_q8_min_tokens (both; kernels/cpu/gemm_q8.h)
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
@@ -355,6 +355,14 @@ int64_t gemm_q8_min_tokens(CpuIsa isa) {
     default:
       return INT64_MAX;
   }
+}
+
+int64_t gemm_q8_min_tokens(CpuIsa isa, GgmlType t, int64_t n) {
+  const int64_t m = gemm_q8_min_tokens(isa);
+  // Below 8 tokens only the direct tile beats the dot: rows it does not
+  // take stay on the dot there (the packed tile at 4 tokens read 0.9x the
+  // dot on Zen 4).
+  return m < 8 && !gemm_q8_direct_supported(t, n) ? 8 : m;
 }
 
 }  // namespace ls

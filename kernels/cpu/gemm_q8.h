@@ -258,5 +258,8 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
 // From how many tokens the CPU backend runs gemm_q8_parts rather than the
 // row-by-row dot (measured: bench/results/, see gemm_q8.cpp).
 int64_t gemm_q8_min_tokens(CpuIsa isa);
+// The same for rows of n values of type t (the least over types is the one
+// above: the direct tile's 4 where it runs, 8 for the types it does not take).
+int64_t gemm_q8_min_tokens(CpuIsa isa, GgmlType t, int64_t n);
 
 }  // namespace ls

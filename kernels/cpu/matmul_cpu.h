@@ -153,8 +153,9 @@ void matmul_cpu_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_part
                          const ActQ8View& x, int64_t n_tok, CpuIsa isa = cpu_isa_active(),
                          const CpuMatmulTuning& tune = {});
 
-// The engine's choice: the GEMM from gemm_q8_min_tokens(isa) tokens on (its
-// panel and tiles in scratch.gemm()), the row-by-row dot below. Same bits.
+// The engine's choice, part by part: the GEMM from gemm_q8_min_tokens(isa,
+// type, n) tokens on (its panel and tiles in scratch.gemm()), the row-by-row
+// dot below. Same bits.
 void matmul_cpu_q8_auto(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts,
                         const ActQ8View& x, int64_t n_tok, CpuMatmulScratch& scratch,
                         CpuIsa isa = cpu_isa_active(), const CpuMatmulTuning& tune = {});

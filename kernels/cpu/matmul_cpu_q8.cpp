@@ -192,10 +192,18 @@ void matmul_cpu_q8_auto(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts
       return;
     }
   }
-  if (n_tok >= gemm_q8_min_tokens(isa))
-    gemm_q8_parts(pool, parts, n_parts, x, n_tok, scratch.gemm(), isa);
-  else
-    matmul_cpu_q8_parts(pool, parts, n_parts, x, n_tok, isa, tune);
+  // Each part by its own threshold (the direct tile's types from 4 tokens
+  // on AVX-512 VNNI, the others from 8): the GEMM's parts, then the dot's.
+  MatmulQ8Part gemm[kMatmulQ8MaxParts], dot[kMatmulQ8MaxParts];
+  int n_gemm = 0, n_dot = 0;
+  for (int p = 0; p < n_parts; ++p) {
+    if (n_tok >= gemm_q8_min_tokens(isa, parts[p].w.type, x.n))
+      gemm[n_gemm++] = parts[p];
+    else
+      dot[n_dot++] = parts[p];
+  }
+  if (n_gemm > 0) gemm_q8_parts(pool, gemm, n_gemm, x, n_tok, scratch.gemm(), isa);
+  if (n_dot > 0) matmul_cpu_q8_parts(pool, dot, n_dot, x, n_tok, isa, tune);
 }
 
 Expected<CpuMatmulTuning> parse_cpu_tuning(const std::string& s, CpuMatmulTuning t) {

@@ -296,6 +296,37 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
   }
 }
 
+TEST_CASE("cpu_gemm_q8: matmul_cpu_q8_auto takes each part by its own threshold, same bits") {
+  // Q4_K (the direct tile from 4 tokens where it runs) beside Q4_0 (the
+  // dot below 8) in one call: at every width from 1 to 9 each part equals
+  // the part computed alone, token by token.
+  std::mt19937 rng(404);
+  ThreadPool pool(2);
+  const int64_t n_in = 512;
+  const GgmlType types[2] = {GgmlType::Q4_K, GgmlType::Q4_0};
+  const int64_t n_outs[2] = {13, 6};
+  std::vector<std::vector<uint8_t>> wb;
+  for (int p = 0; p < 2; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));
+  for (int64_t n_tok = 1; n_tok <= 9; ++n_tok) {
+    CAPTURE(n_tok);
+    const auto x = test::random_x(n_in * n_tok, rng);
+    CpuMatmulScratch scratch(pool.size(), n_in);
+    scratch.act().reserve(n_tok, n_in);
+    quantize_act_q8_cpu(x.data(), n_tok, n_in, scratch.act(), cpu_isa_active());
+    std::vector<std::vector<float>> got(2);
+    MatmulQ8Part parts[2];
+    for (int p = 0; p < 2; ++p) {
+      got[p] = nan_vec(n_outs[p] * n_tok);
+      parts[p] = {{types[p], wb[p].data(), n_in, n_outs[p]}, got[p].data()};
+    }
+    matmul_cpu_q8_auto(pool, parts, 2, scratch.act().view(n_in), n_tok, scratch);
+    for (int p = 0; p < 2; ++p) {
+      CAPTURE(p);
+      CHECK(same_bits(got[p], alone(parts[p].w, x, n_tok, CpuIsa::Portable)));
+    }
+  }
+}
+
 TEST_CASE("cpu_gemm_q8: a 512-token batch has each token's bits alone") {
   std::mt19937 rng(512);
   ThreadPool pool(2);
