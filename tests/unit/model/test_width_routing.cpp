@@ -12,6 +12,35 @@
 
 using namespace ls;
 
+namespace {
+
+// A plan's layers as the routing sees them: A resident, H the CPU set, B
+// (or anything else) streamed.
+std::vector<WidthRouting::Kind> kinds_of(const std::string& layout) {
+  std::vector<WidthRouting::Kind> kinds;
+  for (char c : layout)
+    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
+                    : c == 'H' ? WidthRouting::Kind::CpuSet
+                               : WidthRouting::Kind::Streamed);
+  return kinds;
+}
+
+// A step of session 30's 70b plan at width w: 10 CPU layers, 70 on the GPU,
+// 30 copied at 9.2 ms, with the given per-layer CPU and GPU milliseconds.
+WidthSample s30_step(int64_t w, double cpu_ms, double gpu_ms) {
+  WidthSample s;
+  s.width = w;
+  s.n_cpu = 10;
+  s.n_gpu = 70;
+  s.n_copied = 30;
+  s.cpu_s = 10 * cpu_ms * 1e-3;
+  s.gpu_s = 70 * gpu_ms * 1e-3;
+  s.copy_s = 30 * 9.2e-3;
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("width routing: buckets are powers of two up to 128, then one for prompts") {
   CHECK(WidthRouting::bucket(1) == 0);
   CHECK(WidthRouting::bucket(2) == 1);
@@ -114,11 +143,7 @@ TEST_CASE(
 // max(chain, copy) model), ~40 ms a step more than the simulation gives.
 TEST_CASE("width routing: the simulated step on the 70b plan picks the split that was fastest") {
   const std::string layout = std::string(39, 'A') + "HBHHBHBHHBHHBHHBHBHHBHHBHBHHBHHBHHBHBHHBH";
-  std::vector<WidthRouting::Kind> kinds;
-  for (char c : layout)
-    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
-                    : c == 'H' ? WidthRouting::Kind::CpuSet
-                               : WidthRouting::Kind::Streamed);
+  const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
   WidthRouting r(80, 26, 15, 6e-3, 0.27e-3, 10e-3);
   r.set_layout(kinds, 3, 16);
   auto feed = [&](int64_t w, double cpu_ms, double gpu_ms, double copy_ms) {
@@ -171,25 +196,14 @@ TEST_CASE("width routing: the simulated step on the 70b plan picks the split tha
 // nothing.
 TEST_CASE("width routing: a depth past the resident run shortens the simulated step") {
   const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
-  std::vector<WidthRouting::Kind> kinds;
-  for (char c : layout)
-    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
-                    : c == 'H' ? WidthRouting::Kind::CpuSet
-                               : WidthRouting::Kind::Streamed);
+  const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
   struct Width {
     int64_t w;
     double cpu_ms, gpu_ms;
   };
   for (const Width& x : {Width{1, 5.4, 0.2}, Width{8, 11.4, 0.44}, Width{32, 22.8, 0.68}}) {
     WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
-    WidthSample s;
-    s.width = x.w;
-    s.n_cpu = 10;
-    s.n_gpu = 70;
-    s.n_copied = 30;
-    s.cpu_s = 10 * x.cpu_ms * 1e-3;
-    s.gpu_s = 70 * x.gpu_ms * 1e-3;
-    s.copy_s = 30 * 9.2e-3;
+    const WidthSample s = s30_step(x.w, x.cpu_ms, x.gpu_ms);
     for (int i = 0; i < 20; ++i) r.observe(s);
     const int b = WidthRouting::bucket(x.w);
     auto best = [&](int32_t depth) {
@@ -214,27 +228,16 @@ TEST_CASE("width routing: a depth past the resident run shortens the simulated s
 // count is what the planner then routes.
 TEST_CASE("width routing: the placement's simulated step beats the even spread") {
   const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
-  std::vector<WidthRouting::Kind> kinds;
-  for (char c : layout)
-    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
-                    : c == 'H' ? WidthRouting::Kind::CpuSet
-                               : WidthRouting::Kind::Streamed);
+  const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
   struct Width {
     int64_t w;
     double cpu_ms, gpu_ms, min_gain;
   };
-  for (const Width& x : {Width{8, 11.4, 0.44, 1.04}, Width{16, 16.0, 0.55, 1.04},
-                         Width{32, 24.8, 0.67, 1.03}}) {
+  for (const Width& x :
+       {Width{8, 11.4, 0.44, 1.04}, Width{16, 16.0, 0.55, 1.04}, Width{32, 24.8, 0.67, 1.03}}) {
     WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
     r.set_layout(kinds, 3, 57);
-    WidthSample s;
-    s.width = x.w;
-    s.n_cpu = 10;
-    s.n_gpu = 70;
-    s.n_copied = 30;
-    s.cpu_s = 10 * x.cpu_ms * 1e-3;
-    s.gpu_s = 70 * x.gpu_ms * 1e-3;
-    s.copy_s = 30 * 9.2e-3;
+    const WidthSample s = s30_step(x.w, x.cpu_ms, x.gpu_ms);
     for (int i = 0; i < 20; ++i) r.observe(s);
     const int b = WidthRouting::bucket(x.w);
     const int32_t k_spread = r.cpu_layers(b);
@@ -262,22 +265,11 @@ TEST_CASE("width routing: the placement's simulated step beats the even spread")
 // new one is kPlaceGain shorter or more.
 TEST_CASE("width routing: a placement in use stays unless a new one is clearly shorter") {
   const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
-  std::vector<WidthRouting::Kind> kinds;
-  for (char c : layout)
-    kinds.push_back(c == 'A'   ? WidthRouting::Kind::Resident
-                    : c == 'H' ? WidthRouting::Kind::CpuSet
-                               : WidthRouting::Kind::Streamed);
+  const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
   auto routing = [&](double cpu_ms) {
     WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
     r.set_layout(kinds, 3, 57);
-    WidthSample s;
-    s.width = 32;
-    s.n_cpu = 10;
-    s.n_gpu = 70;
-    s.n_copied = 30;
-    s.cpu_s = 10 * cpu_ms * 1e-3;
-    s.gpu_s = 70 * 0.67e-3;
-    s.copy_s = 30 * 9.2e-3;
+    const WidthSample s = s30_step(32, cpu_ms, 0.67);
     for (int i = 0; i < 20; ++i) r.observe(s);
     return r;
   };
@@ -302,14 +294,7 @@ TEST_CASE("width routing: a placement in use stays unless a new one is clearly s
   // A bucket due a probe takes its probe whatever is in use.
   WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3, WidthRouting::Options{64, 0.3, 2});
   r.set_layout(kinds, 3, 57);
-  WidthSample s;
-  s.width = 32;
-  s.n_cpu = 10;
-  s.n_gpu = 70;
-  s.n_copied = 30;
-  s.cpu_s = 10 * 200e-3;  // a CPU so slow that the best is none
-  s.gpu_s = 70 * 0.67e-3;
-  s.copy_s = 30 * 9.2e-3;
+  const WidthSample s = s30_step(32, 200, 0.67);  // a CPU so slow that the best is none
   for (int i = 0; i < 3; ++i) r.observe(s);
   WidthSample none = s;
   none.n_cpu = 0;
