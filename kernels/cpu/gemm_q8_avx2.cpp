@@ -95,6 +95,21 @@ LS_AVX2 inline void slices(const uint8_t* const* w, const int8_t* const* x, int 
   }
 }
 
+// Chunk c of the tile's rows and tokens, for both tiles.
+template <int R, int T>
+struct ChunkAt {
+  const GemmQ8WChunk* wc[R];
+  const GemmQ8XChunk* xc[T];
+  const uint8_t* wu[R];
+  const int8_t* xq[T];
+  ChunkAt(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, int64_t c) {
+    LS_UNROLL
+    for (int r = 0; r < R; ++r) wc[r] = w + r * nc + c, wu[r] = wc[r]->u;
+    LS_UNROLL
+    for (int t = 0; t < T; ++t) xc[t] = x + t * nc + c, xq[t] = xc[t]->q;
+  }
+};
+
 // Slices [v0, v1) into int32 sums with vpdpbusd (AVX-VNNI), from zero.
 // Q8_0's signed weights as in slices: |w| times x with w's sign.
 template <bool kQ8, int R, int T>
@@ -160,14 +175,11 @@ LS_AVX2_VNNI void tile_vnni(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_
   for (int r = 0; r < R; ++r) LS_UNROLL
   for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t c = 0; c < nc; ++c) {
-    const GemmQ8WChunk* wc[R];
-    const GemmQ8XChunk* xc[T];
-    const uint8_t* wu[R];
-    const int8_t* xq[T];
-    LS_UNROLL
-    for (int r = 0; r < R; ++r) wc[r] = w + r * nc + c, wu[r] = wc[r]->u;
-    LS_UNROLL
-    for (int t = 0; t < T; ++t) xc[t] = x + t * nc + c, xq[t] = xc[t]->q;
+    const ChunkAt<R, T> at(w, x, nc, c);
+    const GemmQ8WChunk* const* wc = at.wc;
+    const GemmQ8XChunk* const* xc = at.xc;
+    const uint8_t* const* wu = at.wu;
+    const int8_t* const* xq = at.xq;
     __m256i I[R][T], Ih[R][T] = {};
     if constexpr (kQ6) {
       slices_vnni<false, R, T>(wu, xq, 0, 4, I);
@@ -192,14 +204,11 @@ LS_AVX2 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, floa
   for (int r = 0; r < R; ++r) LS_UNROLL
   for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   for (int64_t c = 0; c < nc; ++c) {
-    const GemmQ8WChunk* wc[R];
-    const GemmQ8XChunk* xc[T];
-    const uint8_t* wu[R];
-    const int8_t* xq[T];
-    LS_UNROLL
-    for (int r = 0; r < R; ++r) wc[r] = w + r * nc + c, wu[r] = wc[r]->u;
-    LS_UNROLL
-    for (int t = 0; t < T; ++t) xc[t] = x + t * nc + c, xq[t] = xc[t]->q;
+    const ChunkAt<R, T> at(w, x, nc, c);
+    const GemmQ8WChunk* const* wc = at.wc;
+    const GemmQ8XChunk* const* xc = at.xc;
+    const uint8_t* const* wu = at.wu;
+    const int8_t* const* xq = at.xq;
     // Integer part: I (Q6_K: I of the lo groups, Ih of the hi ones).
     __m256i I[R][T] = {}, Ih[R][T] = {};  // (set below; zero for the compiler)
     for (int v0 = 0; v0 < 8; v0 += G) {
