@@ -206,11 +206,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m, ds));
     }
   }
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) {
-    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-  }
+  direct_store(acc, two, y, ldy);
 }
 
 // ---- Q6_K ----
@@ -350,11 +346,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m_hi, dh));
     }
   }
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) {
-    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-  }
+  direct_store(acc, two, y, ldy);
 }
 
 }  // namespace

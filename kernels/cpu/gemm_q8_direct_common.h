@@ -3,7 +3,7 @@
 // tile's signature, and two small vector helpers. For x86 translation units
 // built with these targets only.
 // defines: LS_DIRECT, LS_DIRECT_UNROLL, DirectTileFn, direct_ld(), direct_hsum(),
-//          gemm_q8_direct_q8_0_tile()
+//          direct_store(), gemm_q8_direct_q8_0_tile()
 #pragma once
 
 #include <immintrin.h>
@@ -34,6 +34,16 @@ LS_DIRECT inline float direct_hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Each token's outputs: row a from lanes 0-7, row b from 8-15 where two.
+template <int T>
+LS_DIRECT inline void direct_store(const __m512 (&acc)[T], bool two, float* y, int64_t ldy) {
+  LS_DIRECT_UNROLL
+  for (int t = 0; t < T; ++t) {
+    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
+    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
+  }
 }
 
 // The Q8_0 tile for n_tok tokens (gemm_q8_direct_q8_0_avx512.cpp).

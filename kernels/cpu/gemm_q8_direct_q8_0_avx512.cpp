@@ -176,11 +176,7 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
       acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I)));
     }
   }
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) {
-    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-  }
+  direct_store(acc, two, y, ldy);
 }
 
 }  // namespace
