@@ -11,7 +11,14 @@
 // dst, device memory; both 16-byte aligned; any byte count.
 // Grid: 16-byte loads, grid-stride; the tail (< 16 bytes) byte by byte.
 // The CPU reference is memcpy (tests/gpu/test_ops.cpp).
-// defines: read_host_cuda
+//
+// read_host_i32_cuda: a step's inputs (token ids, positions, sequences, the
+// rows whose logits are kept), a few int32 arrays at any offset, in one
+// launch. Copied from pinned memory they took the copy engine too, and at a
+// step's start the copier has just queued the first streamed layers there:
+// on the 70b at 24 GiB half the steps began with the GPU idle for three
+// layers' copies, 26-28 ms (session 33's traces at widths 1, 8 and 32).
+// defines: read_host_cuda, HostI32Seg, kHostI32Segs, read_host_i32_cuda
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,5 +30,15 @@
 namespace ls {
 
 Status read_host_cuda(const void* src, void* dst, uint64_t bytes, cudaStream_t stream);
+
+// n int32 from src (device pointer to mapped pinned host memory) to dst
+// (device memory); 4-byte aligned, n >= 0.
+struct HostI32Seg {
+  const int32_t* src = nullptr;
+  int32_t* dst = nullptr;
+  int64_t n = 0;
+};
+inline constexpr int kHostI32Segs = 4;  // segments a call takes at most
+Status read_host_i32_cuda(const HostI32Seg* segs, int n_segs, cudaStream_t stream);
 
 }  // namespace ls

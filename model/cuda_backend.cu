@@ -235,6 +235,10 @@ struct CudaBackend::Impl {
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
   int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+  // Their device addresses where CudaBackendOptions::inputs_by_kernel mapped
+  // them (null: the copy engine's path).
+  const int32_t* pinned_dev = nullptr;
+  const uint8_t* embd_host_dev = nullptr;
   // import_hidden's staging: pinned, mapped host memory the GPU reads
   // itself (kernels/host_read.cuh), (hid_rows, n_embd) floats; null until a
   // hybrid step first hands a hidden state back, or where mapping failed.
@@ -303,6 +307,26 @@ struct CudaBackend::Impl {
         human_bytes(total_b).c_str());
   }
 
+  // Pinned host memory for a step's inputs, mapped for the GPU's own reads
+  // where inputs_by_kernel asks (*dev its device address), else (or where
+  // mapping fails) plain pinned memory for the copy engine (*dev null).
+  Status host_staging(void** host, const void** dev, uint64_t bytes) {
+    *dev = nullptr;
+    if (opt.inputs_by_kernel) {
+      void* d = nullptr;
+      if (cudaHostAlloc(host, bytes, cudaHostAllocMapped) == cudaSuccess &&
+          cudaHostGetDevicePointer(&d, *host, 0) == cudaSuccess) {
+        *dev = d;
+        return ok();
+      }
+      if (*host) cudaFreeHost(*host);
+      *host = nullptr;
+      (void)cudaGetLastError();
+    }
+    LS_CUDA_TRY(cudaMallocHost(host, bytes));
+    return ok();
+  }
+
   // (Re)allocate the activations for n tokens.
   Status reserve(uint64_t n) {
     if (n <= cap) return ok();
@@ -325,10 +349,12 @@ struct CudaBackend::Impl {
       cap = 0;
       return error_oom("activations", bytes);
     }
-    LS_CUDA_TRY(cudaMallocHost(&pinned, n * 5 * sizeof(int32_t)));
+    LS_TRY(host_staging(reinterpret_cast<void**>(&pinned),
+                        reinterpret_cast<const void**>(&pinned_dev), n * 5 * sizeof(int32_t)));
     if (embd_on_host) {
       const uint64_t row = ggml_row_bytes(g.token_embd.type, c.n_embd);
-      LS_CUDA_TRY(cudaMallocHost(&embd_host, n * row));
+      LS_TRY(host_staging(reinterpret_cast<void**>(&embd_host),
+                          reinterpret_cast<const void**>(&embd_host_dev), n * row));
       LS_CUDA_TRY(cudaMalloc(&embd_dev, n * row));
       LS_CUDA_TRY(cudaMalloc(&iota, n * sizeof(int32_t)));
       std::vector<int32_t> ids(n);
@@ -594,11 +620,18 @@ Status CudaBackend::begin(const Batch& b) {
   for (size_t t = 0; t < n; ++t)
     if (b.logits[t]) hp[3 * n + m++] = static_cast<int32_t>(t);
   s.n_logits = m;
-  LS_CUDA_TRY(cudaMemcpyAsync(s.tok, hp, n * 4, cudaMemcpyHostToDevice, s.stream));
-  LS_CUDA_TRY(cudaMemcpyAsync(s.pos, hp + n, n * 4, cudaMemcpyHostToDevice, s.stream));
-  LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
-  if (m > 0)
-    LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
+  if (const int32_t* d = s.pinned_dev) {  // read by a kernel (CudaBackendOptions::inputs_by_kernel)
+    const int64_t ni = static_cast<int64_t>(n);
+    const HostI32Seg segs[] = {
+        {d, s.tok, ni}, {d + n, s.pos, ni}, {d + 2 * n, s.seq, ni}, {d + 3 * n, s.rows, m}};
+    LS_TRY(read_host_i32_cuda(segs, 4, s.stream));
+  } else {
+    LS_CUDA_TRY(cudaMemcpyAsync(s.tok, hp, n * 4, cudaMemcpyHostToDevice, s.stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(s.pos, hp + n, n * 4, cudaMemcpyHostToDevice, s.stream));
+    LS_CUDA_TRY(cudaMemcpyAsync(s.seq, hp + 2 * n, n * 4, cudaMemcpyHostToDevice, s.stream));
+    if (m > 0)
+      LS_CUDA_TRY(cudaMemcpyAsync(s.rows, hp + 3 * n, m * 4, cudaMemcpyHostToDevice, s.stream));
+  }
   // Every layer's RoPE reads its cos and sin from this table.
   LS_TRY(rope_table_cuda(s.rope_params(), s.rope_cs, s.stream));
   EmbedParams ep;
@@ -610,8 +643,11 @@ Status CudaBackend::begin(const Batch& b) {
     const uint8_t* table = static_cast<const uint8_t*>(s.g.token_embd.data);
     for (size_t t = 0; t < n; ++t)
       std::memcpy(s.embd_host + t * row, table + static_cast<uint64_t>(b.token[t]) * row, row);
-    LS_CUDA_TRY(
-        cudaMemcpyAsync(s.embd_dev, s.embd_host, n * row, cudaMemcpyHostToDevice, s.stream));
+    if (s.embd_host_dev)
+      LS_TRY(read_host_cuda(s.embd_host_dev, s.embd_dev, n * row, s.stream));
+    else
+      LS_CUDA_TRY(
+          cudaMemcpyAsync(s.embd_dev, s.embd_host, n * row, cudaMemcpyHostToDevice, s.stream));
     ep.table = s.embd_dev;
     ep.tokens = s.iota;
   }

@@ -53,6 +53,14 @@ struct CudaBackendOptions {
   // lost before they did); LS_HIDDEN_READ=kernel turns it on
   // (tools/backends.cpp).
   bool hidden_by_kernel = false;
+  // A step's inputs (token ids, positions, sequences, the rows whose logits
+  // are kept; on-host embedding rows) read by a kernel from pinned, mapped
+  // host memory (kernels/host_read.cuh) instead of copied: at a step's start
+  // the copier has just queued the first streamed layers on the copy
+  // engine, and the copies of the inputs waited behind them, the GPU idle
+  // for three layers' copies (26-28 ms on the 70b at 24 GiB, in half the
+  // steps: session 33's traces). LS_STEP_INPUTS=copy turns it off (A/B).
+  bool inputs_by_kernel = true;
 };
 
 // Device memory the backend takes besides the layers, each line named, for

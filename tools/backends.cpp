@@ -49,6 +49,11 @@ CudaBackendOptions cuda_options(const EngineOptions& opt) {
   co.hidden_by_kernel = hr && std::strcmp(hr, "kernel") == 0;
   if (hr && *hr && !co.hidden_by_kernel && std::strcmp(hr, "copy") != 0)
     std::fprintf(stderr, "LS_HIDDEN_READ=%s: want kernel or copy; using copy\n", hr);
+  // LS_STEP_INPUTS=copy: CudaBackendOptions::inputs_by_kernel off (A/B).
+  const char* si = std::getenv("LS_STEP_INPUTS");
+  co.inputs_by_kernel = !(si && std::strcmp(si, "copy") == 0);
+  if (si && *si && co.inputs_by_kernel && std::strcmp(si, "kernel") != 0)
+    std::fprintf(stderr, "LS_STEP_INPUTS=%s: want kernel or copy; using kernel\n", si);
   return co;
 }
 #endif

@@ -16,6 +16,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -181,6 +182,47 @@ TEST_CASE("cuda ops: reads of mapped host memory equal memcpy, any length; misal
     CHECK_FALSE(read_host_cuda(static_cast<const uint8_t*>(view) + 4, dst.p, 8, nullptr).ok());
     cudaFreeHost(host);
   }
+}
+
+TEST_CASE("cuda ops: a step's int inputs read from mapped host memory equal memcpy") {
+  LS_GPU_TEST_GUARD();
+  std::mt19937 rng(12);
+  // Segments of every size class (none, one int, less than a block, many
+  // blocks, past the 64-block grid) at unaligned offsets of one staging.
+  const int64_t lens[kHostI32Segs] = {0, 1, 1001, 70001};
+  int64_t total = 0;
+  for (int64_t n : lens) total += n;
+  void* host = nullptr;
+  void* view = nullptr;
+  REQUIRE(cudaHostAlloc(&host, total * 4, cudaHostAllocMapped) == cudaSuccess);
+  REQUIRE(cudaHostGetDevicePointer(&view, host, 0) == cudaSuccess);
+  std::vector<int32_t> src(static_cast<size_t>(total));
+  for (auto& x : src) x = static_cast<int32_t>(rng());
+  std::memcpy(host, src.data(), src.size() * 4);
+  std::vector<std::unique_ptr<DevBuf<int32_t>>> dst;
+  HostI32Seg segs[kHostI32Segs];
+  int64_t at = 0;
+  for (int k = 0; k < kHostI32Segs; ++k) {
+    dst.push_back(std::make_unique<DevBuf<int32_t>>(static_cast<size_t>(lens[k] + 4)));
+    REQUIRE(cudaMemset(dst[k]->p, 0xA5, (lens[k] + 4) * 4) == cudaSuccess);
+    segs[k] = {static_cast<const int32_t*>(view) + at, dst[k]->p, lens[k]};
+    at += lens[k];
+  }
+  REQUIRE(read_host_i32_cuda(segs, kHostI32Segs, nullptr).ok());
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  at = 0;
+  for (int k = 0; k < kHostI32Segs; ++k) {
+    const auto got = dst[k]->download();
+    CHECK_MESSAGE(std::memcmp(got.data(), src.data() + at, lens[k] * 4) == 0, "segment " << k);
+    bool untouched = true;  // nothing past a segment's end
+    for (int64_t i = lens[k]; i < lens[k] + 4; ++i) untouched &= got[i] == int32_t(0xA5A5A5A5);
+    CHECK_MESSAGE(untouched, "segment " << k << ": written past the end");
+    at += lens[k];
+  }
+  CHECK_FALSE(read_host_i32_cuda(segs, kHostI32Segs + 1, nullptr).ok());
+  segs[1].n = -1;
+  CHECK_FALSE(read_host_i32_cuda(segs, 2, nullptr).ok());
+  cudaFreeHost(host);
 }
 
 TEST_CASE("cuda ops: embedding rows of every quant type") {

@@ -50,9 +50,11 @@ std::vector<Tier> mix(const std::string& s, size_t n) {
 }
 
 std::unique_ptr<CudaBackend> backend_for(const Model& m, const TierPlan& plan, bool embd_on_device,
-                                         bool hidden_by_kernel = false) {
+                                         bool hidden_by_kernel = false,
+                                         bool inputs_by_kernel = true) {
   CudaBackendOptions co;
   co.hidden_by_kernel = hidden_by_kernel;
+  co.inputs_by_kernel = inputs_by_kernel;
   co.n_ctx = kCtx;
   co.max_batch = 16;
   for (Tier t : plan.layer_tier) co.resident.push_back(t == Tier::Resident);
@@ -208,6 +210,12 @@ TEST_CASE(
       CpuBackend cpu_k(m.config(), m.globals(), kCtx, 1, KvType::F16, 4, CpuAct::Q8);
       const std::vector<float> by_kernel = run(m, *bk, plan, 3, &cpu_k);
       CHECK_MESSAGE(by_kernel == got, tiers << ": the kernel-read hidden state changed the logits");
+      // So do the step's inputs copied by the copy engine (inputs_by_kernel
+      // off; on in the runs above), the token embedding on the host here.
+      auto bc = backend_for(m, plan, false, false, false);
+      CpuBackend cpu_c(m.config(), m.globals(), kCtx, 1, KvType::F16, 4, CpuAct::Q8);
+      const std::vector<float> by_copy = run(m, *bc, plan, 3, &cpu_c);
+      CHECK_MESSAGE(by_copy == got, tiers << ": the copied step inputs changed the logits");
     }
   }
 }

@@ -1,16 +1,34 @@
 #!/bin/bash
-# Session 35, call 2 (on the machine warm from call 1, which ran session 34's
-# call 1 unchanged): session 34's calls 2 and 3 in one call, the device time
-# being short: bench --batch 8,32 with the direct tile and the searched
-# placement on and off (a trace each), then issue 14's CPU attention at
-# 1k-16k in two rounds instead of four, and the timeline at 1k.
-# Run: OUT=$OUT timeout 580 bash bench/results/raw-2026-12-05-s35/call2/run.sh $PWD
+# Session 35, call 2 (on the machine warm from call 1): session 34's calls 2
+# and 3 in one call, the device time being short, and the A/B of the step
+# inputs read by a kernel (CudaBackendOptions::inputs_by_kernel, new this
+# session; LS_STEP_INPUTS=copy is the old path).
+#  (1) bench --batch 1,8,32 on the tied 70b at 24 GiB (LS_HIDDEN_READ=kernel),
+#      four settings, a trace each: the defaults (direct tile, searched
+#      placement, inputs by kernel); the inputs copied; the direct tile off;
+#      the placement off.
+#  (2) issue 14's CPU attention at 1k-16k (session 34's call 3 in two rounds
+#      instead of four) and the timeline at 1k.
+# Run: OUT=$OUT timeout 590 bash bench/results/raw-2026-12-05-s35/call2/run.sh $PWD
 set -u
-R=$1; O=$OUT
-mkdir -p $O/batch $O/attn
-OUT=$O/batch timeout 370 bash $R/bench/results/raw-2026-12-05-s34/call2/run.sh $R
-echo "batch part rc=$?"
+R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; mkdir -p $B $M $O/batch $O/attn
+el() { echo "--- $(date -u +%T)"; }
+el
+[ -x $B/layerstream ] || tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
+export LS_HIDDEN_READ=kernel
+F=$M/70b-q4km-tied.gguf
+[ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
+cd /tmp
+A=(-m $F --vram-budget 24GiB --ram-budget 48GiB)
+for set in "1 1 kernel" "1 1 copy" "0 1 kernel" "1 0 kernel"; do
+  read d p si <<< "$set"
+  n=d$d-p$p-$si
+  LS_STEP_INPUTS=$si LS_GEMM_DIRECT=$d LS_WIDTH_PLACE=$p timeout 105 $B/layerstream bench "${A[@]}" --batch 1,8,32 --prompt-tokens 128 -n 20 -c 256 --stats --trace $O/batch/t-$n.json > $O/batch/b-$n.txt 2>&1
+  echo "batch $n rc=$?"; grep -E "^\| [0-9]" $O/batch/b-$n.txt | cut -d"|" -f1-5,15-20; grep -E "CPU tier by width" $O/batch/b-$n.txt | cut -c1-300
+  [ -f $O/batch/t-$n.json ] && xz -T8 $O/batch/t-$n.json; el
+done
+(cd $O/batch && tar -czf out.tgz b-*.txt && rm -f b-*.txt)
 # Session 34's call 3 with its rounds cut to two (1: LS_POOL_PAUSE_US=0, 2: 50).
 sed 's/for r in 1 2 3 4; do/for r in 1 2; do/' $R/bench/results/raw-2026-12-05-s34/call3/run.sh > /tmp/call3.sh
-OUT=$O/attn timeout 190 bash /tmp/call3.sh $R
-echo "attention part rc=$?"
+OUT=$O/attn timeout 150 bash /tmp/call3.sh $R
+echo "attention part rc=$?"; el
