@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 35, call 1: session 34's call 1 without the replay runs with the
+# Session 35, call 1 (binary with the step inputs read by a kernel, the
+# default since this session): session 34's call 1 without the replay runs with the
 # direct tile off (call 2 has that A/B at widths 8 and 32; the device time
 # is short). Session 34's notes: the
 # direct tile (kernels/cpu/gemm_q8_direct_avx512.cpp, the default since
@@ -25,7 +26,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 mkdir -p $R/.ut && cd $R/.ut
 timeout 90 $B/ls_unit_tests -tc="cpu_gemm_q8*,cpu_matmul_q8*" > $O/unit.txt 2>&1
 echo "cpu gemm tests rc=$?"; grep -E "test cases|assertions|SKIPPED|ERROR|FAILED" $O/unit.txt | head
-timeout 120 $B/ls_gpu_tests -tc="cuda ops: reads*,cuda streaming: hybrid*,cuda pipeline batch*" > $O/gpu.txt 2>&1
+timeout 120 $B/ls_gpu_tests -tc="cuda ops: reads*,cuda ops: a step*,cuda streaming: hybrid*,cuda pipeline batch*" > $O/gpu.txt 2>&1
 echo "gpu tests rc=$?"; grep -E "test cases|assertions|SKIPPED|ERROR|FAILED" $O/gpu.txt | head; el
 cd /tmp
 timeout 90 $B/ls_bench_cpu_matmul --threads 16 --ntok 4,8 --types q4_k,q6_k --act q8 --path dot,gemm --amx off --direct off,on --shapes 70b --reps 5 > $O/mm.txt 2>&1
