@@ -11,7 +11,8 @@ The compute track's names say what the critical path did: "layers" / "layer"
 (GPU work), "to cpu", "wait cpu", "from cpu" (a CPU-tier layer's hand-over
 and wait), "wait layer" (waiting for a copy), "head", "embed". Last, a hybrid
 plan's CPU layers by the run of streamed layers before each, with the mean
-"to cpu": runs longer than the device slots stall there.
+"to cpu": runs longer than the device slots stall there. And the steps whose
+GPU began its first layer over 5 ms after the step's start.
 """
 import argparse
 import collections
@@ -92,6 +93,23 @@ def main():
         print("  CPU layers by the streamed run before them: " + ", ".join(
             f"run {r}: {len(v)} layers, to cpu mean {sum(v)/len(v):.1f} ms"
             for r, v in sorted(by_run.items())))
+    # When the GPU began each step's work (its first layer span) after the
+    # step's start: a step whose GPU waits there waits behind something on
+    # the compute stream (session 35: the step's inputs, copied behind the
+    # first streamed layers on the copy engine, 26-28 ms in half the steps).
+    first = {}
+    for e in spans:
+        if names.get(e["tid"]) == "gpu-compute" and e["name"] in ("layer", "layers"):
+            s = e["args"].get("step")
+            if s in ends and s - 1 in ends and s in steps:
+                first[s] = min(first.get(s, float("inf")), e["ts"])
+    if first:
+        late = [s for s in first if first[s] - ends[s - 1] > 5000]
+        ontime = [s for s in first if s not in late]
+        mean = lambda ss: sum((ends[s] - ends[s - 1]) / 1e3 for s in ss) / len(ss) if ss else 0
+        worst = max((first[s] - ends[s - 1]) / 1e3 for s in first)
+        print(f"  GPU's first layer over 5 ms after the step's start: {len(late)} of {len(first)} steps "
+              f"(at most {worst:.1f} ms; their mean step {mean(late):.1f} ms, the others' {mean(ontime):.1f})")
 
 
 if __name__ == "__main__":
