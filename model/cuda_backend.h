@@ -49,10 +49,9 @@ struct CudaBackendOptions {
   // instead of a cudaMemcpyAsync, which at widths over 2 (past 64 KiB)
   // queues on the copy engine behind the streamed layer in flight: 65 ms of
   // a 300 ms width-8 step on the H200 (bench/results/2026-12-05-h200-s33.md).
-  // Off until the GPU tests and an A/B have run on a device (the machine was
-  // lost before they did); LS_HIDDEN_READ=kernel turns it on
-  // (tools/backends.cpp).
-  bool hidden_by_kernel = false;
+  // The default since session 35, whose GPU tests ran it (the logits bit for
+  // bit the copy's); LS_HIDDEN_READ=copy turns it off (tools/backends.cpp).
+  bool hidden_by_kernel = true;
   // A step's inputs (token ids, positions, sequences, the rows whose logits
   // are kept; on-host embedding rows) read by a kernel from pinned, mapped
   // host memory (kernels/host_read.cuh) instead of copied: at a step's start

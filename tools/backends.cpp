@@ -43,12 +43,11 @@ CudaBackendOptions cuda_options(const EngineOptions& opt) {
   co.act_q8 = opt.cpu_act == CpuAct::Q8;
   co.kv_type = opt.kv_type;
   co.kv_blocks = opt.kv_blocks;  // 0: n_seq x n_ctx positions' worth
-  // LS_HIDDEN_READ=kernel: CudaBackendOptions::hidden_by_kernel (an A/B
-  // switch until it has been measured on a device).
+  // LS_HIDDEN_READ=copy: CudaBackendOptions::hidden_by_kernel off (A/B).
   const char* hr = std::getenv("LS_HIDDEN_READ");
-  co.hidden_by_kernel = hr && std::strcmp(hr, "kernel") == 0;
-  if (hr && *hr && !co.hidden_by_kernel && std::strcmp(hr, "copy") != 0)
-    std::fprintf(stderr, "LS_HIDDEN_READ=%s: want kernel or copy; using copy\n", hr);
+  co.hidden_by_kernel = !(hr && std::strcmp(hr, "copy") == 0);
+  if (hr && *hr && co.hidden_by_kernel && std::strcmp(hr, "kernel") != 0)
+    std::fprintf(stderr, "LS_HIDDEN_READ=%s: want kernel or copy; using kernel\n", hr);
   // LS_STEP_INPUTS=copy: CudaBackendOptions::inputs_by_kernel off (A/B).
   const char* si = std::getenv("LS_STEP_INPUTS");
   co.inputs_by_kernel = !(si && std::strcmp(si, "copy") == 0);
