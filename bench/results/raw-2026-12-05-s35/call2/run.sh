@@ -2,7 +2,8 @@
 # Session 35, call 2: session 34's calls 2 and 3 in one call, the device
 # time being short, with the A/B of the step inputs read by a kernel
 # (CudaBackendOptions::inputs_by_kernel, new this session) and of the
-# hidden state read by a kernel (LS_HIDDEN_READ=kernel, off by default).
+# hidden state read by a kernel (LS_HIDDEN_READ=kernel, the default from
+# this session's binary on).
 #  bench --batch 1,8,32 on the tied 70b at 24 GiB, a trace each: the
 #  defaults with LS_HIDDEN_READ=kernel (the direct tile, the searched
 #  placement, the step inputs by kernel), then one of them off at a time:
@@ -51,4 +52,10 @@ fi
 batch 0 1 kernel kernel
 batch 1 0 kernel kernel
 attn 2 50
+# If time is left: the replay check with K chosen (SpecK weighs fewer widths
+# since this session) beside K = 7 and plain decoding.
+if left 130; then
+  (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=64 KS=" " ALPHA_KS="0 7" timeout $((LIMIT - SECONDS - 5)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
+  echo "spec rc=$?"; cut -c1-240 $O/spec.txt; el
+fi
 ls -la $O/batch $O/attn
