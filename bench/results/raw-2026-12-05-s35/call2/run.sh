@@ -43,8 +43,8 @@ attn() {  # round, LS_POOL_PAUSE_US
 }
 batch 1 1 kernel kernel
 batch 1 1 copy kernel
-batch 1 1 kernel copy
 attn 1 0
+batch 1 1 kernel copy
 if left 40; then
   timeout 60 $B/ls_bench_cpu_attention --threads 16 --ctx 1024 --start claim,static --reps 201 --timeline > /tmp/tl.txt 2>&1
   echo "timeline rc=$?"; grep -E "k1v2n|timeline|calls where" /tmp/tl.txt | cut -c1-250; (cd /tmp && tar -rf $O/attn/a.tar tl.txt); el
