@@ -151,7 +151,6 @@ int SpecK::next() {
   int best_k = k_min_;
   double best = -1;
   for (int k = k_min_; k <= k_max_; ++k) {
-    if (k != k_min_ && k != k_max_ && ((k + 1) & k) != 0) continue;  // see the header
     const double expect = a * (1 - std::pow(a, k)) / (1 - a);
     const double rate = (expect + 1) / (k * c_draft + verify_cost(k + 1));
     if (rate > best * (1 + 1e-9)) {
@@ -161,8 +160,8 @@ int SpecK::next() {
   }
   // Not drafting learns nothing more: every 16th step drafts a little
   // anyway, so a first bad estimate (a slow first draft, early rejections)
-  // is measured again (at K = 3, a bucket's widest: see the header).
-  if (best_k == 0 && k_max_ > 0 && steps_ % 16 == 0) return std::min(k_max_, 3);
+  // is measured again.
+  if (best_k == 0 && k_max_ > 0 && steps_ % 16 == 0) return std::min(k_max_, 2);
   return best_k;
 }
 

@@ -29,15 +29,7 @@
 // (per drafted token, over the run) and the cost of drafting a token and of
 // a verify step at each width, maximising the expected tokens per second
 // (E[accepted] + 1) / (K · draft cost + verify cost(K + 1)), where E[accepted]
-// = a (1 - a^K) / (1 - a) for a chain at acceptance a. The K it weighs are
-// K_min, K_max and those whose verify width K + 1 is a power of two: the
-// widest of each of the engine's width buckets (WidthRouting), which costs
-// about what the bucket's narrower widths do, with more tokens. Every other
-// width was one more to learn: each costs a step before it counts (its
-// first is cold), and on the 70b at 24 GiB a run of 64 tokens that chose K
-// spent most of its 33 steps learning (6.62 tok/s against 10.21 at a fixed
-// K = 7, session 35); the chooser's model of that run (tests) gains 10 % at
-// 64 tokens with these K alone.
+// = a (1 - a^K) / (1 - a) for a chain at acceptance a.
 // defines: Draft, LookupDraft, ReplayDraft, SpecVerified, spec_verify(), SpecK
 #pragma once
 

@@ -161,53 +161,6 @@ TEST_CASE("speculative: K settles near the best K from the costs it measures, fr
   }
 }
 
-TEST_CASE("speculative: a short run's K pays for what it learns (cold steps, few widths)") {
-  // The model of the test above, a run of 33 steps (64 tokens at acceptance
-  // 0.7 on the 70b at 24 GiB, session 35) and a width's first step at three
-  // times its cost (a new width bucket of the engine: scratch faulted in,
-  // its CPU-tier routing guessed): over 40 seeds the chooser's tokens per
-  // second are 0.72 of the best fixed K's; weighing every K it was 0.61.
-  const std::vector<std::pair<int, double>> table = {{1, 1.0},  {2, 1.16}, {4, 1.73},
-                                                     {8, 1.85}, {17, 2.2}, {33, 2.3}};
-  auto cost = [&](int w) {
-    for (size_t i = 1; i < table.size(); ++i)
-      if (w <= table[i].first) {
-        const auto [w0, c0] = table[i - 1];
-        const auto [w1, c1] = table[i];
-        return c0 + (c1 - c0) * double(w - w0) / double(w1 - w0);
-      }
-    return table.back().second;
-  };
-  const double a = 0.7;
-  double best = 0;
-  for (int k = 0; k <= 16; ++k)
-    best = std::max(best, (a * (1 - std::pow(a, k)) / (1 - a) + 1) / cost(k + 1));
-  double sum = 0;
-  const int seeds = 40;
-  for (int seed = 0; seed < seeds; ++seed) {
-    SpecK chooser(0, 16);
-    std::vector<bool> seen(18, false);
-    uint64_t x = 1000 + seed;
-    double tokens = 0, seconds = 0;
-    for (int step = 0; step < 33; ++step) {
-      const int k = chooser.next();
-      int acc = 0;
-      while (acc < k) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        if (double(x >> 11) * 0x1.0p-53 >= a) break;
-        ++acc;
-      }
-      const double c = cost(k + 1) * (seen[k] ? 1.0 : 3.0);
-      chooser.record(k, acc, 0, c * 0.1);
-      seen[k] = true;
-      tokens += acc + 1, seconds += c;
-    }
-    sum += tokens / seconds / best;
-  }
-  MESSAGE("33 steps: " << sum / seeds << " of the best fixed K's rate");
-  CHECK(sum / seeds >= 0.68);
-}
-
 namespace {
 // Draws of speculative sampling from one row (draft fixed), against the
 // row's distribution under the same sampler settings: Pearson's statistic.
