@@ -336,10 +336,12 @@ struct CudaBackend::Impl {
       act = nullptr;
       cudaFreeHost(pinned);
       pinned = nullptr;
+      pinned_dev = nullptr;
       if (embd_host) cudaFreeHost(embd_host);
       if (embd_dev) cudaFree(embd_dev);
       if (iota) cudaFree(iota);
       embd_host = embd_dev = nullptr;
+      embd_host_dev = nullptr;
       iota = nullptr;
     }
     const uint64_t bytes = act_bytes_for(n);
