@@ -34,7 +34,8 @@
 // for Q5_K, 64 for Q6_K, 256 for Q8_0).
 // tests/unit/kernels/test_cpu_matmul_q8.cpp checks it and prints the largest
 // ratio seen; test_cpu_gemm_q8.cpp checks the bits across variants and widths.
-// defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx512vnni(), dot_q8_fn(),
+// defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx2_plain(), dot_q8_avx2_vnni(),
+//          dot_q8_avx_vnni(), dot_q8_avx512vnni(), dot_q8_fn(),
 //          dot_q8_bound_r(), dot_q8_interleaved(), dot_q8_pairs(), dot_q8_lanes_chunk(),
 //          dot_q8_lanes_tail()
 #pragma once
@@ -59,6 +60,14 @@ void dot_q8_scalar(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t
                    float* y, int64_t ldy, const RowPrefetch& pf);
 void dot_q8_avx2(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                  float* y, int64_t ldy, const RowPrefetch& pf);
+// dot_q8_avx2 is one of these two: the AVX-VNNI build where
+// dot_q8_avx_vnni() (the CPU has AVX-VNNI, and LS_AVX_VNNI is not 0), else
+// the plain one. Same bits.
+void dot_q8_avx2_plain(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
+                       float* y, int64_t ldy, const RowPrefetch& pf);
+void dot_q8_avx2_vnni(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
+                      float* y, int64_t ldy, const RowPrefetch& pf);
+bool dot_q8_avx_vnni();
 void dot_q8_avx512vnni(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                        float* y, int64_t ldy, const RowPrefetch& pf);
 

@@ -224,6 +224,51 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
   }
 }
 
+TEST_CASE("cpu_gemm_q8: the AVX2 dot with AVX-VNNI has the plain AVX2 dot's bits, 1-8 tokens") {
+  if (!cpu_isa_supported(CpuIsa::Avx2)) {
+    MESSAGE("SKIPPED: the AVX2 dot (no AVX2 on this CPU)");
+    return;
+  }
+  if (!avx_vnni_here()) return;
+  std::mt19937 rng(2026);
+  for (GgmlType t : kTypes) {
+    const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
+    for (int64_t n : legacy ? std::vector<int64_t>{96, 800, 1024} : std::vector<int64_t>{256, 1536})
+      for (bool extreme : {false, true}) {
+        const int64_t n_out = 5, n_tok = 11;
+        const auto wb = extreme ? extreme_weight(t, n, n_out, rng) : test::random_weight(t, n, n_out, rng);
+        auto x = test::random_x(n * n_tok, rng);
+        if (extreme)
+          for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 7 == 3) ? -8.0f : 8.0f;
+        ActQ8Buffer buf;
+        buf.reserve(n_tok, n);
+        quantize_act_q8_cpu(x.data(), n_tok, n, buf, CpuIsa::Avx2);
+        const ActQ8View xv = buf.view(n);
+        const uint64_t rb = ggml_row_bytes(t, n);
+        const std::string type = ggml_type_name(t);
+        CAPTURE(type);
+        CAPTURE(n);
+        CAPTURE(extreme);
+        for (int width = 1; width <= kDotMaxTokens; ++width) {
+          CAPTURE(width);
+          std::vector<float> plain = nan_vec(n_out * n_tok), vnni = nan_vec(n_out * n_tok),
+                             port = nan_vec(n_out * n_tok);
+          const int64_t t0 = n_tok - width;
+          for (int64_t r = 0; r < n_out; ++r) {
+            const RowPrefetch pf{r + 1 < n_out ? wb.data() + (r + 1) * rb : nullptr,
+                                 static_cast<int64_t>(rb), 0};
+            const uint8_t* row = wb.data() + r * rb;
+            dot_q8_avx2_plain(t, row, xv, t0, width, &plain[t0 * n_out + r], n_out, pf);
+            dot_q8_avx2_vnni(t, row, xv, t0, width, &vnni[t0 * n_out + r], n_out, pf);
+            dot_q8_scalar(t, row, xv, t0, width, &port[t0 * n_out + r], n_out, pf);
+          }
+          CHECK(same_bits(vnni, plain));
+          CHECK(same_bits(vnni, port));
+        }
+      }
+  }
+}
+
 TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens") {
   const GgmlType kDirect[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0};
   bool all = cpu_isa_supported(CpuIsa::Avx512);
