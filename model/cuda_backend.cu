@@ -549,7 +549,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   }
   // The KV cache, zeroed (positions are written before they are read), and its block table.
   if (Status st = s.kv.create(c.n_layer, s.opt.n_seq, s.opt.n_ctx, c.n_embd_kv(), o.kv_type,
-                              s.opt.kv_blocks, s.stream);
+                              s.opt.kv_blocks, s.stream, s.opt.inputs_by_kernel);
       !st.ok())
     return s.kv.allocated() ? st.error() : s.error_oom("the KV cache", s.kv_bytes);
   LS_TRY(s.reserve(s.opt.max_batch));

@@ -53,7 +53,7 @@ struct CudaBackendOptions {
   // bit the copy's); LS_HIDDEN_READ=copy turns it off (tools/backends.cpp).
   bool hidden_by_kernel = true;
   // A step's inputs (token ids, positions, sequences, the rows whose logits
-  // are kept; on-host embedding rows) read by a kernel from pinned, mapped
+  // are kept; on-host embedding rows; the KV block table) read by a kernel from pinned, mapped
   // host memory (kernels/host_read.cuh) instead of copied: at a step's start
   // the copier has just queued the first streamed layers on the copy
   // engine, and the copies of the inputs waited behind them, the GPU idle

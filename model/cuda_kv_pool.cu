@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/convert_f16.h"
+#include "kernels/host_read.cuh"
 #include "model/kv_blocks.h"
 #include "runtime/cuda_util.cuh"
 
@@ -13,10 +14,12 @@ CudaKvPool::~CudaKvPool() {
   if (k_) cudaFree(k_);
   if (v_) cudaFree(v_);
   if (table_dev_) cudaFree(table_dev_);
+  if (table_host_) cudaFreeHost(table_host_);
 }
 
 Status CudaKvPool::create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv,
-                          KvType type, uint32_t n_blocks, cudaStream_t stream) {
+                          KvType type, uint32_t n_blocks, cudaStream_t stream,
+                          bool table_by_kernel) {
   n_layer_ = n_layer;
   n_seq_ = n_seq;
   n_ctx_ = n_ctx;
@@ -40,6 +43,18 @@ Status CudaKvPool::create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint
   LS_CUDA_TRY(cudaMalloc(&table_dev_, std::max<size_t>(1, table_.size()) * sizeof(int32_t)));
   LS_CUDA_TRY(cudaMemcpyAsync(table_dev_, table_.data(), table_.size() * sizeof(int32_t),
                               cudaMemcpyHostToDevice, stream));
+  if (table_by_kernel && !table_.empty()) {  // where mapping fails, set_table copies
+    void* h = nullptr;
+    void* d = nullptr;
+    if (cudaHostAlloc(&h, table_.size() * sizeof(int32_t), cudaHostAllocMapped) == cudaSuccess &&
+        cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+      table_host_ = static_cast<int32_t*>(h);
+      table_host_dev_ = static_cast<const int32_t*>(d);
+    } else {
+      if (h) cudaFreeHost(h);
+      (void)cudaGetLastError();
+    }
+  }
   return ok();
 }
 
@@ -55,9 +70,13 @@ Status CudaKvPool::set_table(const std::vector<int32_t>& table, cudaStream_t str
           "cuda backend: key/value block table: slot %zu, block %zu is %d; the pool has %u blocks",
           i / max_blocks_, i % max_blocks_, table[i], n_blocks_);
   table_ = table;
-  // From pageable memory: the copy is staged before this returns, and the
-  // mirror is not touched again before the next step (begin() waits for the
-  // stream first).
+  // The staging (or, copied, the mirror) is not touched again before the
+  // next step: begin() waits for the stream first.
+  if (table_host_dev_) {
+    std::copy(table_.begin(), table_.end(), table_host_);
+    const HostI32Seg seg{table_host_dev_, table_dev_, static_cast<int64_t>(table_.size())};
+    return read_host_i32_cuda(&seg, 1, stream);
+  }
   LS_CUDA_TRY(cudaMemcpyAsync(table_dev_, table_.data(), table_.size() * sizeof(int32_t),
                               cudaMemcpyHostToDevice, stream));
   return ok();

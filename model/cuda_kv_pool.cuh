@@ -38,8 +38,13 @@ class CudaKvPool {
   // none. n_blocks 0: that default pool. When it fails, allocated() says
   // whether the pool's memory was the cause (the caller's message then says
   // what else the device holds).
+  // table_by_kernel: set_table's uploads read by a kernel from pinned,
+  // mapped host memory (kernels/host_read.cuh), not copied: past 64 KiB
+  // (n_seq x n_ctx over 262,144 positions: 8 slots of 32k) a copy goes to a
+  // copy engine and waits behind the layers a hybrid plan streams, as the
+  // step's other inputs did (CudaBackendOptions::inputs_by_kernel).
   Status create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv, KvType type,
-                uint32_t n_blocks, cudaStream_t stream);
+                uint32_t n_blocks, cudaStream_t stream, bool table_by_kernel = true);
   bool allocated() const { return k_ && v_; }
 
   uint32_t n_blocks() const { return n_blocks_; }
@@ -86,6 +91,8 @@ class CudaKvPool {
   uint8_t* v_ = nullptr;
   int32_t* table_dev_ = nullptr;
   std::vector<int32_t> table_;     // the host mirror
+  int32_t* table_host_ = nullptr;  // pinned, mapped staging of uploads (null: copies)
+  const int32_t* table_host_dev_ = nullptr;  // its device address
   std::vector<uint16_t> staging_;  // f16 rows in transit (k, then v)
 };
 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 35, call 2: session 34's calls 2 and 3 in one call, the device
+# Session 35, call 2: the GPU tests of the changes since call 1, then
+# session 34's calls 2 and 3 in one call, the device
 # time being short, with the A/B of the step inputs read by a kernel
 # (CudaBackendOptions::inputs_by_kernel, new this session) and of the
 # hidden state read by a kernel (LS_HIDDEN_READ=kernel, the default from
@@ -20,6 +21,10 @@ el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
 left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
 el
 [ -x $B/layerstream ] || tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
+# First the GPU tests of what changed after session 35's call 1 (the KV block
+# table read by a kernel; the hidden state by kernel as the default).
+mkdir -p $R/.ut && (cd $R/.ut && timeout 150 $B/ls_gpu_tests -tc="cuda ops: a step*,cuda streaming*,cuda pipeline batch*,cuda kv paged*,cuda backend*" > /tmp/gpu.txt 2>&1)
+echo "gpu tests rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" /tmp/gpu.txt | head; (cd /tmp && tar -rf $O/attn/a.tar gpu.txt); el
 F=$M/70b-q4km-tied.gguf
 [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
 cd /tmp
