@@ -29,12 +29,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include <algorithm>
-#include <cassert>
-
 #include "kernels/cpu/dot_q8.h"
-#include "kernels/cpu/k4_scales.h"
-#include "kernels/quant_blocks.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 
