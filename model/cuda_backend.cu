@@ -312,17 +312,7 @@ struct CudaBackend::Impl {
   // mapping fails) plain pinned memory for the copy engine (*dev null).
   Status host_staging(void** host, const void** dev, uint64_t bytes) {
     *dev = nullptr;
-    if (opt.inputs_by_kernel) {
-      void* d = nullptr;
-      if (cudaHostAlloc(host, bytes, cudaHostAllocMapped) == cudaSuccess &&
-          cudaHostGetDevicePointer(&d, *host, 0) == cudaSuccess) {
-        *dev = d;
-        return ok();
-      }
-      if (*host) cudaFreeHost(*host);
-      *host = nullptr;
-      (void)cudaGetLastError();
-    }
+    if (opt.inputs_by_kernel && cuda_host_alloc_mapped(bytes, host, dev)) return ok();
     LS_CUDA_TRY(cudaMallocHost(host, bytes));
     return ok();
   }
@@ -918,15 +908,10 @@ Status CudaBackend::import_hidden(const Batch& b, const float* h) {
     s.hid_rows = 0;
     const uint64_t rows = std::max<uint64_t>(b.size(), s.cap);
     void* p = nullptr;
-    void* d = nullptr;
-    if (cudaHostAlloc(&p, rows * s.c.n_embd * sizeof(float), cudaHostAllocMapped) == cudaSuccess &&
-        cudaHostGetDevicePointer(&d, p, 0) == cudaSuccess) {
+    if (cuda_host_alloc_mapped(rows * s.c.n_embd * sizeof(float), &p, &s.hid_dev)) {
       s.hid_host = static_cast<float*>(p);
-      s.hid_dev = d;
       s.hid_rows = rows;
     } else {
-      if (p) cudaFreeHost(p);
-      (void)cudaGetLastError();
       s.hid_failed = true;
     }
   }

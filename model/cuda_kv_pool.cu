@@ -45,14 +45,10 @@ Status CudaKvPool::create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint
                               cudaMemcpyHostToDevice, stream));
   if (table_by_kernel && !table_.empty()) {  // where mapping fails, set_table copies
     void* h = nullptr;
-    void* d = nullptr;
-    if (cudaHostAlloc(&h, table_.size() * sizeof(int32_t), cudaHostAllocMapped) == cudaSuccess &&
-        cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+    const void* d = nullptr;
+    if (cuda_host_alloc_mapped(table_.size() * sizeof(int32_t), &h, &d)) {
       table_host_ = static_cast<int32_t*>(h);
       table_host_dev_ = static_cast<const int32_t*>(d);
-    } else {
-      if (h) cudaFreeHost(h);
-      (void)cudaGetLastError();
     }
   }
   return ok();

@@ -1,9 +1,12 @@
 // CUDA error handling as values: a failed call becomes an Error carrying the
 // CUDA error name, its text and the call site, never an abort.
-// defines: cuda_error(), cuda_sm_count(), LS_CUDA_TRY, LS_CUDA_LAUNCH_TRY
+// defines: cuda_error(), cuda_sm_count(), cuda_host_alloc_mapped(), LS_CUDA_TRY,
+//          LS_CUDA_LAUNCH_TRY
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "runtime/status.h"
 
@@ -27,6 +30,26 @@ inline int cuda_sm_count() {
     return s;
   }();
   return n;
+}
+
+// Pinned host memory the GPU's kernels read themselves (kernels/host_read.cuh):
+// *host and its device address *dev. False where the allocation or the
+// mapping fails: both null, the error cleared, and the caller takes the
+// copy engine's path instead.
+inline bool cuda_host_alloc_mapped(uint64_t bytes, void** host, const void** dev) {
+  void* h = nullptr;
+  void* d = nullptr;
+  if (cudaHostAlloc(&h, bytes, cudaHostAllocMapped) == cudaSuccess &&
+      cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
+    *host = h;
+    *dev = d;
+    return true;
+  }
+  if (h) cudaFreeHost(h);
+  (void)cudaGetLastError();
+  *host = nullptr;
+  *dev = nullptr;
+  return false;
 }
 
 }  // namespace ls
