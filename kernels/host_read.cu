@@ -42,8 +42,9 @@ Status read_host_i32_cuda(const HostI32Seg* segs, int n_segs, cudaStream_t strea
   HostI32Segs p{};
   int64_t most = 0;
   for (int k = 0; k < n_segs; ++k) {
-    if (segs[k].n < 0) return make_error("read_host_i32_cuda: segment %d of %lld ints", k,
-                                         static_cast<long long>(segs[k].n));
+    if (segs[k].n < 0)
+      return make_error("read_host_i32_cuda: segment %d of %lld ints", k,
+                        static_cast<long long>(segs[k].n));
     if (segs[k].n == 0) continue;
     p.s[p.n++] = segs[k];
     most = std::max(most, segs[k].n);

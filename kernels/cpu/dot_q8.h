@@ -35,12 +35,13 @@
 // tests/unit/kernels/test_cpu_matmul_q8.cpp checks it and prints the largest
 // ratio seen; test_cpu_gemm_q8.cpp checks the bits across variants and widths.
 // defines: DotQ8Fn, dot_q8_scalar(), dot_q8_avx2(), dot_q8_avx2_plain(), dot_q8_avx2_vnni(),
-//          dot_q8_avx_vnni(), dot_q8_avx512vnni(), dot_q8_fn(),
+//          dot_q8_avx_vnni(), dot_q8_by_tokens(), dot_q8_avx512vnni(), dot_q8_fn(),
 //          dot_q8_bound_r(), dot_q8_interleaved(), dot_q8_pairs(), dot_q8_lanes_chunk(),
 //          dot_q8_lanes_tail()
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "io/ggml_type.h"
 #include "kernels/cpu/act_q8_cpu.h"
@@ -68,6 +69,31 @@ void dot_q8_avx2_plain(GgmlType t, const uint8_t* row, const ActQ8View& x, int64
 void dot_q8_avx2_vnni(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                       float* y, int64_t ldy, const RowPrefetch& pf);
 bool dot_q8_avx_vnni();
+
+// f(std::integral_constant<int, n_tok>{}) for n_tok in 1..kDotMaxTokens: the
+// SIMD dots' dispatch to their kernel for a token count fixed at compile time.
+template <class F>
+inline void dot_q8_by_tokens(int n_tok, F&& f) {
+  static_assert(kDotMaxTokens == 8, "one case a token count");
+  switch (n_tok) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    default:
+      return f(std::integral_constant<int, 8>{});
+  }
+}
 void dot_q8_avx512vnni(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                        float* y, int64_t ldy, const RowPrefetch& pf);
 

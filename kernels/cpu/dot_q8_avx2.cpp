@@ -70,7 +70,9 @@ void dot_q8_avx2_plain(GgmlType t, const uint8_t* row, const ActQ8View& x, int64
                        float* y, int64_t ldy, const RowPrefetch& pf) {
   dot_q8_scalar(t, row, x, t0, n_tok, y, ldy, pf);
 }
-bool dot_q8_avx_vnni() { return false; }
+bool dot_q8_avx_vnni() {
+  return false;
+}
 }  // namespace ls
 
 #endif

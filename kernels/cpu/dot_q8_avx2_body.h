@@ -348,8 +348,7 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         const int8_t* xq = x.q_at(t0 + t) + 256 * c;
         __m256i pk[8];
         LS_UNROLL
-        for (int k = 0; k < 8; ++k)
-          pk[k] = dot4(w[k], load32(xq + 32 * k));
+        for (int k = 0; k < 8; ++k) pk[k] = dot4(w[k], load32(xq + 32 * k));
         block_sums(pk, &i_lo, &i_hi);
       }
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
@@ -412,24 +411,8 @@ LS_AVX2 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_
 LS_AVX2 void dot_tokens(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                         float* y, int64_t ldy, const RowPrefetch& pf) {
   assert(n_tok >= 1 && n_tok <= kDotMaxTokens);
-  switch (n_tok) {
-    case 1:
-      return dot_type<1>(t, row, x, t0, y, ldy, pf);
-    case 2:
-      return dot_type<2>(t, row, x, t0, y, ldy, pf);
-    case 3:
-      return dot_type<3>(t, row, x, t0, y, ldy, pf);
-    case 4:
-      return dot_type<4>(t, row, x, t0, y, ldy, pf);
-    case 5:
-      return dot_type<5>(t, row, x, t0, y, ldy, pf);
-    case 6:
-      return dot_type<6>(t, row, x, t0, y, ldy, pf);
-    case 7:
-      return dot_type<7>(t, row, x, t0, y, ldy, pf);
-    default:
-      return dot_type<8>(t, row, x, t0, y, ldy, pf);
-  }
+  dot_q8_by_tokens(n_tok,
+                   [&](auto nt) { dot_type<decltype(nt)::value>(t, row, x, t0, y, ldy, pf); });
 }
 
 }  // namespace

@@ -531,24 +531,8 @@ LS_VNNI512 void dot_type(GgmlType t, const uint8_t* row, const ActQ8View& x, int
 void dot_q8_avx512vnni(GgmlType t, const uint8_t* row, const ActQ8View& x, int64_t t0, int n_tok,
                        float* y, int64_t ldy, const RowPrefetch& pf) {
   assert(n_tok >= 1 && n_tok <= kDotMaxTokens);
-  switch (n_tok) {
-    case 1:
-      return dot_type<1>(t, row, x, t0, y, ldy, pf);
-    case 2:
-      return dot_type<2>(t, row, x, t0, y, ldy, pf);
-    case 3:
-      return dot_type<3>(t, row, x, t0, y, ldy, pf);
-    case 4:
-      return dot_type<4>(t, row, x, t0, y, ldy, pf);
-    case 5:
-      return dot_type<5>(t, row, x, t0, y, ldy, pf);
-    case 6:
-      return dot_type<6>(t, row, x, t0, y, ldy, pf);
-    case 7:
-      return dot_type<7>(t, row, x, t0, y, ldy, pf);
-    default:
-      return dot_type<8>(t, row, x, t0, y, ldy, pf);
-  }
+  dot_q8_by_tokens(n_tok,
+                   [&](auto nt) { dot_type<decltype(nt)::value>(t, row, x, t0, y, ldy, pf); });
 }
 
 }  // namespace ls

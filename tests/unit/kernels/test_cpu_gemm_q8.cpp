@@ -236,7 +236,8 @@ TEST_CASE("cpu_gemm_q8: the AVX2 dot with AVX-VNNI has the plain AVX2 dot's bits
     for (int64_t n : legacy ? std::vector<int64_t>{96, 800, 1024} : std::vector<int64_t>{256, 1536})
       for (bool extreme : {false, true}) {
         const int64_t n_out = 5, n_tok = 11;
-        const auto wb = extreme ? extreme_weight(t, n, n_out, rng) : test::random_weight(t, n, n_out, rng);
+        const auto wb =
+            extreme ? extreme_weight(t, n, n_out, rng) : test::random_weight(t, n, n_out, rng);
         auto x = test::random_x(n * n_tok, rng);
         if (extreme)
           for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 7 == 3) ? -8.0f : 8.0f;
