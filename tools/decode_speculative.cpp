@@ -115,6 +115,7 @@ Expected<std::unique_ptr<SpeculativeDecoder>> SpeculativeDecoder::make(
     return make_error("--draft-p-min must be 0 to 1 (got %g)", double(o.p_min));
   std::unique_ptr<SpeculativeDecoder> d(new SpeculativeDecoder());
   d->opt_ = o;
+  d->chooser_ = SpecK(o.k_min, o.k_max);
   const std::string& k = o.draft;
   if (k == "lookup") {
     d->draft_ = std::make_unique<LookupDraft>();
@@ -203,7 +204,7 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
     report_.replay_wrong = r->n_wrong();
     draft_ = std::move(r);
   }
-  SpecK chooser(opt_.k_min, opt_.k_max);
+  SpecK& chooser = chooser_;
   // Drafting shows in the trace on its own track (the verify steps are the
   // pipeline's, K + 1 wide).
   if (track_ == kNoTrack) track_ = target.tracer().register_track("draft", -1);

@@ -67,6 +67,11 @@ class SpeculativeDecoder {
   double replay_alpha_ = 0;
   std::vector<int32_t> ctx_;  // every token of the conversation so far
   SpecReport report_;
+  // What chooses K (when --draft-min < --draft-max), set by make(): it
+  // learns over the decoder's life, every turn of a chat, not one request,
+  // since what it measures (the verify step's cost at each width, the
+  // draft's cost and acceptance) belongs to the machine and the pair.
+  SpecK chooser_{0, 16};
   std::string name_;
   static constexpr int kNoTrack = -2;
   int track_ = kNoTrack;  // the trace's "draft" track (written from the sampler's thread)
