@@ -1,0 +1,32 @@
+#!/bin/bash
+# Session 36, call 2 (on the machine call 1 left warm, or a fresh one that
+# makes the file again): issue 18's replay check at N = 128 (plain, K = 7
+# and K chosen at acceptance 0.7), then the A/B of the step's inputs read by
+# a kernel against copied; and a width-8 verify step at acceptance 1, (LS_STEP_INPUTS) and of the hidden state
+# (LS_HIDDEN_READ) at widths 1, 8 and 32, a trace each, while LIMIT lasts.
+# Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-05-s36/call2/run.sh $PWD
+set -u
+R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-560}
+mkdir -p $B $M $O/batch
+el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
+left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
+el
+[ -x $B/layerstream ] || tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
+F=$M/70b-q4km-tied.gguf
+[ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
+(cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS="7" ALPHA_KS="7 0" timeout $((LIMIT - SECONDS - 170)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
+echo "spec rc=$?"; cut -c1-240 $O/spec.txt; el
+cd /tmp
+A=(-m $F --vram-budget 24GiB --ram-budget 48GiB)
+batch() {  # inputs hidden
+  local n=in$1-h$2
+  left 80 || { echo "batch $n: no time left"; return; }
+  LS_STEP_INPUTS=$1 LS_HIDDEN_READ=$2 timeout 75 $B/layerstream bench "${A[@]}" --batch 1,8,32 --prompt-tokens 128 -n 20 -c 256 --stats --trace $O/batch/t-$n.json > /tmp/b-$n.txt 2>&1
+  echo "batch $n rc=$?"; grep -E "^\| [0-9]" /tmp/b-$n.txt | cut -d"|" -f1-5,15-20; grep -E "CPU tier by width" /tmp/b-$n.txt | cut -c1-300
+  (cd /tmp && tar -rf $O/batch/b.tar b-$n.txt)
+  [ -f $O/batch/t-$n.json ] && xz -T8 $O/batch/t-$n.json; el
+}
+batch kernel kernel
+batch copy kernel
+batch kernel copy
+ls -la $O $O/batch
