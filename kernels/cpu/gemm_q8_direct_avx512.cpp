@@ -174,7 +174,11 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     for (int h = 0; h < 2; ++h) {
       const __m512i sa = _mm512_permutex2var_epi32(la0, direct_ld(kStage1.i[h]), la1);
       const __m512i sb = _mm512_permutex2var_epi32(lb0, direct_ld(kStage1.i[h]), lb1);
-#pragma GCC unroll 1
+      // Unrolled, as the h loop is: kept as a loop, GCC 12 moved the T
+      // accumulators into other registers and back on every slice of h = 1
+      // (16 zmm moves a slice at 8 tokens, 64 a chunk beside 64 vpdpbusd;
+      // the Q6_K tile the same); unrolled, 14 a chunk.
+      LS_DIRECT_UNROLL
       for (int v = 0; v < 4; ++v) {
         __m512i W = _mm512_permutex2var_epi32(sa, direct_ld(kStage2.i[v]), sb);
         if constexpr (kFive) {
@@ -313,7 +317,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       __m512i A[T];
       LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
-#pragma GCC unroll 1
+      LS_DIRECT_UNROLL  // as in q4k_tile: no accumulator moves a slice
       for (int v = 0; v < 4; ++v) {
         const __m512i lo =
             _mm512_srlv_epi32(_mm512_permutex2var_epi32(sa, direct_ld(kQ6Stage2.ql[v]), sb), nib);
