@@ -9,6 +9,9 @@
 #  (2) ls_gpu_tests: the step's inputs, streaming, batch pipeline, paged KV
 #      and backend cases;
 #  (3) ls_bench_cpu_attention, 16 threads, 1k-16k.
+# Before them (~40 s): the direct tile with its slice loops unrolled (this
+# binary) against the loops kept (ls_bench_cpu_matmul.old, built at
+# e56fcbc), 8 tokens, from L2 on one thread and the 70b's shapes on 16.
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-05-s36/call1/run.sh $PWD
 set -u
 R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-560}
@@ -18,6 +21,14 @@ left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
 el
 [ -x $B/layerstream ] || tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; lscpu | grep -E "Model name|^CPU\(s\)"
+cd /tmp
+mm() { grep -E "^q[456]_K" | awk '{printf "%s %s %s med %s max %s | ", $1, $2, $5, $15, $17}'; echo; }
+for r in 1 2; do for v in .old ""; do
+  echo "l2 round $r ${v:-new}: $(timeout 20 $B/ls_bench_cpu_matmul$v --threads 1 --ntok 8 --types q4_k,q6_k --act q8 --path gemm --direct on --shapes l2 --weights-gib 0 --reps 21 2>&1 | mm)"
+done; done
+for v in .old "" .old ""; do
+  echo "70b ${v:-new}: $(timeout 40 $B/ls_bench_cpu_matmul$v --threads 16 --ntok 8 --types q4_k --act q8 --path gemm --direct on --shapes 70b --weights-gib 2 --reps 5 2>&1 | tee -a $O/mm.txt | mm)"
+done; el
 F=$M/70b-q4km-tied.gguf
 [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
 cd /tmp
