@@ -293,7 +293,7 @@ int run_bench(BenchArgs& a) {
     auto h2d_once = [&]() -> double {
 #ifdef LS_HAVE_CUDA
       auto r = probe_h2d(1ull << 30, 3, true);
-      if (r) return r->median;
+      if (r) return r->max;
       std::fprintf(stderr, "bench: H2D probe: %s\n", r.error().message.c_str());
 #endif
       return 0.0;
@@ -449,7 +449,11 @@ int run_bench(BenchArgs& a) {
     row.streamed_gbps = streamed_step * steps / secs / 1e9;
     row.probe_gbps = before > 0 && after > 0 ? (before + after) / 2 : 0;
     row.ratio = row.probe_gbps > 0 ? row.storage_gbps / row.probe_gbps : 0;
-    row.h2d_gbps = h2d_before > 0 && h2d_after > 0 ? (h2d_before + h2d_after) / 2 : 0;
+    // The link's ceiling is the best pass of the two probes: a pass is only
+    // ever slowed by something else on the machine (the 70b at width 32 on an
+    // H100 machine, session 36: the probes' mean read 45.4 GB/s while the
+    // run itself streamed 50.4, a "bound" at 110 %).
+    row.h2d_gbps = h2d_before > 0 && h2d_after > 0 ? std::max(h2d_before, h2d_after) : 0;
     row.pcie_ratio = row.h2d_gbps > 0 ? row.streamed_gbps / row.h2d_gbps : 0;
     row.host_gbps = host_step * steps / secs / 1e9;
     row.host_probe_gbps = host_before > 0 && host_after > 0 ? (host_before + host_after) / 2 : 0;
