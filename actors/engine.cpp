@@ -153,11 +153,13 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   p->predicted_gpu_s = h.gpu_s;
   p->rebalance = true;
   p->rates = *rates;
-  char reps[80] = "";
+  char wide[48] = "", reps[128] = "";
+  if (rates->cpu_ratio_8 > 0)
+    std::snprintf(wide, sizeof wide, ", %.2fx that at 8 tokens", rates->cpu_ratio_8);
   if (rates->cpu_rep_max_s > 0)
-    std::snprintf(reps, sizeof reps, " (its largest layer %.1f-%.1f ms)",
-                  rates->cpu_rep_min_s * 1e3, rates->cpu_rep_max_s * 1e3);
-  char why[480];
+    std::snprintf(reps, sizeof reps, " (its largest layer %.1f-%.1f ms%s)",
+                  rates->cpu_rep_min_s * 1e3, rates->cpu_rep_max_s * 1e3, wide);
+  char why[520];
   std::snprintf(
       why, sizeof why,
       "auto: the CPU computes a layer at %.1f GB/s%s and the copy engine moves %.1f "

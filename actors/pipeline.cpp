@@ -145,6 +145,7 @@ struct Pipeline::Graph {
     auto secs = [&](double rate) { return rate > 0 ? layer / rate : 0.0; };
     WidthRouting::Options o;
     o.max_width = opt.cpu_max_batch;
+    o.cpu_ratio_8 = plan.rates.cpu_ratio_8;
     return std::make_unique<WidthRouting>(n_layer, plan.n_cpu, n_layer - n_res - plan.n_cpu,
                                           secs(plan.rates.cpu_bytes_per_s),
                                           secs(plan.rates.gpu_bytes_per_s),

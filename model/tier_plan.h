@@ -61,6 +61,10 @@ struct HybridRates {
   // The fastest and slowest of the CPU's timed reps of its largest layer
   // (0: not measured): how far the calibration can be trusted.
   double cpu_rep_min_s = 0, cpu_rep_max_s = 0;
+  // The CPU's time for that layer at 8 tokens over its time at one (0: not
+  // measured): the width routing's start for the widths it has not stepped
+  // yet (WidthRouting::Options::cpu_ratio_8).
+  double cpu_ratio_8 = 0;
 };
 
 struct TierPlan {

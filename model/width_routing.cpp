@@ -105,13 +105,21 @@ void WidthRouting::observe(const WidthSample& s) {
   if (s.n_copied > 0 && s.copy_s > 0) blend(copy_s_, copy_n_, s.copy_s / s.n_copied);
 }
 
+double WidthRouting::cpu_shape(int64_t w) const {
+  w = std::clamp<int64_t>(w, 1, 1 << 20);
+  if (!(opt_.cpu_ratio_8 > 0)) return static_cast<double>(w);
+  const double r8 = std::clamp(opt_.cpu_ratio_8, 1.0, 8.0);
+  if (w <= 8) return 1.0 + (r8 - 1.0) * static_cast<double>(w - 1) / 7.0;
+  return r8 * static_cast<double>(w) / 8.0;
+}
+
 double WidthRouting::cpu_layer_s(int b) const {
   if (cpu_[static_cast<size_t>(b)] > 0) return cpu_[static_cast<size_t>(b)];
-  for (int n = b - 1; n >= 0; --n)  // the nearest narrower bucket measured, scaled by the width
+  const double shape = cpu_shape(bucket_width(b));
+  for (int n = b - 1; n >= 0; --n)  // the nearest narrower bucket measured, scaled
     if (cpu_[static_cast<size_t>(n)] > 0)
-      return cpu_[static_cast<size_t>(n)] * static_cast<double>(bucket_width(b)) /
-             static_cast<double>(bucket_width(n));
-  return prior_cpu_s_ * static_cast<double>(std::min<int64_t>(bucket_width(b), 1 << 20));
+      return cpu_[static_cast<size_t>(n)] * shape / cpu_shape(bucket_width(n));
+  return prior_cpu_s_ * shape;
 }
 
 double WidthRouting::gpu_layer_s(int b) const {

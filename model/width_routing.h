@@ -28,9 +28,15 @@
 //   copy(k)  = (n_streamed + n_set - k) * copy,   the step max(chain, copy).
 // k minimises the prediction (ties: fewer CPU layers). A bucket not
 // measured yet takes the nearest narrower bucket's CPU time scaled by the
-// width (pessimistic: linear in the width, as a compute-bound kernel), or
-// the prior at width 1, and keeps at least one CPU layer until a step there
-// has measured it; from then on its own measurement rules (a bucket that
+// width, or the prior at width 1 so scaled, and keeps at least one CPU
+// layer until a step there has measured it. The scale is the load's
+// measurement of a layer at 8 tokens against one (Options::cpu_ratio_8:
+// linear between widths 1 and 8, and in the width past 8, where the
+// kernels are compute-bound); without it, linear in the width from 1
+// (pessimistic). Why the measurement: linear from 1 put a 70b layer at 8
+// tokens at 8x its width-1 time where it took 1.6-2.2x (session 36, H100
+// machine: 8.1 and 12.6 ms), so a speculative run's first verify steps,
+// and a batch's, kept one CPU layer and copied the rest; from then on its own measurement rules (a bucket that
 // keeps no CPU layer keeps its last measurement, until it is probed: after
 // probe_every steps of that bucket with no CPU layer, one step keeps one
 // layer on the CPU, and what it measures replaces the stale average). Widths
@@ -93,6 +99,10 @@ class WidthRouting {
     int64_t max_width = 64;    // wider steps put nothing on the CPU (prompts)
     double weight = 0.3;       // of a new measurement in the running averages
     int32_t probe_every = 32;  // steps of a bucket at 0 CPU layers before one keeps 1 (0: never)
+    // A CPU layer's time at 8 tokens over its time at 1, measured at load
+    // (HybridRates::cpu_ratio_8; 0: not measured): the shape of the CPU's
+    // cost over the widths not stepped yet (see the top). Taken within 1-8.
+    double cpu_ratio_8 = 0;
   };
   // n_layer: the model's layers; n_set: the CPU set (the layers in host
   // memory the CPU computes at width 1); n_streamed: the other streamed
@@ -153,6 +163,9 @@ class WidthRouting {
   std::string summary() const;
 
  private:
+  // A CPU layer's time at width w relative to width 1, for the buckets not
+  // measured (see the top).
+  double cpu_shape(int64_t w) const;
   double simulate(double cpu, double gpu, int32_t k) const;
   double simulate(double cpu, double gpu, const std::vector<uint8_t>& keep) const;
   bool probe_due(int b) const;  // a measured bucket, probe_every steps without a CPU layer

@@ -162,6 +162,28 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
     cpu_bytes += static_cast<double>(m.map.layers[static_cast<size_t>(held[i].layer)].range_bytes);
     cpu_secs += t[i][t[i].size() / 2];
   }
+  // The largest layer at 8 tokens too (5 timed reps after an untimed one,
+  // still beside the copies): how the CPU's cost grows with a step's width,
+  // where its kernels stop being bound by memory. The width routing starts
+  // the widths it has not stepped from it (WidthRouting::Options::
+  // cpu_ratio_8), not from 8x the width-1 time.
+  double ratio_8 = 0;
+  if (st.ok()) {
+    Batch b8;
+    for (int32_t p = 0; p < 8; ++p) b8.add(0, p, 0, false);
+    std::vector<double> t8;
+    for (int rep = 0; rep < 6 && st.ok(); ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = cpu.begin(b8);
+      if (st.ok()) st = cpu.layer(static_cast<uint32_t>(held[0].layer), held[0].v);
+      if (rep > 0)
+        t8.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (st.ok()) {
+      std::sort(t8.begin(), t8.end());
+      ratio_8 = t8[t8.size() / 2] / t[0][t[0].size() / 2];
+    }
+  }
   stop.store(true);
   copies.join();
   if (!st.ok()) return st.error();
@@ -171,6 +193,7 @@ Expected<HybridRates> tool_calibrate_hybrid(const Model& m, const EngineOptions&
   r.cpu_bytes_per_s = cpu_bytes / cpu_secs;
   r.cpu_rep_min_s = t[0].front();
   r.cpu_rep_max_s = t[0].back();
+  r.cpu_ratio_8 = ratio_8;
   r.copy_bytes_per_s = *h2d * 1e9;
   // The GPU's part of the chain: the same layer resident on the device, a
   // step of one layer and a step of five, each timed to its logits (finish

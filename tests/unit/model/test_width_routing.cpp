@@ -326,6 +326,41 @@ TEST_CASE("width routing: a bucket's second measurement replaces a cold first on
   CHECK(r.cpu_layer_s(b4) == doctest::Approx(12e-3));
 }
 
+TEST_CASE("width routing: the load's ratio at 8 tokens shapes the widths not stepped yet") {
+  const int b4 = WidthRouting::bucket(4), b8 = WidthRouting::bucket(8);
+  const int b32 = WidthRouting::bucket(32), b64 = WidthRouting::bucket(64);
+  WidthRouting lin = seventy();  // no ratio: linear in the width from 1
+  WidthRouting::Options o;
+  o.cpu_ratio_8 = 2.0;
+  WidthRouting r(80, 25, 16, 6e-3, 0.25e-3, 10e-3, o);
+  CHECK(lin.cpu_layer_s(b8) == doctest::Approx(48e-3));
+  // Linear between 1 and 8 (width 4: 1 + 3/7 of the way), then in the width.
+  CHECK(r.cpu_layer_s(b8) == doctest::Approx(12e-3));
+  CHECK(r.cpu_layer_s(b4) == doctest::Approx(6e-3 * (1.0 + 3.0 / 7.0)));
+  CHECK(r.cpu_layer_s(b32) == doctest::Approx(48e-3));
+  CHECK(r.cpu_layer_s(b64) == doctest::Approx(96e-3));
+  // So a first step at 8 tokens keeps about as many CPU layers as its
+  // measured cost will (balancing 12 ms a layer against 10 ms copies), where
+  // linear keeps a third of them.
+  CHECK(lin.cpu_layers(b8) == 6);
+  CHECK(r.cpu_layers(b8) >= 16);
+  // A measured narrower bucket is scaled by the same shape: width 1 at 7 ms
+  // gives width 8 at 14.
+  r.observe(sample(1, 7.0, 0.25));
+  CHECK(r.cpu_layer_s(b8) == doctest::Approx(14e-3));
+  // ... and a measured bucket is its own measurement.
+  r.observe(sample(8, 11.0, 0.3, r.cpu_layers(b8)));
+  CHECK(r.cpu_layer_s(b8) == doctest::Approx(11e-3));
+  CHECK(r.cpu_layer_s(b32) == doctest::Approx(44e-3));
+  // A ratio out of reason (a noisy load) is taken within 1-8.
+  o.cpu_ratio_8 = 0.4;
+  WidthRouting low(80, 25, 16, 6e-3, 0.25e-3, 10e-3, o);
+  CHECK(low.cpu_layer_s(b8) == doctest::Approx(6e-3));
+  o.cpu_ratio_8 = 30;
+  WidthRouting high(80, 25, 16, 6e-3, 0.25e-3, 10e-3, o);
+  CHECK(high.cpu_layer_s(b8) == doctest::Approx(48e-3));
+}
+
 TEST_CASE("width routing: without measurements or a CPU set it keeps what it has") {
   WidthRouting none(32, 0, 4, 0, 0, 0);
   for (int b = 0; b < WidthRouting::kBuckets; ++b) CHECK(none.cpu_layers(b) == 0);
