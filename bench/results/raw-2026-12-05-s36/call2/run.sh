@@ -5,7 +5,8 @@
 # the A/B of the step's inputs read by a kernel against copied
 # (LS_STEP_INPUTS) and of the hidden state (LS_HIDDEN_READ) at widths 1, 8
 # and 32, a trace each, then issue 14's CPU attention, while LIMIT lasts.
-# Makes the 70b file if the machine does not have it (~30 s).
+# Makes the 70b file if the machine does not have it (~30 s). Its plan
+# lines show the calibration's ratio at 8 tokens (new in session 36).
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-05-s36/call2/run.sh $PWD
 set -u
 R=$1; O=$OUT; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-560}
@@ -17,7 +18,9 @@ el
 F=$M/70b-q4km-tied.gguf
 [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
 (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS="7" ALPHA_KS="7 0" timeout $((LIMIT - SECONDS - 170)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
-echo "spec rc=$?"; cut -c1-240 $O/spec.txt; el
+echo "spec rc=$?"; cut -c1-240 $O/spec.txt
+# The calibration's new ratio at 8 tokens (session 36, never run on a GPU before).
+grep -ho "largest layer[^)]*)" /tmp/spec/*.err | head -4; (cd /tmp && tar -czf $O/spec-err.tgz spec/*.err); el
 cd /tmp
 A=(-m $F --vram-budget 24GiB --ram-budget 48GiB)
 batch() {  # inputs hidden
