@@ -83,6 +83,14 @@ expect() {  # expect CODE NEEDLE METHOD PATH [BODY]
 }
 auth=()
 
+echo "== a port out of range is refused by name"
+rc=0
+bad=$("$bin" serve --port 99999 2>&1) || rc=$?
+[ "$rc" != 0 ] || fail "serve --port 99999 exited 0"
+echo "$bad" | grep -qF -- '--port' || fail "serve --port 99999 does not name --port: $bad"
+echo "$bad" | grep -qF -- '65535' || fail "serve --port 99999 does not give the range: $bad"
+ok "serve --port 99999 -> exit $rc: $(echo "$bad" | head -n 1)"
+
 echo "== endpoints and errors (curl)"
 start main --parallel 4 -c 1024 --read-timeout 2
 expect 200 '"status":"ok"' GET /health
