@@ -36,7 +36,8 @@
 // (pessimistic). Why the measurement: linear from 1 put a 70b layer at 8
 // tokens at 8x its width-1 time where it took 1.6-2.2x (session 36, H100
 // machine: 8.1 and 12.6 ms), so a speculative run's first verify steps,
-// and a batch's, kept one CPU layer and copied the rest; from then on its own measurement rules (a bucket that
+// and a batch's, kept a few CPU layers and copied the rest. Once a bucket
+// is measured, its own measurement rules (a bucket that
 // keeps no CPU layer keeps its last measurement, until it is probed: after
 // probe_every steps of that bucket with no CPU layer, one step keeps one
 // layer on the CPU, and what it measures replaces the stale average). Widths

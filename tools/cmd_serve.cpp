@@ -50,7 +50,8 @@ Command add_serve(CLI::App& app) {
   sub->add_option("--host", o.http.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o.http.port, "Port to listen on (0: any free one, printed)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 65535));  // before the conversion: its own message says only "Could not convert"
+      // Checked before the conversion, whose own message is only "Could not convert".
+      ->check(CLI::Range(0, 65535));
   sub->add_option("--api-key", o.settings.api_key,
                   "Require 'Authorization: Bearer KEY' (all but GET / and /health)");
   sub->add_option("-a,--alias", o.settings.model_id,
