@@ -317,7 +317,8 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       __m512i A[T];
       LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
-      LS_DIRECT_UNROLL  // as in q4k_tile: no accumulator moves a slice
+      // Unrolled as in q4k_tile: no accumulator moves a slice.
+      LS_DIRECT_UNROLL
       for (int v = 0; v < 4; ++v) {
         const __m512i lo =
             _mm512_srlv_epi32(_mm512_permutex2var_epi32(sa, direct_ld(kQ6Stage2.ql[v]), sb), nib);
