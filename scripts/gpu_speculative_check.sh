@@ -16,14 +16,16 @@
 # tokens a target pass), whether the ids equal plain decoding's, and the
 # stall table's bound and the width routing's summary (--stats).
 # Environment: BIN (folder with layerstream), OUT (logs), MODELS (default
-# /tmp/ls-models), N (tokens, default 64), KS (widths - 1 at acceptance 1,
+# /tmp/ls-models), N (tokens, default 128: a run's first verify steps at
+# each width are cold and still learning the split, which 64 tokens at K = 7,
+# about 20 verify steps, weighed too much), KS (widths - 1 at acceptance 1,
 # default "1 3 7 15"), ALPHA_KS (K at ALPHA, default "3 5 7 0": 0 lets the
 # run choose K), ALPHA (default 0.7).
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${OUT:-./gpu-out}
 M=${MODELS:-/tmp/ls-models}
-N=${N:-64}
+N=${N:-128}
 ALPHA=${ALPHA:-0.7}
 L="$BIN/layerstream"
 [ -x "$L" ] || { echo "error: no layerstream in $BIN (set BIN)" >&2; exit 2; }
