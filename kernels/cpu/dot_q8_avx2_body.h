@@ -61,15 +61,20 @@ struct Scales {
 template <GgmlType T>
 struct Q;  // per type: kBytes (per chunk), scales(), block() (32 unsigned quants), kOffset
 
+// Q4_K's and Q5_K's scales: d * sc and dmin * mn of the 8 blocks (the two
+// block types share d, dmin and the packed 6-bit scales).
+template <class B>
+LS_AVX2 inline void k4_scales(const uint8_t* p, Scales& sc) {
+  const B* b = reinterpret_cast<const B*>(p);
+  uint64_t s8, m8;
+  k4_scale_min_bytes(b->scales, &s8, &m8);
+  sc.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8));
+  sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
+}
+
 template <>
 struct Q<GgmlType::Q4_K> {
-  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
-    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p);
-    uint64_t s8, m8;
-    k4_scale_min_bytes(b->scales, &s8, &m8);
-    sc.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8));
-    sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
-  }
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) { k4_scales<BlockQ4_K>(p, sc); }
   // Block k: qs[32 (k/2) ..] low nibbles (k even) or high (k odd).
   LS_AVX2 static __m256i block(const uint8_t* p, int k) {
     const __m256i v = load32(reinterpret_cast<const BlockQ4_K*>(p)->qs + 32 * (k / 2));
@@ -79,13 +84,7 @@ struct Q<GgmlType::Q4_K> {
 
 template <>
 struct Q<GgmlType::Q5_K> {
-  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) {
-    const BlockQ5_K* b = reinterpret_cast<const BlockQ5_K*>(p);
-    uint64_t s8, m8;
-    k4_scale_min_bytes(b->scales, &s8, &m8);
-    sc.s = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), u8x8_to_ps(s8));
-    sc.m = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->dmin)), u8x8_to_ps(m8));
-  }
+  LS_AVX2 static void scales(const uint8_t* p, Scales& sc) { k4_scales<BlockQ5_K>(p, sc); }
   // As Q4_K, plus 16 where bit k of qh[l] is set (bit 2c for the low
   // nibbles of 64-value chunk c, 2c + 1 for the high ones: bit k for block k).
   LS_AVX2 static __m256i block(const uint8_t* p, int k) {
