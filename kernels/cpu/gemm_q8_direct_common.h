@@ -3,7 +3,7 @@
 // tile's signature, and two small vector helpers. For x86 translation units
 // built with these targets only.
 // defines: LS_DIRECT, LS_DIRECT_UNROLL, DirectTileFn, direct_ld(), direct_hsum(),
-//          direct_store(), gemm_q8_direct_q8_0_tile()
+//          direct_store(), direct_prefetch_at(), gemm_q8_direct_q8_0_tile()
 #pragma once
 
 #include <immintrin.h>
@@ -34,6 +34,23 @@ LS_DIRECT inline float direct_hsum(__m256 v) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+// Where chunk c of a tile's rows prefetches, as an offset from the chunk's
+// blocks in each of its two rows (nc chunks of kb bytes a row): `ahead`
+// bytes on (the packers' distance, pack_prefetch.h; at most a row), and
+// past the row's end in the row two on, where the thread's next tile reads
+// (rows a + 2 and b + 2). Not the row one on: row a's is b, which this tile
+// reads itself, so prefetches past a's end fetched nothing new and the next
+// tile's row b + 2 started cold (the 70b's n_in = 8192 rows, 32 chunks:
+// half of it at the default 16). The tiles call prefetch_span with it
+// themselves: GCC dropped the prefetches of a helper that made the calls,
+// inlined or not (it takes code of nothing but prefetches for code without
+// effects).
+LS_DIRECT inline int64_t direct_prefetch_at(int64_t c, int64_t nc, int64_t kb, int64_t ahead) {
+  const int64_t row = nc * kb;
+  const int64_t d = ahead < row ? ahead : row;
+  return d + (c * kb + d >= row ? row : 0);
 }
 
 // Each token's outputs: row a from lanes 0-7, row b from 8-15 where two.

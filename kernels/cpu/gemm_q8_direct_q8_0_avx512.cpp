@@ -123,8 +123,9 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
     const uint8_t* ba = wa + kB * c;
     const uint8_t* bb = wb + kB * c;
     if (ahead > 0) {
-      prefetch_span(ba, ahead, kB);
-      prefetch_span(bb, ahead, kB);
+      const int64_t at = direct_prefetch_at(c, nc, kB, ahead);
+      prefetch_span(ba, at, kB);
+      prefetch_span(bb, at, kB);
     }
     const GemmQ8XPair* xc[NP];
     LS_DIRECT_UNROLL
