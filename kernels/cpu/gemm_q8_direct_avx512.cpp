@@ -17,13 +17,22 @@
 //   stage 1  per row, two vpermt2d over the 128 qs bytes: lanes 4v' + g =
 //            dword 8g + v (v = v' and v' + 4 for the two results);
 //   stage 2  per slice, one vpermt2d over both rows' stage-1 vectors puts
-//            each dword in its two lanes, a per-lane shift (0 or 4) and a
-//            mask leave the nibble.
-// That is 14 vector operations a row chunk (2 + 8 slices x 3 / 2 rows) in
-// place of the pack's ~46 and its stores (Q5_K: a vpermd, a rotate, a mask
-// and a merge more a slice for the fifth bit, 26; Q6_K: the same stage 1
-// over ql, and per slice a second vpermt2d and the same three for the qh
-// bits, 26).
+//            each dword in its two lanes, and a mask leaves the low nibble
+//            in even lanes and the high one in odd lanes where it is, at
+//            bits 4-7: 16 u. The odd lanes' scale s is divided by 16 to
+//            match (below).
+// That is 10 vector operations a row chunk (2 + 8 slices x 2 / 2 rows) in
+// place of the pack's ~46 and its stores (Q5_K: a per-lane shift (0 or 4)
+// before the mask, and a vpermd, a rotate and a merge more a slice for the
+// fifth bit, 26; Q6_K: the same stage 1 over ql, and per slice a second
+// vpermt2d and the shift, mask and merge for the qh bits, 26).
+// Why the 16 may stay in the product: I' = 16 I exactly (|I| < 2^16), and
+// s' = s / 16 exactly (a power of two, far from the subnormals), so
+// round(s' d) = round(s d) / 16 and round(s' d) * float(I') is the same
+// float as round(s d) * float(I): the lane form's operations on other
+// values with the same results. On Zen 4, one thread, 8 tokens, the 70b's
+// Q4_K shapes: 1-4 % faster than shifting (a vpsrlvd a slice, which on
+// Intel's cores shares port 0 with vpdpbusd).
 // The scales (d * sc and dmin * mn, one float multiply each, as the packer
 // makes them) are computed for both rows at once. Then per token the lane form's steps
 // on 16 lanes (two rows): vpdpbusd per slice, and per chunk
@@ -99,6 +108,21 @@ struct DIdx {
     }
   }
 };
+// Q4_K's nibble of each lane in place: the low nibble of even lanes (block
+// 2g), the high nibble of odd ones (block 2g + 1) left at bits 4-7, so 16
+// times its value; and the factor that takes that 16 back out of the
+// block's scale (exact: a power of two, see q4k_tile).
+struct NibbleMasks {
+  alignas(64) int32_t m[16];
+  alignas(64) float f[16];
+  constexpr NibbleMasks() : m{}, f{} {
+    for (int l = 0; l < 16; ++l) {
+      m[l] = (l & 1) ? static_cast<int32_t>(0xF0F0F0F0u) : 0x0F0F0F0F;
+      f[l] = (l & 1) ? 1.0f / 16 : 1.0f;
+    }
+  }
+};
+constexpr NibbleMasks kNibbleMasks{};
 constexpr Stage1 kStage1{};
 constexpr Stage2 kStage2{};
 constexpr Shifts kShifts{};
@@ -147,6 +171,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
   LS_DIRECT_UNROLL
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i sh = direct_ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
+  const __m512i nib = direct_ld(kNibbleMasks.m);
   const __m512i rot = direct_ld(kQ5Turns.rot), m10 = _mm512_set1_epi8(0x10);
   constexpr int64_t kB = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K), kQs = kFive ? 48 : 16;
   const int64_t ahead = kB * cpu_pack_ahead();
@@ -189,7 +214,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
               m10);
           W = _mm512_ternarylogic_epi32(_mm512_srlv_epi32(W, sh), m0f, hi, 0xEA);  // (W & m0f) | hi
         } else {
-          W = _mm512_and_si512(_mm512_srlv_epi32(W, sh), m0f);
+          W = _mm512_and_si512(W, nib);
         }
         const int off = 64 * (4 * h + v);
         LS_DIRECT_UNROLL
@@ -202,6 +227,7 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     }
     __m512 s, m;
     q4k_scales(ba, bb, &s, &m);
+    if constexpr (!kFive) s = _mm512_mul_ps(s, _mm512_load_ps(kNibbleMasks.f));
     LS_DIRECT_UNROLL
     for (int t = 0; t < T; ++t) {
       const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
