@@ -67,7 +67,8 @@ Status apply(EngineOptions& o, const std::string& name, const std::string& v) {
     char* end = nullptr;
     const long x = std::strtol(v.c_str(), &end, 10);
     if (!end || *end || x < 1 || x > 1 << 20)
-      return make_error("--sweep %s: '%s' is not a positive integer", name.c_str(), v.c_str());
+      return make_error("--sweep %s%s: '%s' is not a positive integer", name.c_str(),
+                        name == "batch" ? " (--batch)" : "", v.c_str());
     dst = static_cast<int32_t>(x);
     return ok();
   };
@@ -206,6 +207,16 @@ int run_bench(BenchArgs& a) {
     }
     grid.push_back(*p);
   }
+  // Every value checked before a model is loaded: a bad one late in a sweep
+  // would otherwise end a run that had already taken minutes.
+  for (const auto& [name, values] : grid)
+    for (const std::string& v : values) {
+      EngineOptions scratch = a.engine;
+      if (Status st = apply(scratch, name, v); !st) {
+        std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+        return 1;
+      }
+    }
   a.engine.io_only = a.io_only;
   a.engine.watchdog_s = 0;
 

@@ -440,6 +440,25 @@ TEST_CASE("bench: --batch reports a row per width, in all and per sequence, besi
   CHECK(text.find("error") == std::string::npos);
 }
 
+TEST_CASE("bench: a bad --batch or --sweep value is refused before the model loads") {
+  for (const char* bad : {"1,x", "0", "8,-2"}) {
+    const std::string out = temp_dir().file("bench-bad-batch.txt");
+    const std::string cmd = "exec " + shell_quote(LS_BINARY) + " bench -m " +
+                            shell_quote(tiny_model()) + " --backend cpu -t 2 -n 4 --batch " +
+                            shell_quote(bad) + " >" + shell_quote(out) + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    const std::string text = read_file(out);
+    INFO(bad << ": " << text);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(text.find("--batch") != std::string::npos);
+    CHECK(text.find("is not a positive integer") != std::string::npos);
+    // Nothing ran: no plan, no table.
+    CHECK(text.find("tier plan") == std::string::npos);
+    CHECK(text.find("| batch |") == std::string::npos);
+  }
+}
+
 TEST_CASE("decode --draft: greedy output is plain greedy decoding's, for every draft kind") {
   const std::vector<std::string> greedy = {"--temp", "0", "-n", "40", "-t", "2"};
   const std::vector<int32_t> plain = decode_ids(greedy);
