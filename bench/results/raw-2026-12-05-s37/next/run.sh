@@ -10,7 +10,8 @@
 #  3. issue 18's replay check, plain and K = 7 at acceptance 0.7, three rounds;
 #  4. issue 17's widths with the issue's shape (128-token prompts, 128 new
 #     tokens), widths 32, 8, 1, 16, 64 (one process each);
-#  5. issue 14's CPU attention at 1k-16k.
+#  5. issue 14's CPU attention at 1k-16k, the default against session 37's
+#     spans (--split blocks,spans), and a timeline of each at 1k.
 # Nothing runs beside another (session 37's call 3 ran the GEMM beside the
 # synth: noise).
 set -u
@@ -45,8 +46,12 @@ for w in 32 8 1 16 64; do
   echo "batch $w rc=$?"; grep -E "^\| [0-9]" $O/batch-$w.txt | cut -d"|" -f1-5,12-20; grep -E "CPU tier by width" $O/batch-$w.txt | cut -c1-250; el
 done
 if left 70; then
-  timeout 60 $B/ls_bench_cpu_attention --threads 16 --ctx 1024,2048,4096,16384 --reps 41 > $O/attn.txt 2>&1
+  # Session 37's spans (AttnCpuTuning::spans) against the default, then a
+  # timeline of each at 1k.
+  timeout 60 $B/ls_bench_cpu_attention --threads 16 --ctx 1024,2048,4096,16384 --split blocks,spans --reps 41 > $O/attn.txt 2>&1
   echo "attention rc=$?"; grep -E "^ +[0-9]+ +16 " $O/attn.txt | awk '{print $1, $5, $7, $10 " us", $15}'; el
+  left 40 && timeout 35 $B/ls_bench_cpu_attention --threads 16 --ctx 1024 --split blocks,spans --reps 201 --timeline > $O/attn-tl.txt 2>&1
+  grep -E "^ +1024|timeline" $O/attn-tl.txt | cut -c1-220; el
 fi
 # At most 8 files come back from a call: one archive.
 (cd $OUT && tar -czf out.tgz r && rm -rf r); ls -la $OUT
