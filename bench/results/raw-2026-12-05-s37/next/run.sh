@@ -6,7 +6,8 @@
 #  1. the direct tile's prefetch distance on the Xeon (LS_CPU_PACK_AHEAD 4, 8,
 #     16, 32; 8 tokens, 16 threads, the 70b shapes; two rounds);
 #  2. the dot against the direct tile at 2, 3 and 4 tokens (LS_GEMM_MIN_TOKENS:
-#     on Zen 4 the direct tile won at 3 by 12-13 %);
+#     on Zen 4 the direct tile won at 3 by 12-13 %), and the dot at one token
+#     with its work split and prefetch distance swept;
 #  3. issue 18's replay check, plain and K = 7 at acceptance 0.7, three rounds;
 #  4. issue 17's widths with the issue's shape (128-token prompts, 128 new
 #     tokens), widths 32, 8, 1, 16, 64 (one process each);
@@ -34,6 +35,11 @@ MMARGS="--ntok 8 --path gemm"
 for r in 1 2; do for a in 16 4 8 32; do mm ahead$a-$r LS_CPU_PACK_AHEAD=$a; done; done; el
 MMARGS="--ntok 2,3,4 --path dot,gemm"
 mm dotgemm-1 X=1; el
+# The dot at one token (the CPU tier of plain decoding): on the H100
+# machines the engine's calibration read 95-99 GB/s where the host probe
+# read 138; the dot's work split and prefetch, swept.
+MMARGS="--ntok 1 --path dot --tasks 2,4 --pf 0,1,2 --types q4_k"
+mm dot1-1 X=1; el
 for r in 1 2 3; do
   left 70 || break
   (cd $R && BIN=$B OUT=/tmp/spec-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS - 5)) bash scripts/gpu_speculative_check.sh > $O/spec-$r.txt 2>&1)
