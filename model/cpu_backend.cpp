@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/ref/quant.h"
+#include "runtime/env.h"
 
 namespace ls {
 
@@ -213,7 +214,14 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.out = att_.data();
   at.ldo = E;
   at.kv = kv_.attn(il);
-  attention_cpu(*pool_, at, attn_scratch_);
+  // LS_ATTN_SPANS=1: the split calls' spans (AttnCpuTuning::spans), for A/B
+  // runs of the engine until the GPU machine's Xeon has compared them.
+  static const AttnCpuTuning tune = [] {
+    AttnCpuTuning t;
+    t.spans = env_int("LS_ATTN_SPANS", 0, 0) != 0;
+    return t;
+  }();
+  attention_cpu(*pool_, at, attn_scratch_, cpu_isa_active(), tune);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
 
