@@ -231,3 +231,50 @@ TEST_CASE("cpu_attention paged: the same bits as over a contiguous cache, blocks
   }
   MESSAGE(compared << " paged runs, each the same bits as its contiguous one");
 }
+
+TEST_CASE("cpu_attention paged: one token's rows in spans give the same bits") {
+  // AttnCpuTuning::spans, as the engine's CPU tier would run it under
+  // LS_ATTN_SPANS=1: a paged, tiled f16 cache, one decode token of 2,100
+  // positions, 2 key/value heads on 4 threads (2 spans a row).
+  std::mt19937 rng(77);
+  const Shape sh{4, 2208, 2, 64, 4, {17, 16, 1, 2100}, 4, true, AttnKvType::F16, true};
+  Both b;
+  build(sh, rng, b);
+  const std::vector<int32_t> pos{2099}, seq{3};
+  const int n_head = sh.n_kv * sh.group;
+  const int64_t ld = int64_t{n_head} * sh.hd;
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> q(ld);
+  for (float& x : q) x = nd(rng);
+  ThreadPool four(4);
+  auto run = [&](const AttnKv& kv, bool spans, int blk) {
+    std::vector<float> out(ld, std::numeric_limits<float>::quiet_NaN());
+    AttnArgs a;
+    a.n_head = n_head;
+    a.n_head_kv = sh.n_kv;
+    a.head_dim = sh.hd;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(sh.hd));
+    a.n_tok = 1;
+    a.pos = pos.data();
+    a.seq = seq.data();
+    a.q = q.data();
+    a.ldq = a.ldo = ld;
+    a.kv = kv;
+    a.out = out.data();
+    AttnCpuTuning t;
+    t.block = blk;
+    t.spans = spans;
+    AttentionCpuScratch scratch;
+    attention_cpu(four, a, scratch, cpu_isa_active(), t);
+    return out;
+  };
+  for (int blk : {0, 16, 64}) {
+    const auto want = run(b.contiguous, false, blk);
+    for (bool paged : {false, true}) {
+      const auto got = run(paged ? b.paged : b.contiguous, true, blk);
+      CHECK_MESSAGE(std::memcmp(want.data(), got.data(), want.size() * 4) == 0,
+                    "block " << blk << (paged ? ", paged" : ", contiguous")
+                             << ": spans differ from the default split");
+    }
+  }
+}
