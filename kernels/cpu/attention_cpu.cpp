@@ -419,8 +419,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       f.started.fetch_or(1u << p, std::memory_order_relaxed);
       for (int b = b0; b < b1; ++b) {
         make(task(b), b + 1 < b1 ? BlockId{0, h, b + 1} : BlockId{}, thread, b == b0);
-        if (times) times[4 * task(b) + 3] = now_ns();
         if (p == 0) fold(task(b));  // the row's first span: each partial folded where it was made
+        if (times) times[4 * task(b) + 3] = now_ns();  // after its part of the fold, as one()'s
       }
       if (p == 0 || b0 == b1) return;
       // The spans before this one folded (or the wait's bound passed): then
@@ -431,7 +431,10 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
              (f.started.load(std::memory_order_relaxed) & before) == before &&
              now_ns() - t0 < kAttnSpanWait)
         cpu_relax();
-      for (int b = b0; b < b1; ++b) fold(task(b));
+      for (int b = b0; b < b1; ++b) {
+        fold(task(b));
+        if (times) times[4 * task(b) + 3] = now_ns();
+      }
     }
     // Block i made: the row's fold (as its blocks finish, or by its last).
     void fold(int64_t i) const {
