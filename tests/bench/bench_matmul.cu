@@ -16,10 +16,11 @@
 // Weights: 64 rows of random floats quantized with quantize_row, tiled.
 // Usage: ls_bench_matmul [out.json]
 //        ls_bench_matmul --widths [70b] (the bound, then per type and shape
-//                                   matmul_cuda at 8, 16, 32, 64 tokens: the
-//                                   default path (GEMV at 8, the int8 GEMM of
-//                                   kernels/mmq_q8.cuh from 9) against the
-//                                   dequantize + cuBLAS GEMM; us, GB/s of
+//                                   matmul_cuda at 2, 4, 8, 16, 32, 64 tokens:
+//                                   the default path (GEMV to 8, the int8 GEMM
+//                                   of kernels/mmq_q8.cuh from 9) against, at
+//                                   2-8, that GEMM forced ("mmq!") and from
+//                                   16 dequantize + cuBLAS; us, GB/s of
 //                                   weight bytes and the ratio to the bound)
 //        ls_bench_matmul --graph [70b]  (the bound and the graph x20 lines
 //                                   only: each decode GEMV form as decode
@@ -147,16 +148,21 @@ int main(int argc, char** argv) {
         }
         std::printf("  widths %-4s %-11s %5lld x %6lld %7.1f MB:", ggml_type_name(t), sh.what,
                     (long long)sh.n_in, (long long)sh.n_out, bytes / 1e6);
-        for (int64_t nt : {8, 16, 32, 64})
-          for (MatmulPath path : {MatmulPath::Auto, MatmulPath::GemmCublas}) {
-            if (nt == 8 && path != MatmulPath::Auto) continue;
+        // At 2-8 tokens the GEMV (the default) against the int8 GEMM forced
+        // (MatmulPath::Mmq), which the default takes only from kMmqMinTok;
+        // from 16 the default against dequantize + cuBLAS.
+        for (int64_t nt : {2, 4, 8, 16, 32, 64})
+          for (MatmulPath path : {MatmulPath::Auto, MatmulPath::GemmCublas, MatmulPath::Mmq}) {
+            if (nt <= 8 ? path == MatmulPath::GemmCublas : path == MatmulPath::Mmq) continue;
             ctx.set_path(path);
             const Stats st = time_it(s, 3, 30, [&](int i) {
               ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, nt, dy, s));
             });
             const double g = bytes / (st.med * 1e-3) / 1e9;
             std::printf(" | n=%lld %s %7.1f us %5.0f GB/s %.2f", (long long)nt,
-                        path == MatmulPath::Auto ? (nt <= 8 ? "gemv" : "mmq ") : "f16 ",
+                        path == MatmulPath::Auto ? (nt <= 8 ? "gemv" : "mmq ")
+                        : path == MatmulPath::Mmq ? "mmq!"
+                                                  : "f16 ",
                         st.med * 1e3, g, g / bw);
           }
         std::printf("\n");
