@@ -191,14 +191,18 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   const int64_t E = c_.n_embd, KV = c_.n_embd_kv(), HD = c_.head_dim;
 
   // Attention block.
+  op_times_.start(n);
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.attn_norm, xn_.data() + t * E, E, c_.rms_eps);
+  op_times_.lap(CpuOp::Norm);
   matmuls(xn_.data(), n, {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}});
+  op_times_.lap(CpuOp::Qkv);
   for (int64_t t = 0; t < n; ++t) {
     rope_f32(q_.data() + t * E, c_.n_head, HD, batch_.pos[t], rope_);
     rope_f32(k_.data() + t * KV, c_.n_head_kv, HD, batch_.pos[t], rope_);
     kv_.store(il, batch_.seq[t], batch_.pos[t], k_.data() + t * KV, v_.data() + t * KV);
   }
+  op_times_.lap(CpuOp::RopeKv);
   // Each key/value head read once per token for its whole GQA group, in
   // place (f16 converted in registers), over all the pool's threads.
   AttnArgs at;
@@ -222,19 +226,27 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
     return t;
   }();
   attention_cpu(*pool_, at, attn_scratch_, cpu_isa_active(), tune);
+  op_times_.lap(CpuOp::Attention);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
+  op_times_.lap(CpuOp::Wo);
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
+  op_times_.lap(CpuOp::Add);
 
   // Feed-forward block.
   for (int64_t t = 0; t < n; ++t)
     rmsnorm_f32(h_.data() + t * E, w.ffn_norm, xn_.data() + t * E, E, c_.rms_eps);
+  op_times_.lap(CpuOp::Norm);
   matmuls(xn_.data(), n, {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}});
+  op_times_.lap(CpuOp::GateUp);
   // The 8-bit input of w_down comes out of the same pass as swiglu.
   const bool q8_down = takes_q8({{w.w_down, o_.data()}});
   swiglu(n, q8_down);
+  op_times_.lap(CpuOp::Swiglu);
   const ActQ8View gate_q = mm_scratch_.act().view(c_.n_ff);
   matmuls(gate_.data(), n, {{w.w_down, o_.data()}}, q8_down ? &gate_q : nullptr);
+  op_times_.lap(CpuOp::Down);
   for (int64_t i = 0; i < n * E; ++i) h_[i] += o_[i];
+  op_times_.lap(CpuOp::Add);
   return ok();
 }
 

@@ -20,6 +20,7 @@
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/ref/ops.h"
 #include "model/backend.h"
+#include "model/cpu_op_times.h"
 #include "model/kv_cache.h"
 #include "runtime/thread_pool.h"
 
@@ -84,6 +85,7 @@ class CpuBackend final : public Backend {
   CpuAct act_;
   CpuMatmulTuning tune_;
   Batch batch_;
+  CpuOpTimes op_times_;  // LS_CPU_OP_TIMES=1: where a layer's time goes
   size_t cap_ = 0;
   // Activations, (n_tok, width) row-major.
   std::vector<float> h_;     // residual stream (n_embd)
