@@ -23,8 +23,14 @@ if left 40; then
   grep -E "^ +1024|timeline|first|spread" $O/attn-tl.txt | cut -c1-220; el
 fi
 F=$M/70b-q4km-tied.gguf
-if left 150; then
+if left 120; then
   timeout 60 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied; echo "synth rc=$?"; el
+  # Where a CPU-tier layer's time goes at width 8 (LS_CPU_OP_TIMES), with the
+  # copy engine beside it (hybrid) and without it (--backend cpu).
+  LS_CPU_OP_TIMES=1 timeout 70 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --batch 8 --prompt-tokens 128 -n 32 -c 256 --stats > $O/ops-hybrid8.txt 2>&1
+  echo "ops hybrid rc=$?"; grep -E "cpu op times|^\| [0-9]" $O/ops-hybrid8.txt | cut -c1-300; el
+  left 100 && LS_CPU_OP_TIMES=1 timeout 90 $B/layerstream bench -m $F --backend cpu --batch 8 --prompt-tokens 8 -n 4 -c 64 > $O/ops-cpu8.txt 2>&1
+  echo "ops cpu rc=$?"; grep -E "cpu op times|^\| [0-9]" $O/ops-cpu8.txt | cut -c1-300; el
   for v in 0 1; do
     left 60 || break
     LS_ATTN_SPANS=$v timeout 60 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 4096 -n 24 -c 4352 > $O/long-spans$v.txt 2>&1
