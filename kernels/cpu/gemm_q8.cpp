@@ -347,17 +347,19 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
 // VNNI: on Zen 4 (2 threads, 70b shapes from DRAM) it read 1.12-1.25x the
 // dot at 4 tokens and lost to it at 2 (bench/results/2026-12-05-s34-no-device.md).
 // Since its prefetch fetches the next tile's rows (session 37) it reads
-// about 1.05-1.7x the dot at 2 and 3 tokens there too, but on the GPU
-// machine's Xeon the dot at 2 tokens reads near the host bound
-// (bench/results/2026-12-03-h200-s21.md), so 4 stays until the Xeon says
-// otherwise: LS_GEMM_MIN_TOKENS=2..8 sets the width for A/B runs.
+// about 1.05-1.7x the dot at 2 and 3 tokens there too, and on the GPU
+// machine's Xeon (16 threads, 70b shapes from DRAM, session 38) 1.07-1.26x
+// the dot at 2 tokens and 1.09-1.40x at 3 on the large shapes (q4_K and
+// q6_K), even with it on 8192 x 1024 (0.96-1.09x; q6_K 8192 x 8192 0.96x):
+// so from 2 (bench/results/2026-12-05-s38.md). LS_GEMM_MIN_TOKENS=2..8 sets
+// the width for A/B runs.
 int64_t gemm_q8_min_tokens(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::Avx2:
       return 8;
     case CpuIsa::Avx512: {
       static const int64_t direct_min =
-          std::min<int64_t>(env_int("LS_GEMM_MIN_TOKENS", 4, 2), kGemmQ8DirectToks);
+          std::min<int64_t>(env_int("LS_GEMM_MIN_TOKENS", 2, 2), kGemmQ8DirectToks);
       return direct_env() && gemm_q8_pairs_supported() ? direct_min : 8;
     }
     default:
