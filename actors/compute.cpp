@@ -448,6 +448,13 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
     route_->placed[k].store(1, std::memory_order_release);
   }
   placed_layout_ = layout_;
+  for (int k = 0; k < WidthRouting::kBuckets; ++k) {
+    const int32_t keep = k == 0 ? routing_->cpu_layers(0) : route_->keep[k].load();
+    const size_t kb = static_cast<size_t>(k);
+    const double placed_s = place && k > 0 && route_->placed[k].load() ? placed_[kb].predicted_s : 0;
+    route_->predicted_s[k].store(placed_s > 0 ? placed_s : routing_->predict_s(k, keep),
+                                 std::memory_order_relaxed);
+  }
 }
 
 }  // namespace ls

@@ -97,6 +97,11 @@ struct StepWidths {
 // through PCIe for that step, spread evenly (WidthRouting::keeps). Compute
 // writes it after each step.
 //
+// predicted_s[b]: the routing's simulated step of bucket b as it will be
+// routed (seconds; 0: nothing to predict from yet), written after each step
+// for every bucket: what a speculative run's K chooser takes for the widths
+// it has not measured (model/speculative.h, SpecK::set_prior).
+//
 // placed[b]: compute has chosen which layers a step of bucket b keeps
 // (WidthRouting::placement: a local search on the simulated step), given
 // by layer in keep_at[b * n_layer + l]; the planner follows it instead of
@@ -112,12 +117,14 @@ struct HybridRoute {
     for (size_t l = 0; l < n_layer * WidthRouting::kBuckets; ++l) keep_at[l].store(0);
     for (auto& k : keep) k.store(0);
     for (auto& p : placed) p.store(0);
+    for (auto& p : predicted_s) p.store(0);
   }
   size_t n_layer;
   std::unique_ptr<std::atomic<uint8_t>[]> on_cpu;
   std::atomic<int32_t> keep[WidthRouting::kBuckets];
   std::unique_ptr<std::atomic<uint8_t>[]> keep_at;
   std::atomic<uint8_t> placed[WidthRouting::kBuckets];
+  std::atomic<double> predicted_s[WidthRouting::kBuckets];
   static bool keeps_layer(int32_t i, int32_t n, int32_t k) { return WidthRouting::keeps(i, n, k); }
   // Whether the planner keeps layer l (on the CPU now) on the CPU in a step
   // of bucket b, the i-th of n such layers, keep of them kept.

@@ -285,6 +285,11 @@ int64_t Pipeline::routed_by_announce() const {
   return g_->widths.routed_by_bound.load();
 }
 
+double Pipeline::predicted_step_s(int64_t width) const {
+  if (!g_->routing) return 0;
+  return g_->route.predicted_s[WidthRouting::bucket(width)].load(std::memory_order_relaxed);
+}
+
 KvUsage Pipeline::kv_usage() const {
   return g_->sampler.kv_usage();
 }

@@ -119,6 +119,10 @@ class Pipeline {
   // The CPU tier's share by width (hybrid plans with device slots), else
   // null. Read it once the run has stopped.
   const WidthRouting* routing() const;
+  // The width routing's simulated step at this width as it will be routed
+  // (seconds), kept current while the run goes; 0 where the plan is not
+  // routed by width or nothing has been measured yet. Any thread.
+  double predicted_step_s(int64_t width) const;
   // Stop the run (every actor exits within a poll interval) and join.
   void stop();
 

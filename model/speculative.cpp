@@ -118,6 +118,13 @@ void SpecK::record(int k, int accepted, double draft_s, double verify_s) {
 //     kept K = 1 where K = 7 runs 1.17x faster.
 // Nothing measured: a prior, 1 + (width - 1) / 8 (only ratios matter), that
 // starts a run at a small K rather than at the largest.
+// With the engine's predictions (set_prior), a width not measured takes its
+// prediction instead, scaled as below. Why: the rules above make a run try
+// the widths it has not measured, one step each at least, and a 128-token
+// run at acceptance 0.7 on the 70b at 24 GiB spent enough of its steps
+// exploring to run at 10.5 tok/s where K = 7 ran at 13.2 (session 37); the
+// routing's simulation predicted that run's width-8 step at 209 ms where
+// it took 219.
 // The rule before session 29 took the nearest measured width's cost: a run
 // that began at K = 16 (every width the same cost with nothing measured)
 // saw every narrower width cost what 17 did and stayed at 16 for good (the
@@ -137,8 +144,17 @@ double SpecK::verify_cost(int width) const {
     if (w <= width) lo = w, c_lo = mean;
     if (w >= width && hi == 0) hi = w, c_hi = mean;
   }
-  if (lo == 0 && hi == 0) return 1.0 + (width - 1) / 8.0;
   if (lo == width) return c_lo;
+  // With a prediction: scaled by what the nearest measured width took
+  // against its own prediction (1 where the routing measured the same
+  // steps; it corrects a prediction that is off by a factor everywhere).
+  if (const double p = prior_ ? prior_(width) : 0.0; p > 0) {
+    const bool below = lo != 0 && (hi == 0 || width - lo <= hi - width);
+    const int near = below ? lo : hi;
+    const double p_near = near ? prior_(near) : 0.0;
+    return p_near > 0 ? p * ((below ? c_lo : c_hi) / p_near) : p;
+  }
+  if (lo == 0 && hi == 0) return 1.0 + (width - 1) / 8.0;
   if (lo == 0) return c_hi * width / hi;
   if (hi == 0) return c_lo;
   return c_lo + (c_hi - c_lo) * double(width - lo) / double(hi - lo);

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -107,9 +108,17 @@ class SpecK {
   // verified in verify_s, accepting `accepted`.
   void record(int k, int accepted, double draft_s, double verify_s);
   double acceptance() const;  // per drafted token, with a prior of 1 in 2
+  // Predicted seconds of a verify step at a width (0: no prediction), for
+  // the widths no step has measured yet: the engine's width routing
+  // simulates a step at every width from its own measurements
+  // (Pipeline::predicted_step_s), so a run need not try a width to know
+  // roughly what it costs. Without it, or where it says 0, the rule of
+  // verify_cost below.
+  void set_prior(std::function<double(int width)> prior) { prior_ = std::move(prior); }
 
  private:
   double verify_cost(int width) const;
+  std::function<double(int)> prior_;
   int k_min_, k_max_;
   double drafted_ = 0, accepted_ = 0, trials_ = 0, draft_s_ = 0;
   int64_t steps_ = 0;

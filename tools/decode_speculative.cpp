@@ -205,6 +205,9 @@ Status SpeculativeDecoder::run(Engine& target, Sampler& s, std::span<const int32
     draft_ = std::move(r);
   }
   SpecK& chooser = chooser_;
+  // Widths not measured yet: what the target's width routing predicts.
+  Pipeline* pipe = &target.pipeline();
+  chooser.set_prior([pipe](int width) { return pipe->predicted_step_s(width); });
   // Drafting shows in the trace on its own track (the verify steps are the
   // pipeline's, K + 1 wide).
   if (track_ == kNoTrack) track_ = target.tracer().register_track("draft", -1);
