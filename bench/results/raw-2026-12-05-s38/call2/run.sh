@@ -5,7 +5,8 @@
 # (ls_bench_matmul --widths 70b, beside the synth); (3) width 8 in the engine,
 # LS_MMQ_MIN_TOK=2 (the int8 GEMM at decode widths) against the default, with
 # where a CPU-tier layer's time goes (LS_CPU_OP_TIMES); (4) the GPU tests
-# with LS_MMQ_MIN_TOK=2; (5) the op times CPU only.
+# with LS_MMQ_MIN_TOK=2; (5) issue 18's replay, K = 7 and chosen; (6) the op
+# times CPU only.
 # Run: OUT=$OUT LIMIT=540 bash bench/results/raw-2026-12-05-s38/call2/run.sh $PWD
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-540}
@@ -31,6 +32,10 @@ for mq in 9 2; do
   LS_MMQ_MIN_TOK=$mq LS_CPU_OP_TIMES=1 timeout 70 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --batch 8 --prompt-tokens 128 -n 32 -c 256 --stats > $O/ops-hybrid8-mmq$mq.txt 2>&1
   echo "hybrid width 8, LS_MMQ_MIN_TOK=$mq rc=$?"; grep -E "cpu op times|^\| [0-9]|CPU tier by width" $O/ops-hybrid8-mmq$mq.txt | cut -c1-300; el
 done
+if left 110; then  # issue 18: plain, K = 7 and K chosen (with the routing's predictions)
+  (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS=" " ALPHA_KS="7 0" timeout 105 bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
+  echo "spec rc=$?"; cut -c1-220 $O/spec.txt | grep -E "^plain|^a0|CPU tier"; el
+fi
 if left 100; then
   LS_MMQ_MIN_TOK=2 timeout 95 $B/ls_gpu_tests -tc="cuda backend: decode through CUDA graphs*,cuda backend: logits and 64 greedy*,cuda pipeline batch*" > $O/gpu-tests-mmq2.txt 2>&1
   echo "gpu tests LS_MMQ_MIN_TOK=2 rc=$?"; tail -4 $O/gpu-tests-mmq2.txt; el
