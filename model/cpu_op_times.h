@@ -1,7 +1,8 @@
 // Where a CPU-tier layer's time goes, by operation and batch width: with
 // LS_CPU_OP_TIMES=1 in the environment the CPU backend stamps the wall clock
-// between its operations (norms, each matmul call, RoPE and the KV store,
-// attention, the residual adds, SwiGLU) and prints, when it is destroyed, a
+// between its operations (norms, the second with the residual add before
+// it, each matmul call, RoPE and the KV store, attention, the last residual
+// add, SwiGLU) and prints, when it is destroyed, a
 // table per width of the milliseconds a layer spends in each, beside the
 // sum. Off (the default) it costs a branch an operation. A developer's tool
 // for the engine's CPU tier, where the kernel benches (ls_bench_cpu_matmul,
