@@ -150,7 +150,11 @@ int main(int argc, char** argv) {
                     (long long)sh.n_in, (long long)sh.n_out, bytes / 1e6);
         // At 2-8 tokens the GEMV (the default) against the int8 GEMM forced
         // (MatmulPath::Mmq), which the default takes only from kMmqMinTok;
-        // from 16 the default against dequantize + cuBLAS.
+        // from 16 the default against dequantize + cuBLAS. Session 38 (H100):
+        // the GEMM forced at 8 tokens read 1.25-1.31x the GEMV on the 70b's
+        // Q4_K q/o and down, and lost on Q6_K, Q8_0, the k/v shapes and at 2-4
+        // tokens; the engine with it from width 2 ran its width-8 GPU layers no
+        // faster (0.61 against 0.58 ms), so the default stays.
         for (int64_t nt : {2, 4, 8, 16, 32, 64})
           for (MatmulPath path : {MatmulPath::Auto, MatmulPath::GemmCublas, MatmulPath::Mmq}) {
             if (nt <= 8 ? path == MatmulPath::GemmCublas : path == MatmulPath::Mmq) continue;
