@@ -7,7 +7,6 @@
 
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/ref/quant.h"
-#include "runtime/env.h"
 
 namespace ls {
 
@@ -234,14 +233,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.out = att_.data();
   at.ldo = E;
   at.kv = kv_.attn(il);
-  // LS_ATTN_SPANS=1: the split calls' spans (AttnCpuTuning::spans), for A/B
-  // runs of the engine until the GPU machine's Xeon has compared them.
-  static const AttnCpuTuning tune = [] {
-    AttnCpuTuning t;
-    t.spans = env_int("LS_ATTN_SPANS", 0, 0) != 0;
-    return t;
-  }();
-  attention_cpu(*pool_, at, attn_scratch_, cpu_isa_active(), tune);
+  attention_cpu(*pool_, at, attn_scratch_);
   op_times_.lap(CpuOp::Attention);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   op_times_.lap(CpuOp::Wo);

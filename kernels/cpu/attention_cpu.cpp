@@ -355,7 +355,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       f.lock.store(0, std::memory_order_relaxed);
       f.frontier = 0;
       f.folded.store(0, std::memory_order_relaxed);
-      f.started.store(0, std::memory_order_relaxed);
     }
   }
   // Flags left from a call 2^32 calls ago would read as this call's: reset
@@ -415,26 +414,19 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       while (b1 < nb && span_of(b1) == p) ++b1;
       const int64_t first = j->s->task0()[0] + h;
       auto task = [&](int b) { return first + int64_t{b} * j->n_kv; };
-      AttentionCpuScratch::RowFold& f = j->s->fold()[h];
-      f.started.fetch_or(1u << p, std::memory_order_relaxed);
       for (int b = b0; b < b1; ++b) {
         make(task(b), b + 1 < b1 ? BlockId{0, h, b + 1} : BlockId{}, thread, b == b0);
+        if (times) times[4 * task(b) + 3] = now_ns();
         if (p == 0) fold(task(b));  // the row's first span: each partial folded where it was made
-        if (times) times[4 * task(b) + 3] = now_ns();  // after its part of the fold, as one()'s
       }
       if (p == 0 || b0 == b1) return;
       // The spans before this one folded (or the wait's bound passed): then
       // this span's partials are folded here, where they are in cache.
-      const uint32_t before = (1u << p) - 1;  // the spans before this one
+      const AttentionCpuScratch::RowFold& f = j->s->fold()[h];
       const int64_t t0 = now_ns();
-      while (f.folded.load(std::memory_order_acquire) < b0 &&
-             (f.started.load(std::memory_order_relaxed) & before) == before &&
-             now_ns() - t0 < kAttnSpanWait)
+      while (f.folded.load(std::memory_order_acquire) < b0 && now_ns() - t0 < kAttnSpanWait)
         cpu_relax();
-      for (int b = b0; b < b1; ++b) {
-        fold(task(b));
-        if (times) times[4 * task(b) + 3] = now_ns();
-      }
+      for (int b = b0; b < b1; ++b) fold(task(b));
     }
     // Block i made: the row's fold (as its blocks finish, or by its last).
     void fold(int64_t i) const {
@@ -509,7 +501,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // spans: one token, rows that divide the pool, a block or more a span.
   const int64_t per = n_pool / j.n_kv;
   const bool spans = tune.spans && tune.fold_as_done && a.n_tok == 1 && n_pool % j.n_kv == 0 &&
-                     per >= 2 && per <= 32 && n_blocks(j, a.pos[0]) >= per;
+                     per >= 2 && n_blocks(j, a.pos[0]) >= per;
   const Split sp{&j,
                  claim,
                  tasks,

@@ -121,10 +121,10 @@ inline constexpr int kAttnPfNextKeys = 16;
 inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues | kAttnPfNextKeys;
 
 // AttnCpuTuning::spans: the longest a span waits, its blocks made, for the
-// spans before it to be folded (ns). It waits only for spans that have
-// started (a pool task may run after another on the same thread, so one
-// not started may be waiting for this thread), and no longer than this in
-// any case; past it, it leaves its blocks to the fold as they are.
+// spans before it to be folded (ns). Bounded, because a pool task may be
+// run after another on the same thread: a span that waited for one not yet
+// started would wait for nothing; past the bound it leaves its blocks to
+// the fold as they are.
 inline constexpr int64_t kAttnSpanWait = 50000;
 
 // Key positions prefetched ahead by default: rows, 8 positions; tiled, the
@@ -263,8 +263,7 @@ class AttentionCpuScratch {
     std::atomic<int> pending{0};
     std::atomic<int> lock{0};
     int frontier = 0;
-    std::atomic<int> folded{0};        // the frontier as last published (AttnCpuTuning::spans)
-    std::atomic<uint32_t> started{0};  // spans: bit p, span p has started
+    std::atomic<int> folded{0};  // the frontier as last published (AttnCpuTuning::spans)
   };
   RowFold* fold() { return fold_.get(); }
   std::atomic<int64_t>* claim() { return &claim_->v; }  // split path: the next task
