@@ -78,6 +78,14 @@ int64_t pause_limit_ns() {
   return v;
 }
 
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Polls done() (true: stop) with the pause hint for up to pause_ns from
 // now; returns whether it stopped because done() said so.
 template <class Done>
@@ -218,14 +226,6 @@ void ThreadPool::worker(int index) {
     if (j.gen.load() == gen) work(j, index);
     j.inside.fetch_sub(1, std::memory_order_release);
   }
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 }  // namespace ls

@@ -18,7 +18,7 @@
 // two-job build on the 2-core dev machine). A late worker finds the job's
 // tasks gone; two job slots, used in turn, each with a count of the workers
 // looking at it, keep such a worker from reading a job being set up.
-// defines: ThreadPool, default_thread_count(), cpu_relax()
+// defines: ThreadPool, default_thread_count()
 #pragma once
 
 #include <atomic>
@@ -86,9 +86,5 @@ class ThreadPool {
   std::vector<int> cpus_;             // pin(): thread i's CPU is cpus_[i]
   std::thread::id pinned_caller_;     // the caller thread pinned to cpus_[0]
 };
-
-// The spin-wait hint (x86 PAUSE, Arm YIELD): a loop polling another
-// thread's store takes fewer of its core's (and its sibling's) resources.
-void cpu_relax();
 
 }  // namespace ls

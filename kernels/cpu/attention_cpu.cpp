@@ -354,7 +354,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       f.pending.store(nb, std::memory_order_relaxed);
       f.lock.store(0, std::memory_order_relaxed);
       f.frontier = 0;
-      f.folded.store(0, std::memory_order_relaxed);
     }
   }
   // Flags left from a call 2^32 calls ago would read as this call's: reset
@@ -372,7 +371,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
     int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
-    int per;                  // AttnCpuTuning::spans: spans a row (0: off)
     bool as_done, fold_pf;
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
@@ -383,12 +381,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       return {t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv)};
     }
     void one(int64_t i, BlockId next, int thread, bool cold) const {
-      make(i, next, thread, cold);
-      fold(i);
-    }
-    // Block i into its partial.
-    void make(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
+      const int nb = n_blocks(*j, j->a->pos[b.t]);
+      const int n_kv = j->n_kv;
       int64_t* tr = times ? times + 4 * i : nullptr;
       if (tr) tr[0] = thread, tr[1] = now_ns();
       prefetch_for_write(j->s->split_part(i),
@@ -396,43 +391,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                          j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i), cold);
       if (tr) tr[2] = now_ns();
-    }
-    // AttnCpuTuning::spans: pool task r runs span r % per of row r / per
-    // (token 0): the row's blocks whose middle position falls in the span's
-    // share of the positions, in order, each prefetching the next one's keys.
-    void span(int64_t r, int thread) const {
-      const int h = static_cast<int>(r / per), p = static_cast<int>(r % per);
-      const int64_t n_pos = int64_t{j->a->pos[0]} + 1;
-      const int nb = n_blocks(*j, j->a->pos[0]);
-      auto span_of = [&](int b) {
-        const AttnBlockRange br = attention_cpu_block(n_pos, b, j->blk, j->taper);
-        return static_cast<int>((2 * br.p0 + br.n) * per / (2 * n_pos));
-      };
-      int b0 = 0;
-      while (b0 < nb && span_of(b0) < p) ++b0;
-      int b1 = b0;
-      while (b1 < nb && span_of(b1) == p) ++b1;
-      const int64_t first = j->s->task0()[0] + h;
-      auto task = [&](int b) { return first + int64_t{b} * j->n_kv; };
-      for (int b = b0; b < b1; ++b) {
-        make(task(b), b + 1 < b1 ? BlockId{0, h, b + 1} : BlockId{}, thread, b == b0);
-        if (times) times[4 * task(b) + 3] = now_ns();
-        if (p == 0) fold(task(b));  // the row's first span: each partial folded where it was made
-      }
-      if (p == 0 || b0 == b1) return;
-      // The spans before this one folded (or the wait's bound passed): then
-      // this span's partials are folded here, where they are in cache.
-      const AttentionCpuScratch::RowFold& f = j->s->fold()[h];
-      const int64_t t0 = now_ns();
-      while (f.folded.load(std::memory_order_acquire) < b0 && now_ns() - t0 < kAttnSpanWait)
-        cpu_relax();
-      for (int b = b0; b < b1; ++b) fold(task(b));
-    }
-    // Block i made: the row's fold (as its blocks finish, or by its last).
-    void fold(int64_t i) const {
-      const BlockId b = id(i);
-      const int nb = n_blocks(*j, j->a->pos[b.t]);
-      const int n_kv = j->n_kv;
       AttentionCpuScratch::RowFold& f = j->s->fold()[b.t * n_kv + b.h];
       const int64_t first = j->s->task0()[b.t] + b.h;
       float* state = j->s->split_part(first);
@@ -466,7 +424,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
           merge(state, part(c), j->group, j->a->head_dim);
         }
         f.frontier = c;
-        f.folded.store(c, std::memory_order_release);
         if (c == nb) {
           finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
           return;  // the lock stays taken: nothing is left to fold
@@ -498,28 +455,12 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   const int64_t n_next =
       n_first > 0 && tasks - n_first > hold ? std::min(n_pool, tasks - n_first) : 0;
   claim->store(n_first + n_next, std::memory_order_relaxed);
-  // spans: one token, rows that divide the pool, a block or more a span.
-  const int64_t per = n_pool / j.n_kv;
-  const bool spans = tune.spans && tune.fold_as_done && a.n_tok == 1 && n_pool % j.n_kv == 0 &&
-                     per >= 2 && n_blocks(j, a.pos[0]) >= per;
-  const Split sp{&j,
-                 claim,
-                 tasks,
-                 hold,
-                 n_first,
-                 n_next,
-                 spans ? static_cast<int>(per) : 0,
-                 tune.fold_as_done,
-                 tune.fold_prefetch,
-                 stamp,
-                 tune.task_ns};
+  const Split sp{
+      &j,    claim,       tasks, hold, n_first, n_next, tune.fold_as_done, tune.fold_prefetch,
+      stamp, tune.task_ns};
   const Split* spp = &sp;
   pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;
-    if (s.per > 0) {
-      s.span(r, thread);
-      return;
-    }
     int64_t i = r < s.n_first ? r : s.claim->fetch_add(1, std::memory_order_relaxed);
     int64_t held = r < s.n_next ? s.n_first + r : -1;  // a next block given, not claimed
     bool cold = true;                                  // the thread's first block

@@ -120,13 +120,6 @@ inline constexpr int kAttnPfValuesFirst = 8;
 inline constexpr int kAttnPfNextKeys = 16;
 inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues | kAttnPfNextKeys;
 
-// AttnCpuTuning::spans: the longest a span waits, its blocks made, for the
-// spans before it to be folded (ns). Bounded, because a pool task may be
-// run after another on the same thread: a span that waited for one not yet
-// started would wait for nothing; past the bound it leaves its blocks to
-// the fold as they are.
-inline constexpr int64_t kAttnSpanWait = 50000;
-
 // Key positions prefetched ahead by default: rows, 8 positions; tiled, the
 // whole block at its start (the step loop then prefetches nothing more of
 // the keys). On the H200 machine's Xeon, 16 threads, tiled keys, two rounds
@@ -203,21 +196,6 @@ struct AttnCpuTuning {
   // last-level cache). A query head's arithmetic is the same in a row of 4
   // as in one of 8, so the bits are those of the whole-row fold.
   int group_split = 1;
-  // Split calls of one token whose rows divide the pool (a 70B decode step:
-  // 8 key/value heads, 16 threads): each row's blocks in as many
-  // contiguous spans of positions as the pool has threads per row, pool
-  // task r running span r % per of row r / per in order, instead of blocks
-  // claimed one at a time in block-major order. Why it may pay: a thread's
-  // blocks follow each other in memory (one stream for the prefetchers), and
-  // the fold is mostly local: the first span folds each block as it is
-  // made, in its own cache, and a later span, its blocks made, waits (at
-  // most kAttnSpanWait) for the spans before it to be folded and then folds
-  // its own, so a row's partials cross cores once, not once a block (in a
-  // 1k call a thread spent 4.9 of its 42 us folding, session 33). What it
-  // gives up: the balance of claiming (a slow core ends its row late). The
-  // same fold, so the same bits. Off by default until the GPU machine's
-  // Xeon has compared it (bench_cpu_attention --split spans).
-  bool spans = false;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.
@@ -263,7 +241,6 @@ class AttentionCpuScratch {
     std::atomic<int> pending{0};
     std::atomic<int> lock{0};
     int frontier = 0;
-    std::atomic<int> folded{0};  // the frontier as last published (AttnCpuTuning::spans)
   };
   RowFold* fold() { return fold_.get(); }
   std::atomic<int64_t>* claim() { return &claim_->v; }  // split path: the next task

@@ -43,10 +43,6 @@
 // (the default) or claimed from the counter (AttnCpuTuning::static_start;
 // "/s" in the prefetch column: static).
 //
-// --split blocks,spans: a split call's blocks claimed one at a time (the
-// default), or each row's blocks in contiguous spans, one a thread
-// (AttnCpuTuning::spans; "/sp" in the prefetch column).
-//
 // --group-split 1,2: each KV head's query heads as this many rows, run
 // whole (AttnCpuTuning::group_split; "/gN" in the prefetch column).
 //
@@ -80,7 +76,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
-//          [--group-split 1,2] [--split blocks,spans]
+//          [--group-split 1,2]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -322,7 +318,7 @@ int main(int argc, char** argv) {
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
-  std::vector<bool> fold_pfs = {false}, statics = {true}, spanses = {false};  // the defaults
+  std::vector<bool> fold_pfs = {false}, statics = {true};  // the kernel's defaults
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -377,15 +373,14 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
-               a == "--start" || a == "--split") {
-      // Two-way lists: done,end (true: done), static,claim (true: static),
-      // spans,blocks (true: spans) and off,on (true: on).
-      const bool fold = a == "--fold", start = a == "--start", spl = a == "--split";
-      const char* yes = fold ? "done" : start ? "static" : spl ? "spans" : "on";
-      const char* no = fold ? "end" : start ? "claim" : spl ? "blocks" : "off";
+               a == "--start") {
+      // Two-way lists: done,end (true: done), static,claim (true: static)
+      // and off,on (true: on).
+      const bool fold = a == "--fold", start = a == "--start";
+      const char* yes = fold ? "done" : start ? "static" : "on";
+      const char* no = fold ? "end" : start ? "claim" : "off";
       std::vector<bool>& v = fold               ? folds
                              : start            ? statics
-                             : spl              ? spanses
                              : a == "--pin"     ? pins
                              : a == "--fold-pf" ? fold_pfs
                                                 : tapers;
@@ -535,8 +530,7 @@ int main(int argc, char** argv) {
                     for (int cold : colds)
                       for (bool taper : tapers)
                         for (bool fold_pf : fold_pfs)
-                          for (int ss = 0; ss < static_cast<int>(statics.size() * spanses.size());
-                               ++ss)
+                          for (bool stat : statics)
                             for (int gs : gsplits)
                               for (const std::string& pf : prefetches) {
                                 AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold,
@@ -544,11 +538,7 @@ int main(int argc, char** argv) {
                                 tune.cold_ahead = cold;
                                 tune.taper = taper;
                                 tune.fold_prefetch = fold_pf;
-                                const bool stat = statics[static_cast<size_t>(ss) / spanses.size()];
-                                const bool spans =
-                                    spanses[static_cast<size_t>(ss) % spanses.size()];
                                 tune.static_start = stat;
-                                tune.spans = spans;
                                 tune.group_split = gs;
                                 // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                                 const std::string pf_name =
@@ -556,8 +546,7 @@ int main(int argc, char** argv) {
                                     (fold_as_done ? "" : "/e") +
                                     (cold == 0 ? "" : "/c" + std::to_string(cold)) +
                                     (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
-                                    (stat ? "/s" : "") + (spans ? "/sp" : "") +
-                                    (gs > 1 ? "/g" + std::to_string(gs) : "") +
+                                    (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
                                     (pinned ? "/p" : "");
                                 AttentionCpuScratch scratch;
                                 const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;

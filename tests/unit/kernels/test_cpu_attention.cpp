@@ -427,15 +427,6 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                             what << ": fold_prefetch " << (k & 1) << " static_start " << (k >> 1)
                                  << " changed the result");
             }
-            // Nor each row's blocks in spans, one a thread (16 threads, 2
-            // rows: 8 spans a row where the row has 8 blocks or more).
-            {
-              AttnCpuTuning t{blk, 0};
-              t.spans = true;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p16, &p1}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": spans changed the result");
-            }
             // Nor a group's query heads as rows of their own.
             for (int gs : {2, 4}) {
               AttnCpuTuning t{blk, 0};
