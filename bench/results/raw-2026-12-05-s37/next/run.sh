@@ -59,5 +59,12 @@ if left 70; then
   left 40 && timeout 35 $B/ls_bench_cpu_attention --threads 16 --ctx 1024 --split blocks,spans --reps 201 --timeline > $O/attn-tl.txt 2>&1
   grep -E "^ +1024|timeline" $O/attn-tl.txt | cut -c1-220; el
 fi
+# The spans in the engine: decode after a 4,096-token prompt, default and
+# LS_ATTN_SPANS=1 (the CPU tier's attention reads 16 MB a layer there).
+for v in 0 1 0 1; do
+  left 75 || break
+  LS_ATTN_SPANS=$v timeout 70 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 4096 -n 24 -c 4352 > $O/long-spans$v-$SECONDS.txt 2>&1
+  echo "long spans=$v rc=$?"; grep -E "^\| [0-9]" $O/long-spans$v-*.txt | tail -1 | cut -d"|" -f1-5; el
+done
 # At most 8 files come back from a call: one archive.
 (cd $OUT && tar -czf out.tgz r && rm -rf r); ls -la $OUT
