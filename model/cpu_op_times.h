@@ -45,6 +45,11 @@ class CpuOpTimes {
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - t_).count();
     t_ = now;
   }
+  // Forget what was counted (nothing is printed for it).
+  void clear() {
+    layers_ = {};
+    ns_ = {};
+  }
   void print(std::FILE* f) const {
     if (!on_) return;
     static const char* const kNames[] = {"norm", "q/k/v", "rope+kv", "attention", "wo",
