@@ -20,7 +20,7 @@
 # each width are cold and still learning the split, which 64 tokens at K = 7,
 # about 20 verify steps, weighed too much), KS (widths - 1 at acceptance 1,
 # default "1 3 7 15"), ALPHA_KS (K at ALPHA, default "3 5 7 0": 0 lets the
-# run choose K), ALPHA (default 0.7).
+# run choose K), ALPHA (default 0.7), EXTRA (flags added to every run).
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${OUT:-./gpu-out}
@@ -34,6 +34,9 @@ if [ "${TIED:-1}" = 1 ]; then F="$M/70b-q4km-tied.gguf"; T=--tied; else F="$M/70
 [ -f "$F" ] || "$L" synth -q -o "$F" --preset 70b --quant q4_k_m "$T" || exit 1
 A=(-m "$F" --vram-budget 24GiB --ram-budget 48GiB -p "Once upon a time" -n "$N" --temp 0 --ids
    --no-display-prompt)
+# EXTRA: more flags for every run (e.g. "--device-slots 4"), split on spaces.
+read -r -a X <<< "${EXTRA:-}"
+A+=("${X[@]}")
 rate() { grep -o "generated [0-9]* tokens, [0-9.]* tok/s" "$1" | grep -o "[0-9.]* tok/s"; }
 "$L" decode "${A[@]}" > "$OUT/plain.txt" 2> "$OUT/plain.err" || { tail -5 "$OUT/plain.err"; exit 1; }
 tail -1 "$OUT/plain.txt" > "$OUT/plain.ids"
