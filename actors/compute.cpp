@@ -448,6 +448,10 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
     route_->placed[k].store(1, std::memory_order_release);
   }
   placed_layout_ = layout_;
+  // Each bucket's step as it will now be routed, simulated (one simulation
+  // a bucket, reused from the placement where it made one): what a
+  // speculative run's K chooser prices its unmeasured widths by
+  // (Pipeline::predicted_step_s).
   for (int k = 0; k < WidthRouting::kBuckets; ++k) {
     const int32_t keep = k == 0 ? routing_->cpu_layers(0) : route_->keep[k].load();
     const size_t kb = static_cast<size_t>(k);
