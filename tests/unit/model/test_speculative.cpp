@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "model/sampler.h"
@@ -107,21 +109,38 @@ TEST_CASE(
   CHECK(steep.next() == 0);
 }
 
+namespace {
+// A verify step's cost by width (plain steps) as the 70b at 24 GiB measured
+// it (session 29, call 2), linear between the measured widths.
+double s29_cost(int w) {
+  static const std::vector<std::pair<int, double>> table = {{1, 1.0},  {2, 1.16}, {4, 1.73},
+                                                            {8, 1.85}, {17, 2.2}, {33, 2.3}};
+  for (size_t i = 1; i < table.size(); ++i)
+    if (w <= table[i].first) {
+      const auto [w0, c0] = table[i - 1];
+      const auto [w1, c1] = table[i];
+      return c0 + (c1 - c0) * double(w - w0) / double(w1 - w0);
+    }
+  return table.back().second;
+}
+// Drafts of a chain of k accepted, each with probability a, from the
+// pseudo-random sequence x.
+int accepted_of(uint64_t& x, int k, double a) {
+  int acc = 0;
+  while (acc < k) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    if (double(x >> 11) * 0x1.0p-53 >= a) break;
+    ++acc;
+  }
+  return acc;
+}
+}  // namespace
+
 TEST_CASE("speculative: K settles near the best K from the costs it measures, from any start") {
-  // A verify step's cost by width as the 70b at 24 GiB measured it (plain
-  // steps; session 29, call 2), linear between, and a chain accepted with
-  // probability 0.65 a position (a fixed pseudo-random sequence).
-  const std::vector<std::pair<int, double>> table = {{1, 1.0},  {2, 1.16}, {4, 1.73},
-                                                     {8, 1.85}, {17, 2.2}, {33, 2.3}};
-  auto cost = [&](int w) {
-    for (size_t i = 1; i < table.size(); ++i)
-      if (w <= table[i].first) {
-        const auto [w0, c0] = table[i - 1];
-        const auto [w1, c1] = table[i];
-        return c0 + (c1 - c0) * double(w - w0) / double(w1 - w0);
-      }
-    return table.back().second;
-  };
+  // A verify step's cost by width as the 70b at 24 GiB measured it
+  // (s29_cost), and a chain accepted with probability 0.65 a position (a
+  // fixed pseudo-random sequence).
+  const auto cost = s29_cost;
   const double a = 0.65;
   // The first step at a width costs half as much again (a cold one: the
   // engine's first wide step allocates and faults in its scratch). Runs
@@ -141,12 +160,7 @@ TEST_CASE("speculative: K settles near the best K from the costs it measures, fr
     std::vector<int> ks;
     for (int step = 0; step < 400; ++step) {
       const int k = chooser.next();
-      int acc = 0;
-      while (acc < k) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        if (double(x >> 11) * 0x1.0p-53 >= a) break;
-        ++acc;
-      }
+      const int acc = accepted_of(x, k, a);
       chooser.record(k, acc, k * draft * 0.1, cost(k + 1) * 0.1 * (seen[k] ? 1.0 : 1.5));
       seen[k] = true;
       if (step >= 200)
@@ -162,22 +176,12 @@ TEST_CASE("speculative: K settles near the best K from the costs it measures, fr
 }
 
 TEST_CASE("speculative: with the routing's predictions a short run starts near the best K") {
-  // The 70b's verify costs as above, and a prediction per width bucket as
+  const auto cost = s29_cost;
+  // The 70b's verify costs (s29_cost), and a prediction per width bucket as
   // the engine's width routing makes one (Pipeline::predicted_step_s: the
   // bucket's widest width stands for it), 10 % high everywhere. A run of 40
   // steps (about 128 tokens at K = 7) with the prediction against one
   // without: the prediction spares it the widths it would try to measure.
-  const std::vector<std::pair<int, double>> table = {{1, 1.0},  {2, 1.16}, {4, 1.73},
-                                                     {8, 1.85}, {17, 2.2}, {33, 2.3}};
-  auto cost = [&](int w) {
-    for (size_t i = 1; i < table.size(); ++i)
-      if (w <= table[i].first) {
-        const auto [w0, c0] = table[i - 1];
-        const auto [w1, c1] = table[i];
-        return c0 + (c1 - c0) * double(w - w0) / double(w1 - w0);
-      }
-    return table.back().second;
-  };
   auto bucket_top = [](int w) {
     int b = 1;
     while (b < w) b *= 2;
@@ -196,12 +200,7 @@ TEST_CASE("speculative: with the routing's predictions a short run starts near t
     double tokens = 0, seconds = 0;
     for (int step = 0; step < 40; ++step) {
       const int k = chooser.next();
-      int acc = 0;
-      while (acc < k) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        if (double(x >> 11) * 0x1.0p-53 >= a) break;
-        ++acc;
-      }
+      const int acc = accepted_of(x, k, a);
       const double s = cost(k + 1) * 0.1 * (seen[k] ? 1.0 : 1.5);
       chooser.record(k, acc, 0.0, s);
       seen[k] = true;
