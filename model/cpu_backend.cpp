@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 
 #include "kernels/cpu/q8_chunks.h"
 #include "kernels/ref/quant.h"
@@ -184,14 +183,6 @@ Status CpuBackend::begin(const Batch& b) {
     dequantize_row(g_.token_embd.type, row, h_.data() + t * c_.n_embd, c_.n_embd);
   }
   return ok();
-}
-
-void CpuBackend::per_token(int64_t n, const std::function<void(int64_t)>& f) {
-  if (n == 1) {
-    f(0);
-    return;
-  }
-  pool_->run(n, [&f](int64_t t, int) { f(t); });
 }
 
 Status CpuBackend::layer(uint32_t il, const LayerView& w) {

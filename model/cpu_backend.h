@@ -12,7 +12,6 @@
 // defines: CpuBackend
 #pragma once
 
-#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -72,7 +71,11 @@ class CpuBackend final : public Backend {
   void matmuls(const float* x, int64_t n_tok, std::initializer_list<MatmulQ8Part> parts,
                const ActQ8View* xq = nullptr);
   // f(t) for each token t < n of the batch, a token a pool task (inline for one).
-  void per_token(int64_t n, const std::function<void(int64_t)>& f);
+  template <class F>
+  void per_token(int64_t n, const F& f) {
+    if (n == 1) return f(0);
+    pool_->run(n, [&f](int64_t t, int) { f(t); });
+  }
   // gate_ = silu(gate_) * up_ over the pool; with quantize, also gate_'s
   // 8-bit form into mm_scratch_.act() (the input of w_down).
   void swiglu(int64_t n_tok, bool quantize);
