@@ -1,6 +1,6 @@
 // cp.async (sm_80+): 16-byte copies from global to shared memory that run
 // while the thread goes on, in commit groups it waits for by count.
-// defines: cp_async16(), cp_async16_zfill(), cp_async_commit(), cp_async_wait<N>()
+// defines: cp_async16(), cp_async8(), cp_async16_zfill(), cp_async_commit(), cp_async_wait<N>()
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,12 @@ namespace ls {
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+// 8 bytes (through L1: the .cg form takes only 16), for rows whose blocks
+// are 8-byte aligned only (Q6_K's 210-byte blocks, in fours).
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 // 16 bytes to the shared address dst; src_bytes 0 writes zeros (src is not read).
 __device__ __forceinline__ void cp_async16_zfill(uint32_t dst, const void* src, int src_bytes) {

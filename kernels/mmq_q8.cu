@@ -10,18 +10,10 @@
 // applied in f32 once per x-block, as the GEMV does (kernels/gemv_q8.cu).
 //
 // Mapping. A warp owns a tile of 16 · MT rows (MT m-tiles of 16: two by
-// default, so each x load feeds two products) × all the tokens (n-tiles of 8) over
-// a range of the blocks of K: lane (g, c) = (lane / 4, lane % 4) holds, of
-// rows g and g + 8, values 8c .. 8c + 7 of each x-block of 32 (Q6_K: 4c ..
-// 4c + 3 of each half of 16). The mma's k index runs over the block in
-// another order than the values' (k 4c .. 4c + 3 take values 8c .. 8c + 3,
-// k 16 + 4c .. take 8c + 4 .. 8c + 7), the same for A (weights) and B (x), so
-// the dot product is the same; and a lane's eight values are one 8-byte load
-// of each operand. Per x-block and n-tile: one m16n8k32 (Q6_K: an m16n8k16 per
-// half, its two signed scales applied in int32), then per lane four f32
-// steps y += a · (d · C) + b · (d · Σq) (w = a · q + b per x-block: Q4_K and
-// Q5_K a = d · sc, b = −dmin · m; Q8_0 a = d; Q6_K a = d, its −32 taken in
-// the quant bytes).
+// default, so each x load feeds two products) × all the tokens (n-tiles of
+// 8) over a range of the blocks of K; the lane layout and the step of one
+// x-block are kernels/mmq_blocks.cuh's, shared with the streamed kernel
+// (kernels/mmq_stream.cu), which the launcher below takes where it applies.
 //
 // A block is 4 warps: k_split of them split the K range of one tile (their
 // sums meet in shared memory, added in warp order: the result does not
@@ -29,158 +21,26 @@
 // that gives every SM a block (mmq_k_split), so small n_out (k, v) still
 // spreads. Each warp loads the next block of K for its rows while it
 // computes the current one.
-// defines: mmq_supports, mmq_launch
+// defines: mmq_supports, mmq_auto_max_tok, mmq_launch
 #include "kernels/mmq_q8.cuh"
 
 #include <cuda_fp16.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "kernels/act_q8.h"
-#include "kernels/quant_blocks.h"
-#include "kernels/quant_decode.cuh"
+#include "kernels/mmq_blocks.cuh"
+#include "kernels/mmq_stream.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {
 
+using namespace mmq;
+
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kMaxTiles = kMmqMaxTok / 8;  // n-tiles of 8 tokens
-
-// c = a · b (s8 × s8 → s32), a 16 × 32 (row), b 32 × 8 (col).
-__device__ __forceinline__ void mma_k32(int (&c)[4], const int (&a)[4], int b0, int b1) {
-  c[0] = c[1] = c[2] = c[3] = 0;
-  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// c = a · b, a 16 × 16, b 16 × 8.
-__device__ __forceinline__ void mma_k16(int (&c)[4], int a0, int a1, int b0) {
-  c[0] = c[1] = c[2] = c[3] = 0;
-  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-      "{%0,%1,%2,%3};\n"
-      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-      : "r"(a0), "r"(a1), "r"(b0));
-}
-
-// A little-endian word at a 2-byte aligned address: one load where it is
-// 4-byte aligned (Q6_K and Q8_0 blocks sit at 2-byte offsets).
-__device__ __forceinline__ uint32_t ld_u32_a2(const uint8_t* p) {
-  const uint16_t* q = reinterpret_cast<const uint16_t*>(p);
-  if ((reinterpret_cast<uintptr_t>(p) & 3) == 0) return *reinterpret_cast<const uint32_t*>(p);
-  return q[0] | (uint32_t(q[1]) << 16);
-}
-
-// Per type: the bytes of one block that lane c needs from one row (load),
-// and from them, x-block s's two words of quants (values 8c .. 8c + 3 and
-// 8c + 4 .. 8c + 7, signed bytes) and w = a · q + b (sub).
-template <GgmlType T>
-struct Mmq;
-
-// Q4_K (144 bytes): the header, and of each pair j of sub-blocks (2j: low
-// nibbles, 2j + 1: high nibbles of qs[32 j ..]) bytes 8c .. 8c + 7.
-template <>
-struct Mmq<GgmlType::Q4_K> {
-  static constexpr int kValues = 256, kBytes = 144, kSubs = 8;
-  static constexpr bool kHasB = true;
-  struct Blk {
-    uint4 hd;
-    uint2 q[4];
-  };
-  static __device__ __forceinline__ void load(const uint8_t* blk, int c, Blk& r) {
-    r.hd = *reinterpret_cast<const uint4*>(blk);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) r.q[j] = *reinterpret_cast<const uint2*>(blk + 16 + 32 * j + 8 * c);
-  }
-  static __device__ __forceinline__ void sub(const Blk& r, int s, int (&q)[2], float& a, float& b) {
-    const int sh = 4 * (s & 1);
-    q[0] = static_cast<int>((r.q[s >> 1].x >> sh) & 0x0F0F0F0Fu);
-    q[1] = static_cast<int>((r.q[s >> 1].y >> sh) & 0x0F0F0F0Fu);
-    k_scale_min(r.hd, s, a, b);
-  }
-};
-
-// Q5_K (176 bytes): Q4_K with qh[32] at 16 (bit s of qh[i]: the 5th bit of
-// value 32 s + i) and qs at 48.
-template <>
-struct Mmq<GgmlType::Q5_K> {
-  static constexpr int kValues = 256, kBytes = 176, kSubs = 8;
-  static constexpr bool kHasB = true;
-  struct Blk {
-    uint4 hd;
-    uint2 h;
-    uint2 q[4];
-  };
-  static __device__ __forceinline__ void load(const uint8_t* blk, int c, Blk& r) {
-    r.hd = *reinterpret_cast<const uint4*>(blk);
-    r.h = *reinterpret_cast<const uint2*>(blk + 16 + 8 * c);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) r.q[j] = *reinterpret_cast<const uint2*>(blk + 48 + 32 * j + 8 * c);
-  }
-  static __device__ __forceinline__ void sub(const Blk& r, int s, int (&q)[2], float& a, float& b) {
-    const int sh = 4 * (s & 1);
-    q[0] = static_cast<int>(((r.q[s >> 1].x >> sh) & 0x0F0F0F0Fu) |
-                            (((r.h.x >> s) & 0x01010101u) << 4));
-    q[1] = static_cast<int>(((r.q[s >> 1].y >> sh) & 0x0F0F0F0Fu) |
-                            (((r.h.y >> s) & 0x01010101u) << 4));
-    k_scale_min(r.hd, s, a, b);
-  }
-};
-
-// Q8_0 (34 bytes at 2-byte offsets): d, then 32 signed quants.
-template <>
-struct Mmq<GgmlType::Q8_0> {
-  static constexpr int kValues = 32, kBytes = 34, kSubs = 1;
-  static constexpr bool kHasB = false;
-  struct Blk {
-    float d;
-    uint32_t q[2];
-  };
-  static __device__ __forceinline__ void load(const uint8_t* blk, int c, Blk& r) {
-    r.d = ld_f16(blk);
-    ld8<2>(blk + 2 + 8 * c, r.q[0], r.q[1]);
-  }
-  static __device__ __forceinline__ void sub(const Blk& r, int, int (&q)[2], float& a, float& b) {
-    q[0] = static_cast<int>(r.q[0]);
-    q[1] = static_cast<int>(r.q[1]);
-    a = r.d;
-    b = 0.0f;
-  }
-};
-
-// Q6_K (210 bytes at 2-byte offsets), lane c's values 4c .. 4c + 3 of each
-// half-sub-block of 16 (its own signed scale): value 32 s + 16 u + 4c + i
-// (s = 4 h + j) has its low nibble in ql[64 h + 32 (j & 1) + 16 u + 4c + i]
-// at shift 4 (j >> 1) and its top 2 bits in qh[32 h + 16 u + 4c + i] at
-// shift 2 j. Words: ql[4 h + 2 (j & 1) + u], qh[2 h + u]; the 16 scales.
-template <>
-struct Mmq<GgmlType::Q6_K> {
-  static constexpr int kValues = 256, kBytes = 210, kSubs = 8;
-  struct Blk {
-    uint32_t ql[8], qh[4], sc[4];
-    float d;
-  };
-  static __device__ __forceinline__ void load(const uint8_t* blk, int c, Blk& r) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) r.ql[i] = ld_u32_a2(blk + 16 * i + 4 * c);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.qh[i] = ld_u32_a2(blk + 128 + 16 * i + 4 * c);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.sc[i] = ld_u32_a2(blk + 192 + 4 * i);
-    r.d = ld_f16(blk + 208);
-  }
-  // Half u of sub-block s: the word of quants minus 32 (signed bytes), and its scale.
-  static __device__ __forceinline__ int half(const Blk& r, int s, int u, int& scale) {
-    const int h = s >> 2, j = s & 3;
-    const uint32_t lo = (r.ql[4 * h + 2 * (j & 1) + u] >> (4 * (j >> 1))) & 0x0F0F0F0Fu;
-    const uint32_t hi = ((r.qh[2 * h + u] >> (2 * j)) << 4) & 0x30303030u;
-    const int k = 2 * s + u;
-    scale = static_cast<int8_t>((r.sc[k >> 2] >> (8 * (k & 3))) & 0xFFu);
-    return static_cast<int>(__vsub4(lo | hi, 0x20202020u));
-  }
-};
 
 // MT m-tiles of 16 rows a warp (each x load then feeds MT products), NT
 // n-tiles of 8 tokens.
@@ -232,71 +92,7 @@ __global__ void __launch_bounds__(kThreads) mmq_kernel(MmqParams p) {
       const int64_t xb = b * M::kSubs + s;                           // the x-block
       const int8_t* const xq = p.x.q + (xb * ld + g) * kActQ8Block;  // + 256 nt: n-tile nt
       const float4* const xd = reinterpret_cast<const float4*>(p.x.ds + xb * ld + 2 * c);
-      if constexpr (T == GgmlType::Q6_K) {
-        int qv[MT][2][2], sc[MT][2][2];  // m-tile, row half, value half
-#pragma unroll
-        for (int m = 0; m < MT; ++m)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int u = 0; u < 2; ++u) qv[m][h][u] = M::half(cur[m][h], s, u, sc[m][h][u]);
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int8_t* x = xq + 8 * kActQ8Block * nt + 4 * c;
-          const int x0 = *reinterpret_cast<const int*>(x),
-                    x1 = *reinterpret_cast<const int*>(x + 16);
-          const float4 dd = xd[4 * nt];  // tokens 8 nt + 2c, + 1: {d, Σq} each
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            int c0[4], c1[4];
-            mma_k16(c0, qv[m][0][0], qv[m][1][0], x0);
-            mma_k16(c1, qv[m][0][1], qv[m][1][1], x1);
-            const float da = cur[m][0].d, db = cur[m][1].d;
-            acc[m][nt][0] +=
-                da * (dd.x * static_cast<float>(sc[m][0][0] * c0[0] + sc[m][0][1] * c1[0]));
-            acc[m][nt][1] +=
-                da * (dd.z * static_cast<float>(sc[m][0][0] * c0[1] + sc[m][0][1] * c1[1]));
-            acc[m][nt][2] +=
-                db * (dd.x * static_cast<float>(sc[m][1][0] * c0[2] + sc[m][1][1] * c1[2]));
-            acc[m][nt][3] +=
-                db * (dd.z * static_cast<float>(sc[m][1][0] * c0[3] + sc[m][1][1] * c1[3]));
-          }
-        }
-      } else {
-        int af[MT][4];
-        float sa[MT][2], sb[MT][2];  // a and b of rows g and g + 8
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-          int qa[2], qb[2];
-          M::sub(cur[m][0], s, qa, sa[m][0], sb[m][0]);
-          M::sub(cur[m][1], s, qb, sa[m][1], sb[m][1]);
-          af[m][0] = qa[0];
-          af[m][1] = qb[0];
-          af[m][2] = qa[1];
-          af[m][3] = qb[1];
-        }
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int2 xv = *reinterpret_cast<const int2*>(xq + 8 * kActQ8Block * nt + 8 * c);
-          const float4 dd = xd[4 * nt];
-          const float e0 = dd.x, e1 = dd.z, f0 = dd.x * dd.y, f1 = dd.z * dd.w;
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            int cc[4];
-            mma_k32(cc, af[m], xv.x, xv.y);
-            acc[m][nt][0] += sa[m][0] * (e0 * static_cast<float>(cc[0]));
-            acc[m][nt][1] += sa[m][0] * (e1 * static_cast<float>(cc[1]));
-            acc[m][nt][2] += sa[m][1] * (e0 * static_cast<float>(cc[2]));
-            acc[m][nt][3] += sa[m][1] * (e1 * static_cast<float>(cc[3]));
-            if constexpr (M::kHasB) {
-              acc[m][nt][0] += sb[m][0] * f0;
-              acc[m][nt][1] += sb[m][0] * f1;
-              acc[m][nt][2] += sb[m][1] * f0;
-              acc[m][nt][3] += sb[m][1] * f1;
-            }
-          }
-        }
-      }
+      mmq_xblock<T, MT, NT>(cur, s, xq, xd, c, acc);
     }
 #pragma unroll
     for (int m = 0; m < MT; ++m) {
@@ -344,6 +140,23 @@ int mmq_k_split(int64_t n_out, int mt) {
   for (int ks : {1, 2})
     if (tiles * ks / kWarps >= cuda_sm_count()) return ks;
   return 4;
+}
+
+// Whether version 0 takes the streamed kernel where it fits (LS_MMQ_STREAM=0:
+// the register kernel, for A/B).
+bool mmq_stream_default() {
+  static const bool on = [] {
+    const char* e = std::getenv("LS_MMQ_STREAM");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+// The streamed kernel's m-tiles a block: two (each x load feeds two
+// products) unless that leaves SMs without a block (the k and v of a 70b:
+// 1,024 rows), then one.
+int mmq_stream_m_tiles(int64_t n_out) {
+  return (n_out + 31) / 32 >= cuda_sm_count() ? 2 : 1;
 }
 
 // m-tiles a warp: MmqParams::m_tiles, else LS_MMQ_MT (1 or 2, A/B), else 2.
@@ -442,7 +255,13 @@ Status mmq_launch(GgmlType type, const MmqParams& p_in, cudaStream_t stream) {
   if (!p_in.w || !p_in.x.q || !p_in.x.ds || !p_in.y) return make_error("mmq: a null pointer");
   if (p_in.m_tiles != 0 && p_in.m_tiles != 1 && p_in.m_tiles != 2)
     return make_error("mmq: m_tiles %d is not 0, 1 or 2", p_in.m_tiles);
+  if (p_in.version < 0 || p_in.version > 2)
+    return make_error("mmq: version %d is not 0, 1 or 2", p_in.version);
   MmqParams p = p_in;
+  if (p.version == 2 || (p.version == 0 && mmq_stream_default() && mmq_stream_fits(type, p))) {
+    if (p.m_tiles == 0) p.m_tiles = mmq_stream_m_tiles(p.n_out);
+    return mmq_stream_launch(type, p, stream);
+  }
   p.m_tiles = mmq_m_tiles(p_in);
   if (p.k_split == 0) p.k_split = mmq_k_split(p.n_out, p.m_tiles);
   switch (type) {

@@ -45,6 +45,10 @@ struct MmqParams {
   // m-tiles of 16 rows a warp's tile has (1 or 2: each x load feeds that
   // many products); 0: the default (mmq_q8.cu).
   int m_tiles = 0;
+  // 0: the streamed kernel (kernels/mmq_stream.cuh) where it fits, else the
+  // register one; 1: the register kernel (A/B: LS_MMQ_STREAM=0 makes it
+  // the default); 2: the streamed kernel, an error where it does not fit.
+  int version = 0;
 };
 
 // The types with a kernel here: those of Q4_K_M and Q8_0 models.

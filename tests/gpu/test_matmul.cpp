@@ -750,19 +750,24 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
 // The int8 GEMM (kernels/mmq_q8.cuh) called directly: every covered type,
 // odd shapes (n_out past a tile of 16 and past a block's tiles; K-quant rows
 // of 1, 3 and 37 super-blocks, Q8_0 rows of 1, 33 and 161 blocks at 2-byte
-// offsets), n_tok across its n-tiles of 8 (1, 8, 9, 17, 32, 33, 63, 64), one
-// and two m-tiles a warp, k_split 1, 4 and the default (the sums of a tile's
-// warps meet in shared memory), y
-// poisoned; against matmul_act_q8_ref (the same rounded x: tight) and the
-// f32 reference (the cost of int8 x: pooled, and the per-output bound).
-// Errors are values: an uncovered type, 65 tokens, a bad k_split or m_tiles.
+// offsets), n_tok across its n-tiles of 8 (1, 8, 9, 17, 32, 33, 63, 64); the
+// register kernel with one and two m-tiles a warp, k_split 1, 4 and the
+// default (the sums of a tile's warps meet in shared memory); and where n_in
+// is a multiple of 1,024 (rows of 4 and 12 units of 1,024: 1 and 4 stages
+// past the ring's), the streamed kernel (kernels/mmq_stream.cuh) with one
+// and two m-tiles and the default too; y poisoned; against matmul_act_q8_ref
+// (the same rounded x: tight) and the f32 reference (the cost of int8 x:
+// pooled, and the per-output bound). Errors are values: an uncovered type,
+// 65 tokens, a bad k_split, m_tiles or version, the streamed kernel asked
+// for a row it does not take.
 TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both references") {
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreate(&s));
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
     REQUIRE(ls::mmq_supports(t));
-    const std::vector<int64_t> n_ins =
-        is_k_quant(t) ? std::vector<int64_t>{256, 768, 9472} : std::vector<int64_t>{32, 1056, 5152};
+    const std::vector<int64_t> n_ins = is_k_quant(t)
+                                           ? std::vector<int64_t>{256, 768, 9472, 4096, 12288}
+                                           : std::vector<int64_t>{32, 1056, 5152, 4096, 12288};
     Q8Tally tally;
     for (int64_t n_in : n_ins)
       for (int64_t n_out : {1, 7, 40, 333}) {
@@ -771,7 +776,9 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
         CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
         const ls::WeightView hw{t, w.data(), n_in, n_out};
         for (int64_t n_tok : {1, 8, 9, 17, 32, 33, 63, 64}) {
-          if (n_in == n_ins[2] && n_tok != 33 && n_tok != 64) continue;  // CI time
+          if (n_in == n_ins[2] && n_tok != 33 && n_tok != 64) continue;  // device time
+          if (n_in == n_ins[4] && n_tok != 8 && n_tok != 33) continue;
+          const bool streams = n_in % 1024 == 0;
           const std::vector<float> x = random_floats(n_tok * n_in);
           DeviceBuf dx(x.size() * sizeof(float)),
               dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
@@ -784,9 +791,12 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
           ls::matmul_act_q8_ref(hw, x.data(), n_tok, ref_q8.data());
           const std::vector<float> ref = reference(hw, x, n_tok);
           const double scale = term_scale(hw, x, n_tok);
+          // v 0-5: the register kernel (m-tiles, k_split); 6-8 the streamed
+          // one (m-tiles 1, 2 and the default), where n_in takes it.
           constexpr int kSplits[3] = {0, 1, 4};
-          for (int v = 0; v < 6; ++v) {
-            const int mt = 1 + v / 3, ks = kSplits[v % 3];
+          for (int v = 0; v < (streams ? 9 : 6); ++v) {
+            const int mt = v < 6 ? 1 + v / 3 : (v - 6 == 2 ? 0 : 1 + (v - 6)),
+                      ks = v < 6 ? kSplits[v % 3] : 0, version = v < 6 ? 1 : (v == 8 ? 0 : 2);
             const size_t ny = static_cast<size_t>(n_tok * n_out);
             CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
             ls::MmqParams p{dw.as<uint8_t>(),
@@ -797,7 +807,8 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
                             static_cast<int64_t>(ls::ggml_row_bytes(t, n_in)),
                             static_cast<int>(n_tok),
                             ks,
-                            mt};
+                            mt,
+                            version};
             const ls::Status st = ls::mmq_launch(t, p, s);
             REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
             CUDA_CHECK(cudaStreamSynchronize(s));
@@ -805,7 +816,8 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
             std::vector<float> y(ny);
             CUDA_CHECK(cudaMemcpy(y.data(), dy.p, ny * sizeof(float), cudaMemcpyDeviceToHost));
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
-            INFO(std::string(ls::ggml_type_name(t)), " mmq m_tiles ", mt, " k_split ", ks, " n_in ",
+            INFO(std::string(ls::ggml_type_name(t)), " mmq version ", version, " m_tiles ", mt,
+                 " k_split ", ks, " n_in ",
                  n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
                  " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
@@ -830,6 +842,13 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
   bad.m_tiles = 3;
   CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
   bad.m_tiles = 0;
+  bad.version = 3;
+  CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.version = 2;  // n_in 256: not a row the streamed kernel takes
+  const ls::Status not_streamed = ls::mmq_launch(GgmlType::Q4_K, bad, s);
+  CHECK_FALSE(not_streamed.ok());
+  if (!not_streamed.ok()) CHECK(not_streamed.error().message.find("1024") != std::string::npos);
+  bad.version = 0;
   bad.n_in = 128;
   CHECK_FALSE(ls::mmq_launch(GgmlType::Q4_K, bad, s).ok());
   CUDA_CHECK(cudaStreamSynchronize(s));

@@ -1,0 +1,231 @@
+// mmq_stream: y = x · Wᵀ on int8 tensor cores with W streamed through a
+// ring of shared-memory stages by cp.async (kernels/mmq_stream.cuh).
+//
+// Why: the register-prefetch kernel (kernels/mmq_q8.cu) read a 70b layer's
+// weights at 28 % of the device-memory bandwidth at 32 tokens and at 40 %
+// at 8 (ncu and ls_bench_matmul, H100, session 39): each lane held the
+// current and the next block of its rows in registers (about 100 of
+// them), so an SM ran few warps, with one block of K in flight each, and
+// the scattered 8-byte loads of that layout. Here the four warps of a
+// block copy each stage together, 16 bytes a thread and each row's bytes
+// of the stage one contiguous run, while they compute on the stages
+// before it: kStages - 1 stages in flight a block, registers only for the
+// products, and several blocks an SM.
+//
+// Mapping. A block owns 16 · MT rows (MT m-tiles of 16) × all the tokens
+// (NT n-tiles of 8) × all of K. K goes in chunks of kMmqStreamChunk values
+// (one stage): four units of 256 values (a K-quant block, or eight Q8_0
+// blocks), warp w taking unit w of each chunk, for all the block's rows,
+// with the lane layout and x-block step of kernels/mmq_blocks.cuh. The
+// four warps' sums meet in shared memory and are added in warp order, so
+// the result does not depend on timing.
+//
+// Shared-memory rows are padded (kStride) so the eight rows a warp's lanes
+// read at once fall in distinct banks.
+// defines: mmq_stream_fits, mmq_stream_launch
+#include "kernels/mmq_stream.cuh"
+
+#include "kernels/cp_async.cuh"
+#include "kernels/mmq_blocks.cuh"
+#include "runtime/cuda_util.cuh"
+
+namespace ls {
+namespace {
+
+using namespace mmq;
+
+constexpr int kWarps = 4, kThreads = 32 * kWarps, kUnits = 4, kStages = 3;
+static_assert(kUnits * 256 == kMmqStreamChunk, "a chunk is a unit of 256 values a warp");
+
+// Per type: the bytes of a unit of 256 values, the copy width (the unit
+// run's alignment), and the padded row stride in shared memory (8-byte
+// loads: a stride of 96 mod 128 puts the four rows of a half-warp in
+// distinct banks; Q6_K's 4-byte loads: 80 mod 128, its eight rows).
+template <GgmlType T>
+struct StreamLayout;
+template <>
+struct StreamLayout<GgmlType::Q4_K> {
+  static constexpr int kUnit = 144, kCp = 16, kStride = 608;
+};
+template <>
+struct StreamLayout<GgmlType::Q5_K> {
+  static constexpr int kUnit = 176, kCp = 16, kStride = 736;
+};
+template <>
+struct StreamLayout<GgmlType::Q6_K> {
+  static constexpr int kUnit = 210, kCp = 8, kStride = 848;
+};
+template <>
+struct StreamLayout<GgmlType::Q8_0> {
+  static constexpr int kUnit = 272, kCp = 16, kStride = 1120;
+};
+
+template <GgmlType T>
+constexpr size_t stream_smem(int mt) {
+  return static_cast<size_t>(kStages) * 16 * mt * StreamLayout<T>::kStride;
+}
+
+template <GgmlType T, int MT, int NT>
+__global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
+  using M = Mmq<T>;
+  using L = StreamLayout<T>;
+  constexpr int R = 16 * MT, kStage = R * L::kStride;
+  constexpr int kRowCopies = kUnits * L::kUnit / L::kCp, kCopies = R * kRowCopies;
+  constexpr int kBlocksPerUnit = 256 / M::kValues;
+  static_assert(kUnits * L::kUnit % L::kCp == 0 && L::kStride % 16 == 0 &&
+                    L::kStride >= kUnits * L::kUnit,
+                "a stage's row is whole copies within its padded stride");
+  static_assert(kWarps * MT * NT * 4 * 32 * sizeof(float) <= kStages * kStage,
+                "the warps' sums fit in the ring");
+  extern __shared__ __align__(16) uint8_t ring[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * R;
+  const int64_t n_chunks = p.n_in / kMmqStreamChunk;
+  constexpr int64_t kChunkBytes = kUnits * L::kUnit;
+
+  // Stage ch % kStages gets chunk ch of the block's rows (rows past n_out
+  // copy the last row: their sums are not written); a commit group either
+  // way, so the count of groups in flight stays the loop's.
+  auto issue = [&](int64_t ch) {
+    if (ch < n_chunks) {
+      uint8_t* const dst = ring + (ch % kStages) * kStage;
+      const uint8_t* const src = p.w + ch * kChunkBytes;
+      for (int i = tid; i < kCopies; i += kThreads) {
+        const int row = i / kRowCopies, off = (i - row * kRowCopies) * L::kCp;
+        const uint8_t* const from = src + min(r0 + row, p.n_out - 1) * p.row_bytes + off;
+        if constexpr (L::kCp == 16)
+          cp_async16(dst + row * L::kStride + off, from);
+        else
+          cp_async8(dst + row * L::kStride + off, from);
+      }
+    }
+    cp_async_commit();
+  };
+
+  // x block-major (kernels/quantize_act.cuh), ld token slots a block, as
+  // the register kernel reads it (kernels/mmq_q8.cu).
+  const int64_t ld = mmq_x_ld(p.n_tok);
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+      acc[m][nt][0] = acc[m][nt][1] = acc[m][nt][2] = acc[m][nt][3] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
+  for (int64_t ch = 0; ch < n_chunks; ++ch) {
+    cp_async_wait<kStages - 2>();  // this thread's copies of chunk ch are in
+    // Everyone's are; and everyone is done with chunk ch - 1, whose stage
+    // the next issue refills.
+    __syncthreads();
+    issue(ch + kStages - 1);
+    const uint8_t* const unit = ring + (ch % kStages) * kStage + warp * L::kUnit;
+#pragma unroll
+    for (int bb = 0; bb < kBlocksPerUnit; ++bb) {
+      typename M::Blk cur[MT][2];
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          M::load(unit + (16 * m + 8 * h + g) * L::kStride + bb * M::kBytes, c, cur[m][h]);
+      const int64_t blk = (ch * kUnits + warp) * kBlocksPerUnit + bb;  // along K
+#pragma unroll
+      for (int s = 0; s < M::kSubs; ++s) {
+        const int64_t xb = blk * M::kSubs + s;
+        const int8_t* const xq = p.x.q + (xb * ld + g) * kActQ8Block;
+        const float4* const xd = reinterpret_cast<const float4*>(p.x.ds + xb * ld + 2 * c);
+        mmq_xblock<T, MT, NT>(cur, s, xq, xd, c, acc);
+      }
+    }
+  }
+
+  // The warps' sums, added in warp order; warp w adds and writes the
+  // entries e with e % kWarps == w.
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is free
+  constexpr int kEntries = MT * NT * 4;
+  float (*red)[kEntries][32] = reinterpret_cast<float (*)[kEntries][32]>(ring);
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[warp][(m * NT + nt) * 4 + i][lane] = acc[m][nt][i];
+  __syncthreads();
+  for (int e = warp; e < kEntries; e += kWarps) {
+    const int m = e / (NT * 4), nt = (e / 4) % NT, i = e % 4;
+    const int t = 8 * nt + 2 * c + (i & 1);
+    const int64_t r = r0 + 16 * m + g + 8 * (i >> 1);
+    float v = red[0][e][lane];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) v += red[w][e][lane];
+    if (t < p.n_tok && r < p.n_out) p.y[static_cast<int64_t>(t) * p.n_out + r] = v;
+  }
+}
+
+template <GgmlType T, int MT, int NT>
+Status launch_nt(const MmqParams& p, cudaStream_t stream) {
+  constexpr size_t smem = stream_smem<T>(MT);
+  // Past the 48 KiB a launch may ask without opting in; once a process.
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      mmq_stream_kernel<T, MT, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(smem));
+  LS_CUDA_TRY(attr);
+  const dim3 grid(static_cast<unsigned>((p.n_out + 16 * MT - 1) / (16 * MT)));
+  mmq_stream_kernel<T, MT, NT><<<grid, kThreads, smem, stream>>>(p);
+  LS_CUDA_TRY(cudaGetLastError());
+  return ok();
+}
+
+template <GgmlType T, int MT>
+Status launch_mt(const MmqParams& p, cudaStream_t stream) {
+  switch ((p.n_tok + 7) / 8) {
+    case 1:
+      return launch_nt<T, MT, 1>(p, stream);
+    case 2:
+      return launch_nt<T, MT, 2>(p, stream);
+    case 3:
+      return launch_nt<T, MT, 3>(p, stream);
+    case 4:
+      return launch_nt<T, MT, 4>(p, stream);
+    case 5:
+      return launch_nt<T, MT, 5>(p, stream);
+    case 6:
+      return launch_nt<T, MT, 6>(p, stream);
+    case 7:
+      return launch_nt<T, MT, 7>(p, stream);
+    default:
+      return launch_nt<T, MT, kMmqMaxTok / 8>(p, stream);
+  }
+}
+
+template <GgmlType T>
+Status launch_type(const MmqParams& p, cudaStream_t stream) {
+  return p.m_tiles == 1 ? launch_mt<T, 1>(p, stream) : launch_mt<T, 2>(p, stream);
+}
+
+}  // namespace
+
+bool mmq_stream_fits(GgmlType type, const MmqParams& p) {
+  return mmq_supports(type) && p.n_in > 0 && p.n_in % kMmqStreamChunk == 0 &&
+         (reinterpret_cast<uintptr_t>(p.w) & 15) == 0;
+}
+
+Status mmq_stream_launch(GgmlType type, const MmqParams& p, cudaStream_t stream) {
+  if (!mmq_stream_fits(type, p))
+    return make_error("mmq: the streamed kernel takes n_in a multiple of %lld of %s (n_in %lld)",
+                      (long long)kMmqStreamChunk, ggml_type_name(type), (long long)p.n_in);
+  switch (type) {
+    case GgmlType::Q4_K:
+      return launch_type<GgmlType::Q4_K>(p, stream);
+    case GgmlType::Q5_K:
+      return launch_type<GgmlType::Q5_K>(p, stream);
+    case GgmlType::Q6_K:
+      return launch_type<GgmlType::Q6_K>(p, stream);
+    default:
+      return launch_type<GgmlType::Q8_0>(p, stream);
+  }
+}
+
+}  // namespace ls
