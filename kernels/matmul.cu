@@ -260,6 +260,25 @@ void MatmulContext::set_act_q8(bool on) {
 
 Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   Impl& im = *impl_;
+  // Decode widths the int8 GEMM takes (LS_MMQ_MIN_TOK) quantize x into its
+  // scratch: sized here too, as a capture cannot grow it.
+  const int64_t mq = mmq_x_ld(kGemvMaxTok) * max_n_in;
+  if (mmq_min_tok() <= kGemvMaxTok && mq > im.mq_cap) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone)
+      return make_error("matmul: the int8 GEMM's x scratch must be reserved before a CUDA graph "
+                        "capture (MatmulContext::reserve_gemv_x)");
+    LS_CUDA_TRY(cudaStreamSynchronize(im.stream));
+    cudaFree(im.mq);
+    cudaFree(im.mds);
+    im.mq = nullptr;
+    im.mds = nullptr;
+    im.mq_cap = 0;
+    LS_CUDA_TRY(cudaMalloc(&im.mq, static_cast<size_t>(mq)));
+    LS_CUDA_TRY(cudaMalloc(&im.mds, static_cast<size_t>(mq / 32) * sizeof(float2)));
+    im.mq_cap = mq;
+  }
   if (max_n_in <= im.xq_cap) return ok();
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
@@ -284,8 +303,11 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
 }
 
 bool MatmulContext::takes_q8(GgmlType type, int64_t n_tok) const {
+  // Where LS_MMQ_MIN_TOK gives decode widths to the int8 GEMM, its types
+  // quantize x in its own layout (run_mmq), not the GEMV's.
+  const bool mmq = impl_->path == MatmulPath::Auto && n_tok >= mmq_min_tok() && mmq_supports(type);
   return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(type) &&
-         gemv_env_version() != 2;
+         gemv_env_version() != 2 && !mmq;
 }
 
 ActQ8Device MatmulContext::gemv_x() const {
@@ -568,7 +590,7 @@ bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok
   }();
   if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
   if (im.path == MatmulPath::Mmq) return true;
-  return im.path == MatmulPath::Auto && im.act_q8 && !env_off && n_tok >= kMmqMinTok &&
+  return im.path == MatmulPath::Auto && im.act_q8 && !env_off && n_tok >= mmq_min_tok() &&
          n_tok <= mmq_auto_max_tok(w.type, w.n_out);
 }
 
@@ -618,7 +640,7 @@ Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, in
 
 Status matmul_cuda(MatmulContext& ctx, const WeightView& w, const float* x, int64_t n_tok, float* y,
                    cudaStream_t stream, bool x_unchanged) {
-  if (pick_path(*ctx.impl(), n_tok) == MatmulPath::Gemv) {
+  if (pick_path(*ctx.impl(), n_tok) == MatmulPath::Gemv && !takes_mmq(*ctx.impl(), w, n_tok)) {
     LS_TRY(check_weight(w, x, n_tok));
     return n_tok == 0 ? ok() : run_gemv(ctx, w, x, n_tok, y, stream, x_unchanged);
   }

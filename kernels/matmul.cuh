@@ -26,7 +26,8 @@ namespace ls {
 // Which kernels matmul_cuda runs. Auto: the fused GEMV for n_tok <= 8; the
 // int8 tensor-core GEMM (kernels/mmq_q8.cuh) from 9 tokens up to where it
 // measured faster for the weight's type and rows (mmq_auto_max_tok: 16 to
-// 64; LS_MMQ=0 turns it off, for A/B); else dequantize + GEMM (cuBLAS when
+// 64; LS_MMQ=0 turns it off, and LS_MMQ_MIN_TOK=2..8 gives it decode widths
+// from there, for A/B); else dequantize + GEMM (cuBLAS when
 // libcublas loads, else the WMMA fallback). The others force one path, for tests and benchmarks
 // (Mmq: at any width up to 64, for the types it covers).
 enum class MatmulPath { Auto, Gemv, GemmCublas, GemmWmma, Mmq };

@@ -26,6 +26,7 @@
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -33,6 +34,7 @@
 #include "kernels/mmq_blocks.cuh"
 #include "kernels/mmq_stream.cuh"
 #include "runtime/cuda_util.cuh"
+#include "runtime/env.h"
 
 namespace ls {
 namespace {
@@ -221,6 +223,12 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 //   Q8_0 70b q/o 82 / 130 vs 95-96, gate/up 270 / 556 vs 306, down 269 / 482
 //        vs 304-309; 8b slower from 16.
 // Q5_K is Q4_K's kernel with one more load: taken as Q4_K.
+int mmq_min_tok() {
+  static const int v = static_cast<int>(std::clamp<int64_t>(
+      env_int("LS_MMQ_MIN_TOK", kMmqMinTok, 2), 2, kMmqMinTok));
+  return v;
+}
+
 int mmq_auto_max_tok(GgmlType t, int64_t n_out) {
   switch (t) {
     case GgmlType::Q4_K:

@@ -5,7 +5,7 @@
 // GEMV (kernels/gemv_q8.cuh, up to 8 tokens) and the f16 GEMM of prompts: a
 // batched decode step of 32 sequences, a speculative verify step, a short
 // prompt. The CPU reference is matmul_act_q8_ref (kernels/ref/act_q8.h).
-// defines: kMmqMinTok, kMmqMaxTok, mmq_x_ld, MmqParams, mmq_supports, mmq_auto_max_tok,
+// defines: kMmqMinTok, mmq_min_tok, kMmqMaxTok, mmq_x_ld, MmqParams, mmq_supports, mmq_auto_max_tok,
 //          mmq_launch
 #pragma once
 
@@ -20,6 +20,11 @@ namespace ls {
 
 inline constexpr int kMmqMinTok = 9;   // below: the GEMV reads W once for up to 8
 inline constexpr int kMmqMaxTok = 64;  // above: dequantize + f16 GEMM (prompts)
+
+// From how many tokens matmul_cuda's Auto path takes this kernel:
+// kMmqMinTok, or LS_MMQ_MIN_TOK=2..9 from the environment (A/B runs of the
+// int8 GEMM against the GEMV at decode widths; read once).
+int mmq_min_tok();
 
 // Token slots a block of x has in the int8 GEMM's layout: n_tok rounded up
 // to the n-tiles of 8, so every lane's loads are whole and aligned.
