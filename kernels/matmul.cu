@@ -57,6 +57,7 @@
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/mmq_q8.cuh"
+#include "kernels/mmq_stream.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/cuda_util.cuh"
 
@@ -260,10 +261,11 @@ void MatmulContext::set_act_q8(bool on) {
 
 Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   Impl& im = *impl_;
-  // Decode widths the int8 GEMM takes (LS_MMQ_MIN_TOK) quantize x into its
+  // Decode widths the int8 GEMM takes (mmq_min_tok) quantize x into its
   // scratch: sized here too, as a capture cannot grow it.
   const int64_t mq = mmq_x_ld(kGemvMaxTok) * max_n_in;
-  if (mmq_min_tok() <= kGemvMaxTok && mq > im.mq_cap) {
+  LS_TRY(mmq_stream_prepare());
+  if (mmq_min_tok(GgmlType::Q4_K) <= kGemvMaxTok && mq > im.mq_cap) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
     if (cs != cudaStreamCaptureStatusNone)
@@ -302,10 +304,21 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   return ok();
 }
 
+namespace {
+// Whether the Auto path may take the int8 GEMM at all (LS_MMQ=0: never, A/B).
+bool mmq_auto_on(const MatmulContext::Impl& im) {
+  static const bool env_off = [] {
+    const char* e = std::getenv("LS_MMQ");
+    return e && std::string(e) == "0";
+  }();
+  return im.path == MatmulPath::Auto && im.act_q8 && !env_off;
+}
+}  // namespace
+
 bool MatmulContext::takes_q8(GgmlType type, int64_t n_tok) const {
   // Where LS_MMQ_MIN_TOK gives decode widths to the int8 GEMM, its types
   // quantize x in its own layout (run_mmq), not the GEMV's.
-  const bool mmq = impl_->path == MatmulPath::Auto && n_tok >= mmq_min_tok() && mmq_supports(type);
+  const bool mmq = mmq_auto_on(*impl_) && n_tok >= mmq_min_tok(type) && mmq_supports(type);
   return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(type) &&
          gemv_env_version() != 2 && !mmq;
 }
@@ -584,14 +597,13 @@ constexpr int kMaxSharedX = 8;
 // with 8-bit x from 9 tokens up to where it measured faster than the f16
 // GEMM for the weight's type and rows (mmq_auto_max_tok).
 bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok) {
-  static const bool env_off = [] {
-    const char* e = std::getenv("LS_MMQ");
-    return e && std::string(e) == "0";
-  }();
   if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
   if (im.path == MatmulPath::Mmq) return true;
-  return im.path == MatmulPath::Auto && im.act_q8 && !env_off && n_tok >= mmq_min_tok() &&
-         n_tok <= mmq_auto_max_tok(w.type, w.n_out);
+  if (!mmq_auto_on(im) || n_tok < mmq_min_tok(w.type)) return false;
+  // Decode widths by type alone (MatmulContext::takes_q8 must agree: the
+  // GEMV's x is made for the types that stay there); from kMmqMinTok up to
+  // where it measured faster than the f16 GEMM for the type and rows.
+  return n_tok < kMmqMinTok || n_tok <= mmq_auto_max_tok(w.type, w.n_out);
 }
 
 // MatmulPath::Mmq asked for a weight or width it does not take.

@@ -154,21 +154,41 @@ bool mmq_stream_default() {
   return on;
 }
 
-// The streamed kernel's m-tiles a block: two (each x load feeds two
-// products) unless that leaves SMs without a block (the k and v of a 70b:
-// 1,024 rows), then one.
-int mmq_stream_m_tiles(int64_t n_out) {
-  return (n_out + 31) / 32 >= cuda_sm_count() ? 2 : 1;
-}
-
-// m-tiles a warp: MmqParams::m_tiles, else LS_MMQ_MT (1 or 2, A/B), else 2.
-int mmq_m_tiles(const MmqParams& p) {
+// LS_MMQ_MT=1 or 2 (A/B of either kernel's m-tiles), else 0.
+int mmq_env_m_tiles() {
   static const int env = [] {
     const char* e = std::getenv("LS_MMQ_MT");
     const int v = e ? std::atoi(e) : 0;
     return v == 1 || v == 2 ? v : 0;
   }();
+  return env;
+}
+
+// Which calls version 0 gives the streamed kernel (where it fits), from
+// ls_bench_matmul --widths 70b on the H100 (session 39, call 5, us, streamed
+// / register): up to 16 tokens every type (8: Q4_K gate/up 68 / 90, down 69
+// / 79, Q6_K down 125 / 191; 16, one m-tile: Q4_K 100 / 103, 98 / 90, Q6_K
+// 150 / 207); past 16 Q6_K and Q8_0 only (32: Q6_K 204 / 240, 181 / 268;
+// Q4_K 138 / 140, 156 / 124, q/o 53 / 42).
+bool mmq_stream_takes(GgmlType type, int n_tok) {
+  return n_tok <= 16 || type == GgmlType::Q6_K || type == GgmlType::Q8_0;
+}
+
+// The streamed kernel's m-tiles a block: LS_MMQ_MT (A/B), else two (each x
+// load feeds two products) for Q4_K and Q5_K at one n-tile, else one (with
+// two n-tiles of x in each stage two m-tiles leave an SM one block; Q6_K
+// measured faster with one: q/o 42 against 48 us at 8 tokens), and one
+// where two leave SMs without a block (the k and v of a 70b: 1,024 rows).
+int mmq_stream_m_tiles(GgmlType type, int64_t n_out, int n_tok) {
+  if (const int env = mmq_env_m_tiles()) return env;
+  if ((n_out + 31) / 32 < cuda_sm_count()) return 1;
+  return (type == GgmlType::Q4_K || type == GgmlType::Q5_K) && n_tok <= 8 ? 2 : 1;
+}
+
+// m-tiles a warp: MmqParams::m_tiles, else LS_MMQ_MT (1 or 2, A/B), else 2.
+int mmq_m_tiles(const MmqParams& p) {
   if (p.m_tiles) return p.m_tiles;
+  const int env = mmq_env_m_tiles();
   return env ? env : 2;
 }
 
@@ -223,10 +243,23 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 //   Q8_0 70b q/o 82 / 130 vs 95-96, gate/up 270 / 556 vs 306, down 269 / 482
 //        vs 304-309; 8b slower from 16.
 // Q5_K is Q4_K's kernel with one more load: taken as Q4_K.
-int mmq_min_tok() {
-  static const int v = static_cast<int>(std::clamp<int64_t>(
-      env_int("LS_MMQ_MIN_TOK", kMmqMinTok, 2), 2, kMmqMinTok));
-  return v;
+//
+// At decode widths (up to kGemvMaxTok) against the GEMV, the streamed kernel
+// on the H100 (session 39, call 5, us at 2 / 4 / 8 tokens, GEMV / mmq):
+//   Q4_K 70b gate/up 58 / 72 / 94 vs 68 / 67 / 68, down 54 / 70 / 102 vs
+//        68 / 68 / 69, q/o 23 / 28 / 35 vs 29 / 29 / 29, k/v 11 vs 15;
+//   Q6_K (one m-tile) gate/up 78 / 96 / 129 vs 116 / 116 / 117, down 81 /
+//        104 / 161 vs 124 / 124 / 125, k/v 11-14 vs 17.
+// The GEMM's time is flat up to 8 tokens (one n-tile) where the GEMV's
+// grows. In the engine (call 6: issue 18's replay on the 70b at 24 GiB,
+// Q4_K and Q5_K from 5 tokens, Q6_K from 6) the width-8 GPU layers took
+// 0.50-0.51 ms against 0.58, but the verify steps were no faster in that
+// call's noise (8.75 and 10.29 s against 8.59), and the pipeline's batch
+// test did not finish inside the call: the GEMV stays the default at
+// decode widths until both are measured; LS_MMQ_MIN_TOK=5 is that A/B.
+int mmq_min_tok(GgmlType) {
+  static const int env = static_cast<int>(env_int("LS_MMQ_MIN_TOK", 0, 2));
+  return env > 0 ? std::clamp(env, 2, kMmqMinTok) : kMmqMinTok;
 }
 
 int mmq_auto_max_tok(GgmlType t, int64_t n_out) {
@@ -266,8 +299,9 @@ Status mmq_launch(GgmlType type, const MmqParams& p_in, cudaStream_t stream) {
   if (p_in.version < 0 || p_in.version > 2)
     return make_error("mmq: version %d is not 0, 1 or 2", p_in.version);
   MmqParams p = p_in;
-  if (p.version == 2 || (p.version == 0 && mmq_stream_default() && mmq_stream_fits(type, p))) {
-    if (p.m_tiles == 0) p.m_tiles = mmq_stream_m_tiles(p.n_out);
+  if (p.version == 2 || (p.version == 0 && mmq_stream_default() && mmq_stream_fits(type, p) &&
+                          mmq_stream_takes(type, p.n_tok))) {
+    if (p.m_tiles == 0) p.m_tiles = mmq_stream_m_tiles(type, p.n_out, p.n_tok);
     return mmq_stream_launch(type, p, stream);
   }
   p.m_tiles = mmq_m_tiles(p_in);

@@ -1,7 +1,7 @@
 // The int8 GEMM with its weights streamed through shared memory (see
 // kernels/mmq_stream.cu): the form mmq_launch (kernels/mmq_q8.cuh) takes
 // where a weight's shape allows it.
-// defines: kMmqStreamChunk, mmq_stream_fits, mmq_stream_launch
+// defines: kMmqStreamChunk, mmq_stream_prepare, mmq_stream_fits, mmq_stream_launch
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,6 +15,11 @@ namespace ls {
 
 // Values of K a block copies in one stage: four 256-value units, one a warp.
 inline constexpr int64_t kMmqStreamChunk = 1024;
+
+// Sets what its launches need once a process (their shared-memory opt-in),
+// so that none is set inside a CUDA graph capture: MatmulContext's
+// reserve_gemv_x calls it.
+Status mmq_stream_prepare();
 
 // Whether the streamed kernel takes this call: a type mmq_supports, n_in a
 // multiple of kMmqStreamChunk (so every stage is whole and each row's copy

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
             });
             const double g = bytes / (st.med * 1e-3) / 1e9;
             std::printf(" | n=%lld %s %7.1f us %5.0f GB/s %.2f", (long long)nt,
-                        path == MatmulPath::Auto ? (nt <= 8 ? "gemv" : "mmq ")
+                        path == MatmulPath::Auto ? "auto"
                         : path == MatmulPath::Mmq ? "mmq!"
                                                   : "f16 ",
                         st.med * 1e3, g, g / bw);
