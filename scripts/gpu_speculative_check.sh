@@ -20,7 +20,9 @@
 # each width are cold and still learning the split, which 64 tokens at K = 7,
 # about 20 verify steps, weighed too much), KS (widths - 1 at acceptance 1,
 # default "1 3 7 15"), ALPHA_KS (K at ALPHA, default "3 5 7 0": 0 lets the
-# run choose K), ALPHA (default 0.7), EXTRA (flags added to every run).
+# run choose K), ALPHA (default 0.7), EXTRA (flags added to every run),
+# ROUNDS (rounds of plain and ALPHA_KS runs, default 1; more: each K's
+# median ratio to its round's plain run).
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${OUT:-./gpu-out}
@@ -61,4 +63,34 @@ for k in ${KS:-1 3 7 15}; do
   awk -v k="$k" -v p="$(num "$OUT/plain.err")" -v s="$(num "$OUT/a1-k$k.err")" \
     'BEGIN { if (s > 0) printf "  a verify step of width %d: %.2f plain steps\n", k + 1, (k + 1) * p / s }'
 done
-for k in ${ALPHA_KS:-3 5 7 0}; do run "a$ALPHA-k$k" "$ALPHA" "$k"; done
+# ROUNDS (default 1) rounds of a plain run and the ALPHA_KS runs, each
+# speculative run's ratio to the plain run of its round, then each K's
+# median over the rounds: plain decoding's rate alone moves 5-15 % between
+# runs on this machine (sessions 38-39), so one pair is not the result.
+ratio() {
+  awk -v s="$(num "$1")" -v p="$(num "$2")" 'BEGIN { if (p > 0) printf "%.2f", s / p }'
+}
+declare -A RATIOS
+for ((r = 1; r <= ${ROUNDS:-1}; r++)); do
+  P="$OUT/plain.err"
+  if [ "$r" -gt 1 ]; then
+    P="$OUT/plain-r$r.err"
+    "$L" decode "${A[@]}" > "$OUT/plain-r$r.txt" 2> "$P" || { tail -5 "$P"; exit 1; }
+    echo "plain, round $r: $(rate "$P")"
+  fi
+  for k in ${ALPHA_KS:-3 5 7 0}; do
+    n="a$ALPHA-k$k"
+    [ "$r" -gt 1 ] && n="$n-r$r"
+    run "$n" "$ALPHA" "$k"
+    x=$(ratio "$OUT/$n.err" "$P")
+    echo "  ratio to the round's plain run: ${x}x"
+    RATIOS[$k]+="$x "
+  done
+done
+if [ "${ROUNDS:-1}" -gt 1 ]; then
+  for k in ${ALPHA_KS:-3 5 7 0}; do
+    # shellcheck disable=SC2086  # the ratios, one word each
+    echo "median ratio, K = $k (0: chosen), ${ROUNDS} rounds: $(printf '%s\n' ${RATIOS[$k]} | sort -n |
+      awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')x (${RATIOS[$k]% })"
+  done
+fi
