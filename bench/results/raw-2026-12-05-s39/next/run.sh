@@ -1,0 +1,30 @@
+#!/bin/bash
+# For the next session's first call (written in session 39, not run yet).
+# Pack first: scripts/gpu_pack.sh; carry .gpubin/bin.txz.
+# Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-05-s39/next/run.sh $PWD
+# Output: $OUT/out.tgz. In order, while LIMIT lasts:
+#  1. the pipeline's batch test to its end, with its duration (session 39:
+#     still running, no assertion failed, at 100 and ~60 s);
+#  2. issue 18's replay at K = 7, three alternated rounds, each K's median
+#     ratio: the default (the GEMV at decode widths), then LS_MMQ_MIN_TOK=5
+#     (the streamed int8 GEMM from 5 tokens) if time is left.
+set -u
+R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-560}
+el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
+left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
+mkdir -p $B $M $O
+tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
+nvidia-smi --query-gpu=name --format=csv,noheader; el
+F=$M/70b-q4km-tied.gguf
+( [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
+SYN=$!
+(cd $R && timeout 240 $B/ls_gpu_tests -tc="cuda pipeline*" -d > $O/pipeline-tests.txt 2>&1)
+echo "pipeline tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL" $O/pipeline-tests.txt | tail -8; el
+wait $SYN; echo "synth rc=$?"; el
+for mt in 0 5; do
+  left 200 || break
+  E=""; [ $mt = 5 ] && E="LS_MMQ_MIN_TOK=5"
+  (cd $R && env $E BIN=$B OUT=/tmp/spec$mt MODELS=$M N=128 KS=" " ALPHA_KS="7" ROUNDS=3 timeout 280 bash scripts/gpu_speculative_check.sh > $O/spec-min$mt.txt 2>&1)
+  echo "spec ${E:-default} rc=$?"; cut -c1-160 $O/spec-min$mt.txt | grep -E "^plain|^a0|ratio"; el
+done
+(cd $OUT && tar -czf out.tgz r && rm -rf r); ls -la $OUT
