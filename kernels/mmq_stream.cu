@@ -39,7 +39,7 @@ namespace {
 
 using namespace mmq;
 
-constexpr int kWarps = 4, kThreads = 32 * kWarps, kUnits = 4, kStages = 3;
+constexpr int kWarps = 4, kThreads = 32 * kWarps, kUnits = 4;
 static_assert(kUnits * 256 == kMmqStreamChunk, "a chunk is a unit of 256 values a warp");
 
 // Per type: the bytes of a unit of 256 values, the copy width (the unit
@@ -83,8 +83,11 @@ __host__ __device__ constexpr int stage_bytes() {
   return 16 * MT * StreamLayout<T>::kStride + stage_x_bytes<NT>();
 }
 
-template <GgmlType T, int MT, int NT>
+// S stages in the ring: three, or two (LS_MMQ_STAGES=2, where x is staged:
+// more blocks an SM, one stage in flight each).
+template <GgmlType T, int MT, int NT, int S>
 __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
+  constexpr int kStages = S;
   using M = Mmq<T>;
   using L = StreamLayout<T>;
   constexpr int R = 16 * MT, kStage = stage_bytes<T, MT, NT>(), kLd = 8 * NT;
@@ -241,27 +244,36 @@ int stream_k_split(int64_t tiles, int64_t n_chunks) {
   return ks;
 }
 
-template <GgmlType T, int MT, int NT>
+template <GgmlType T, int MT, int NT, int S>
 constexpr size_t kernel_smem() {
-  return static_cast<size_t>(kStages) * stage_bytes<T, MT, NT>();
+  return static_cast<size_t>(S) * stage_bytes<T, MT, NT>();
 }
 
 // The kernel's opt-in past the 48 KiB of shared memory a launch may ask
 // without one; once a process (mmq_stream_prepare sets them all before a
 // CUDA graph capture, where the first launch may fall).
-template <GgmlType T, int MT, int NT>
+template <GgmlType T, int MT, int NT, int S>
 cudaError_t smem_attr() {
   static const cudaError_t e =
-      cudaFuncSetAttribute(mmq_stream_kernel<T, MT, NT>,
+      cudaFuncSetAttribute(mmq_stream_kernel<T, MT, NT, S>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kernel_smem<T, MT, NT>()));
+                           static_cast<int>(kernel_smem<T, MT, NT, S>()));
+  return e;
+}
+
+// Both stage counts where x is staged, else three.
+template <GgmlType T, int MT, int NT>
+cudaError_t smem_attr_nt() {
+  const cudaError_t e = smem_attr<T, MT, NT, 3>();
+  if constexpr (stages_x<NT>())
+    if (e == cudaSuccess) return smem_attr<T, MT, NT, 2>();
   return e;
 }
 
 template <GgmlType T, int MT, int... NT>
 cudaError_t smem_attrs(std::integer_sequence<int, NT...>) {
   cudaError_t e = cudaSuccess;
-  ((e = e == cudaSuccess ? smem_attr<T, MT, NT + 1>() : e), ...);
+  ((e = e == cudaSuccess ? smem_attr_nt<T, MT, NT + 1>() : e), ...);
   return e;
 }
 
@@ -272,10 +284,19 @@ cudaError_t smem_attrs_type() {
                           : e;
 }
 
-template <GgmlType T, int MT, int NT>
-Status launch_nt(const MmqParams& p, cudaStream_t stream) {
-  constexpr size_t smem = kernel_smem<T, MT, NT>();
-  const cudaError_t attr = smem_attr<T, MT, NT>();
+// LS_MMQ_STAGES=2: two stages where x is staged (A/B), else three.
+int stream_stages() {
+  static const int v = [] {
+    const char* e = std::getenv("LS_MMQ_STAGES");
+    return e && std::atoi(e) == 2 ? 2 : 3;
+  }();
+  return v;
+}
+
+template <GgmlType T, int MT, int NT, int S>
+Status launch_s(const MmqParams& p, cudaStream_t stream) {
+  constexpr size_t smem = kernel_smem<T, MT, NT, S>();
+  const cudaError_t attr = smem_attr<T, MT, NT, S>();
   LS_CUDA_TRY(attr);
   const int64_t tiles = (p.n_out + 16 * MT - 1) / (16 * MT);
   const int ks = stream_k_split(tiles, p.n_in / kMmqStreamChunk);
@@ -291,8 +312,15 @@ Status launch_nt(const MmqParams& p, cudaStream_t stream) {
   cluster[0].val.clusterDim.z = 1;
   cfg.attrs = cluster;
   cfg.numAttrs = 1;
-  LS_CUDA_TRY(cudaLaunchKernelEx(&cfg, mmq_stream_kernel<T, MT, NT>, p));
+  LS_CUDA_TRY(cudaLaunchKernelEx(&cfg, mmq_stream_kernel<T, MT, NT, S>, p));
   return ok();
+}
+
+template <GgmlType T, int MT, int NT>
+Status launch_nt(const MmqParams& p, cudaStream_t stream) {
+  if constexpr (stages_x<NT>())
+    if (stream_stages() == 2) return launch_s<T, MT, NT, 2>(p, stream);
+  return launch_s<T, MT, NT, 3>(p, stream);
 }
 
 template <GgmlType T, int MT>

@@ -5,7 +5,10 @@
 # Output: $OUT/out.tgz. In order, while LIMIT lasts:
 #  1. the pipeline's batch test to its end, with its duration (session 39:
 #     still running, no assertion failed, at 100 and ~60 s);
-#  2. issue 18's replay at K = 7, three alternated rounds, each K's median
+#  2. the streamed GEMM with two stages where x is staged (LS_MMQ_STAGES=2:
+#     three blocks an SM instead of two): its test, then --widths 70b
+#     against the default;
+#  3. issue 18's replay at K = 7, three alternated rounds, each K's median
 #     ratio: the default (the GEMV at decode widths), then LS_MMQ_MIN_TOK=5
 #     (the streamed int8 GEMM from 5 tokens) if time is left.
 set -u
@@ -20,6 +23,12 @@ F=$M/70b-q4km-tied.gguf
 SYN=$!
 (cd $R && timeout 240 $B/ls_gpu_tests -tc="cuda pipeline*" -d > $O/pipeline-tests.txt 2>&1)
 echo "pipeline tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL" $O/pipeline-tests.txt | tail -8; el
+(cd $R && LS_MMQ_STAGES=2 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: mmq*" > $O/test-mmq-s2.txt 2>&1)
+echo "mmq test, 2 stages rc=$?"; tail -2 $O/test-mmq-s2.txt
+for st in 3 2; do
+  LS_MMQ_STAGES=$st timeout 60 $B/ls_bench_matmul --widths 70b > $O/widths-s$st.txt 2>&1; echo "widths, $st stages rc=$?"
+  grep "widths q4_K\|widths q6_K" $O/widths-s$st.txt | sed -E 's/ +GB\/s +[0-9]+//g; s/widths //; s/ +[0-9.]+ MB://; s/ us//g' | cut -c1-220
+done; el
 wait $SYN; echo "synth rc=$?"; el
 for mt in 0 5; do
   left 200 || break
