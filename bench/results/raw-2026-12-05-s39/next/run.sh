@@ -21,8 +21,17 @@ nvidia-smi --query-gpu=name --format=csv,noheader; el
 F=$M/70b-q4km-tied.gguf
 ( [ -f $F ] || timeout 150 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
 SYN=$!
-(cd $R && timeout 240 $B/ls_gpu_tests -tc="cuda pipeline*" -d > $O/pipeline-tests.txt 2>&1)
-echo "pipeline tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL" $O/pipeline-tests.txt | tail -8; el
+(cd $R && timeout 240 $B/ls_gpu_tests -tc="cuda pipeline*" -d > $O/pipeline-tests.txt 2>&1); PT=$?
+echo "pipeline tests rc=$PT"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL" $O/pipeline-tests.txt | tail -8; el
+# Session 38 (call 2, the register kernel with LS_MMQ_MIN_TOK=2) and 39
+# (calls 6-7, the streamed one from 5 tokens) both saw the batch test still
+# running at 60-100 s; session 38's call 4 (the GEMV to 8 tokens) passed it.
+# If it does not end here (the GEMV to 8, the streamed kernel from 9), the
+# register kernel everywhere tells whether the streamed kernel is why.
+if [ $PT = 124 ]; then
+  (cd $R && LS_MMQ_STREAM=0 timeout 200 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/pipeline-batch-reg.txt 2>&1)
+  echo "pipeline batch, LS_MMQ_STREAM=0 rc=$?"; grep -E "^[0-9.]+ s:|test cases|Status" $O/pipeline-batch-reg.txt | tail -4; el
+fi
 (cd $R && LS_MMQ_STAGES=2 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: mmq*" > $O/test-mmq-s2.txt 2>&1)
 echo "mmq test, 2 stages rc=$?"; tail -2 $O/test-mmq-s2.txt
 for st in 3 2; do
