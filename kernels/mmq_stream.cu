@@ -9,16 +9,20 @@
 // the scattered 8-byte loads of that layout. Here the four warps of a
 // block copy each stage together, 16 bytes a thread and each row's bytes
 // of the stage one contiguous run, while they compute on the stages
-// before it: kStages - 1 stages in flight a block, registers only for the
-// products, and several blocks an SM.
+// before it: S - 1 stages in flight a block (S = 3; 2 as an A/B), registers
+// only for the products, and several blocks an SM. Up to two n-tiles a
+// stage also holds the chunk's x (ncu, call 4: 39 % of the first version's
+// stalls were x's loads from L2).
 //
 // Mapping. A block owns 16 · MT rows (MT m-tiles of 16) × all the tokens
-// (NT n-tiles of 8) × all of K. K goes in chunks of kMmqStreamChunk values
-// (one stage): four units of 256 values (a K-quant block, or eight Q8_0
-// blocks), warp w taking unit w of each chunk, for all the block's rows,
-// with the lane layout and x-block step of kernels/mmq_blocks.cuh. The
-// four warps' sums meet in shared memory and are added in warp order, so
-// the result does not depend on timing.
+// (NT n-tiles of 8) × its part of K: the gridDim.y blocks of a row tile
+// (one cluster, stream_k_split) split the chunks. K goes in chunks of
+// kMmqStreamChunk values (one stage): four units of 256 values (a K-quant
+// block, or eight Q8_0 blocks), warp w taking unit w of each chunk, for all
+// the block's rows, with the lane layout and x-block step of
+// kernels/mmq_blocks.cuh. The four warps' sums meet in shared memory and
+// are added in warp order, then the parts' sums in the first block's, in
+// part order, so the result does not depend on timing.
 //
 // Shared-memory rows are padded (kStride) so the eight rows a warp's lanes
 // read at once fall in distinct banks.
