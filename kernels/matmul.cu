@@ -261,11 +261,15 @@ void MatmulContext::set_act_q8(bool on) {
 
 Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   Impl& im = *impl_;
-  // Decode widths the int8 GEMM takes (mmq_min_tok) quantize x into its
-  // scratch: sized here too, as a capture cannot grow it.
-  const int64_t mq = mmq_x_ld(kGemvMaxTok) * max_n_in;
+  // The int8 GEMM's x scratch, sized here for its widest call (64 tokens:
+  // 2.3 MB at a 70b's n_ff): a capture cannot grow it, and growing it after
+  // one would leave the captured graph reading the freed buffer (decode
+  // widths the GEMM takes, mmq_min_tok, run inside the backend's graphs,
+  // and a wider eager step grew it under them: session 39's pipeline batch
+  // test with LS_MMQ_MIN_TOK).
+  const int64_t mq = mmq_x_ld(kMmqMaxTok) * max_n_in;
   LS_TRY(mmq_stream_prepare());
-  if (mmq_min_tok(GgmlType::Q4_K) <= kGemvMaxTok && mq > im.mq_cap) {
+  if (mq > im.mq_cap) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
     if (cs != cudaStreamCaptureStatusNone)
@@ -624,6 +628,13 @@ Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, in
       return make_error("matmul: weights sharing x differ in n_in (%lld, %lld)", (long long)n_in,
                         (long long)w[i].n_in);
   if (n > im.mq_cap) {
+    // Past what reserve_gemv_x sized (callers without it: tests, benches).
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    LS_CUDA_TRY(cudaStreamIsCapturing(stream, &cs));
+    if (cs != cudaStreamCaptureStatusNone)
+      return make_error("matmul: the int8 GEMM's x scratch (%lld values) must be reserved before "
+                        "a CUDA graph capture (MatmulContext::reserve_gemv_x)",
+                        (long long)n);
     if (im.mq) LS_CUDA_TRY(cudaFreeAsync(im.mq, stream));
     if (im.mds) LS_CUDA_TRY(cudaFreeAsync(im.mds, stream));
     im.mq = nullptr;

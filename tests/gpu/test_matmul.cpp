@@ -896,3 +896,66 @@ TEST_CASE("cuda matmul: x_unchanged reuses the int8 x only when asked") {
   ctx_or = ls::Error{"released"};
   CUDA_CHECK(cudaStreamDestroy(s));
 }
+
+// The int8 GEMM inside a CUDA graph (decode widths that LS_MMQ_MIN_TOK gives
+// it run in the backend's graphs): its x scratch is sized by
+// reserve_gemv_x for its widest call, so a wider call after the capture does
+// not move it from under the graph (session 39: the batch pipeline test
+// with the GEMM at decode widths did not end), and a capture that would need
+// more than was reserved is an error, not a graph of a freed buffer.
+TEST_CASE("cuda matmul: a captured int8 GEMM keeps its x scratch through wider calls") {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  auto ctx_or = ls::MatmulContext::create(s, 0);
+  REQUIRE(ctx_or.has_value());
+  ls::MatmulContext& ctx = **ctx_or;
+  ctx.set_path(MatmulPath::Mmq);  // the int8 GEMM at every width
+  const int64_t n_in = 4096, n_out = 160, n_wide = ls::kMmqMaxTok, n_tok = 8;
+  REQUIRE(ctx.reserve_gemv_x(n_in).ok());
+  const std::vector<uint8_t> w = random_weight(GgmlType::Q4_K, n_in, n_out);
+  DeviceBuf dw(w.size()), dx(n_wide * n_in * 4), dy(n_wide * n_out * 4);
+  CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+  const ls::WeightView hw{GgmlType::Q4_K, w.data(), n_in, n_out},
+      dv{GgmlType::Q4_K, dw.p, n_in, n_out};
+  const std::vector<float> xa = random_floats(n_wide * n_in), xb = random_floats(n_tok * n_in);
+  CUDA_CHECK(cudaMemcpy(dx.p, xa.data(), xa.size() * 4, cudaMemcpyHostToDevice));
+
+  cudaGraph_t g = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const ls::Status captured = ls::matmul_cuda(ctx, dv, dx.as<float>(), n_tok, dy.as<float>(), s);
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  REQUIRE_MESSAGE(captured.ok(), (captured.ok() ? "" : captured.error().message));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  CUDA_CHECK(cudaGraphDestroy(g));
+
+  // The widest call, eager, then the graph again on new x.
+  REQUIRE(ls::matmul_cuda(ctx, dv, dx.as<float>(), n_wide, dy.as<float>(), s).ok());
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  CUDA_CHECK(cudaMemcpy(dx.p, xb.data(), xb.size() * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, n_tok * n_out * 4, s));
+  CUDA_CHECK(cudaGraphLaunch(exec, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> y(n_tok * n_out), ref(n_tok * n_out);
+  CUDA_CHECK(cudaMemcpy(y.data(), dy.p, y.size() * 4, cudaMemcpyDeviceToHost));
+  ls::matmul_act_q8_ref(hw, xb.data(), n_tok, ref.data());
+  CHECK(compare(y, ref, term_scale(hw, xb, n_tok)).nmse <= kQ8RefThreshold);
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+
+  // More than reserved, in a capture: an error naming the reservation.
+  const int64_t n_big = 40960;  // 8 tokens of it: past 64 tokens of 4,096
+  const std::vector<uint8_t> wb = random_weight(GgmlType::Q4_K, n_big, 16);
+  DeviceBuf dwb(wb.size()), dxb(n_tok * n_big * 4), dyb(n_tok * 16 * 4);
+  CUDA_CHECK(cudaMemcpy(dwb.p, wb.data(), wb.size(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const ls::Status refused = ls::matmul_cuda(ctx, ls::WeightView{GgmlType::Q4_K, dwb.p, n_big, 16},
+                                             dxb.as<float>(), n_tok, dyb.as<float>(), s);
+  cudaGraph_t gb = nullptr;
+  cudaStreamEndCapture(s, &gb);
+  if (gb) cudaGraphDestroy(gb);
+  cudaGetLastError();
+  CHECK_FALSE(refused.ok());
+  if (!refused.ok()) CHECK(refused.error().message.find("reserve") != std::string::npos);
+  ctx_or = ls::Error{"released"};
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
