@@ -4,7 +4,8 @@
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-05-s39/next/run.sh $PWD
 # Output: $OUT/out.tgz. In order, while LIMIT lasts:
 #  1. the pipeline's batch test to its end, with its duration (session 39:
-#     still running, no assertion failed, at 100 and ~60 s);
+#     still running, no assertion failed, at 100 and ~60 s, with the int8
+#     GEMM at decode widths), then with LS_MMQ_MIN_TOK=5 after 95c2c2a;
 #  2. the streamed GEMM with two stages where x is staged (LS_MMQ_STAGES=2:
 #     three blocks an SM instead of two): its test, then --widths 70b
 #     against the default;
@@ -31,6 +32,11 @@ echo "pipeline tests rc=$PT"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|
 if [ $PT = 124 ]; then
   (cd $R && LS_MMQ_STREAM=0 timeout 200 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/pipeline-batch-reg.txt 2>&1)
   echo "pipeline batch, LS_MMQ_STREAM=0 rc=$?"; grep -E "^[0-9.]+ s:|test cases|Status" $O/pipeline-batch-reg.txt | tail -4; el
+else
+  # 95c2c2a: the int8 GEMM's x scratch no longer moves under the graphs of
+  # the decode widths it takes; with it from 5 tokens the test should end too.
+  (cd $R && LS_MMQ_MIN_TOK=5 timeout 200 $B/ls_gpu_tests -tc="cuda pipeline batch*,cuda matmul: a captured*" -d > $O/pipeline-batch-mmq5.txt 2>&1)
+  echo "pipeline batch, LS_MMQ_MIN_TOK=5 rc=$?"; grep -E "^[0-9.]+ s:|test cases|Status" $O/pipeline-batch-mmq5.txt | tail -4; el
 fi
 (cd $R && LS_MMQ_STAGES=2 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: mmq*" > $O/test-mmq-s2.txt 2>&1)
 echo "mmq test, 2 stages rc=$?"; tail -2 $O/test-mmq-s2.txt
