@@ -125,7 +125,8 @@ struct MatmulContext::Impl {
   uint16_t* x16 = nullptr;  // f16 activations, grown on demand
   int64_t x16_cap = 0;
   MatmulPath path = MatmulPath::Auto;
-  bool act_q8 = true;  // set_act_q8
+  int mmq_version = 0;  // set_mmq_version
+  bool act_q8 = true;   // set_act_q8
   PrefillPath prefill = kDefaultPrefillPath;
   // PrefillPath::Overlap: the second scratch, the side stream and the two
   // events of the fork / join, made on first use.
@@ -253,6 +254,10 @@ const char* MatmulContext::prefill_path_name(PrefillPath p) {
       return "overlap";
   }
   return "?";
+}
+
+void MatmulContext::set_mmq_version(int v) {
+  impl_->mmq_version = v;
 }
 
 void MatmulContext::set_act_q8(bool on) {
@@ -654,6 +659,7 @@ Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, in
                 w[i].n_out,
                 static_cast<int64_t>(ggml_row_bytes(w[i].type, w[i].n_in)),
                 static_cast<int>(n_tok)};
+    p.version = im.mmq_version;
     LS_TRY(mmq_launch(w[i].type, p, stream));
   }
   return ok();

@@ -63,6 +63,10 @@ class MatmulContext {
   bool has_cublas() const;
   const char* gemm_backend() const;  // "cublas (libcublas.so.13)" or "wmma (why)"
   void set_path(MatmulPath p);
+  // The int8 GEMM's kernel (MmqParams::version: 0 its default, 1 the
+  // register kernel, 2 the streamed one), for benches that compare them in
+  // one process.
+  void set_mmq_version(int v);
   // 8-bit x in the decode GEMVs and f16 operands in the GEMM (default), or
   // f32 x (kernels/gemv_q.cu) at every width: the oracle, no f16 rounding.
   void set_act_q8(bool on);

@@ -20,7 +20,9 @@
 //                                   the default path (GEMV to 8, the int8 GEMM
 //                                   of kernels/mmq_q8.cuh from 9) against, at
 //                                   2-8, that GEMM forced ("mmq!") and from
-//                                   16 dequantize + cuBLAS; us, GB/s of
+//                                   16 dequantize + cuBLAS; and at every
+//                                   width its register ("reg!") and streamed
+//                                   ("str!") kernels forced; us, GB/s of
 //                                   weight bytes and the ratio to the bound)
 //        ls_bench_matmul --graph [70b]  (the bound and the graph x20 lines
 //                                   only: each decode GEMV form as decode
@@ -41,6 +43,7 @@
 #include "kernels/gemv_q8.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/mmq_stream.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/ref/quant.h"
 
@@ -155,20 +158,27 @@ int main(int argc, char** argv) {
         // Q4_K q/o and down, and lost on Q6_K, Q8_0, the k/v shapes and at 2-4
         // tokens; the engine with it from width 2 ran its width-8 GPU layers no
         // faster (0.61 against 0.58 ms), so the default stays.
+        // Then the int8 GEMM's two kernels forced at every width: "reg!" the
+        // register one, "str!" the streamed one (kernels/mmq_stream.cuh),
+        // where the shape takes it.
         for (int64_t nt : {2, 4, 8, 16, 32, 64})
-          for (MatmulPath path : {MatmulPath::Auto, MatmulPath::GemmCublas, MatmulPath::Mmq}) {
-            if (nt <= 8 ? path == MatmulPath::GemmCublas : path == MatmulPath::Mmq) continue;
+          for (int v = 0; v < 5; ++v) {
+            const MatmulPath path = v == 0   ? MatmulPath::Auto
+                                    : v == 1 ? MatmulPath::GemmCublas
+                                             : MatmulPath::Mmq;
+            if (nt <= 8 ? v == 1 : v == 2) continue;
+            if (v == 4 && sh.n_in % kMmqStreamChunk != 0) continue;
             ctx.set_path(path);
+            ctx.set_mmq_version(v >= 3 ? v - 2 : 0);
             const Stats st = time_it(s, 3, 30, [&](int i) {
               ST(matmul_cuda(ctx, WeightView{t, dw[i % copies], sh.n_in, sh.n_out}, dx, nt, dy, s));
             });
             const double g = bytes / (st.med * 1e-3) / 1e9;
-            std::printf(" | n=%lld %s %7.1f us %5.0f GB/s %.2f", (long long)nt,
-                        path == MatmulPath::Auto ? "auto"
-                        : path == MatmulPath::Mmq ? "mmq!"
-                                                  : "f16 ",
+            static const char* const kName[5] = {"auto", "f16 ", "mmq!", "reg!", "str!"};
+            std::printf(" | n=%lld %s %7.1f us %5.0f GB/s %.2f", (long long)nt, kName[v],
                         st.med * 1e3, g, g / bw);
           }
+        ctx.set_mmq_version(0);
         std::printf("\n");
         std::fflush(stdout);
         ctx.set_path(MatmulPath::Auto);
