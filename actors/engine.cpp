@@ -47,14 +47,19 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
   return t;
 }
 
+int32_t default_device_slots(uint32_t n_seq) {
+  return n_seq >= 32 ? 4 : 3;
+}
+
 Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   const LlamaConfig& c = m.config();
+  const int32_t slots = opt.device_slots > 0 ? opt.device_slots : default_device_slots(opt.n_seq);
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   const uint32_t align = 4096;
   if (!opt.tiers.empty()) {
     auto t = parse_tiers(opt.tiers, c.n_layer);
     if (!t) return t.error();
-    return plan_forced(m.map, *t, opt.device_slots, opt.staging_buffers, align);
+    return plan_forced(m.map, *t, slots, opt.staging_buffers, align);
   }
   PlanInputs in;
   std::optional<DeviceMemory> dev;
@@ -112,7 +117,7 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
     if (!b) return make_error("--ram-budget: %s", b.error().message.c_str());
     in.ram_budget = *b;
   }
-  in.device_slots = opt.device_slots;
+  in.device_slots = slots;
   in.staging_buffers = opt.staging_buffers;
   in.read_alignment = align;
   in.cpu_layers = std::max(opt.cpu_layers, 0);
@@ -228,9 +233,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
     return make_error(
         "--backend cuda: this engine was given no CUDA backend (a build without CUDA, or a "
         "caller that set no EngineOptions::make_backend); use cpu or auto");
-  if (opt.depth < 0 || opt.staging_buffers < 1 || opt.device_slots < 1)
+  if (opt.depth < 0 || opt.staging_buffers < 1 || opt.device_slots < 0)
     return make_error(
-        "--depth must be 0 (auto) or more, --staging-buffers and --device-slots at least 1");
+        "--depth and --device-slots must be 0 (auto) or more, --staging-buffers at least 1");
   if (opt.model.empty()) {
     auto p = default_model_path();
     if (!p) return p.error();

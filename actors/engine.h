@@ -62,6 +62,16 @@ constexpr int32_t kDepthHybrid = 16;
 // test_width_routing.cpp).
 int32_t hybrid_depth(const TierPlan& plan);
 
+// Device slots for streamed layers when --device-slots is not given: 3, or
+// 4 for 32 sequences at once or more. Wide steps keep a CPU-tier layer
+// longer, and a fourth slot lets the copy engine go on a layer further
+// meanwhile: the 70b at 24 GiB at width 32, alternated in one call, 93.8
+// and 92.6 tok/s with 4 against 88.2 and 90.7 with 3, as the width
+// routing's simulation had predicted (103 against 99.5); at width 8 the
+// speculative check ran 14.96 against 16.01 with 4
+// (bench/results/2026-12-05-s39.md, call 1). The slot costs a resident layer.
+int32_t default_device_slots(uint32_t n_seq);
+
 struct EngineOptions {
   std::string model;             // GGUF path (empty: the embedded default model)
   std::string backend = "auto";  // cpu, cuda, auto
@@ -87,8 +97,9 @@ struct EngineOptions {
   std::string tiers;  // force per-layer tiers: A resident, H CPU, B RAM, C storage ("AABC..."
                       // or one letter for all)
   // depth: layers planned ahead of compute; 0 picks kDepthStreaming, or
-  // hybrid_depth() when the plan has CPU-tier layers.
-  int32_t depth = 0, staging_buffers = 3, device_slots = 3;
+  // hybrid_depth() when the plan has CPU-tier layers. device_slots: 0 picks
+  // default_device_slots(n_seq).
+  int32_t depth = 0, staging_buffers = 3, device_slots = 0;
   uint32_t ubatch = 512;   // tokens per batch the device's activations are sized for
                            // (--ubatch-size; a longer prompt grows them past the plan)
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)

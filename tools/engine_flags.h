@@ -81,7 +81,8 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")
       ->capture_default_str();
-  sub->add_option("--device-slots", o.device_slots, "Device slots for streamed layers")
+  sub->add_option("--device-slots", o.device_slots,
+                  "Device slots for streamed layers (0: auto, 3, or 4 with --parallel 32 or more)")
       ->capture_default_str();
   sub->add_option("--reader", o.source.kind,
                   "auto, uring, pread (O_DIRECT), buffered, or vfio (a userspace NVMe driver: "

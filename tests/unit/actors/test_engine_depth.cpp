@@ -1,7 +1,7 @@
 // The planned-ahead depth a hybrid plan gets by default (actors/engine.h,
 // hybrid_depth): the planner must see past the longest run of resident
 // layers, counted round the step's end, or the copy engine waits through
-// that run every step.
+// that run every step. And the device slots by default (default_device_slots).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -37,4 +37,12 @@ TEST_CASE("engine: a hybrid plan's depth reaches past its longest run of residen
   // All resident (no streamed layer): one step's worth, not two.
   CHECK(hybrid_depth(plan_of("AAAA")) == kDepthHybrid + 4);
   CHECK(hybrid_depth(plan_of("AHCA")) == kDepthHybrid + 2);
+}
+
+TEST_CASE("engine: device slots by default: 3, and 4 from 32 sequences at once") {
+  CHECK(default_device_slots(1) == 3);
+  CHECK(default_device_slots(8) == 3);
+  CHECK(default_device_slots(31) == 3);
+  CHECK(default_device_slots(32) == 4);
+  CHECK(default_device_slots(64) == 4);
 }
