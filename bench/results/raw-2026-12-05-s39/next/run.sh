@@ -11,7 +11,9 @@
 #     against the default;
 #  3. issue 18's replay at K = 7, three alternated rounds, each K's median
 #     ratio: the default (the GEMV at decode widths), then LS_MMQ_MIN_TOK=5
-#     (the streamed int8 GEMM from 5 tokens) if time is left.
+#     (the streamed int8 GEMM from 5 tokens) if time is left;
+#  4. width 32 with the default device slots (4 there since session 39)
+#     against 3.
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-560}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
@@ -51,4 +53,12 @@ for mt in 0 5; do
   (cd $R && env $E BIN=$B OUT=/tmp/spec$mt MODELS=$M N=128 KS=" " ALPHA_KS="7" ROUNDS=3 timeout 280 bash scripts/gpu_speculative_check.sh > $O/spec-min$mt.txt 2>&1)
   echo "spec ${E:-default} rc=$?"; cut -c1-160 $O/spec-min$mt.txt | grep -E "^plain|^a0|ratio"; el
 done
+# 4. issue 17's width 32 with the new default slots (4 from 32 sequences)
+#    against 3, alternated, while time is left.
+A=(-m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 64)
+for r in 1 2; do for sl in 0 3; do
+  left 45 || break
+  timeout 45 $B/layerstream bench "${A[@]}" --device-slots $sl > $O/b32-slots$sl-$r.txt 2>&1
+  echo "width 32, --device-slots $sl rc=$?"; grep -E "^\| [0-9]" $O/b32-slots$sl-$r.txt | cut -d"|" -f2-5,15-18; el
+done; done
 (cd $OUT && tar -czf out.tgz r && rm -rf r); ls -la $OUT
