@@ -51,9 +51,10 @@ int32_t default_device_slots(uint32_t n_seq) {
   return n_seq >= 32 ? 4 : 3;
 }
 
-Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
+namespace {
+
+Expected<TierPlan> plan_with_slots(const Model& m, const EngineOptions& opt, int32_t slots) {
   const LlamaConfig& c = m.config();
-  const int32_t slots = opt.device_slots > 0 ? opt.device_slots : default_device_slots(opt.n_seq);
   const uint32_t n_ctx = opt.n_ctx ? opt.n_ctx : std::min<uint32_t>(c.n_ctx_train, 4096);
   const uint32_t align = 4096;
   if (!opt.tiers.empty()) {
@@ -177,6 +178,19 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   p->hybrid_reason = why;
   return p;
 }
+
+}  // namespace
+
+// The plan, with the device slots asked for, else default_device_slots; where
+// that default's fourth slot does not fit the budget, with three.
+Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
+  if (opt.device_slots > 0) return plan_with_slots(m, opt, opt.device_slots);
+  const int32_t slots = default_device_slots(opt.n_seq);
+  auto p = plan_with_slots(m, opt, slots);
+  if (!p && slots > 3) return plan_with_slots(m, opt, 3);
+  return p;
+}
+
 
 uint64_t mem_available_bytes() {
   std::FILE* f = std::fopen("/proc/meminfo", "r");
