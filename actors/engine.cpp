@@ -191,7 +191,6 @@ Expected<TierPlan> plan_for(const Model& m, const EngineOptions& opt) {
   return p;
 }
 
-
 uint64_t mem_available_bytes() {
   std::FILE* f = std::fopen("/proc/meminfo", "r");
   if (!f) return 0;

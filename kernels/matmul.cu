@@ -278,8 +278,9 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
     if (cs != cudaStreamCaptureStatusNone)
-      return make_error("matmul: the int8 GEMM's x scratch must be reserved before a CUDA graph "
-                        "capture (MatmulContext::reserve_gemv_x)");
+      return make_error(
+          "matmul: the int8 GEMM's x scratch must be reserved before a CUDA graph "
+          "capture (MatmulContext::reserve_gemv_x)");
     LS_CUDA_TRY(cudaStreamSynchronize(im.stream));
     cudaFree(im.mq);
     cudaFree(im.mds);
@@ -637,9 +638,10 @@ Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, in
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     LS_CUDA_TRY(cudaStreamIsCapturing(stream, &cs));
     if (cs != cudaStreamCaptureStatusNone)
-      return make_error("matmul: the int8 GEMM's x scratch (%lld values) must be reserved before "
-                        "a CUDA graph capture (MatmulContext::reserve_gemv_x)",
-                        (long long)n);
+      return make_error(
+          "matmul: the int8 GEMM's x scratch (%lld values) must be reserved before "
+          "a CUDA graph capture (MatmulContext::reserve_gemv_x)",
+          (long long)n);
     if (im.mq) LS_CUDA_TRY(cudaFreeAsync(im.mq, stream));
     if (im.mds) LS_CUDA_TRY(cudaFreeAsync(im.mds, stream));
     im.mq = nullptr;

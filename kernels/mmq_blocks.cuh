@@ -171,71 +171,70 @@ __device__ __forceinline__ void mmq_xblock(const typename Mmq<T>::Blk (&cur)[MT]
                                            const int8_t* xq, const float4* xd, int c,
                                            float (&acc)[MT][NT][4]) {
   using M = Mmq<T>;
-        if constexpr (T == GgmlType::Q6_K) {
-          int qv[MT][2][2], sc[MT][2][2];  // m-tile, row half, value half
-  #pragma unroll
-          for (int m = 0; m < MT; ++m)
-  #pragma unroll
-            for (int h = 0; h < 2; ++h)
-  #pragma unroll
-              for (int u = 0; u < 2; ++u) qv[m][h][u] = M::half(cur[m][h], s, u, sc[m][h][u]);
-  #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const int8_t* x = xq + 8 * kActQ8Block * nt + 4 * c;
-            const int x0 = *reinterpret_cast<const int*>(x),
-                      x1 = *reinterpret_cast<const int*>(x + 16);
-            const float4 dd = xd[4 * nt];  // tokens 8 nt + 2c, + 1: {d, Σq} each
-  #pragma unroll
-            for (int m = 0; m < MT; ++m) {
-              int c0[4], c1[4];
-              mma_k16(c0, qv[m][0][0], qv[m][1][0], x0);
-              mma_k16(c1, qv[m][0][1], qv[m][1][1], x1);
-              const float da = cur[m][0].d, db = cur[m][1].d;
-              acc[m][nt][0] +=
-                  da * (dd.x * static_cast<float>(sc[m][0][0] * c0[0] + sc[m][0][1] * c1[0]));
-              acc[m][nt][1] +=
-                  da * (dd.z * static_cast<float>(sc[m][0][0] * c0[1] + sc[m][0][1] * c1[1]));
-              acc[m][nt][2] +=
-                  db * (dd.x * static_cast<float>(sc[m][1][0] * c0[2] + sc[m][1][1] * c1[2]));
-              acc[m][nt][3] +=
-                  db * (dd.z * static_cast<float>(sc[m][1][0] * c0[3] + sc[m][1][1] * c1[3]));
-            }
-          }
-        } else {
-          int af[MT][4];
-          float sa[MT][2], sb[MT][2];  // a and b of rows g and g + 8
-  #pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            int qa[2], qb[2];
-            M::sub(cur[m][0], s, qa, sa[m][0], sb[m][0]);
-            M::sub(cur[m][1], s, qb, sa[m][1], sb[m][1]);
-            af[m][0] = qa[0];
-            af[m][1] = qb[0];
-            af[m][2] = qa[1];
-            af[m][3] = qb[1];
-          }
-  #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const int2 xv = *reinterpret_cast<const int2*>(xq + 8 * kActQ8Block * nt + 8 * c);
-            const float4 dd = xd[4 * nt];
-            const float e0 = dd.x, e1 = dd.z, f0 = dd.x * dd.y, f1 = dd.z * dd.w;
-  #pragma unroll
-            for (int m = 0; m < MT; ++m) {
-              int cc[4];
-              mma_k32(cc, af[m], xv.x, xv.y);
-              acc[m][nt][0] += sa[m][0] * (e0 * static_cast<float>(cc[0]));
-              acc[m][nt][1] += sa[m][0] * (e1 * static_cast<float>(cc[1]));
-              acc[m][nt][2] += sa[m][1] * (e0 * static_cast<float>(cc[2]));
-              acc[m][nt][3] += sa[m][1] * (e1 * static_cast<float>(cc[3]));
-              if constexpr (M::kHasB) {
-                acc[m][nt][0] += sb[m][0] * f0;
-                acc[m][nt][1] += sb[m][0] * f1;
-                acc[m][nt][2] += sb[m][1] * f0;
-                acc[m][nt][3] += sb[m][1] * f1;
-              }
-            }
-          }
+  if constexpr (T == GgmlType::Q6_K) {
+    int qv[MT][2][2], sc[MT][2][2];  // m-tile, row half, value half
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) qv[m][h][u] = M::half(cur[m][h], s, u, sc[m][h][u]);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int8_t* x = xq + 8 * kActQ8Block * nt + 4 * c;
+      const int x0 = *reinterpret_cast<const int*>(x), x1 = *reinterpret_cast<const int*>(x + 16);
+      const float4 dd = xd[4 * nt];  // tokens 8 nt + 2c, + 1: {d, Σq} each
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        int c0[4], c1[4];
+        mma_k16(c0, qv[m][0][0], qv[m][1][0], x0);
+        mma_k16(c1, qv[m][0][1], qv[m][1][1], x1);
+        const float da = cur[m][0].d, db = cur[m][1].d;
+        acc[m][nt][0] +=
+            da * (dd.x * static_cast<float>(sc[m][0][0] * c0[0] + sc[m][0][1] * c1[0]));
+        acc[m][nt][1] +=
+            da * (dd.z * static_cast<float>(sc[m][0][0] * c0[1] + sc[m][0][1] * c1[1]));
+        acc[m][nt][2] +=
+            db * (dd.x * static_cast<float>(sc[m][1][0] * c0[2] + sc[m][1][1] * c1[2]));
+        acc[m][nt][3] +=
+            db * (dd.z * static_cast<float>(sc[m][1][0] * c0[3] + sc[m][1][1] * c1[3]));
+      }
+    }
+  } else {
+    int af[MT][4];
+    float sa[MT][2], sb[MT][2];  // a and b of rows g and g + 8
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      int qa[2], qb[2];
+      M::sub(cur[m][0], s, qa, sa[m][0], sb[m][0]);
+      M::sub(cur[m][1], s, qb, sa[m][1], sb[m][1]);
+      af[m][0] = qa[0];
+      af[m][1] = qb[0];
+      af[m][2] = qa[1];
+      af[m][3] = qb[1];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int2 xv = *reinterpret_cast<const int2*>(xq + 8 * kActQ8Block * nt + 8 * c);
+      const float4 dd = xd[4 * nt];
+      const float e0 = dd.x, e1 = dd.z, f0 = dd.x * dd.y, f1 = dd.z * dd.w;
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        int cc[4];
+        mma_k32(cc, af[m], xv.x, xv.y);
+        acc[m][nt][0] += sa[m][0] * (e0 * static_cast<float>(cc[0]));
+        acc[m][nt][1] += sa[m][0] * (e1 * static_cast<float>(cc[1]));
+        acc[m][nt][2] += sa[m][1] * (e0 * static_cast<float>(cc[2]));
+        acc[m][nt][3] += sa[m][1] * (e1 * static_cast<float>(cc[3]));
+        if constexpr (M::kHasB) {
+          acc[m][nt][0] += sb[m][0] * f0;
+          acc[m][nt][1] += sb[m][0] * f1;
+          acc[m][nt][2] += sb[m][1] * f0;
+          acc[m][nt][3] += sb[m][1] * f1;
         }
+      }
+    }
+  }
 }
 
 }  // namespace mmq

@@ -300,7 +300,7 @@ Status mmq_launch(GgmlType type, const MmqParams& p_in, cudaStream_t stream) {
     return make_error("mmq: version %d is not 0, 1 or 2", p_in.version);
   MmqParams p = p_in;
   if (p.version == 2 || (p.version == 0 && mmq_stream_default() && mmq_stream_fits(type, p) &&
-                          mmq_stream_takes(type, p.n_tok))) {
+                         mmq_stream_takes(type, p.n_tok))) {
     if (p.m_tiles == 0) p.m_tiles = mmq_stream_m_tiles(type, p.n_out, p.n_tok);
     return mmq_stream_launch(type, p, stream);
   }

@@ -97,9 +97,9 @@ __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
   constexpr int R = 16 * MT, kStage = stage_bytes<T, MT, NT>(), kLd = 8 * NT;
   constexpr int kRowCopies = kUnits * L::kUnit / L::kCp, kCopies = R * kRowCopies;
   constexpr int kBlocksPerUnit = 256 / M::kValues;
-  static_assert(kUnits * L::kUnit % L::kCp == 0 && L::kStride % 16 == 0 &&
-                    L::kStride >= kUnits * L::kUnit,
-                "a stage's row is whole copies within its padded stride");
+  static_assert(
+      kUnits * L::kUnit % L::kCp == 0 && L::kStride % 16 == 0 && L::kStride >= kUnits * L::kUnit,
+      "a stage's row is whole copies within its padded stride");
   static_assert((kWarps + 1) * MT * NT * 4 * 32 * sizeof(float) <= kStages * kStage,
                 "the warps' sums and the block's fit in the ring");
   extern __shared__ __align__(16) uint8_t ring[];
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
   cp_async_wait<0>();
   __syncthreads();  // the ring is free
   constexpr int kEntries = MT * NT * 4;
-  float (*red)[kEntries][32] = reinterpret_cast<float (*)[kEntries][32]>(ring);
+  float(*red)[kEntries][32] = reinterpret_cast<float(*)[kEntries][32]>(ring);
 #pragma unroll
   for (int m = 0; m < MT; ++m)
 #pragma unroll
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) red[warp][(m * NT + nt) * 4 + i][lane] = acc[m][nt][i];
   __syncthreads();
-  float (*sum)[32] = reinterpret_cast<float (*)[32]>(&red[kWarps][0][0]);  // the block's
+  float(*sum)[32] = reinterpret_cast<float(*)[32]>(&red[kWarps][0][0]);  // the block's
   for (int e = warp; e < kEntries; e += kWarps) {
     float v = red[0][e][lane];
 #pragma unroll
@@ -216,8 +216,10 @@ __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
   // memory view of theirs, added in part order; the others stay until it
   // has read them.
   namespace cg = cooperative_groups;
-  if (ks > 1) cg::this_cluster().sync();
-  else __syncwarp();
+  if (ks > 1)
+    cg::this_cluster().sync();
+  else
+    __syncwarp();
   if (part == 0)
     for (int e = warp; e < kEntries; e += kWarps) {
       const int m = e / (NT * 4), nt = (e / 4) % NT, i = e % 4;
@@ -258,10 +260,9 @@ constexpr size_t kernel_smem() {
 // CUDA graph capture, where the first launch may fall).
 template <GgmlType T, int MT, int NT, int S>
 cudaError_t smem_attr() {
-  static const cudaError_t e =
-      cudaFuncSetAttribute(mmq_stream_kernel<T, MT, NT, S>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(kernel_smem<T, MT, NT, S>()));
+  static const cudaError_t e = cudaFuncSetAttribute(mmq_stream_kernel<T, MT, NT, S>,
+                                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                    static_cast<int>(kernel_smem<T, MT, NT, S>()));
   return e;
 }
 
@@ -284,8 +285,7 @@ cudaError_t smem_attrs(std::integer_sequence<int, NT...>) {
 template <GgmlType T>
 cudaError_t smem_attrs_type() {
   const cudaError_t e = smem_attrs<T, 1>(std::make_integer_sequence<int, kMmqMaxTok / 8>{});
-  return e == cudaSuccess ? smem_attrs<T, 2>(std::make_integer_sequence<int, kMmqMaxTok / 8>{})
-                          : e;
+  return e == cudaSuccess ? smem_attrs<T, 2>(std::make_integer_sequence<int, kMmqMaxTok / 8>{}) : e;
 }
 
 // LS_MMQ_STAGES=2: two stages where x is staged (A/B), else three.

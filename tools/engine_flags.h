@@ -74,9 +74,10 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "prompt still runs as one batch, past the plan's reserve)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--depth", o.depth,
-                  "Layers planned ahead of compute, a run of resident ones counting as one "
-                  "(0: 4, or when the CPU computes layers 16 past the longest run of resident ones)")
+  sub->add_option(
+         "--depth", o.depth,
+         "Layers planned ahead of compute, a run of resident ones counting as one "
+         "(0: 4, or when the CPU computes layers 16 past the longest run of resident ones)")
       ->capture_default_str();
   sub->add_option("--staging-buffers", o.staging_buffers,
                   "Pinned staging buffers for storage reads")

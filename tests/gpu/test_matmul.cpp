@@ -817,9 +817,8 @@ TEST_CASE("cuda matmul: mmq (int8 tensor cores, 9-64 tokens) against both refere
             CUDA_CHECK(cudaMemcpy(y.data(), dy.p, ny * sizeof(float), cudaMemcpyDeviceToHost));
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " mmq version ", version, " m_tiles ", mt,
-                 " k_split ", ks, " n_in ",
-                 n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
-                 " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
+                 " k_split ", ks, " n_in ", n_in, " n_out ", n_out, " n_tok ", n_tok,
+                 " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
           }
         }
