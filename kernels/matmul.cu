@@ -264,6 +264,30 @@ void MatmulContext::set_act_q8(bool on) {
   impl_->act_q8 = on;
 }
 
+namespace {
+// The int8 GEMM's x scratch grown to n values, stream-ordered; inside a
+// capture an error, as a graph would keep the freed buffer.
+Status grow_mmq_x(MatmulContext::Impl& im, int64_t n, cudaStream_t stream) {
+  if (n <= im.mq_cap) return ok();
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  LS_CUDA_TRY(cudaStreamIsCapturing(stream, &cs));
+  if (cs != cudaStreamCaptureStatusNone)
+    return make_error(
+        "matmul: the int8 GEMM's x scratch (%lld values) must be reserved before a CUDA graph "
+        "capture (MatmulContext::reserve_gemv_x)",
+        (long long)n);
+  if (im.mq) LS_CUDA_TRY(cudaFreeAsync(im.mq, stream));
+  if (im.mds) LS_CUDA_TRY(cudaFreeAsync(im.mds, stream));
+  im.mq = nullptr;
+  im.mds = nullptr;
+  im.mq_cap = 0;
+  LS_CUDA_TRY(cudaMallocAsync(&im.mq, static_cast<size_t>(n), stream));
+  LS_CUDA_TRY(cudaMallocAsync(&im.mds, static_cast<size_t>(n / 32) * sizeof(float2), stream));
+  im.mq_cap = n;
+  return ok();
+}
+}  // namespace
+
 Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   Impl& im = *impl_;
   // The int8 GEMM's x scratch, sized here for its widest call (64 tokens:
@@ -272,25 +296,8 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   // widths the GEMM takes, mmq_min_tok, run inside the backend's graphs,
   // and a wider eager step grew it under them: session 39's pipeline batch
   // test with LS_MMQ_MIN_TOK).
-  const int64_t mq = mmq_x_ld(kMmqMaxTok) * max_n_in;
   LS_TRY(mmq_stream_prepare());
-  if (mq > im.mq_cap) {
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
-    if (cs != cudaStreamCaptureStatusNone)
-      return make_error(
-          "matmul: the int8 GEMM's x scratch must be reserved before a CUDA graph "
-          "capture (MatmulContext::reserve_gemv_x)");
-    LS_CUDA_TRY(cudaStreamSynchronize(im.stream));
-    cudaFree(im.mq);
-    cudaFree(im.mds);
-    im.mq = nullptr;
-    im.mds = nullptr;
-    im.mq_cap = 0;
-    LS_CUDA_TRY(cudaMalloc(&im.mq, static_cast<size_t>(mq)));
-    LS_CUDA_TRY(cudaMalloc(&im.mds, static_cast<size_t>(mq / 32) * sizeof(float2)));
-    im.mq_cap = mq;
-  }
+  LS_TRY(grow_mmq_x(im, mmq_x_ld(kMmqMaxTok) * max_n_in, im.stream));
   if (max_n_in <= im.xq_cap) return ok();
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   LS_CUDA_TRY(cudaStreamIsCapturing(im.stream, &cs));
@@ -328,7 +335,7 @@ bool mmq_auto_on(const MatmulContext::Impl& im) {
 bool MatmulContext::takes_q8(GgmlType type, int64_t n_tok) const {
   // Where LS_MMQ_MIN_TOK gives decode widths to the int8 GEMM, its types
   // quantize x in its own layout (run_mmq), not the GEMV's.
-  const bool mmq = mmq_auto_on(*impl_) && n_tok >= mmq_min_tok(type) && mmq_supports(type);
+  const bool mmq = mmq_auto_on(*impl_) && n_tok >= mmq_min_tok() && mmq_supports(type);
   return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(type) &&
          gemv_env_version() != 2 && !mmq;
 }
@@ -609,7 +616,7 @@ constexpr int kMaxSharedX = 8;
 bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok) {
   if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
   if (im.path == MatmulPath::Mmq) return true;
-  if (!mmq_auto_on(im) || n_tok < mmq_min_tok(w.type)) return false;
+  if (!mmq_auto_on(im) || n_tok < mmq_min_tok()) return false;
   // Decode widths by type alone (MatmulContext::takes_q8 must agree: the
   // GEMV's x is made for the types that stay there); from kMmqMinTok up to
   // where it measured faster than the f16 GEMM for the type and rows.
@@ -633,24 +640,7 @@ Status run_mmq(MatmulContext::Impl& im, const WeightView* w, float* const* y, in
     if (w[i].n_in != n_in)
       return make_error("matmul: weights sharing x differ in n_in (%lld, %lld)", (long long)n_in,
                         (long long)w[i].n_in);
-  if (n > im.mq_cap) {
-    // Past what reserve_gemv_x sized (callers without it: tests, benches).
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    LS_CUDA_TRY(cudaStreamIsCapturing(stream, &cs));
-    if (cs != cudaStreamCaptureStatusNone)
-      return make_error(
-          "matmul: the int8 GEMM's x scratch (%lld values) must be reserved before "
-          "a CUDA graph capture (MatmulContext::reserve_gemv_x)",
-          (long long)n);
-    if (im.mq) LS_CUDA_TRY(cudaFreeAsync(im.mq, stream));
-    if (im.mds) LS_CUDA_TRY(cudaFreeAsync(im.mds, stream));
-    im.mq = nullptr;
-    im.mds = nullptr;
-    im.mq_cap = 0;
-    LS_CUDA_TRY(cudaMallocAsync(&im.mq, static_cast<size_t>(n), stream));
-    LS_CUDA_TRY(cudaMallocAsync(&im.mds, static_cast<size_t>(n / 32) * sizeof(float2), stream));
-    im.mq_cap = n;
-  }
+  LS_TRY(grow_mmq_x(im, n, stream));  // past what reserve_gemv_x sized: tests, benches
   const ActQ8Device xq{im.mq, im.mds};
   LS_TRY(quantize_act_q8_blocks_cuda(x, n_tok, n_in, ld, xq, stream));
   for (int i = 0; i < n_w; ++i) {

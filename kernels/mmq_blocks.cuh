@@ -14,7 +14,7 @@
 // int32), then per lane four f32 steps y += a · (d · C) + b · (d · Σq)
 // (w = a · q + b per x-block: Q4_K and Q5_K a = d · sc, b = −dmin · m; Q8_0
 // a = d; Q6_K a = d, its −32 taken in the quant bytes).
-// defines: mma_k32, mma_k16, ld_u32_a2, Mmq<T>, mmq_xblock
+// defines: mma_k32, mma_k16, ld_u32_a2, Mmq<T>, mmq_xblock, mmq_dispatch
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,7 +22,9 @@
 
 #include "io/ggml_type.h"
 #include "kernels/act_q8.h"
+#include "kernels/mmq_q8.cuh"
 #include "kernels/quant_decode.cuh"
+#include "runtime/status.h"
 
 namespace ls {
 namespace mmq {
@@ -235,6 +237,34 @@ __device__ __forceinline__ void mmq_xblock(const typename Mmq<T>::Blk (&cur)[MT]
       }
     }
   }
+}
+
+// The launch of both kernels' instance for m_tiles (1 or 2) and n_tok's
+// n-tiles of 8 (n_tok up to kMmqMaxTok): f.template operator()<MT, NT>().
+template <int MT, class F>
+Status mmq_dispatch_nt(int n_tok, F& f) {
+  switch ((n_tok + 7) / 8) {
+    case 1:
+      return f.template operator()<MT, 1>();
+    case 2:
+      return f.template operator()<MT, 2>();
+    case 3:
+      return f.template operator()<MT, 3>();
+    case 4:
+      return f.template operator()<MT, 4>();
+    case 5:
+      return f.template operator()<MT, 5>();
+    case 6:
+      return f.template operator()<MT, 6>();
+    case 7:
+      return f.template operator()<MT, 7>();
+    default:
+      return f.template operator()<MT, kMmqMaxTok / 8>();
+  }
+}
+template <class F>
+Status mmq_dispatch(int m_tiles, int n_tok, F&& f) {
+  return m_tiles == 1 ? mmq_dispatch_nt<1>(n_tok, f) : mmq_dispatch_nt<2>(n_tok, f);
 }
 
 }  // namespace mmq

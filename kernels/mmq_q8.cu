@@ -42,7 +42,6 @@ namespace {
 using namespace mmq;
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
-constexpr int kMaxTiles = kMmqMaxTok / 8;  // n-tiles of 8 tokens
 
 // MT m-tiles of 16 rows a warp (each x load then feeds MT products), NT
 // n-tiles of 8 tokens.
@@ -201,31 +200,10 @@ Status launch_nt(const MmqParams& p, cudaStream_t stream) {
   return ok();
 }
 
-template <GgmlType T, int MT>
-Status launch_mt(const MmqParams& p, cudaStream_t stream) {
-  switch ((p.n_tok + 7) / 8) {
-    case 1:
-      return launch_nt<T, MT, 1>(p, stream);
-    case 2:
-      return launch_nt<T, MT, 2>(p, stream);
-    case 3:
-      return launch_nt<T, MT, 3>(p, stream);
-    case 4:
-      return launch_nt<T, MT, 4>(p, stream);
-    case 5:
-      return launch_nt<T, MT, 5>(p, stream);
-    case 6:
-      return launch_nt<T, MT, 6>(p, stream);
-    case 7:
-      return launch_nt<T, MT, 7>(p, stream);
-    default:
-      return launch_nt<T, MT, kMaxTiles>(p, stream);
-  }
-}
-
 template <GgmlType T>
 Status launch_type(const MmqParams& p, cudaStream_t stream) {
-  return p.m_tiles == 1 ? launch_mt<T, 1>(p, stream) : launch_mt<T, 2>(p, stream);
+  return mmq_dispatch(p.m_tiles, p.n_tok,
+                      [&]<int MT, int NT>() { return launch_nt<T, MT, NT>(p, stream); });
 }
 
 }  // namespace
@@ -257,7 +235,7 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 // call's noise (8.75 and 10.29 s against 8.59), and the pipeline's batch
 // test did not finish inside the call: the GEMV stays the default at
 // decode widths until both are measured; LS_MMQ_MIN_TOK=5 is that A/B.
-int mmq_min_tok(GgmlType) {
+int mmq_min_tok() {
   static const int env = static_cast<int>(env_int("LS_MMQ_MIN_TOK", 0, 2));
   return env > 0 ? std::clamp(env, 2, kMmqMinTok) : kMmqMinTok;
 }

@@ -22,11 +22,10 @@ namespace ls {
 inline constexpr int kMmqMinTok = 9;   // below: the GEMV reads W once for up to 8
 inline constexpr int kMmqMaxTok = 64;  // above: dequantize + f16 GEMM (prompts)
 
-// From how many tokens matmul_cuda's Auto path takes this kernel for a
-// weight of type t (below: the GEMV): kMmqMinTok, or LS_MMQ_MIN_TOK=2..9
-// from the environment for every type (A/B; read once; mmq_q8.cu says what
-// the decode widths measured).
-int mmq_min_tok(GgmlType t);
+// From how many tokens matmul_cuda's Auto path takes this kernel (below:
+// the GEMV): kMmqMinTok, or LS_MMQ_MIN_TOK=2..9 from the environment (A/B;
+// read once; mmq_q8.cu says what the decode widths measured).
+int mmq_min_tok();
 
 // Token slots a block of x has in the int8 GEMM's layout: n_tok rounded up
 // to the n-tiles of 8, so every lane's loads are whole and aligned.

@@ -327,31 +327,10 @@ Status launch_nt(const MmqParams& p, cudaStream_t stream) {
   return launch_s<T, MT, NT, 3>(p, stream);
 }
 
-template <GgmlType T, int MT>
-Status launch_mt(const MmqParams& p, cudaStream_t stream) {
-  switch ((p.n_tok + 7) / 8) {
-    case 1:
-      return launch_nt<T, MT, 1>(p, stream);
-    case 2:
-      return launch_nt<T, MT, 2>(p, stream);
-    case 3:
-      return launch_nt<T, MT, 3>(p, stream);
-    case 4:
-      return launch_nt<T, MT, 4>(p, stream);
-    case 5:
-      return launch_nt<T, MT, 5>(p, stream);
-    case 6:
-      return launch_nt<T, MT, 6>(p, stream);
-    case 7:
-      return launch_nt<T, MT, 7>(p, stream);
-    default:
-      return launch_nt<T, MT, kMmqMaxTok / 8>(p, stream);
-  }
-}
-
 template <GgmlType T>
 Status launch_type(const MmqParams& p, cudaStream_t stream) {
-  return p.m_tiles == 1 ? launch_mt<T, 1>(p, stream) : launch_mt<T, 2>(p, stream);
+  return mmq_dispatch(p.m_tiles, p.n_tok,
+                      [&]<int MT, int NT>() { return launch_nt<T, MT, NT>(p, stream); });
 }
 
 }  // namespace
