@@ -332,11 +332,12 @@ bool mmq_auto_on(const MatmulContext::Impl& im) {
 }
 }  // namespace
 
-bool MatmulContext::takes_q8(GgmlType type, int64_t n_tok) const {
-  // Where LS_MMQ_MIN_TOK gives decode widths to the int8 GEMM, its types
-  // quantize x in its own layout (run_mmq), not the GEMV's.
-  const bool mmq = mmq_auto_on(*impl_) && n_tok >= mmq_min_tok() && mmq_supports(type);
-  return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(type) &&
+bool MatmulContext::takes_q8(const WeightView& w, int64_t n_tok) const {
+  // Where the int8 GEMM takes a decode width (mmq_min_tok), the weight's x
+  // is quantized in the GEMM's layout (run_mmq), not the GEMV's.
+  const bool mmq =
+      mmq_auto_on(*impl_) && mmq_supports(w.type) && n_tok >= mmq_min_tok(w.type, w.n_out);
+  return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(w.type) &&
          gemv_env_version() != 2 && !mmq;
 }
 
@@ -460,7 +461,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     }
     return ok();
   }
-  if (ctx.takes_q8(w.type, n_tok)) {
+  if (ctx.takes_q8(w, n_tok)) {
     LS_TRY(ctx.reserve_gemv_x(w.n_in));
     const ActQ8Device xq{im.xq, im.xds};
     if (!(x_unchanged && im.xq_src == x && im.xq_n_in == w.n_in && im.xq_n_tok == n_tok)) {
@@ -611,15 +612,15 @@ constexpr int kMaxSharedX = 8;
 
 // Whether a weight runs the int8 GEMM in a call of n_tok tokens: asked for
 // (MatmulPath::Mmq, up to 64 tokens, the types it has kernels for), or Auto
-// with 8-bit x from 9 tokens up to where it measured faster than the f16
-// GEMM for the weight's type and rows (mmq_auto_max_tok).
+// with 8-bit x from mmq_min_tok (decode widths where it measured faster
+// than the GEMV) up to where it measured faster than the f16 GEMM for the
+// weight's type and rows (mmq_auto_max_tok).
 bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok) {
   if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
   if (im.path == MatmulPath::Mmq) return true;
-  if (!mmq_auto_on(im) || n_tok < mmq_min_tok()) return false;
-  // Decode widths by type alone (MatmulContext::takes_q8 must agree: the
-  // GEMV's x is made for the types that stay there); from kMmqMinTok up to
-  // where it measured faster than the f16 GEMM for the type and rows.
+  if (!mmq_auto_on(im) || n_tok < mmq_min_tok(w.type, w.n_out)) return false;
+  // Decode widths by mmq_min_tok alone (MatmulContext::takes_q8 must agree:
+  // the GEMV's x is made for the weights that stay there).
   return n_tok < kMmqMinTok || n_tok <= mmq_auto_max_tok(w.type, w.n_out);
 }
 
@@ -709,12 +710,12 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     // and the weight after a run when its format joins (gemv_joins).
     for (int i = 0; i < n_w;) {
       int j = i + 1;
-      if (ctx.takes_q8(w[i].type, n_tok)) {
+      if (ctx.takes_q8(w[i], n_tok)) {
         while (j < n_w && j - i <= GemvQ8Params::kMaxMore && w[j].type == w[i].type &&
                w[j].n_in == w[i].n_in)
           ++j;
         if (j < n_w && j - i <= GemvQ8Params::kMaxMore && w[j].n_in == w[i].n_in &&
-            ctx.takes_q8(w[j].type, n_tok) && gemv_joins(w[i].type, w[j].type, n_tok))
+            ctx.takes_q8(w[j], n_tok) && gemv_joins(w[i].type, w[j].type, n_tok))
           ++j;  // then one of the second format
       }
       LS_TRY(run_gemv(ctx, w[i], x, n_tok, y[i], stream, x_unchanged || i > 0, w + i + 1, y + i + 1,

@@ -81,11 +81,11 @@ class MatmulContext {
   Status reserve_gemv_x(int64_t max_n_in);
   // For a kernel that writes its output's 8-bit form itself (rmsnorm and
   // swiglu with their q8 outputs, kernels/rmsnorm.cuh): whether a decode
-  // matmul of this type and width reads 8-bit x, and the scratch to write
+  // matmul of this weight and width reads the GEMV's 8-bit x, and the scratch to write
   // it to (reserve_gemv_x first). After that kernel is enqueued,
   // note_gemv_x(x, ...) says the scratch holds x's quantization, and a
   // matmul of x with x_unchanged reuses it.
-  bool takes_q8(GgmlType type, int64_t n_tok) const;
+  bool takes_q8(const WeightView& w, int64_t n_tok) const;
   ActQ8Device gemv_x() const;
   void note_gemv_x(const float* x, int64_t n_in, int64_t n_tok);
   struct Impl;

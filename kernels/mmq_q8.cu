@@ -164,13 +164,14 @@ int mmq_env_m_tiles() {
 }
 
 // Which calls version 0 gives the streamed kernel (where it fits), from
-// ls_bench_matmul --widths 70b on the H100 (session 39, call 5, us, streamed
-// / register): up to 16 tokens every type (8: Q4_K gate/up 68 / 90, down 69
-// / 79, Q6_K down 125 / 191; 16, one m-tile: Q4_K 100 / 103, 98 / 90, Q6_K
-// 150 / 207); past 16 Q6_K and Q8_0 only (32: Q6_K 204 / 240, 181 / 268;
-// Q4_K 138 / 140, 156 / 124, q/o 53 / 42).
+// ls_bench_matmul --widths 70b on the H100 (session 40, call 1, two stages
+// where x is staged; us, streamed / register): up to 16 tokens every type
+// (8: Q4_K gate/up 62 / 92, down 66 / 79, Q6_K down 112 / 191; 16: Q4_K
+// 87 / 103, 95 / 90, Q6_K 152 / 207); past 16 Q8_0 only (32: Q6_K gate/up
+// 310 / 243, down 349 / 269; Q4_K 202 / 140, 243 / 124; session 39's call
+// 5 had Q6_K faster streamed at 32, with a form of the kernel not kept).
 bool mmq_stream_takes(GgmlType type, int n_tok) {
-  return n_tok <= 16 || type == GgmlType::Q6_K || type == GgmlType::Q8_0;
+  return n_tok <= 16 || type == GgmlType::Q8_0;
 }
 
 // The streamed kernel's m-tiles a block: LS_MMQ_MT (A/B), else two (each x
@@ -222,22 +223,36 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 //        vs 304-309; 8b slower from 16.
 // Q5_K is Q4_K's kernel with one more load: taken as Q4_K.
 //
-// At decode widths (up to kGemvMaxTok) against the GEMV, the streamed kernel
-// on the H100 (session 39, call 5, us at 2 / 4 / 8 tokens, GEMV / mmq):
-//   Q4_K 70b gate/up 58 / 72 / 94 vs 68 / 67 / 68, down 54 / 70 / 102 vs
-//        68 / 68 / 69, q/o 23 / 28 / 35 vs 29 / 29 / 29, k/v 11 vs 15;
-//   Q6_K (one m-tile) gate/up 78 / 96 / 129 vs 116 / 116 / 117, down 81 /
-//        104 / 161 vs 124 / 124 / 125, k/v 11-14 vs 17.
+// At decode widths (up to kGemvMaxTok) against the GEMV, the streamed
+// kernel on the H100 (session 40, call 1, two stages; us at 2 / 4 / 8
+// tokens, GEMV / streamed):
+//   Q4_K 70b gate/up 58 / 73 / 94 vs 62 / 62 / 62, down 54 / 71 / 102 vs
+//        65 / 66 / 66, q/o 24 / 28 / 35 vs 28 / 28 / 28, k/v (1,024 rows)
+//        10 / 11 / 12 vs 13 / 13 / 13;
+//   Q6_K gate/up 79 / 97 / 130 vs 110 / 110 / 110, down 81 / 104 / 161 vs
+//        112 / 112 / 112, q/o 30 / 37 / 46 vs 38 / 39 / 39, k/v 11 / 12 /
+//        14 vs 17.
 // The GEMM's time is flat up to 8 tokens (one n-tile) where the GEMV's
-// grows. In the engine (call 6: issue 18's replay on the 70b at 24 GiB,
-// Q4_K and Q5_K from 5 tokens, Q6_K from 6) the width-8 GPU layers took
-// 0.50-0.51 ms against 0.58, but the verify steps were no faster in that
-// call's noise (8.75 and 10.29 s against 8.59), and the pipeline's batch
-// test did not finish inside the call: the GEMV stays the default at
-// decode widths until both are measured; LS_MMQ_MIN_TOK=5 is that A/B.
-int mmq_min_tok() {
+// grows by the token: it takes Q4_K and Q5_K from 4 tokens and Q6_K from 6
+// (between the widths measured), on matrices of 4,096 rows or more; k and v
+// and Q8_0 (not measured at these widths) stay on the GEMV to 8 tokens.
+// Session 39 had the GEMV at every decode width: with the GEMM there, the
+// pipeline's batch test did not end inside the call, which was the x
+// scratch freed under the captured graphs (fixed in 95c2c2a; session 40
+// call 1: the test passes either way).
+int mmq_min_tok(GgmlType t, int64_t n_out) {
   static const int env = static_cast<int>(env_int("LS_MMQ_MIN_TOK", 0, 2));
-  return env > 0 ? std::clamp(env, 2, kMmqMinTok) : kMmqMinTok;
+  if (env > 0) return std::clamp(env, 2, kMmqMinTok);
+  if (n_out < 4096) return kMmqMinTok;
+  switch (t) {
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      return 4;
+    case GgmlType::Q6_K:
+      return 6;
+    default:
+      return kMmqMinTok;
+  }
 }
 
 int mmq_auto_max_tok(GgmlType t, int64_t n_out) {

@@ -19,13 +19,15 @@
 
 namespace ls {
 
-inline constexpr int kMmqMinTok = 9;   // below: the GEMV reads W once for up to 8
+inline constexpr int kMmqMinTok = 9;   // from here every type it takes (the GEMV: up to 8)
 inline constexpr int kMmqMaxTok = 64;  // above: dequantize + f16 GEMM (prompts)
 
-// From how many tokens matmul_cuda's Auto path takes this kernel (below:
-// the GEMV): kMmqMinTok, or LS_MMQ_MIN_TOK=2..9 from the environment (A/B;
-// read once; mmq_q8.cu says what the decode widths measured).
-int mmq_min_tok();
+// From how many tokens matmul_cuda's Auto path takes this kernel for a
+// weight of type t and n_out rows (below: the GEMV): at most kMmqMinTok;
+// less where the streamed kernel measured faster than the GEMV at decode
+// widths (mmq_q8.cu); LS_MMQ_MIN_TOK=2..9 from the environment gives every
+// weight that width instead (A/B; 9: the GEMV to 8 tokens everywhere).
+int mmq_min_tok(GgmlType t, int64_t n_out);
 
 // Token slots a block of x has in the int8 GEMM's layout: n_tok rounded up
 // to the n-tiles of 8, so every lane's loads are whole and aligned.

@@ -87,8 +87,8 @@ __host__ __device__ constexpr int stage_bytes() {
   return 16 * MT * StreamLayout<T>::kStride + stage_x_bytes<NT>();
 }
 
-// S stages in the ring: three, or two (LS_MMQ_STAGES=2, where x is staged:
-// more blocks an SM, one stage in flight each).
+// S stages in the ring: two where x is staged (more blocks an SM, one
+// stage in flight each; LS_MMQ_STAGES=3 for A/B), else three.
 template <GgmlType T, int MT, int NT, int S>
 __global__ void __launch_bounds__(kThreads) mmq_stream_kernel(MmqParams p) {
   constexpr int kStages = S;
@@ -288,11 +288,14 @@ cudaError_t smem_attrs_type() {
   return e == cudaSuccess ? smem_attrs<T, 2>(std::make_integer_sequence<int, kMmqMaxTok / 8>{}) : e;
 }
 
-// LS_MMQ_STAGES=2: two stages where x is staged (A/B), else three.
+// The stages where x is staged: two (session 40, call 1, H100, --widths
+// 70b at 2-16 tokens: Q4_K gate/up 62 against 68 us, down 66 against 69,
+// Q6_K 110-112 against 118-125, at 16 tokens 87-95 against 99-100), or
+// LS_MMQ_STAGES=3 (A/B).
 int stream_stages() {
   static const int v = [] {
     const char* e = std::getenv("LS_MMQ_STAGES");
-    return e && std::atoi(e) == 2 ? 2 : 3;
+    return e && std::atoi(e) == 3 ? 3 : 2;
   }();
   return v;
 }

@@ -686,12 +686,14 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   const int64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff;
 
   // A decode batch whose GEMVs read 8-bit x gets it from the kernel that
-  // makes x (the norms, swiglu) instead of a quantize_act launch.
+  // makes x (the norms, swiglu) instead of a quantize_act launch; where the
+  // int8 GEMM takes some of a group's weights (a 70b's q at 4-8 tokens, not
+  // its k and v), it quantizes x in its own layout for them.
   MatmulContext& mm = *s.mm;
-  auto q8_for = [&](std::initializer_list<GgmlType> types) {
-    for (GgmlType t : types)
-      if (!mm.takes_q8(t, n)) return ActQ8Device{nullptr, nullptr};
-    return mm.gemv_x();
+  auto q8_for = [&](std::initializer_list<WeightView> ws) {
+    for (const WeightView& x : ws)
+      if (mm.takes_q8(x, n)) return mm.gemv_x();
+    return ActQ8Device{nullptr, nullptr};
   };
   RmsNormParams np;
   np.h = s.h;
@@ -701,7 +703,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.n = E;
   np.n_out = n;
   np.eps = c.rms_eps;
-  np.q8 = q8_for({w.wq.type, w.wk.type, w.wv.type});
+  np.q8 = q8_for({w.wq, w.wk, w.wv});
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
@@ -756,14 +758,14 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
     kp.f32 = s.kv_f32;
     LS_TRY(rope_kv_store_cuda(rk, s.stream));
   }
-  ap.q8 = q8_for({w.wo.type});  // the o GEMV's x, made by the attention kernel
+  ap.q8 = q8_for({w.wo});  // the o GEMV's x, made by the attention kernel
   LS_TRY(attention_cuda(ap, s.stream));
   if (ap.q8.q) mm.note_gemv_x(s.att, ap.n_head * ap.head_dim, n);
   LS_TRY(s.matmul(w.wo, s.att, n, s.o, ap.q8.q != nullptr));
 
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;
-  np.q8 = q8_for({w.w_gate.type, w.w_up.type});
+  np.q8 = q8_for({w.w_gate, w.w_up});
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   {
@@ -776,7 +778,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   sp.up = s.up;
   sp.out = s.gate;
   sp.n = n * F;
-  sp.q8 = q8_for({w.w_down.type});
+  sp.q8 = q8_for({w.w_down});
   LS_TRY(swiglu_f32_cuda(sp, s.stream));
   if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
   LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));

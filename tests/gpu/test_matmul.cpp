@@ -41,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <map>
 #include <random>
 #include <string>
@@ -955,6 +956,77 @@ TEST_CASE("cuda matmul: a captured int8 GEMM keeps its x scratch through wider c
   cudaGetLastError();
   CHECK_FALSE(refused.ok());
   if (!refused.ok()) CHECK(refused.error().message.find("reserve") != std::string::npos);
+  ctx_or = ls::Error{"released"};
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// Decode widths where the int8 GEMM takes some weights of a group and the
+// GEMV the rest (mmq_min_tok: a 70b's q from 4 tokens, its k and v of fewer
+// rows never below 9): a group sharing x gives each weight the bits of a
+// call of its own, near the reference, and the backend's fused x (takes_q8)
+// goes to the weights the GEMV keeps.
+namespace {
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+}  // namespace
+
+TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and the GEMV") {
+  if (!gemv_is_q8(GgmlType::Q4_K)) return;  // LS_GEMV_VERSION=2: no int8 x
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  auto ctx_or = ls::MatmulContext::create(s, 0);
+  REQUIRE(ctx_or.has_value());
+  ls::MatmulContext& ctx = **ctx_or;
+  const int64_t n_in = 2048, n_max = 8;
+  REQUIRE(ctx.reserve_gemv_x(n_in).ok());
+  const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
+  const int64_t n_outs[3] = {4096, 256, 4096};  // q (GEMM from 4), k (GEMV), a Q6_K (from 6)
+  std::vector<std::vector<uint8_t>> w(3);
+  std::vector<std::unique_ptr<DeviceBuf>> dw, dy;  // DeviceBuf does not move
+  ls::WeightView hv[3], dv[3];
+  float* ys[3];
+  for (int i = 0; i < 3; ++i) {
+    w[i] = random_weight(types[i], n_in, n_outs[i]);
+    dw.push_back(std::make_unique<DeviceBuf>(w[i].size()));
+    dy.push_back(
+        std::make_unique<DeviceBuf>(static_cast<size_t>(n_max * n_outs[i]) * sizeof(float)));
+    CUDA_CHECK(cudaMemcpy(dw[i]->p, w[i].data(), w[i].size(), cudaMemcpyHostToDevice));
+    hv[i] = {types[i], w[i].data(), n_in, n_outs[i]};
+    dv[i] = {types[i], dw[i]->p, n_in, n_outs[i]};
+    ys[i] = dy[i]->as<float>();
+  }
+  DeviceBuf dx(static_cast<size_t>(n_max * n_in) * sizeof(float)),
+      dsingle(static_cast<size_t>(n_max * 4096) * sizeof(float));
+  auto fetch = [&](const float* p, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    CUDA_CHECK(cudaMemcpy(v.data(), p, v.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    return v;
+  };
+  bool gemm_seen = false, gemv_seen = false;
+  for (int64_t n_tok = 1; n_tok <= n_max; ++n_tok) {
+    const std::vector<float> x = random_floats(n_tok * n_in);
+    CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    REQUIRE(ls::matmul_cuda_shared_x(ctx, dv, ys, 3, dx.as<float>(), n_tok, s).ok());
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    for (int i = 0; i < 3; ++i) {
+      const bool gemm = !ctx.takes_q8(dv[i], n_tok);
+      (gemm ? gemm_seen : gemv_seen) = true;
+      INFO(ls::ggml_type_name(types[i]), " rows ", n_outs[i], " n_tok ", n_tok,
+           gemm ? " int8 GEMM" : " GEMV");
+      const std::vector<float> y = fetch(ys[i], n_tok * n_outs[i]);
+      REQUIRE(ls::matmul_cuda(ctx, dv[i], dx.as<float>(), n_tok, dsingle.as<float>(), s).ok());
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      CHECK(same_bits(y, fetch(dsingle.as<float>(), n_tok * n_outs[i])));
+      std::vector<float> ref(static_cast<size_t>(n_tok * n_outs[i]));
+      ls::matmul_act_q8_ref(hv[i], x.data(), n_tok, ref.data());
+      CHECK(compare(y, ref, term_scale(hv[i], x, n_tok)).nmse <= kQ8RefThreshold);
+    }
+  }
+  // Unless LS_MMQ=0 or LS_MMQ_MIN_TOK=9 keep the GEMV everywhere, the
+  // default widths give both paths a share of the group.
+  CHECK(gemv_seen);
+  if (!gemm_seen) MESSAGE("the int8 GEMM took no decode width (LS_MMQ / LS_MMQ_MIN_TOK)");
   ctx_or = ls::Error{"released"};
   CUDA_CHECK(cudaStreamDestroy(s));
 }
