@@ -1,15 +1,15 @@
 #!/bin/bash
 # Session 40, call 2: the streamed int8 GEMM at decode widths by type and
 # rows (mmq_min_tok), two stages, Q6_K past 16 on the register kernel.
-#  1. GPU tests: the new split-group test, the mmq test (two stages, then
-#     LS_MMQ_STAGES=3), the pipeline batch test, graphs = direct launches;
+#  1. GPU tests: the new split-group test, the mmq test (two stages now),
+#     the pipeline batch test, graphs = direct launches;
 #  2. --widths 70b and 8b (the auto column against the forced ones);
 #  3. issue 18's replay, K = 7, acceptance 0.7: the new default against
 #     LS_MMQ_MIN_TOK=9 (the GEMV to 8 tokens), alternated, two rounds each;
 #  4. width 32 once (Q6_K back on the register kernel past 16).
-# Run: OUT=$OUT LIMIT=575 bash bench/results/raw-2026-12-05-s40/call2/run.sh $PWD
+# Run: OUT=$OUT LIMIT=520 bash bench/results/raw-2026-12-05-s40/call2/run.sh $PWD
 set -u
-R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-575}
+R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-520}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
 left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
 mkdir -p $B $M $O
@@ -20,8 +20,6 @@ F=$M/70b-q4km-tied.gguf
 SYN=$!
 (cd $R && timeout 200 $B/ls_gpu_tests -tc="cuda matmul: decode widths*,cuda matmul: mmq*,cuda matmul: a captured*,cuda pipeline batch*,cuda backend: decode through CUDA graphs*" -d > $O/tests.txt 2>&1)
 echo "tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests.txt | tail -12; el
-(cd $R && LS_MMQ_STAGES=3 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: mmq*,cuda matmul: decode widths*" > $O/tests-s3.txt 2>&1)
-echo "mmq tests, 3 stages rc=$?"; tail -2 $O/tests-s3.txt; el
 for sh in 70b 8b; do
   timeout 60 $B/ls_bench_matmul --widths $sh > $O/widths-$sh.txt 2>&1; echo "widths $sh rc=$?"
   grep "widths q4_K\|widths q6_K" $O/widths-$sh.txt | sed -E 's/ +GB\/s +[0-9]+//g; s/widths //; s/ +[0-9.]+ MB://; s/ us//g' | sed -E 's/\| n=([0-9]+) (auto|mmq!|reg!|str!|f16) +([0-9.]+) +[0-9.]+ ?/\1\2 \3 /g' | cut -c1-330
