@@ -1,12 +1,11 @@
 #!/bin/bash
 # Session 40, call 2: the streamed int8 GEMM at decode widths by type and
 # rows (mmq_min_tok), two stages, Q6_K past 16 on the register kernel.
-#  1. GPU tests: the new split-group test, the mmq test (two stages now),
-#     the pipeline batch test, graphs = direct launches;
-#  2. --widths 70b and 8b (the auto column against the forced ones);
-#  3. issue 18's replay, K = 7, acceptance 0.7: the new default against
+#  1. the new split-group test, graphs = direct launches; --widths 70b
+#     (the auto column against the forced ones); the pipeline batch test;
+#  2. issue 18's replay, K = 7, acceptance 0.7: the new default against
 #     LS_MMQ_MIN_TOK=9 (the GEMV to 8 tokens), alternated, two rounds each;
-#  4. width 32 once (Q6_K back on the register kernel past 16).
+#  3. width 32 once (Q6_K back on the register kernel past 16).
 # Run: OUT=$OUT LIMIT=520 bash bench/results/raw-2026-12-05-s40/call2/run.sh $PWD
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-520}
@@ -18,15 +17,15 @@ nvidia-smi --query-gpu=name --format=csv,noheader; el
 F=$M/70b-q4km-tied.gguf
 ( [ -f $F ] || timeout 200 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
 SYN=$!
-(cd $R && timeout 200 $B/ls_gpu_tests -tc="cuda matmul: decode widths*,cuda matmul: mmq*,cuda matmul: a captured*,cuda pipeline batch*,cuda backend: decode through CUDA graphs*" -d > $O/tests.txt 2>&1)
-echo "tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests.txt | tail -12; el
-for sh in 70b 8b; do
-  timeout 60 $B/ls_bench_matmul --widths $sh > $O/widths-$sh.txt 2>&1; echo "widths $sh rc=$?"
-  grep "widths q4_K\|widths q6_K" $O/widths-$sh.txt | sed -E 's/ +GB\/s +[0-9]+//g; s/widths //; s/ +[0-9.]+ MB://; s/ us//g' | sed -E 's/\| n=([0-9]+) (auto|mmq!|reg!|str!|f16) +([0-9.]+) +[0-9.]+ ?/\1\2 \3 /g' | cut -c1-330
-done; el
+(cd $R && timeout 60 $B/ls_gpu_tests -tc="cuda matmul: decode widths*,cuda backend: decode through CUDA graphs*" -d > $O/tests.txt 2>&1)
+echo "tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests.txt | tail -6; el
+timeout 40 $B/ls_bench_matmul --widths 70b > $O/widths-70b.txt 2>&1; echo "widths 70b rc=$?"
+grep "widths q4_K\|widths q6_K" $O/widths-70b.txt | sed -E 's/ +GB\/s +[0-9]+//g; s/widths //; s/ +[0-9.]+ MB://; s/ us//g' | sed -E 's/\| n=([0-9]+) (auto|mmq!|reg!|str!|f16) +([0-9.]+) +[0-9.]+ ?/\1\2 \3 /g' | cut -c1-330; el
+(cd $R && timeout 120 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
+echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
 wait $SYN; echo "synth rc=$?"; el
 for r in 1 2; do for mt in 0 9; do
-  left 75 || break
+  left 70 || break
   E=""; [ $mt = 9 ] && E="LS_MMQ_MIN_TOK=9"
   (cd $R && env $E BIN=$B OUT=/tmp/spec$mt-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout 80 bash scripts/gpu_speculative_check.sh > $O/spec-min$mt-$r.txt 2>&1)
   echo "spec ${E:-default} round $r rc=$?"; cut -c1-140 $O/spec-min$mt-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
