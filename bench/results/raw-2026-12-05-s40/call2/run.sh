@@ -15,19 +15,19 @@ mkdir -p $B $M $O
 tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
 nvidia-smi --query-gpu=name --format=csv,noheader; el
 F=$M/70b-q4km-tied.gguf
-( [ -f $F ] || timeout 200 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
+( [ -f $F ] || timeout 220 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
 SYN=$!
 (cd $R && timeout 60 $B/ls_gpu_tests -tc="cuda matmul: decode widths*,cuda backend: decode through CUDA graphs*" -d > $O/tests.txt 2>&1)
 echo "tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests.txt | tail -6; el
 timeout 40 $B/ls_bench_matmul --widths 70b > $O/widths-70b.txt 2>&1; echo "widths 70b rc=$?"
 grep "widths q4_K\|widths q6_K" $O/widths-70b.txt | sed -E 's/ +GB\/s +[0-9]+//g; s/widths //; s/ +[0-9.]+ MB://; s/ us//g' | sed -E 's/\| n=([0-9]+) (auto|mmq!|reg!|str!|f16) +([0-9.]+) +[0-9.]+ ?/\1\2 \3 /g' | cut -c1-330; el
-(cd $R && timeout 120 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
+(cd $R && timeout 90 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
 echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
 wait $SYN; echo "synth rc=$?"; el
 for r in 1 2; do for mt in 0 9; do
-  left 70 || break
+  left 60 || break
   E=""; [ $mt = 9 ] && E="LS_MMQ_MIN_TOK=9"
-  (cd $R && env $E BIN=$B OUT=/tmp/spec$mt-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout 80 bash scripts/gpu_speculative_check.sh > $O/spec-min$mt-$r.txt 2>&1)
+  (cd $R && env $E BIN=$B OUT=/tmp/spec$mt-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-min$mt-$r.txt 2>&1)
   echo "spec ${E:-default} round $r rc=$?"; cut -c1-140 $O/spec-min$mt-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
   cp /tmp/spec$mt-$r/a0.7-k7.err $O/spec-min$mt-$r-k7.err 2>/dev/null
 done; done
