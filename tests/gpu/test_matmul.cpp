@@ -981,7 +981,7 @@ TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and th
   const int64_t n_in = 2048, n_max = 8;
   REQUIRE(ctx.reserve_gemv_x(n_in).ok());
   const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
-  const int64_t n_outs[3] = {4096, 256, 4096};  // q (GEMM from 4), k (GEMV), a Q6_K (from 6)
+  const int64_t n_outs[3] = {8192, 256, 8192};  // q (GEMM from 4), k (GEMV), a Q6_K (from 6)
   std::vector<std::vector<uint8_t>> w(3);
   std::vector<std::unique_ptr<DeviceBuf>> dw, dy;  // DeviceBuf does not move
   ls::WeightView hv[3], dv[3];
@@ -997,7 +997,7 @@ TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and th
     ys[i] = dy[i]->as<float>();
   }
   DeviceBuf dx(static_cast<size_t>(n_max * n_in) * sizeof(float)),
-      dsingle(static_cast<size_t>(n_max * 4096) * sizeof(float));
+      dsingle(static_cast<size_t>(n_max * 8192) * sizeof(float));
   auto fetch = [&](const float* p, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
     CUDA_CHECK(cudaMemcpy(v.data(), p, v.size() * sizeof(float), cudaMemcpyDeviceToHost));
