@@ -126,6 +126,7 @@ struct MatmulContext::Impl {
   int64_t x16_cap = 0;
   MatmulPath path = MatmulPath::Auto;
   int mmq_version = 0;  // set_mmq_version
+  int mmq_decode = -1;   // set_mmq_decode
   bool act_q8 = true;   // set_act_q8
   PrefillPath prefill = kDefaultPrefillPath;
   // PrefillPath::Overlap: the second scratch, the side stream and the two
@@ -256,6 +257,10 @@ const char* MatmulContext::prefill_path_name(PrefillPath p) {
   return "?";
 }
 
+void MatmulContext::set_mmq_decode(int on) {
+  impl_->mmq_decode = on;
+}
+
 void MatmulContext::set_mmq_version(int v) {
   impl_->mmq_version = v;
 }
@@ -330,13 +335,20 @@ bool mmq_auto_on(const MatmulContext::Impl& im) {
   }();
   return im.path == MatmulPath::Auto && im.act_q8 && !env_off;
 }
+
+// From how many tokens the Auto path gives a weight the int8 GEMM
+// (kernels/mmq_q8.cuh).
+int64_t mmq_min_tok(const MatmulContext::Impl& im, const WeightView& w) {
+  if (const int env = mmq_env_min_tok()) return env;
+  const bool decode = im.mmq_decode < 0 ? mmq_env_decode() : im.mmq_decode > 0;
+  return decode ? mmq_decode_min_tok(w.type, w.n_out) : kMmqMinTok;
+}
 }  // namespace
 
 bool MatmulContext::takes_q8(const WeightView& w, int64_t n_tok) const {
   // Where the int8 GEMM takes a decode width (mmq_min_tok), the weight's x
   // is quantized in the GEMM's layout (run_mmq), not the GEMV's.
-  const bool mmq =
-      mmq_auto_on(*impl_) && mmq_supports(w.type) && n_tok >= mmq_min_tok(w.type, w.n_out);
+  const bool mmq = mmq_auto_on(*impl_) && mmq_supports(w.type) && n_tok >= mmq_min_tok(*impl_, w);
   return n_tok >= 1 && n_tok <= kGemvMaxTok && impl_->act_q8 && gemv_q8_supports(w.type) &&
          gemv_env_version() != 2 && !mmq;
 }
@@ -618,7 +630,7 @@ constexpr int kMaxSharedX = 8;
 bool takes_mmq(const MatmulContext::Impl& im, const WeightView& w, int64_t n_tok) {
   if (!mmq_supports(w.type) || n_tok > kMmqMaxTok) return false;
   if (im.path == MatmulPath::Mmq) return true;
-  if (!mmq_auto_on(im) || n_tok < mmq_min_tok(w.type, w.n_out)) return false;
+  if (!mmq_auto_on(im) || n_tok < mmq_min_tok(im, w)) return false;
   // Decode widths by mmq_min_tok alone (MatmulContext::takes_q8 must agree:
   // the GEMV's x is made for the weights that stay there).
   return n_tok < kMmqMinTok || n_tok <= mmq_auto_max_tok(w.type, w.n_out);

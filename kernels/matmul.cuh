@@ -67,6 +67,10 @@ class MatmulContext {
   // register kernel, 2 the streamed one), for benches that compare them in
   // one process.
   void set_mmq_version(int v);
+  // The int8 GEMM at decode widths where it measured faster than the GEMV
+  // (mmq_decode_min_tok): 1 on, 0 off, -1 (the default) as LS_MMQ_DECODE
+  // says (off unless 1).
+  void set_mmq_decode(int on);
   // 8-bit x in the decode GEMVs and f16 operands in the GEMM (default), or
   // f32 x (kernels/gemv_q.cu) at every width: the oracle, no f16 rounding.
   void set_act_q8(bool on);

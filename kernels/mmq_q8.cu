@@ -237,13 +237,13 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 // (between the widths measured), on matrices of 8,192 rows or more (the
 // shapes measured; an 8b's q, o and down, 4,096 rows, are not yet); k and
 // v and Q8_0 (not measured at these widths) stay on the GEMV to 8 tokens.
-// Session 39 had the GEMV at every decode width: with the GEMM there, the
-// pipeline's batch test did not end inside the call, which was the x
-// scratch freed under the captured graphs (fixed in 95c2c2a; session 40
-// call 1: the test passes either way).
-int mmq_min_tok(GgmlType t, int64_t n_out) {
-  static const int env = static_cast<int>(env_int("LS_MMQ_MIN_TOK", 0, 2));
-  if (env > 0) return std::clamp(env, 2, kMmqMinTok);
+// Off by default: session 39's call 6 ran the engine's verify steps with
+// the GEMM from 5-6 tokens no faster than with the GEMV (in that call's
+// noise), and this table has not run in the engine yet (LS_MMQ_DECODE=1 is
+// that A/B). Session 39's pipeline batch test with the GEMM at decode
+// widths did not end inside the call: the x scratch freed under the
+// captured graphs (fixed in 95c2c2a; session 40 call 1: the test passes).
+int mmq_decode_min_tok(GgmlType t, int64_t n_out) {
   if (n_out < 8192) return kMmqMinTok;
   switch (t) {
     case GgmlType::Q4_K:
@@ -254,6 +254,16 @@ int mmq_min_tok(GgmlType t, int64_t n_out) {
     default:
       return kMmqMinTok;
   }
+}
+
+bool mmq_env_decode() {
+  static const bool on = env_int("LS_MMQ_DECODE", 0, 0) > 0;
+  return on;
+}
+
+int mmq_env_min_tok() {
+  static const int env = static_cast<int>(env_int("LS_MMQ_MIN_TOK", 0, 2));
+  return env > 0 ? std::clamp(env, 2, kMmqMinTok) : 0;
 }
 
 int mmq_auto_max_tok(GgmlType t, int64_t n_out) {

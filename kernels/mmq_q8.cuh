@@ -5,7 +5,7 @@
 // GEMV (kernels/gemv_q8.cuh, up to 8 tokens) and the f16 GEMM of prompts: a
 // batched decode step of 32 sequences, a speculative verify step, a short
 // prompt. The CPU reference is matmul_act_q8_ref (kernels/ref/act_q8.h).
-// defines: kMmqMinTok, mmq_min_tok, kMmqMaxTok, mmq_x_ld, MmqParams, mmq_supports,
+// defines: kMmqMinTok, mmq_decode_min_tok, mmq_env_decode, mmq_env_min_tok, kMmqMaxTok, mmq_x_ld, MmqParams, mmq_supports,
 // mmq_auto_max_tok,
 //          mmq_launch
 #pragma once
@@ -22,12 +22,17 @@ namespace ls {
 inline constexpr int kMmqMinTok = 9;   // from here every type it takes (the GEMV: up to 8)
 inline constexpr int kMmqMaxTok = 64;  // above: dequantize + f16 GEMM (prompts)
 
-// From how many tokens matmul_cuda's Auto path takes this kernel for a
-// weight of type t and n_out rows (below: the GEMV): at most kMmqMinTok;
-// less where the streamed kernel measured faster than the GEMV at decode
-// widths (mmq_q8.cu); LS_MMQ_MIN_TOK=2..9 from the environment gives every
-// weight that width instead (A/B; 9: the GEMV to 8 tokens everywhere).
-int mmq_min_tok(GgmlType t, int64_t n_out);
+// matmul_cuda's Auto path takes this kernel from kMmqMinTok tokens; at
+// decode widths, where they are on (MatmulContext::set_mmq_decode,
+// LS_MMQ_DECODE=1), from mmq_decode_min_tok: the width from which the
+// streamed kernel measured faster than the GEMV for a weight of type t and
+// n_out rows (mmq_q8.cu; kMmqMinTok where it did not). Off by default
+// until a verify or batch step has measured them in the engine.
+int mmq_decode_min_tok(GgmlType t, int64_t n_out);
+bool mmq_env_decode();
+// LS_MMQ_MIN_TOK=2..9 from the environment (A/B: every weight it takes
+// from that width, over both of the above), else 0.
+int mmq_env_min_tok();
 
 // Token slots a block of x has in the int8 GEMM's layout: n_tok rounded up
 // to the n-tiles of 8, so every lane's loads are whole and aligned.

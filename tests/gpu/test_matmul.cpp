@@ -961,10 +961,10 @@ TEST_CASE("cuda matmul: a captured int8 GEMM keeps its x scratch through wider c
 }
 
 // Decode widths where the int8 GEMM takes some weights of a group and the
-// GEMV the rest (mmq_min_tok: a 70b's q from 4 tokens, its k and v of fewer
-// rows never below 9): a group sharing x gives each weight the bits of a
-// call of its own, near the reference, and the backend's fused x (takes_q8)
-// goes to the weights the GEMV keeps.
+// GEMV the rest (set_mmq_decode: a 70b's q from 4 tokens, its k and v of
+// fewer rows never below 9): a group sharing x gives each weight the bits
+// of a call of its own, near the reference, and the backend's fused x
+// (takes_q8) goes to the weights the GEMV keeps.
 namespace {
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -978,6 +978,7 @@ TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and th
   auto ctx_or = ls::MatmulContext::create(s, 0);
   REQUIRE(ctx_or.has_value());
   ls::MatmulContext& ctx = **ctx_or;
+  ctx.set_mmq_decode(1);
   const int64_t n_in = 2048, n_max = 8;
   REQUIRE(ctx.reserve_gemv_x(n_in).ok());
   const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
@@ -1024,9 +1025,13 @@ TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and th
     }
   }
   // Unless LS_MMQ=0 or LS_MMQ_MIN_TOK=9 keep the GEMV everywhere, the
-  // default widths give both paths a share of the group.
+  // decode table gives both paths a share of the group.
   CHECK(gemv_seen);
   if (!gemm_seen) MESSAGE("the int8 GEMM took no decode width (LS_MMQ / LS_MMQ_MIN_TOK)");
+  // Off (the default), the GEMV keeps every weight at decode widths.
+  ctx.set_mmq_decode(0);
+  if (ls::mmq_env_min_tok() == 0)
+    for (int i = 0; i < 3; ++i) CHECK(ctx.takes_q8(dv[i], n_max));
   ctx_or = ls::Error{"released"};
   CUDA_CHECK(cudaStreamDestroy(s));
 }

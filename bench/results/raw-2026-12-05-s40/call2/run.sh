@@ -1,10 +1,12 @@
 #!/bin/bash
-# Session 40, call 2: the streamed int8 GEMM at decode widths by type and
-# rows (mmq_min_tok), two stages, Q6_K past 16 on the register kernel.
+# Session 40, call 2 (not run: for the next session): the streamed int8 GEMM
+# at decode widths by type and rows (LS_MMQ_DECODE=1), two stages, Q6_K past
+# 16 on the register kernel.
 #  1. the new split-group test, graphs = direct launches; --widths 70b
 #     (the auto column against the forced ones); the pipeline batch test;
-#  2. issue 18's replay, K = 7, acceptance 0.7: the new default against
-#     LS_MMQ_MIN_TOK=9 (the GEMV to 8 tokens), alternated, two rounds each;
+#  2. issue 18's replay, K = 7, acceptance 0.7: LS_MMQ_DECODE=1 (the GEMM at
+#     decode widths) against LS_MMQ_MIN_TOK=9 (the GEMV to 8 tokens),
+#     alternated, two rounds each;
 #  3. width 32 once (Q6_K back on the register kernel past 16).
 # Run: OUT=$OUT LIMIT=520 bash bench/results/raw-2026-12-05-s40/call2/run.sh $PWD
 set -u
@@ -26,7 +28,7 @@ echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|F
 wait $SYN; echo "synth rc=$?"; el
 for r in 1 2; do for mt in 0 9; do
   left 60 || break
-  E=""; [ $mt = 9 ] && E="LS_MMQ_MIN_TOK=9"
+  E="LS_MMQ_DECODE=1"; [ $mt = 9 ] && E="LS_MMQ_MIN_TOK=9"
   (cd $R && env $E BIN=$B OUT=/tmp/spec$mt-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-min$mt-$r.txt 2>&1)
   echo "spec ${E:-default} round $r rc=$?"; cut -c1-140 $O/spec-min$mt-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
   cp /tmp/spec$mt-$r/a0.7-k7.err $O/spec-min$mt-$r-k7.err 2>/dev/null
