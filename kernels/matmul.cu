@@ -126,7 +126,7 @@ struct MatmulContext::Impl {
   int64_t x16_cap = 0;
   MatmulPath path = MatmulPath::Auto;
   int mmq_version = 0;  // set_mmq_version
-  int mmq_decode = -1;   // set_mmq_decode
+  int mmq_decode = -1;  // set_mmq_decode
   bool act_q8 = true;   // set_act_q8
   PrefillPath prefill = kDefaultPrefillPath;
   // PrefillPath::Overlap: the second scratch, the side stream and the two

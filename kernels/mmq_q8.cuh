@@ -5,8 +5,8 @@
 // GEMV (kernels/gemv_q8.cuh, up to 8 tokens) and the f16 GEMM of prompts: a
 // batched decode step of 32 sequences, a speculative verify step, a short
 // prompt. The CPU reference is matmul_act_q8_ref (kernels/ref/act_q8.h).
-// defines: kMmqMinTok, mmq_decode_min_tok, mmq_env_decode, mmq_env_min_tok, kMmqMaxTok, mmq_x_ld, MmqParams, mmq_supports,
-// mmq_auto_max_tok,
+// defines: kMmqMinTok, mmq_decode_min_tok, mmq_env_decode, mmq_env_min_tok, kMmqMaxTok, mmq_x_ld,
+// MmqParams, mmq_supports, mmq_auto_max_tok,
 //          mmq_launch
 #pragma once
 
