@@ -5,7 +5,7 @@
 #  1. the new split-group test, graphs = direct launches; --widths 70b
 #     (the auto column against the forced ones); the pipeline batch test;
 #  2. issue 18's replay, K = 7, acceptance 0.7: LS_MMQ_DECODE=1 (the GEMM at
-#     decode widths) against LS_MMQ_MIN_TOK=9 (the GEMV to 8 tokens),
+#     decode widths) against the default (the GEMV to 8 tokens),
 #     alternated, two rounds each;
 #  3. width 32 once (Q6_K back on the register kernel past 16).
 # Run: OUT=$OUT LIMIT=520 bash bench/results/raw-2026-12-05-s40/call2/run.sh $PWD
@@ -26,12 +26,13 @@ grep "widths q4_K\|widths q6_K" $O/widths-70b.txt | sed -E 's/ +GB\/s +[0-9]+//g
 (cd $R && timeout 90 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
 echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
 wait $SYN; echo "synth rc=$?"; el
-for r in 1 2; do for mt in 0 9; do
+# dec: the GEMM at decode widths (LS_MMQ_DECODE=1); gemv: the default.
+for r in 1 2; do for v in dec gemv; do
   left 60 || break
-  E="LS_MMQ_DECODE=1"; [ $mt = 9 ] && E="LS_MMQ_MIN_TOK=9"
-  (cd $R && env $E BIN=$B OUT=/tmp/spec$mt-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-min$mt-$r.txt 2>&1)
-  echo "spec ${E:-default} round $r rc=$?"; cut -c1-140 $O/spec-min$mt-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
-  cp /tmp/spec$mt-$r/a0.7-k7.err $O/spec-min$mt-$r-k7.err 2>/dev/null
+  E="LS_MMQ_DECODE=1"; [ $v = gemv ] && E="LS_MMQ_DECODE=0"
+  (cd $R && env $E BIN=$B OUT=/tmp/spec-$v-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-$v-$r.txt 2>&1)
+  echo "spec $E round $r rc=$?"; cut -c1-140 $O/spec-$v-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
+  cp /tmp/spec-$v-$r/a0.7-k7.err $O/spec-$v-$r-k7.err 2>/dev/null
 done; done
 if left 50; then
   timeout 48 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 64 > $O/b32.txt 2>&1
