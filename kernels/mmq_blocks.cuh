@@ -14,7 +14,7 @@
 // int32), then per lane four f32 steps y += a · (d · C) + b · (d · Σq)
 // (w = a · q + b per x-block: Q4_K and Q5_K a = d · sc, b = −dmin · m; Q8_0
 // a = d; Q6_K a = d, its −32 taken in the quant bytes).
-// defines: mma_k32, mma_k16, ld_u32_a2, Mmq<T>, mmq_xblock, mmq_dispatch
+// defines: mma_k32, mma_k16, ld_u32_a2, Mmq<T>, mmq_xblock, mmq_dispatch, mmq_dispatch_type
 #pragma once
 
 #include <cuda_runtime.h>
@@ -265,6 +265,22 @@ Status mmq_dispatch_nt(int n_tok, F& f) {
 template <class F>
 Status mmq_dispatch(int m_tiles, int n_tok, F&& f) {
   return m_tiles == 1 ? mmq_dispatch_nt<1>(n_tok, f) : mmq_dispatch_nt<2>(n_tok, f);
+}
+
+// Both kernels' instance for a type they take (mmq_supports; anything else
+// as Q8_0, which the callers have ruled out): f.template operator()<T>().
+template <class F>
+Status mmq_dispatch_type(GgmlType t, F&& f) {
+  switch (t) {
+    case GgmlType::Q4_K:
+      return f.template operator()<GgmlType::Q4_K>();
+    case GgmlType::Q5_K:
+      return f.template operator()<GgmlType::Q5_K>();
+    case GgmlType::Q6_K:
+      return f.template operator()<GgmlType::Q6_K>();
+    default:
+      return f.template operator()<GgmlType::Q8_0>();
+  }
 }
 
 }  // namespace mmq

@@ -310,16 +310,7 @@ Status mmq_launch(GgmlType type, const MmqParams& p_in, cudaStream_t stream) {
   }
   p.m_tiles = mmq_m_tiles(p_in);
   if (p.k_split == 0) p.k_split = mmq_k_split(p.n_out, p.m_tiles);
-  switch (type) {
-    case GgmlType::Q4_K:
-      return launch_type<GgmlType::Q4_K>(p, stream);
-    case GgmlType::Q5_K:
-      return launch_type<GgmlType::Q5_K>(p, stream);
-    case GgmlType::Q6_K:
-      return launch_type<GgmlType::Q6_K>(p, stream);
-    default:
-      return launch_type<GgmlType::Q8_0>(p, stream);
-  }
+  return mmq_dispatch_type(type, [&]<GgmlType T>() { return launch_type<T>(p, stream); });
 }
 
 }  // namespace ls

@@ -359,16 +359,7 @@ Status mmq_stream_launch(GgmlType type, const MmqParams& p, cudaStream_t stream)
   if (!mmq_stream_fits(type, p))
     return make_error("mmq: the streamed kernel takes n_in a multiple of %lld of %s (n_in %lld)",
                       (long long)kMmqStreamChunk, ggml_type_name(type), (long long)p.n_in);
-  switch (type) {
-    case GgmlType::Q4_K:
-      return launch_type<GgmlType::Q4_K>(p, stream);
-    case GgmlType::Q5_K:
-      return launch_type<GgmlType::Q5_K>(p, stream);
-    case GgmlType::Q6_K:
-      return launch_type<GgmlType::Q6_K>(p, stream);
-    default:
-      return launch_type<GgmlType::Q8_0>(p, stream);
-  }
+  return mmq_dispatch_type(type, [&]<GgmlType T>() { return launch_type<T>(p, stream); });
 }
 
 }  // namespace ls
