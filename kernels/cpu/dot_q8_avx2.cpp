@@ -8,8 +8,8 @@
 //   p_k  = madd(maddubs(w_k, x_k), 1)        k = 0..7, exact
 //   I    = vphaddd tree of p_0..p_7           lane j: block j's sum (Q6_K: two
 //                                             vectors, its lo and hi groups)
-//   acc  = acc + (s * d_x) * float(I)         8 lanes, one per block
-//   acc  = acc - m * ds                       (min or offset; none for Q8_0)
+//   acc  = fma(s * d_x, float(I), acc)        8 lanes, one per block
+//   acc  = fma(-m, ds, acc)                   (min or offset; none for Q8_0)
 // and at the end the horizontal sum, whose tree is q8_lanes_sum's. From 2
 // tokens on (4 for Q6_K and Q8_0; dot_q8_interleaved), the interleaved form: the 8 blocks' ymm
 // are transposed once a chunk, by 4-byte groups (transpose8), into

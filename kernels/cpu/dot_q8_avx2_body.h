@@ -277,10 +277,10 @@ LS_AVX2 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
         sum = _mm256_add_epi32(lo, hi);
       }
       const __m256 f = _mm256_mul_ps(sc.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(sum)));
+      acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(sum), acc[t]);
       if constexpr (T != GgmlType::Q8_0)
         acc[t] =
-            _mm256_sub_ps(acc[t], _mm256_mul_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c)));
+            _mm256_fnmadd_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
     }
   }
   LS_UNROLL
@@ -352,9 +352,9 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
       }
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
       acc[t] =
-          _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo)));
+          _mm256_fmadd_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo), acc[t]);
       acc[t] =
-          _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi)));
+          _mm256_fmadd_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi), acc[t]);
       // ds16 of groups 0..15 -> even groups (lo) and odd ones (hi).
       const float* ds16 = x.ds16_at(t0 + t) + 16 * c;
       const __m256 g0 = _mm256_loadu_ps(ds16), g1 = _mm256_loadu_ps(ds16 + 8);
@@ -364,8 +364,8 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
       const __m256 ds_hi = _mm256_castpd_ps(_mm256_permute4x64_pd(
           _mm256_castps_pd(_mm256_shuffle_ps(g0, g1, _MM_SHUFFLE(3, 1, 3, 1))),
           _MM_SHUFFLE(3, 1, 2, 0)));
-      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(m_lo, ds_lo));
-      acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(m_hi, ds_hi));
+      acc[t] = _mm256_fnmadd_ps(m_lo, ds_lo, acc[t]);
+      acc[t] = _mm256_fnmadd_ps(m_hi, ds_hi, acc[t]);
     }
   }
   LS_UNROLL

@@ -8,8 +8,8 @@
 //   p_k = vpdpbusd(0, w_k, x_k)          16 int32 lanes: 8 per block, 4
 //                                        products each
 //   I   = block sums of p_0..p_3         a permute tree (block_sums), exact
-//   acc = acc + (s * d_x) * float(I)     8 lanes (ymm), one per block
-//   acc = acc - m * ds                   (min or offset; none for Q8_0)
+//   acc = fma(s * d_x, float(I), acc)    8 lanes (ymm), one per block
+//   acc = fma(-m, ds, acc)               (min or offset; none for Q8_0)
 // and the horizontal sum with q8_lanes_sum's tree. From 2 tokens on, Q4_0,
 // Q4_K and Q5_K (Q6_K from 4) take the interleaved form instead (Interleave below): the
 // chunk's 4 zmm are transposed once, by 4-byte groups, into the layout of
@@ -333,10 +333,9 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         il_chains(wi, x.qil_at(tb) + 256 * c, &a1, &b1);
         const __m512i I = pair_sums(_mm512_add_epi32(a0, b0), _mm512_add_epi32(a1, b1));
         const __m512 f = _mm512_mul_ps(s2, pair_load(x.d_at(ta) + 8 * c, x.d_at(tb) + 8 * c));
-        accp[q] = _mm512_add_ps(accp[q], _mm512_mul_ps(f, _mm512_cvtepi32_ps(I)));
+        accp[q] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(I), accp[q]);
         if constexpr (T != GgmlType::Q8_0)
-          accp[q] = _mm512_sub_ps(
-              accp[q], _mm512_mul_ps(m2, pair_load(x.ds_at(ta) + 8 * c, x.ds_at(tb) + 8 * c)));
+          accp[q] = _mm512_fnmadd_ps(m2, pair_load(x.ds_at(ta) + 8 * c, x.ds_at(tb) + 8 * c), accp[q]);
       }
     }
     LS_UNROLL
@@ -362,10 +361,10 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
       }
       const __m256 f = _mm256_mul_ps(ch.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
       acc[t] =
-          _mm256_add_ps(acc[t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi))));
+          _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), acc[t]);
       if constexpr (T != GgmlType::Q8_0)
         acc[t] =
-            _mm256_sub_ps(acc[t], _mm256_mul_ps(ch.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c)));
+            _mm256_fnmadd_ps(ch.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
     }
   }
   LS_UNROLL
@@ -454,10 +453,10 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
         const __m512 ds_lo = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(1, 0, 1, 0));
         const __m512 ds_hi = _mm512_shuffle_f32x4(da, db, _MM_SHUFFLE(3, 2, 3, 2));
         __m512 a = accp[q];
-        a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_mul_ps(s_lo2, dx), _mm512_cvtepi32_ps(i_lo)));
-        a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_mul_ps(s_hi2, dx), _mm512_cvtepi32_ps(i_hi)));
-        a = _mm512_sub_ps(a, _mm512_mul_ps(m_lo2, ds_lo));
-        a = _mm512_sub_ps(a, _mm512_mul_ps(m_hi2, ds_hi));
+        a = _mm512_fmadd_ps(_mm512_mul_ps(s_lo2, dx), _mm512_cvtepi32_ps(i_lo), a);
+        a = _mm512_fmadd_ps(_mm512_mul_ps(s_hi2, dx), _mm512_cvtepi32_ps(i_hi), a);
+        a = _mm512_fnmadd_ps(m_lo2, ds_lo, a);
+        a = _mm512_fnmadd_ps(m_hi2, ds_hi, a);
         accp[q] = a;
       }
     }
@@ -481,10 +480,10 @@ LS_VNNI512 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, flo
       const __m512 ds16 =
           _mm512_permutexvar_ps(evens_odds, _mm512_loadu_ps(x.ds16_at(t0 + t) + 16 * c));
       __m256 a = acc[t];
-      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo)));
-      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi)));
-      a = _mm256_sub_ps(a, _mm256_mul_ps(m_lo, _mm512_castps512_ps256(ds16)));
-      a = _mm256_sub_ps(a, _mm256_mul_ps(m_hi, hi256(ds16)));
+      a = _mm256_fmadd_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo), a);
+      a = _mm256_fmadd_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi), a);
+      a = _mm256_fnmadd_ps(m_lo, _mm512_castps512_ps256(ds16), a);
+      a = _mm256_fnmadd_ps(m_hi, hi256(ds16), a);
       acc[t] = a;
     }
   }

@@ -59,17 +59,17 @@ void dot_q8_lanes_chunk(GgmlType t, const G16Row& u, int nv, const ActQ8View& x,
       const int32_t lo = idot(q, xj, 16) + 32 * isum(xj, 16);
       const int32_t hi = idot(q + 16, xj + 16, 16) + 32 * isum(xj + 16, 16);
       const float s_lo = u.s[2 * j], s_hi = u.s[2 * j + 1];
-      a = a + (s_lo * d[j]) * static_cast<float>(lo);
-      a = a + (s_hi * d[j]) * static_cast<float>(hi);
-      a = a - (32.0f * s_lo) * ds16[2 * j];
-      a = a - (32.0f * s_hi) * ds16[2 * j + 1];
+      a = q8_lane_add(a, s_lo * d[j], lo);
+      a = q8_lane_add(a, s_hi * d[j], hi);
+      a = q8_lane_sub(a, 32.0f * s_lo, ds16[2 * j]);
+      a = q8_lane_sub(a, 32.0f * s_hi, ds16[2 * j + 1]);
     } else {
       int32_t i = idot(q, xj, 32);
       if (t == GgmlType::Q4_0) i += 8 * isum(xj, 32);
       const float s = u.s[2 * j];
-      a = a + (s * d[j]) * static_cast<float>(i);
-      if (t == GgmlType::Q4_0) a = a - (8.0f * s) * ds[j];
-      if (u.m) a = a - u.m[2 * j] * ds[j];
+      a = q8_lane_add(a, s * d[j], i);
+      if (t == GgmlType::Q4_0) a = q8_lane_sub(a, 8.0f * s, ds[j]);
+      if (u.m) a = q8_lane_sub(a, u.m[2 * j], ds[j]);
     }
     acc[j] = a;
   }

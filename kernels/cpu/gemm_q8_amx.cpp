@@ -83,6 +83,11 @@ struct AmxHw {
     return reinterpret_cast<LsAmxV16i>(_mm512_dpwssd_epi32(
         reinterpret_cast<__m512i>(acc), reinterpret_cast<__m512i>(a), _mm512_set1_epi32(b)));
   }
+  // The lane form's fused step: a * b + c, one rounding a lane.
+  LS_AMX_TARGET static LsAmxV16f fma(LsAmxV16f a, LsAmxV16f b, LsAmxV16f c) {
+    return reinterpret_cast<LsAmxV16f>(_mm512_fmadd_ps(
+        reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+  }
 };
 #undef LS_TILE_CASES
 

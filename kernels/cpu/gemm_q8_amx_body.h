@@ -6,6 +6,7 @@
 //     config(cfg), release()               the tile shapes (LDTILECFG) / back to init
 //     load<T>(p, stride), store<T>(p, stride), zero<T>()
 //     dp_us<C, A, B>(), dp_ss<C, A, B>()   C += A · B, A unsigned / signed bytes
+//     fma(a, b, c)                         a · b + c per lane, one rounding (static)
 // Tiles: 0, 1: the int32 sums of token groups 0 and 1 (16 x 16); 2: 16
 // weight rows' block (32 bytes); 3, 4: the groups' block (8 x 64); 5, 6, 7:
 // the same for half a block (Q6_K's groups of 16 values).
@@ -13,7 +14,7 @@
 // The float step is GCC vector code, 16 tokens a vector: one AVX-512
 // instruction per operation in the hardware build, emulated lane by lane
 // elsewhere, with the lane form's IEEE operations either way (contraction is
-// off in both files: a multiply then an add).
+// off in both files; the lane form's fused steps are the policy's fma).
 // (no defines: a body for gemm_q8_amx.cpp and gemm_q8_amx_emu.cpp)
 #pragma once
 
@@ -35,6 +36,13 @@ template <class V>
 LS_AMX_TARGET inline V amx_load16(const void* p) {
   V v;
   std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Every lane x (a negated factor keeps its sign: -0 stays -0).
+LS_AMX_TARGET inline LsAmxV16f amx_splat(float x) {
+  LsAmxV16f v;
+  for (int i = 0; i < 16; ++i) v[i] = x;
   return v;
 }
 
@@ -134,15 +142,15 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
         LsAmxV16f a = acc[r][g][j];
         const LsAmxV16f I =
             __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][g][r]), LsAmxV16f);
-        a = a + (s * d[g]) * I;
+        a = Ops::fma(s * d[g], I, a);
         if constexpr (kQ6) {
           const LsAmxV16f hi =
               __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][2 + g][r]), LsAmxV16f);
-          a = a + (wr.s_hi[j] * d[g]) * hi;
-          a = a - m * dl[g];
-          a = a - wr.m_hi[j] * dh[g];
+          a = Ops::fma(wr.s_hi[j] * d[g], hi, a);
+          a = Ops::fma(amx_splat(-m), dl[g], a);
+          a = Ops::fma(amx_splat(-wr.m_hi[j]), dh[g], a);
         } else if constexpr (!kQ8) {
-          a = a - m * dl[g];
+          a = Ops::fma(amx_splat(-m), dl[g], a);
         }
         acc[r][g][j] = a;
       }

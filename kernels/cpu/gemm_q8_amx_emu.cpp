@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wpsabi"  // 64-byte vectors without AVX-512: inlined, no ABI
 #endif
 
+#include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/gemm_q8_amx.h"
@@ -78,6 +79,10 @@ struct AmxEmu {
       acc[i] += int32_t{static_cast<int16_t>(a[i] & 0xFFFF)} * b0 +
                 int32_t{static_cast<int16_t>(a[i] >> 16)} * b1;
     return acc;
+  }
+  static LsAmxV16f fma(LsAmxV16f a, LsAmxV16f b, LsAmxV16f c) {
+    for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+    return c;
   }
 };
 

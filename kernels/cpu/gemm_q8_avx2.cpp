@@ -10,7 +10,7 @@
 // w < 0) takes one. Then madd by ones widens them into int32 lane j = block
 // j's partial sum, so no horizontal step is needed (the interleaving did it).
 // Per chunk and (row, token), the lane form's float step on 8 lanes:
-//   acc = acc + (s * d_x) * float(I);   acc = acc - m * ds
+//   acc = fma(s * d_x, float(I), acc);   acc = fma(-m, ds, acc)
 // (Q6_K: its lo and hi groups in turn). At the end, the horizontal sum with
 // q8_lanes_sum's tree.
 //
@@ -152,14 +152,14 @@ LS_AVX2 inline void float_step(const GemmQ8WChunk* const* wc, const GemmQ8XChunk
     for (int t = 0; t < T; ++t) {
       const __m256 dx = _mm256_load_ps(xc[t]->d);
       __m256 a = acc[r][t];
-      a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(s, dx), _mm256_cvtepi32_ps(I[r][t])));
+      a = _mm256_fmadd_ps(_mm256_mul_ps(s, dx), _mm256_cvtepi32_ps(I[r][t]), a);
       if constexpr (kQ6) {
         const __m256 sh = _mm256_load_ps(wc[r]->s_hi), mh = _mm256_load_ps(wc[r]->m_hi);
-        a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(sh, dx), _mm256_cvtepi32_ps(Ih[r][t])));
-        a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds_lo)));
-        a = _mm256_sub_ps(a, _mm256_mul_ps(mh, _mm256_load_ps(xc[t]->ds_hi)));
+        a = _mm256_fmadd_ps(_mm256_mul_ps(sh, dx), _mm256_cvtepi32_ps(Ih[r][t]), a);
+        a = _mm256_fnmadd_ps(m, _mm256_load_ps(xc[t]->ds_lo), a);
+        a = _mm256_fnmadd_ps(mh, _mm256_load_ps(xc[t]->ds_hi), a);
       } else if constexpr (!kQ8) {
-        a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds)));
+        a = _mm256_fnmadd_ps(m, _mm256_load_ps(xc[t]->ds), a);
       }
       acc[r][t] = a;
     }

@@ -127,7 +127,7 @@ LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, f
           for (int t = 0; t < T; ++t) {
             const __m256 f = _mm256_mul_ps(s, _mm256_load_ps(xc[t]->d));
             acc[r][t] =
-                _mm256_add_ps(acc[r][t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(fold(A[r][t]))));
+                _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(fold(A[r][t])), acc[r][t]);
           }
         }
       }
@@ -136,8 +136,8 @@ LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, f
         const __m256 m = _mm256_load_ps(wc[r]->m), mh = _mm256_load_ps(wc[r]->m_hi);
         LS_UNROLL
         for (int t = 0; t < T; ++t) {
-          __m256 a = _mm256_sub_ps(acc[r][t], _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds_lo)));
-          acc[r][t] = _mm256_sub_ps(a, _mm256_mul_ps(mh, _mm256_load_ps(xc[t]->ds_hi)));
+          __m256 a = _mm256_fnmadd_ps(m, _mm256_load_ps(xc[t]->ds_lo), acc[r][t]);
+          acc[r][t] = _mm256_fnmadd_ps(mh, _mm256_load_ps(xc[t]->ds_hi), a);
         }
       }
     } else {
@@ -153,8 +153,8 @@ LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, f
                 I, _mm256_slli_epi32(
                        _mm256_load_si256(reinterpret_cast<const __m256i*>(xc[t]->sum)), 7));
           const __m256 f = _mm256_mul_ps(s, _mm256_load_ps(xc[t]->d));
-          __m256 a = _mm256_add_ps(acc[r][t], _mm256_mul_ps(f, _mm256_cvtepi32_ps(I)));
-          if constexpr (!kQ8) a = _mm256_sub_ps(a, _mm256_mul_ps(m, _mm256_load_ps(xc[t]->ds)));
+          __m256 a = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(I), acc[r][t]);
+          if constexpr (!kQ8) a = _mm256_fnmadd_ps(m, _mm256_load_ps(xc[t]->ds), a);
           acc[r][t] = a;
         }
       }
@@ -229,9 +229,9 @@ LS_VNNI512_DQ inline void pair_products(const GemmQ8WChunk* const* wc,
   }
 }
 
-// acc + (s · d) · float(I), the lane form's step for one group.
+// fma(s · d, float(I), acc), the lane form's step for one group.
 LS_VNNI512_DQ inline __m512 pair_step(__m512 acc, __m512 s, __m512 d, __m512i I) {
-  return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I)));
+  return _mm512_fmadd_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I), acc);
 }
 
 // x: NP pairs of the pairs panel (a pair's second token may repeat its
@@ -273,8 +273,8 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XPair* x, int n_
         const __m512 dh = _mm512_loadu_ps(xc[p]->ds_hi);
         LS_UNROLL
         for (int r = 0; r < R; ++r) {
-          const __m512 a = _mm512_sub_ps(acc[r][p], _mm512_mul_ps(both_ps(wc[r]->m), dl));
-          acc[r][p] = _mm512_sub_ps(a, _mm512_mul_ps(both_ps(wc[r]->m_hi), dh));
+          const __m512 a = _mm512_fnmadd_ps(both_ps(wc[r]->m), dl, acc[r][p]);
+          acc[r][p] = _mm512_fnmadd_ps(both_ps(wc[r]->m_hi), dh, a);
         }
       }
     } else {
@@ -291,7 +291,7 @@ LS_VNNI512_DQ void pair_tile(const GemmQ8WChunk* w, const GemmQ8XPair* x, int n_
           __m512i I = A[r][p];
           if constexpr (kQ8) I = _mm512_sub_epi32(I, sum128);
           __m512 a = pair_step(acc[r][p], both_ps(wc[r]->s), d[p], I);
-          if constexpr (!kQ8) a = _mm512_sub_ps(a, _mm512_mul_ps(both_ps(wc[r]->m), ds));
+          if constexpr (!kQ8) a = _mm512_fnmadd_ps(both_ps(wc[r]->m), ds, a);
           acc[r][p] = a;
         }
       }

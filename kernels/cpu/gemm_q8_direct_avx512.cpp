@@ -28,15 +28,15 @@
 // vpermt2d and the shift, mask and merge for the qh bits, 26).
 // Why the 16 may stay in the product: I' = 16 I exactly (|I| < 2^16), and
 // s' = s / 16 exactly (a power of two, far from the subnormals), so
-// round(s' d) = round(s d) / 16 and round(s' d) * float(I') is the same
-// float as round(s d) * float(I): the lane form's operations on other
-// values with the same results. On Zen 4, one thread, 8 tokens, the 70b's
+// round(s' d) = round(s d) / 16 and the exact product round(s' d) *
+// float(I') is round(s d) * float(I): the lane form's fused step on other
+// values with the same result. On Zen 4, one thread, 8 tokens, the 70b's
 // Q4_K shapes: 1-4 % faster than shifting (a vpsrlvd a slice, which on
 // Intel's cores shares port 0 with vpdpbusd).
 // The scales (d * sc and dmin * mn, one float multiply each, as the packer
 // makes them) are computed for both rows at once. Then per token the lane form's steps
 // on 16 lanes (two rows): vpdpbusd per slice, and per chunk
-// acc + (s * d) * float(I), acc - m * ds (Q6_K: per group of 16, as the
+// fma(s * d, float(I), acc), fma(-m, ds, acc) (Q6_K: per group of 16, as the
 // pairs tile does them): the same operations in the same
 // order as every other path, so the same bits (tests/unit/kernels/
 // test_cpu_gemm_q8.cpp checks them with memcmp).
@@ -232,9 +232,8 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     for (int t = 0; t < T; ++t) {
       const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
       const __m512 ds = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds + 8 * (t & 1)));
-      __m512 a =
-          _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t])));
-      acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m, ds));
+      __m512 a = _mm512_fmadd_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(m, ds, a);
     }
   }
   direct_store(acc, two, y, ldy);
@@ -366,8 +365,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) {
         const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
-        acc[t] =
-            _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s[h], d), _mm512_cvtepi32_ps(A[t])));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(s[h], d), _mm512_cvtepi32_ps(A[t]), acc[t]);
       }
     }
     const __m512 m_lo = _mm512_mul_ps(k32, s[0]), m_hi = _mm512_mul_ps(k32, s[1]);
@@ -375,8 +373,7 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     for (int t = 0; t < T; ++t) {
       const __m512 dl = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_lo + 8 * (t & 1)));
       const __m512 dh = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_hi + 8 * (t & 1)));
-      const __m512 a = _mm512_sub_ps(acc[t], _mm512_mul_ps(m_lo, dl));
-      acc[t] = _mm512_sub_ps(a, _mm512_mul_ps(m_hi, dh));
+      acc[t] = _mm512_fnmadd_ps(m_hi, dh, _mm512_fnmadd_ps(m_lo, dl, acc[t]));
     }
   }
   direct_store(acc, two, y, ldy);

@@ -174,7 +174,7 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
               _mm256_load_si256(reinterpret_cast<const __m256i*>(xc[t / 2]->sum + 8 * (t & 1)))),
           7);
       const __m512i I = _mm512_sub_epi32(A[t], sum128);
-      acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I)));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I), acc[t]);
     }
   }
   direct_store(acc, two, y, ldy);

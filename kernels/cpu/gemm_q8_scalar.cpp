@@ -41,14 +41,14 @@ float dot_one(GgmlType t, const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t 
       float l = a[j];
       if (q6) {
         const int32_t lo = lane_sum(wc, xc, j, 0, 4, false), hi = lane_sum(wc, xc, j, 4, 8, false);
-        l = l + (wc.s[j] * xc.d[j]) * static_cast<float>(lo);
-        l = l + (wc.s_hi[j] * xc.d[j]) * static_cast<float>(hi);
-        l = l - wc.m[j] * xc.ds_lo[j];
-        l = l - wc.m_hi[j] * xc.ds_hi[j];
+        l = q8_lane_add(l, wc.s[j] * xc.d[j], lo);
+        l = q8_lane_add(l, wc.s_hi[j] * xc.d[j], hi);
+        l = q8_lane_sub(l, wc.m[j], xc.ds_lo[j]);
+        l = q8_lane_sub(l, wc.m_hi[j], xc.ds_hi[j]);
       } else {
         const int32_t i = lane_sum(wc, xc, j, 0, 8, q8);
-        l = l + (wc.s[j] * xc.d[j]) * static_cast<float>(i);
-        if (!q8) l = l - wc.m[j] * xc.ds[j];  // m = 0 past a row's end: l - 0 = l
+        l = q8_lane_add(l, wc.s[j] * xc.d[j], i);
+        if (!q8) l = q8_lane_sub(l, wc.m[j], xc.ds[j]);  // m = 0 past a row's end: l - 0 = l
       }
       a[j] = l;
     }
