@@ -8,9 +8,11 @@
 #     graphs, the pipeline's batch test) while the 70b is written;
 #  2. the CPU GEMM at 8 and 32 tokens, 16 threads, 70b shapes: base against
 #     fma, alternated;
-#  3. issue 18's replay (K = 7, acceptance 0.7): base with the GEMV at decode
-#     widths (the old defaults) against fma with LS_MMQ_DECODE=1, alternated,
-#     two rounds; then width 32 with the new binary.
+#  3. issue 18's replay (K = 7, acceptance 0.7) with the new binary: the GEMV
+#     at decode widths (LS_MMQ_DECODE=0, the default) against the int8 GEMM
+#     there (=1), alternated, two rounds; then width 32.
+# (base.txz holds only the old ls_bench_cpu_matmul: two layerstream binaries
+# and the tree do not fit the call's 64 MiB.)
 # Run: OUT=$OUT LIMIT=540 bash bench/results/raw-2026-12-05-s41/call1/run.sh $PWD
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; BB=/tmp/base; M=/tmp/ls-models; LIMIT=${LIMIT:-540}
@@ -36,9 +38,9 @@ for r in 1 2; do for v in base fma; do
   timeout 40 $X/ls_bench_cpu_matmul --threads 16 --ntok 32 --amx on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 5 --weights-gib 4 >> $O/mm-$v-$r.txt 2>&1
   echo "cpu gemm $v round $r rc=$?"; grep -E "^q[46]_K" $O/mm-$v-$r.txt | awk '{print $1, $2, $3, $4, $6, $(NF-6), $(NF-3), $NF}' | tr '\n' ';'; echo
 done; done; el
-for r in 1 2; do for v in base fma; do
+for r in 1 2; do for v in gemv mmq; do
   left 60 || break
-  X=$B; E="LS_MMQ_DECODE=1"; [ $v = base ] && { X=$BB; E="LS_MMQ_DECODE=0"; }
+  X=$B; E="LS_MMQ_DECODE=1"; [ $v = gemv ] && E="LS_MMQ_DECODE=0"
   (cd $R && env $E BIN=$X OUT=/tmp/spec-$v-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-$v-$r.txt 2>&1)
   echo "spec $v ($E) round $r rc=$?"; cut -c1-160 $O/spec-$v-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
   cp /tmp/spec-$v-$r/a0.7-k7.err $O/spec-$v-$r-k7.err 2>/dev/null
