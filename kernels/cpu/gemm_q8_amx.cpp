@@ -88,6 +88,11 @@ struct AmxHw {
     return reinterpret_cast<LsAmxV16f>(_mm512_fmadd_ps(
         reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
   }
+  // c - a * b with a in every lane, one rounding a lane (= fma(-a, b, c)).
+  LS_AMX_TARGET static LsAmxV16f fnma(float a, LsAmxV16f b, LsAmxV16f c) {
+    return reinterpret_cast<LsAmxV16f>(_mm512_fnmadd_ps(
+        _mm512_set1_ps(a), reinterpret_cast<__m512>(b), reinterpret_cast<__m512>(c)));
+  }
 };
 #undef LS_TILE_CASES
 

@@ -6,7 +6,8 @@
 //     config(cfg), release()               the tile shapes (LDTILECFG) / back to init
 //     load<T>(p, stride), store<T>(p, stride), zero<T>()
 //     dp_us<C, A, B>(), dp_ss<C, A, B>()   C += A · B, A unsigned / signed bytes
-//     fma(a, b, c)                         a · b + c per lane, one rounding (static)
+//     fma(a, b, c), fnma(s, b, c)          a · b + c, c - s · b per lane (s: a float), one
+//                                          rounding (static)
 // Tiles: 0, 1: the int32 sums of token groups 0 and 1 (16 x 16); 2: 16
 // weight rows' block (32 bytes); 3, 4: the groups' block (8 x 64); 5, 6, 7:
 // the same for half a block (Q6_K's groups of 16 values).
@@ -36,13 +37,6 @@ template <class V>
 LS_AMX_TARGET inline V amx_load16(const void* p) {
   V v;
   std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-// Every lane x (a negated factor keeps its sign: -0 stays -0).
-LS_AMX_TARGET inline LsAmxV16f amx_splat(float x) {
-  LsAmxV16f v;
-  for (int i = 0; i < 16; ++i) v[i] = x;
   return v;
 }
 
@@ -147,10 +141,10 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
           const LsAmxV16f hi =
               __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][2 + g][r]), LsAmxV16f);
           a = Ops::fma(wr.s_hi[j] * d[g], hi, a);
-          a = Ops::fma(amx_splat(-m), dl[g], a);
-          a = Ops::fma(amx_splat(-wr.m_hi[j]), dh[g], a);
+          a = Ops::fnma(m, dl[g], a);
+          a = Ops::fnma(wr.m_hi[j], dh[g], a);
         } else if constexpr (!kQ8) {
-          a = Ops::fma(amx_splat(-m), dl[g], a);
+          a = Ops::fnma(m, dl[g], a);
         }
         acc[r][g][j] = a;
       }

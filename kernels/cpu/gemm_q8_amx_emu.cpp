@@ -84,6 +84,10 @@ struct AmxEmu {
     for (int i = 0; i < 16; ++i) c[i] = std::fma(a[i], b[i], c[i]);
     return c;
   }
+  static LsAmxV16f fnma(float a, LsAmxV16f b, LsAmxV16f c) {
+    for (int i = 0; i < 16; ++i) c[i] = std::fma(-a, b[i], c[i]);
+    return c;
+  }
 };
 
 }  // namespace
