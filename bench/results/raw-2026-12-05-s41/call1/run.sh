@@ -10,7 +10,7 @@
 #     at decode widths (LS_MMQ_DECODE=0, the default) against the int8 GEMM
 #     there (=1), alternated, two rounds;
 #  3. the CPU GEMM at 8 and 32 tokens, 16 threads, 70b shapes: base against
-#     fma, alternated; then width 32.
+#     fma, alternated (between the replay's rounds); then width 32.
 # (base.txz holds only the old ls_bench_cpu_matmul: two layerstream binaries
 # and the tree do not fit the call's 64 MiB.)
 # Run: OUT=$OUT LIMIT=540 bash bench/results/raw-2026-12-05-s41/call1/run.sh $PWD
@@ -34,13 +34,16 @@ echo "gpu tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|
 (cd $R && timeout 100 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
 echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
 wait $SYN; echo "synth rc=$?"; el; pack
-for r in 1 2; do for v in gemv mmq; do
+spec() {
+for r in "$@"; do for v in gemv mmq; do
   left 60 || break
   X=$B; E="LS_MMQ_DECODE=1"; [ $v = gemv ] && E="LS_MMQ_DECODE=0"
   (cd $R && env $E BIN=$X OUT=/tmp/spec-$v-$r MODELS=$M N=128 KS=" " ALPHA_KS="7" timeout $((LIMIT - SECONDS)) bash scripts/gpu_speculative_check.sh > $O/spec-$v-$r.txt 2>&1)
   echo "spec $v ($E) round $r rc=$?"; cut -c1-160 $O/spec-$v-$r.txt | grep -E "^plain|^a0|ratio|CPU tier by width"; el
   cp /tmp/spec-$v-$r/a0.7-k7.err $O/spec-$v-$r-k7.err 2>/dev/null; pack
 done; done
+}
+spec 1
 left 70 && { for r in 1 2; do for v in base fma; do
   X=$B; [ $v = base ] && X=$BB
   timeout 25 $X/ls_bench_cpu_matmul --threads 16 --ntok 8 --direct on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 7 --weights-gib 4 > $O/mm-$v-$r.txt 2>&1
@@ -48,6 +51,7 @@ left 70 && { for r in 1 2; do for v in base fma; do
   echo "cpu gemm $v round $r rc=$?"; grep -E "^q[46]_K" $O/mm-$v-$r.txt | awk '{print $1, $2, $3, $4, $6, $(NF-6), $(NF-3), $NF}' | tr '\n' ';'; echo
 done; done; el; }
 pack
+spec 2
 if left 50; then
   LS_MMQ_DECODE=1 timeout 48 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 64 > $O/b32.txt 2>&1
   echo "width 32 rc=$?"; grep -E "^\| [0-9]" $O/b32.txt | cut -d"|" -f2-5,15-18; grep "CPU tier by width" $O/b32.txt | cut -c1-200; el
