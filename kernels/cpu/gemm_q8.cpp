@@ -58,7 +58,11 @@ struct JobG {
 // then token block by token block (the block's panel in L2), row tile by row
 // tile (in L1), the kernel over the block's token tiles.
 // A task's rows [r0, r1) of one part and tokens [g0, g1), its rows packed
-// into the thread's tile (natural: the AMX path's order).
+// into the thread's tile (natural: the AMX path's order and layout: rows in
+// tiles of 16, each tile chunk-major, row i's chunk c at c * 16 + i, so that
+// a tile load's 16 rows are 384 bytes apart. Row-major, they were nc * 384
+// apart: at the 70b's n_in = 8192, 12 KiB, all 16 in one set of L1, along
+// with the float step's scales of the same rows).
 struct TaskRows {
   const WeightView* w;
   float* y;
@@ -83,9 +87,13 @@ TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   t.packed = !(j.direct && gemm_q8_direct_supported(t.w->type, j.n));
   if (!t.packed) return t;
   const uint8_t* rows = static_cast<const uint8_t*>(t.w->data);
-  for (int64_t r = t.r0; r < t.r1; ++r)
-    gemm_q8_pack_w(t.w->type, rows + r * j.row_bytes[p], j.n, t.tile + (r - t.r0) * j.nc, j.isa,
-                   natural);
+  for (int64_t r = t.r0; r < t.r1; ++r) {
+    const int64_t i = r - t.r0, at = natural ? i / kGemmQ8AmxRows * kGemmQ8AmxRows * j.nc +
+                                                   i % kGemmQ8AmxRows
+                                             : i * j.nc;
+    gemm_q8_pack_w(t.w->type, rows + r * j.row_bytes[p], j.n, t.tile + at, j.isa, natural,
+                   natural ? kGemmQ8AmxRows : 1);
+  }
   return t;
 }
 
@@ -119,17 +127,20 @@ void run_task(const JobG& j, int64_t task, int thread) {
   }
 }
 
-// The same on the AMX path: rows packed in natural order and padded to
-// whole weight tiles of 16 (zeros), tokens 32 at a time (two groups of the
-// panel; a range of tokens starts on a group).
+// The same on the AMX path: rows packed in natural order into tiles of 16
+// (pack_task), the last tile's rows past r1 zeros, tokens 32 at a time (two
+// groups of the panel; a range of tokens starts on a group).
 void run_task_amx(const JobG& j, int64_t task, int thread) {
   const TaskRows tr = pack_task(j, task, thread, true);
   const WeightView& w = *tr.w;
   float* y = tr.y;
   const int64_t r0 = tr.r0, r1 = tr.r1, g0 = tr.g0, g1 = tr.g1;
   GemmQ8WChunk* tile = tr.tile;
-  const int64_t padded = (r1 - r0 + kGemmQ8AmxRows - 1) / kGemmQ8AmxRows * kGemmQ8AmxRows;
-  std::fill(tile + (r1 - r0) * j.nc, tile + padded * j.nc, GemmQ8WChunk{});
+  if (const int64_t rem = (r1 - r0) % kGemmQ8AmxRows; rem) {
+    GemmQ8WChunk* last = tile + (r1 - r0 - rem) * j.nc;
+    for (int64_t c = 0; c < j.nc; ++c)
+      std::fill(last + c * kGemmQ8AmxRows + rem, last + (c + 1) * kGemmQ8AmxRows, GemmQ8WChunk{});
+  }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
     const int64_t b1 = std::min(g1, b0 + j.plan.tokens_per_block);
     for (int64_t r = r0; r < r1; r += kGemmQ8AmxRows) {

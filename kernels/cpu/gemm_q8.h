@@ -168,10 +168,11 @@ GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
 // the packer (every one gives the same bytes).
 void gemm_q8_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel,
                     CpuIsa isa = CpuIsa::Portable);
-// One weight row of n values of type t into nc chunks (natural: u in the
-// values' own order, block j = bytes 32j.., for the AMX path).
+// One weight row of n values of type t into nc chunks, chunk c at out[c *
+// stride] (natural: u in the values' own order, block j = bytes 32j.., for
+// the AMX path, whose tiles interleave 16 rows: stride 16).
 void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                    CpuIsa isa = CpuIsa::Portable, bool natural = false);
+                    CpuIsa isa = CpuIsa::Portable, bool natural = false, int64_t stride = 1);
 // Pairs [p0, p1) of the n_tok tokens of x into a pairs panel (the pairs
 // tile's; isa picks the per-token packer it interleaves).
 void gemm_q8_pack_x_pairs(const ActQ8View& x, int64_t p0, int64_t p1, int64_t n_tok,
@@ -181,7 +182,7 @@ void gemm_q8_pack_x_from(const ActQ8View& x, int64_t t0, int64_t t1, int64_t c0,
                          GemmQ8XChunk* panel);
 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel);
 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                         bool natural = false);
+                         bool natural = false, int64_t stride = 1);
 
 // The panel and the per-thread tiles; grows in reserve only.
 class GemmQ8Scratch {

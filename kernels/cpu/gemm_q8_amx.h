@@ -53,7 +53,7 @@ int64_t gemm_q8_amx_min_tokens();
 // y[t * ldy + r] = row r · token t for r < n_rows (<= 16), t < n_tok (<= 16
 // · n_groups, n_groups 1 or 2). w: 16 rows of nc natural-order chunks
 // (gemm_q8_pack_w's natural order; rows past n_rows are read, so they must be there:
-// zeros do), row r chunk c at w[r * nc + c]; x: n_groups groups of nc
+// zeros do), chunk-major: row r chunk c at w[c * 16 + r]; x: n_groups groups of nc
 // chunks, group g chunk c at x[g * nc + c].
 using GemmQ8AmxTileFn = void (*)(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                                  int n_groups, int n_rows, int n_tok, float* y, int64_t ldy);

@@ -66,11 +66,13 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
   // The tiles' sums as stored, two steps' worth: [step & 1][g] the block
   // (Q6_K: its lo half), [step & 1][2 + g] Q6_K's hi half.
   alignas(64) int32_t cb[2][4][R][16];
-  const int64_t stride = nc * static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
+  // Row r's chunk c at w[c * R + r] (kernels/cpu/gemm_q8_amx.h): a tile
+  // load's rows are a chunk apart.
+  const int64_t stride = static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
   const bool two = n_groups > 1;
   // The tile multiplies of step (c, j) into cb[buf].
   auto multiply = [&](int64_t c, int j, int buf) LS_AMX_TARGET {
-    const ls::GemmQ8WChunk* wc = w + c;
+    const ls::GemmQ8WChunk* wc = w + c * R;
     const ls::GemmQ8AmxX* xc0 = x + c;
     const ls::GemmQ8AmxX* xc1 = x + nc + c;
     if constexpr (kQ6) {
@@ -117,7 +119,7 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
     const int j = static_cast<int>(i % 8), buf = static_cast<int>(i & 1);
     if (i + 1 < steps) multiply((i + 1) / 8, static_cast<int>((i + 1) % 8), buf ^ 1);
     // The float step of lane j, chunk c: every (row, token) pair.
-    const ls::GemmQ8WChunk* wc = w + c;
+    const ls::GemmQ8WChunk* wc = w + c * R;
     const ls::GemmQ8AmxX* xg[2] = {x + c, x + nc + c};
     LsAmxV16f d[2] = {}, dl[2] = {}, dh[2] = {};
     for (int g = 0; g < n_groups; ++g) {
@@ -130,7 +132,7 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
       }
     }
     for (int r = 0; r < R; ++r) {
-      const ls::GemmQ8WChunk& wr = wc[r * nc];
+      const ls::GemmQ8WChunk& wr = wc[r];
       const float s = wr.s[j], m = wr.m[j];
       for (int g = 0; g < n_groups; ++g) {
         LsAmxV16f a = acc[r][g][j];

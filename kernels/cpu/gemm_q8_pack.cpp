@@ -124,8 +124,8 @@ void gemm_q8_pack_x_pairs(const ActQ8View& x, int64_t p0, int64_t p1, int64_t n_
 }
 
 void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out, CpuIsa isa,
-                    bool natural) {
-  if (isa != CpuIsa::Portable) return gemm_q8_pack_w_avx2(t, row, n, out, natural);
+                    bool natural, int64_t stride) {
+  if (isa != CpuIsa::Portable) return gemm_q8_pack_w_avx2(t, row, n, out, natural, stride);
   const int64_t nc = gemm_q8_chunks(n);
   const uint64_t chunk_bytes = ggml_row_bytes(t, QK_K);
   const bool has_min = g16_has_min(t);
@@ -140,7 +140,7 @@ void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out
     unpack_g16_scalar(t, row, nv, u);
     if (offset)
       for (int i = 0; i < nv; ++i) q[i] = static_cast<int8_t>(q[i] + offset);
-    GemmQ8WChunk& o = out[c];
+    GemmQ8WChunk& o = out[c * stride];
     const int nb = nv / 32;
     if (natural) {
       std::memset(o.u, 0, sizeof o.u);

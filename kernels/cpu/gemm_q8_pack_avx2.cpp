@@ -99,7 +99,7 @@ LS_AVX2 inline void pack_q45_k_chunk(const uint8_t* block, GemmQ8WChunk& o, bool
 }  // namespace
 
 LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                                 bool natural) {
+                                 bool natural, int64_t stride) {
   const int64_t full = n / QK_K;
   const uint64_t chunk_bytes = ggml_row_bytes(t, QK_K);
   const bool has_min = g16_has_min(t);
@@ -111,8 +111,8 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
   if (t == GgmlType::Q4_K || t == GgmlType::Q5_K) {
     for (int64_t c = 0; c < full; ++c, row += chunk_bytes) {
       if (ahead > 0) prefetch_span(row, ahead, static_cast<int64_t>(chunk_bytes));
-      t == GgmlType::Q4_K ? pack_q45_k_chunk<false>(row, out[c], natural)
-                          : pack_q45_k_chunk<true>(row, out[c], natural);
+      t == GgmlType::Q4_K ? pack_q45_k_chunk<false>(row, out[c * stride], natural)
+                          : pack_q45_k_chunk<true>(row, out[c * stride], natural);
     }
     return;  // whole chunks only: a K-quant row is a multiple of 256
   }
@@ -123,7 +123,7 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
     for (int j = 0; j < 8; ++j)
       r[j] =
           _mm256_add_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)), offset);
-    GemmQ8WChunk& o = out[c];
+    GemmQ8WChunk& o = out[c * stride];
     if (natural)
       for (int j = 0; j < 8; ++j)
         _mm256_store_si256(reinterpret_cast<__m256i*>(o.u + 32 * j), r[j]);
@@ -155,7 +155,8 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
   // A Q4_0 / Q8_0 row that ends inside a chunk: its last chunk as the
   // portable packer makes it.
   if (full * QK_K < n)
-    gemm_q8_pack_w(t, row, n - full * QK_K, out + full, CpuIsa::Portable, natural);
+    gemm_q8_pack_w(t, row, n - full * QK_K, out + full * stride, CpuIsa::Portable, natural,
+                   stride);
 }
 
 LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
@@ -198,8 +199,8 @@ LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, Gem
 
 namespace ls {
 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                         bool natural) {
-  gemm_q8_pack_w(t, row, n, out, CpuIsa::Portable, natural);
+                         bool natural, int64_t stride) {
+  gemm_q8_pack_w(t, row, n, out, CpuIsa::Portable, natural, stride);
 }
 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
   gemm_q8_pack_x_from(x, t0, t1, 0, panel);
