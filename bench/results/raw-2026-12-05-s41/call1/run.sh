@@ -46,7 +46,7 @@ done; done
 spec 1
 left 70 && { for r in 1 2; do for v in base fma; do
   X=$B; [ $v = base ] && X=$BB
-  timeout 25 $X/ls_bench_cpu_matmul --threads 16 --ntok 8 --direct on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 7 --weights-gib 4 > $O/mm-$v-$r.txt 2>&1
+  timeout 40 $X/ls_bench_cpu_matmul --threads 16 --ntok 8 --direct on --amx off,on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 7 --weights-gib 4 > $O/mm-$v-$r.txt 2>&1
   timeout 25 $X/ls_bench_cpu_matmul --threads 16 --ntok 32 --amx on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 5 --weights-gib 4 >> $O/mm-$v-$r.txt 2>&1
   echo "cpu gemm $v round $r rc=$?"; grep -E "^q[46]_K" $O/mm-$v-$r.txt | awk '{print $1, $2, $3, $4, $6, $(NF-6), $(NF-3), $NF}' | tr '\n' ';'; echo
 done; done; el; }

@@ -3,7 +3,7 @@
 # no replay): the fused lane form on the Xeon.
 #  1. the CPU GEMM's bits on the tile unit (AMX hardware against its
 #     emulation, the dot and the portable form: memcmp);
-#  2. the CPU GEMM at 8 (direct tile) and 32 tokens (AMX), 16 threads, the
+#  2. the CPU GEMM at 8 (direct tile and AMX) and 32 tokens (AMX), 16 threads, the
 #     70b's shapes from DRAM: base (65481aa, before the fused form) against
 #     fma, alternated, two rounds;
 #  3. the GPU tests of session 40's split group and graphs, then the
@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name --format=csv,noheader; lscpu | grep -E "Model name|^
 echo "cpu unit rc=$?"; grep -E "SKIPPED|test cases|assertions|Status|FAILED|ERROR" $O/unit-cpu.txt | sort | uniq -c | tail -8; el; pack
 for r in 1 2; do for v in base fma; do
   X=$B; [ $v = base ] && X=$BB
-  timeout 20 $X/ls_bench_cpu_matmul --threads 16 --ntok 8 --direct on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 5 --weights-gib 2 --host-bytes-gib 1 > $O/mm-$v-$r.txt 2>&1
+  timeout 30 $X/ls_bench_cpu_matmul --threads 16 --ntok 8 --direct on --amx off,on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 5 --weights-gib 2 --host-bytes-gib 1 > $O/mm-$v-$r.txt 2>&1
   timeout 20 $X/ls_bench_cpu_matmul --threads 16 --ntok 32 --amx on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 3 --weights-gib 2 --host-bytes-gib 1 >> $O/mm-$v-$r.txt 2>&1
   echo "cpu gemm $v round $r rc=$?"; grep -E "^q[46]_K" $O/mm-$v-$r.txt | awk '{print $1, $3, $4, $6, $(NF-6)}' | tr '\n' ';'; echo
 done; done; el; pack
