@@ -279,8 +279,7 @@ LS_AVX2 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float* y,
       const __m256 f = _mm256_mul_ps(sc.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
       acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(sum), acc[t]);
       if constexpr (T != GgmlType::Q8_0)
-        acc[t] =
-            _mm256_fnmadd_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(sc.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
     }
   }
   LS_UNROLL
@@ -351,10 +350,8 @@ LS_AVX2 void dot_q6_k(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         block_sums(pk, &i_lo, &i_hi);
       }
       const __m256 dx = _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c);
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo), acc[t]);
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(s_lo, dx), _mm256_cvtepi32_ps(i_lo), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(s_hi, dx), _mm256_cvtepi32_ps(i_hi), acc[t]);
       // ds16 of groups 0..15 -> even groups (lo) and odd ones (hi).
       const float* ds16 = x.ds16_at(t0 + t) + 16 * c;
       const __m256 g0 = _mm256_loadu_ps(ds16), g1 = _mm256_loadu_ps(ds16 + 8);

@@ -335,7 +335,8 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         const __m512 f = _mm512_mul_ps(s2, pair_load(x.d_at(ta) + 8 * c, x.d_at(tb) + 8 * c));
         accp[q] = _mm512_fmadd_ps(f, _mm512_cvtepi32_ps(I), accp[q]);
         if constexpr (T != GgmlType::Q8_0)
-          accp[q] = _mm512_fnmadd_ps(m2, pair_load(x.ds_at(ta) + 8 * c, x.ds_at(tb) + 8 * c), accp[q]);
+          accp[q] =
+              _mm512_fnmadd_ps(m2, pair_load(x.ds_at(ta) + 8 * c, x.ds_at(tb) + 8 * c), accp[q]);
       }
     }
     LS_UNROLL
@@ -360,11 +361,9 @@ LS_VNNI512 void dot32(const uint8_t* row, const ActQ8View& x, int64_t t0, float*
         sums(p, &lo, &hi);
       }
       const __m256 f = _mm256_mul_ps(ch.s, _mm256_loadu_ps(x.d_at(t0 + t) + 8 * c));
-      acc[t] =
-          _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), acc[t]);
+      acc[t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), acc[t]);
       if constexpr (T != GgmlType::Q8_0)
-        acc[t] =
-            _mm256_fnmadd_ps(ch.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
+        acc[t] = _mm256_fnmadd_ps(ch.m, _mm256_loadu_ps(x.ds_at(t0 + t) + 8 * c), acc[t]);
     }
   }
   LS_UNROLL

@@ -88,9 +88,9 @@ TaskRows pack_task(const JobG& j, int64_t task, int thread, bool natural) {
   if (!t.packed) return t;
   const uint8_t* rows = static_cast<const uint8_t*>(t.w->data);
   for (int64_t r = t.r0; r < t.r1; ++r) {
-    const int64_t i = r - t.r0, at = natural ? i / kGemmQ8AmxRows * kGemmQ8AmxRows * j.nc +
-                                                   i % kGemmQ8AmxRows
-                                             : i * j.nc;
+    const int64_t i = r - t.r0,
+                  at = natural ? i / kGemmQ8AmxRows * kGemmQ8AmxRows * j.nc + i % kGemmQ8AmxRows
+                               : i * j.nc;
     gemm_q8_pack_w(t.w->type, rows + r * j.row_bytes[p], j.n, t.tile + at, j.isa, natural,
                    natural ? kGemmQ8AmxRows : 1);
   }

@@ -126,8 +126,7 @@ LS_VNNI512 void tile(const GemmQ8WChunk* w, const GemmQ8XChunk* x, int64_t nc, f
           LS_UNROLL
           for (int t = 0; t < T; ++t) {
             const __m256 f = _mm256_mul_ps(s, _mm256_load_ps(xc[t]->d));
-            acc[r][t] =
-                _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(fold(A[r][t])), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(f, _mm256_cvtepi32_ps(fold(A[r][t])), acc[r][t]);
           }
         }
       }
@@ -206,9 +205,8 @@ LS_VNNI512_DQ inline __m512 both_ps(const float* a) {
 // (j + 8) is block j's sum of row r with token 2p (2p + 1). A pair's slice
 // is one load from the pairs panel (GemmQ8XPair).
 template <bool kQ8, int R, int NP>
-LS_VNNI512_DQ inline void pair_products(const GemmQ8WChunk* const* wc,
-                                        const GemmQ8XPair* const* xc, int v0, int v1,
-                                        __m512i (&A)[R][NP]) {
+LS_VNNI512_DQ inline void pair_products(const GemmQ8WChunk* const* wc, const GemmQ8XPair* const* xc,
+                                        int v0, int v1, __m512i (&A)[R][NP]) {
   LS_UNROLL
   for (int r = 0; r < R; ++r) LS_UNROLL
   for (int p = 0; p < NP; ++p) A[r][p] = _mm512_setzero_si512();
@@ -313,8 +311,8 @@ LS_VNNI512_DQ void pair_tile_r(const GemmQ8WChunk* w, const GemmQ8XPair* x, int 
 }
 
 template <GgmlType TY>
-LS_VNNI512_DQ void pair_tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XPair* x,
-                                 int n_tok, int64_t nc, float* y, int64_t ldy) {
+LS_VNNI512_DQ void pair_tile_any(const GemmQ8WChunk* w, int n_rows, const GemmQ8XPair* x, int n_tok,
+                                 int64_t nc, float* y, int64_t ldy) {
   switch (n_rows) {
     case 1:
       return pair_tile_r<TY, 1>(w, x, n_tok, nc, y, ldy);

@@ -155,8 +155,7 @@ LS_AVX2 void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, Gemm
   // A Q4_0 / Q8_0 row that ends inside a chunk: its last chunk as the
   // portable packer makes it.
   if (full * QK_K < n)
-    gemm_q8_pack_w(t, row, n - full * QK_K, out + full * stride, CpuIsa::Portable, natural,
-                   stride);
+    gemm_q8_pack_w(t, row, n - full * QK_K, out + full * stride, CpuIsa::Portable, natural, stride);
 }
 
 LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
@@ -198,8 +197,8 @@ LS_AVX2 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, Gem
 #else  // not x86: never called (gemm_q8_parts packs with these only on AVX2 CPUs), but must link.
 
 namespace ls {
-void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out,
-                         bool natural, int64_t stride) {
+void gemm_q8_pack_w_avx2(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out, bool natural,
+                         int64_t stride) {
   gemm_q8_pack_w(t, row, n, out, CpuIsa::Portable, natural, stride);
 }
 void gemm_q8_pack_x_avx2(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8XChunk* panel) {
