@@ -283,18 +283,20 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.panel = scratch.panel();
   j.amx_panel = scratch.amx_panel();
 
-  if (j.amx) {  // the panel in tile layout, split over the threads by token groups
+  if (j.amx) {  // the panel in tile layout, split over the threads by token group and chunks
+    // (by group alone, a 32-token step packed on 2 threads while the others waited)
     struct PackAmx {
       const ActQ8View* x;
       GemmQ8AmxX* panel;
-      int64_t n_tok, n_groups, n_tasks;
-    } pa{&x, j.amx_panel, n_tok, n_groups_x, std::min<int64_t>(n_groups_x, 4 * threads)};
+      int64_t n_tok, nc, slices;
+    } pa{&x, j.amx_panel, n_tok, j.nc,
+         std::clamp<int64_t>((4 * threads + n_groups_x - 1) / n_groups_x, 1, j.nc)};
     const PackAmx* pp = &pa;
-    pool.run(pa.n_tasks, [pp](int64_t task, int) {
-      const int64_t ga = pp->n_groups * task / pp->n_tasks;
-      const int64_t gb = pp->n_groups * (task + 1) / pp->n_tasks;
-      gemm_q8_amx_pack_x(*pp->x, ga * kGemmQ8AmxGroup, std::min(pp->n_tok, gb * kGemmQ8AmxGroup),
-                         pp->panel);
+    pool.run(n_groups_x * pa.slices, [pp](int64_t task, int) {
+      const int64_t g = task / pp->slices, s = task % pp->slices;
+      gemm_q8_amx_pack_x(*pp->x, g * kGemmQ8AmxGroup,
+                         std::min(pp->n_tok, (g + 1) * kGemmQ8AmxGroup), pp->panel,
+                         pp->nc * s / pp->slices, pp->nc * (s + 1) / pp->slices);
     });
   }
 

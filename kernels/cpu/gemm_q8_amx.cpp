@@ -161,11 +161,13 @@ int64_t gemm_q8_amx_min_tokens() {
   return 16;
 }
 
-void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel) {
+void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel, int64_t c0,
+                        int64_t c1) {
   const int64_t nc = gemm_q8_chunks(x.n), nb = x.n / 32;
   const int64_t g0 = t0 / kGemmQ8AmxGroup, g1 = (t1 + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
+  if (c1 < 0 || c1 > nc) c1 = nc;
   for (int64_t g = g0; g < g1; ++g)
-    for (int64_t c = 0; c < nc; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
       GemmQ8AmxX& o = panel[g * nc + c];
       std::memset(&o, 0, sizeof o);
       const int nbc = static_cast<int>(std::min<int64_t>(8, nb - 8 * c));

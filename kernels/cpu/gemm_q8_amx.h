@@ -63,8 +63,10 @@ void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const G
                           int n_groups, int n_rows, int n_tok, float* y, int64_t ldy);
 
 // Tokens [t0, t1) of x into the panel (t0 a multiple of 16; token t in group
-// t / 16 at its place t % 16, group g chunk c at panel[g * nc + c]); a group's
-// places from t1 on are zeroed.
-void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel);
+// t / 16 at its place t % 16, group g chunk c at panel[g * nc + c]), chunks
+// [c0, c1) of them (c1 < 0: to the last); a group's places from t1 on are
+// zeroed.
+void gemm_q8_amx_pack_x(const ActQ8View& x, int64_t t0, int64_t t1, GemmQ8AmxX* panel,
+                        int64_t c0 = 0, int64_t c1 = -1);
 
 }  // namespace ls
