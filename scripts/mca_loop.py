@@ -26,7 +26,10 @@ import tempfile
 
 
 def disassemble(obj, fragment):
-    syms = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    nm = subprocess.run(["nm", obj], capture_output=True, text=True)
+    if nm.returncode:
+        sys.exit(f"error: cannot read symbols of {obj}: {nm.stderr.strip()}")
+    syms = nm.stdout
     names = [ln.split()[-1] for ln in syms.splitlines() if fragment in ln and " t " in ln or
              fragment in ln and " T " in ln]
     names = [n for n in names if not n.endswith(".cold")]
