@@ -94,6 +94,7 @@ struct alignas(32) GemmQ8XPair {
   int32_t sum[16];
 };
 static_assert(sizeof(GemmQ8XPair) == 2 * sizeof(GemmQ8XChunk), "a pair is two chunks' bytes");
+static_assert(sizeof(GemmQ8XPair) % 64 == 0, "pairs start on cache lines (GemmQ8Scratch::panel)");
 
 // One chunk of 256 values of one weight row, in the lane form's terms.
 struct alignas(32) GemmQ8WChunk {
@@ -190,7 +191,13 @@ class GemmQ8Scratch {
   // tile_chunks per thread (GemmQ8Plan::tile_chunks), panel_chunks: n_tok ·
   // gemm_q8_chunks(n) (the AMX path: token groups · chunks, in amx_chunks).
   void reserve(int n_threads, int64_t tile_chunks, int64_t panel_chunks, int64_t amx_chunks = 0);
-  GemmQ8XChunk* panel() { return panel_.data(); }
+  // 64-byte aligned (one chunk on where the vector's storage is not: a chunk
+  // is 6.5 lines), so that the direct tile's 64-byte loads of a pair's
+  // slice (GemmQ8XPair: 13 lines) never split a cache line.
+  GemmQ8XChunk* panel() {
+    GemmQ8XChunk* p = panel_.data();
+    return reinterpret_cast<uintptr_t>(p) % 64 ? p + 1 : p;
+  }
   GemmQ8AmxX* amx_panel() { return amx_panel_.data(); }
   GemmQ8WChunk* tile(int thread) { return tiles_[thread].data(); }
 

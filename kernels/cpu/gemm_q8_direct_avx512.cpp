@@ -47,6 +47,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -54,6 +55,7 @@
 #include "kernels/cpu/k4_scales.h"
 #include "kernels/cpu/pack_prefetch.h"
 #include "kernels/quant_blocks.h"
+#include "runtime/env.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -163,13 +165,13 @@ constexpr Q5Turns kQ5Turns{};
 
 // Rows a and b (b may be a again: computed, not stored) x T tokens of the
 // pairs panel x (token t: pair t / 2, half t & 1); Q4_K, or Q5_K (kFive).
-template <int T, bool kFive = false>
+template <int T, bool kPairs, bool kFive = false>
 LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
                         bool two, float* y, int64_t ldy) {
-  constexpr int NP = (T + 1) / 2;
-  __m512 acc[T];
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  using F = DirectForm<T, kPairs>;
+  constexpr int NP = F::NP, N = F::N;
+  __m512 acc[N];
+  F::zero(acc);
   const __m512i sh = direct_ld(kShifts.i), m0f = _mm512_set1_epi8(0x0F);
   const __m512i nib = direct_ld(kNibbleMasks.m);
   const __m512i rot = direct_ld(kQ5Turns.rot), m10 = _mm512_set1_epi8(0x10);
@@ -193,9 +195,8 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       qh = _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ba + 16))),
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bb + 16)), 1);
-    __m512i A[T];
-    LS_DIRECT_UNROLL
-    for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
+    __m512i A[N];
+    F::zero(A);
     LS_DIRECT_UNROLL
     for (int h = 0; h < 2; ++h) {
       const __m512i sa = _mm512_permutex2var_epi32(la0, direct_ld(kStage1.i[h]), la1);
@@ -216,27 +217,21 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
         } else {
           W = _mm512_and_si512(W, nib);
         }
-        const int off = 64 * (4 * h + v);
-        LS_DIRECT_UNROLL
-        for (int t = 0; t < T; ++t) {
-          const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
-              reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
-          A[t] = _mm512_dpbusd_epi32(A[t], W, X);
-        }
+        F::products(A, W, xc, 4 * h + v);
       }
     }
     __m512 s, m;
     q4k_scales(ba, bb, &s, &m);
     if constexpr (!kFive) s = _mm512_mul_ps(s, _mm512_load_ps(kNibbleMasks.f));
+    const __m512 sw[2] = {F::w(s, 0), F::w(s, 1)}, mw[2] = {F::w(m, 0), F::w(m, 1)};
     LS_DIRECT_UNROLL
-    for (int t = 0; t < T; ++t) {
-      const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
-      const __m512 ds = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds + 8 * (t & 1)));
-      __m512 a = _mm512_fmadd_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(A[t]), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(m, ds, a);
+    for (int i = 0; i < N; ++i) {
+      const __m512 d = F::x(xc[i / 2]->d, i), ds = F::x(xc[i / 2]->ds, i);
+      const __m512 a = _mm512_fmadd_ps(_mm512_mul_ps(sw[i & 1], d), _mm512_cvtepi32_ps(A[i]), acc[i]);
+      acc[i] = _mm512_fnmadd_ps(mw[i & 1], ds, a);
     }
   }
-  direct_store(acc, two, y, ldy);
+  F::store(acc, two, y, ldy);
 }
 
 // ---- Q6_K ----
@@ -307,13 +302,13 @@ LS_DIRECT inline void q6k_scales(const uint8_t* ba, const uint8_t* bb, __m512* s
       _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(eo, 1))));
 }
 
-template <int T>
+template <int T, bool kPairs>
 LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
                         bool two, float* y, int64_t ldy) {
-  constexpr int NP = (T + 1) / 2;
-  __m512 acc[T];
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  using F = DirectForm<T, kPairs>;
+  constexpr int NP = F::NP, N = F::N;
+  __m512 acc[N];
+  F::zero(acc);
   const __m512i nib = direct_ld(kQ6Turns.nib), rot = direct_ld(kQ6Turns.rot);
   const __m512i m0f = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512 k32 = _mm512_set1_ps(32.0f);
@@ -341,9 +336,8 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     for (int h = 0; h < 2; ++h) {
       const __m512i sa = _mm512_permutex2var_epi32(la0, direct_ld(kStage1.i[h]), la1);
       const __m512i sb = _mm512_permutex2var_epi32(lb0, direct_ld(kStage1.i[h]), lb1);
-      __m512i A[T];
-      LS_DIRECT_UNROLL
-      for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
+      __m512i A[N];
+      F::zero(A);
       // Unrolled as in q4k_tile: no accumulator moves a slice.
       LS_DIRECT_UNROLL
       for (int v = 0; v < 4; ++v) {
@@ -354,29 +348,23 @@ LS_DIRECT void q6k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
                               rot),
             m30);
         const __m512i W = _mm512_ternarylogic_epi32(lo, m0f, hi, 0xEA);  // (lo & m0f) | hi
-        const int off = 64 * (4 * h + v);
-        LS_DIRECT_UNROLL
-        for (int t = 0; t < T; ++t) {
-          const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
-              reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
-          A[t] = _mm512_dpbusd_epi32(A[t], W, X);
-        }
+        F::products(A, W, xc, 4 * h + v);
       }
+      const __m512 sw[2] = {F::w(s[h], 0), F::w(s[h], 1)};
       LS_DIRECT_UNROLL
-      for (int t = 0; t < T; ++t) {
-        const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(s[h], d), _mm512_cvtepi32_ps(A[t]), acc[t]);
-      }
+      for (int i = 0; i < N; ++i)
+        acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(sw[i & 1], F::x(xc[i / 2]->d, i)),
+                                 _mm512_cvtepi32_ps(A[i]), acc[i]);
     }
     const __m512 m_lo = _mm512_mul_ps(k32, s[0]), m_hi = _mm512_mul_ps(k32, s[1]);
+    const __m512 lw[2] = {F::w(m_lo, 0), F::w(m_lo, 1)}, hw[2] = {F::w(m_hi, 0), F::w(m_hi, 1)};
     LS_DIRECT_UNROLL
-    for (int t = 0; t < T; ++t) {
-      const __m512 dl = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_lo + 8 * (t & 1)));
-      const __m512 dh = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->ds_hi + 8 * (t & 1)));
-      acc[t] = _mm512_fnmadd_ps(m_hi, dh, _mm512_fnmadd_ps(m_lo, dl, acc[t]));
+    for (int i = 0; i < N; ++i) {
+      const __m512 dl = F::x(xc[i / 2]->ds_lo, i), dh = F::x(xc[i / 2]->ds_hi, i);
+      acc[i] = _mm512_fnmadd_ps(hw[i & 1], dh, _mm512_fnmadd_ps(lw[i & 1], dl, acc[i]));
     }
   }
-  direct_store(acc, two, y, ldy);
+  F::store(acc, two, y, ldy);
 }
 
 }  // namespace
@@ -388,33 +376,44 @@ bool gemm_q8_direct_supported(GgmlType t, int64_t n) {
   return (k || q8) && gemm_q8_pairs_supported();
 }
 
+int direct_pairs_min() {
+  static const int v = static_cast<int>(
+      std::min<int64_t>(env_int("LS_DIRECT_PAIRS_MIN", 4, 2), kGemmQ8DirectToks + 1));
+  return v;
+}
+
 namespace {
-// The tile of each token count, per type.
-template <int T>
+// The tile of each token count and form, per type.
+template <int T, bool P>
 struct Q4k {
-  static constexpr DirectTileFn fn = q4k_tile<T>;
+  static constexpr DirectTileFn fn = q4k_tile<T, P>;
 };
-template <int T>
+template <int T, bool P>
 struct Q5k {
-  static constexpr DirectTileFn fn = q4k_tile<T, true>;
+  static constexpr DirectTileFn fn = q4k_tile<T, P, true>;
 };
-template <int T>
+template <int T, bool P>
 struct Q6k {
-  static constexpr DirectTileFn fn = q6k_tile<T>;
+  static constexpr DirectTileFn fn = q6k_tile<T, P>;
 };
-template <template <int> class K>
-constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1>::fn, K<2>::fn, K<3>::fn, K<4>::fn,
-                                                    K<5>::fn, K<6>::fn, K<7>::fn, K<8>::fn};
+template <template <int, bool> class K, bool P>
+constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1, P>::fn, K<2, P>::fn, K<3, P>::fn,
+                                                    K<4, P>::fn, K<5, P>::fn, K<6, P>::fn,
+                                                    K<7, P>::fn, K<8, P>::fn};
+template <template <int, bool> class K>
+DirectTileFn tile_of(int n_tok) {
+  return n_tok >= direct_pairs_min() ? kTiles<K, true>[n_tok - 1] : kTiles<K, false>[n_tok - 1];
+}
 }  // namespace
 
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
                            const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
   assert(gemm_q8_direct_supported(t, 256 * nc) && n_rows >= 1 && n_rows <= kGemmQ8DirectRows &&
          n_tok >= 1 && n_tok <= kGemmQ8DirectToks);
-  const DirectTileFn tile = t == GgmlType::Q6_K   ? kTiles<Q6k>[n_tok - 1]
-                            : t == GgmlType::Q5_K ? kTiles<Q5k>[n_tok - 1]
+  const DirectTileFn tile = t == GgmlType::Q6_K   ? tile_of<Q6k>(n_tok)
+                            : t == GgmlType::Q5_K ? tile_of<Q5k>(n_tok)
                             : t == GgmlType::Q8_0 ? gemm_q8_direct_q8_0_tile(n_tok)
-                                                  : kTiles<Q4k>[n_tok - 1];
+                                                  : tile_of<Q4k>(n_tok);
   const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   for (int r = 0; r < n_rows; r += 2) {
     const uint8_t* wa = w + r * row_bytes;

@@ -172,7 +172,8 @@ void gemm_q8_pack_w(GgmlType t, const uint8_t* row, int64_t n, GemmQ8WChunk* out
 
 void GemmQ8Scratch::reserve(int n_threads, int64_t tile_chunks, int64_t panel_chunks,
                             int64_t amx_chunks) {
-  if (static_cast<int64_t>(panel_.size()) < panel_chunks) panel_.resize(panel_chunks);
+  // One more: panel() may start one chunk in, for its alignment.
+  if (static_cast<int64_t>(panel_.size()) < panel_chunks + 1) panel_.resize(panel_chunks + 1);
   if (static_cast<int64_t>(amx_panel_.size()) < amx_chunks) amx_panel_.resize(amx_chunks);
   if (static_cast<int>(tiles_.size()) < n_threads) tiles_.resize(n_threads);
   for (auto& tile : tiles_)
