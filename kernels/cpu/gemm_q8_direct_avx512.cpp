@@ -93,6 +93,15 @@ struct Stage2 {
         }
   }
 };
+// Stage 2 of one row, into both halves (the pairs form): lanes 2g, 2g + 1
+// and 8 + 2g, 9 + 2g = the row's stage-1 lane 4v' + g.
+struct Stage2Dup {
+  alignas(64) int32_t i[4][16];
+  constexpr Stage2Dup() : i{} {
+    for (int v = 0; v < 4; ++v)
+      for (int l = 0; l < 16; ++l) i[v][l] = 4 * v + (l % 8) / 2;
+  }
+};
 // The nibble of each lane: low (even lanes: block 2g), high (odd lanes).
 struct Shifts {
   alignas(64) int32_t i[16];
@@ -127,6 +136,7 @@ struct NibbleMasks {
 constexpr NibbleMasks kNibbleMasks{};
 constexpr Stage1 kStage1{};
 constexpr Stage2 kStage2{};
+constexpr Stage2Dup kStage2Dup{};
 constexpr Shifts kShifts{};
 constexpr DIdx kDIdx{};
 
@@ -207,6 +217,14 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
       // the Q6_K tile the same); unrolled, 14 a chunk.
       LS_DIRECT_UNROLL
       for (int v = 0; v < 4; ++v) {
+        if constexpr (kPairs && !kFive) {
+          // Each row's slice straight into both halves (one vpermd a row, in
+          // place of the two rows' vpermt2d and two shuffles).
+          const __m512i idx = direct_ld(kStage2Dup.i[v]);
+          F::products_rows(A, _mm512_and_si512(_mm512_permutexvar_epi32(idx, sa), nib),
+                           _mm512_and_si512(_mm512_permutexvar_epi32(idx, sb), nib), xc, 4 * h + v);
+          continue;
+        }
         __m512i W = _mm512_permutex2var_epi32(sa, direct_ld(kStage2.i[v]), sb);
         if constexpr (kFive) {
           const __m512i hi = _mm512_and_si512(

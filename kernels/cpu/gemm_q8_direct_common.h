@@ -111,13 +111,8 @@ struct DirectForm {
   LS_DIRECT static void products(__m512i (&A)[N], __m512i W, const GemmQ8XPair* const (&xc)[NP],
                                  int slice) {
     if constexpr (kPairs) {
-      const __m512i wr[2] = {_mm512_shuffle_i64x2(W, W, 0x44), _mm512_shuffle_i64x2(W, W, 0xEE)};
-      LS_DIRECT_UNROLL
-      for (int p = 0; p < NP; ++p) {
-        const __m512i X = _mm512_loadu_si512(xc[p]->q + 64 * slice);
-        A[2 * p] = _mm512_dpbusd_epi32(A[2 * p], wr[0], X);
-        A[2 * p + 1] = _mm512_dpbusd_epi32(A[2 * p + 1], wr[1], X);
-      }
+      products_rows(A, _mm512_shuffle_i64x2(W, W, 0x44), _mm512_shuffle_i64x2(W, W, 0xEE), xc,
+                    slice);
     } else {
       LS_DIRECT_UNROLL
       for (int t = 0; t < T; ++t) {
@@ -125,6 +120,17 @@ struct DirectForm {
             reinterpret_cast<const __m256i*>(xc[t / 2]->q + 64 * slice + 32 * (t & 1))));
         A[t] = _mm512_dpbusd_epi32(A[t], W, X);
       }
+    }
+  }
+  // The pairs form's products from each row's slice in both halves.
+  LS_DIRECT static void products_rows(__m512i (&A)[N], __m512i wa, __m512i wb,
+                                      const GemmQ8XPair* const (&xc)[NP], int slice) {
+    static_assert(kPairs, "the pairs form's");
+    LS_DIRECT_UNROLL
+    for (int p = 0; p < NP; ++p) {
+      const __m512i X = _mm512_loadu_si512(xc[p]->q + 64 * slice);
+      A[2 * p] = _mm512_dpbusd_epi32(A[2 * p], wa, X);
+      A[2 * p + 1] = _mm512_dpbusd_epi32(A[2 * p + 1], wb, X);
     }
   }
   LS_DIRECT static __m256 half(__m512 v, int h) {
