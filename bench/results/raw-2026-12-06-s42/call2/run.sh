@@ -9,7 +9,7 @@
 #     and speculative (each ratio to its round's plain run);
 #  4. issue 17 in its own shape: 32 sequences, 128-token prompts, 128 new
 #     tokens each, twice.
-# Run: OUT=$OUT LIMIT=520 bash bench/results/raw-2026-12-06-s42/call2/run.sh $PWD
+# Run: OUT=$OUT LIMIT=520 [MM_ROUNDS=2] bash bench/results/raw-2026-12-06-s42/call2/run.sh $PWD
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-520}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
@@ -25,7 +25,7 @@ SYN=$!
 echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
 wait $SYN; echo "synth rc=$?"; el; pack
 (cd $R && timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" > $O/unit-gemm.txt 2>&1; echo "gemm unit rc=$?"; LS_DIRECT_PAIRS_MIN=2 timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" >> $O/unit-gemm.txt 2>&1; echo "gemm unit, pairs from 2, rc=$?")
-for r in 1 2; do for v in 9 4; do
+for r in $(seq 1 ${MM_ROUNDS:-2}); do for v in 9 4; do
   LS_DIRECT_PAIRS_MIN=$v timeout 30 $B/ls_bench_cpu_matmul --threads 16 --ntok 4,8 --direct on --amx off --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 7 --weights-gib 4 > $O/mm-p$v-$r.txt 2>&1
   echo "cpu gemm pairs-min $v round $r rc=$?"; grep -E "^q[46]_K" $O/mm-p$v-$r.txt | awk '{print $1, $3, $4, $(NF-6), $NF}' | tr '\n' ';'; echo
 done; done; el; pack
