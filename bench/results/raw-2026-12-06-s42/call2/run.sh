@@ -9,7 +9,7 @@
 #     and speculative (each ratio to its round's plain run);
 #  4. issue 17 in its own shape: 32 sequences, 128-token prompts, 128 new
 #     tokens each, twice.
-# Run: OUT=$OUT LIMIT=520 [MM_ROUNDS=2] bash bench/results/raw-2026-12-06-s42/call2/run.sh $PWD
+# Run: OUT=$OUT LIMIT=520 [MM_ROUNDS=2] [BATCH_S=130; 0 skips] bash bench/results/raw-2026-12-06-s42/call2/run.sh $PWD
 set -u
 R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-520}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
@@ -21,8 +21,10 @@ nvidia-smi --query-gpu=name --format=csv,noheader; el
 F=$M/70b-q4km-tied.gguf
 ( [ -f $F ] || timeout 220 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
 SYN=$!
-(cd $R && timeout 130 $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
-echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
+if [ "${BATCH_S:-130}" -gt 0 ]; then
+  (cd $R && timeout ${BATCH_S:-130} $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
+  echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
+fi
 wait $SYN; echo "synth rc=$?"; el; pack
 (cd $R && timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" > $O/unit-gemm.txt 2>&1; echo "gemm unit rc=$?"; LS_DIRECT_PAIRS_MIN=2 timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" >> $O/unit-gemm.txt 2>&1; echo "gemm unit, pairs from 2, rc=$?")
 for r in $(seq 1 ${MM_ROUNDS:-2}); do for v in 9 4; do
