@@ -64,8 +64,8 @@ LS_DIRECT inline void direct_store(const __m512 (&acc)[T], bool two, float* y, i
   }
 }
 
-// The two forms of the K-quant tiles' products (session 42), DirectForm<T,
-// kPairs>. Accumulator i belongs to pair i / 2 of the pairs panel in both.
+// The two forms of the direct tiles' products (session 42), DirectForm<T,
+// kPairs>, for the K-quants and Q8_0 alike. Accumulator i belongs to pair i / 2 of the pairs panel in both.
 //   rows (kPairs false): accumulator t holds token t for row a (lanes 0-7)
 //     and row b (8-15), as W holds the weights; token t's 32-byte slice is
 //     broadcast to both halves for each vpdpbusd.
@@ -92,11 +92,15 @@ struct DirectForm {
       return r == 0 ? _mm512_shuffle_f32x4(v, v, 0x44) : _mm512_shuffle_f32x4(v, v, 0xEE);
     return v;
   }
-  // Accumulator i's x-side factor from f, 16 floats of its pair (token 2p's
-  // 8, then 2p + 1's).
+  // Accumulator i's x-side factor from f, 16 values of its pair (token
+  // 2p's 8, then 2p + 1's); xi for int32 ones.
   LS_DIRECT static __m512 x(const float* f, int i) {
     if constexpr (kPairs) return _mm512_loadu_ps(f);
     return _mm512_broadcast_f32x8(_mm256_load_ps(f + 8 * (i & 1)));
+  }
+  LS_DIRECT static __m512i xi(const int32_t* f, int i) {
+    if constexpr (kPairs) return _mm512_loadu_si512(f);
+    return _mm512_broadcast_i32x8(_mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * (i & 1))));
   }
   LS_DIRECT static void zero(__m512 (&a)[N]) {
     LS_DIRECT_UNROLL
@@ -152,7 +156,7 @@ struct DirectForm {
   }
 };
 
-// Tokens from which the K-quant tiles take the pairs form: 4, or
+// Tokens from which the tiles take the pairs form: 4, or
 // LS_DIRECT_PAIRS_MIN (2-9; 9: never) for A/B.
 int direct_pairs_min();
 

@@ -109,14 +109,14 @@ LS_DIRECT inline __m512i pair_quants(const uint8_t* chunk, int k) {
       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + sizeof(BlockQ8_0))), 1);
 }
 
-template <int T>
+template <int T, bool kPairs>
 LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair* x, int64_t nc,
                          bool two, float* y, int64_t ldy) {
-  constexpr int NP = (T + 1) / 2;
+  using F = DirectForm<T, kPairs>;
+  constexpr int NP = F::NP, N = F::N;
   constexpr int64_t kB = 8 * sizeof(BlockQ8_0);  // a chunk's bytes
-  __m512 acc[T];
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  __m512 acc[N];
+  F::zero(acc);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const int64_t ahead = kB * cpu_pack_ahead();  // the packers' distance, in chunks
   for (int64_t c = 0; c < nc; ++c) {
@@ -137,9 +137,8 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
       std::memcpy(&dh[8 + j], bb + sizeof(BlockQ8_0) * j, 2);
     }
     const __m512 s = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dh)));
-    __m512i A[T];
-    LS_DIRECT_UNROLL
-    for (int t = 0; t < T; ++t) A[t] = _mm512_setzero_si512();
+    __m512i A[N];
+    F::zero(A);
     LS_DIRECT_UNROLL
     for (int h = 0; h < 2; ++h) {
       __m512i pa[4];
@@ -155,38 +154,32 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
         for (int z = 0; z < 2; ++z) {
           const __m512i W =
               _mm512_xor_si512(_mm512_permutex2var_epi32(q01, direct_ld(kQ8Perms.c[z]), q23), flip);
-          const int off = 64 * (4 * h + 2 * w + z);
-          LS_DIRECT_UNROLL
-          for (int t = 0; t < T; ++t) {
-            const __m512i X = _mm512_broadcast_i64x4(_mm256_load_si256(
-                reinterpret_cast<const __m256i*>(xc[t / 2]->q + off + 32 * (t & 1))));
-            A[t] = _mm512_dpbusd_epi32(A[t], W, X);
-          }
+          F::products(A, W, xc, 4 * h + 2 * w + z);
         }
       }
     }
+    const __m512 sw[2] = {F::w(s, 0), F::w(s, 1)};
     LS_DIRECT_UNROLL
-    for (int t = 0; t < T; ++t) {
-      const __m512 d = _mm512_broadcast_f32x8(_mm256_load_ps(xc[t / 2]->d + 8 * (t & 1)));
+    for (int i = 0; i < N; ++i) {
+      const __m512 d = F::x(xc[i / 2]->d, i);
       // (q + 128) . x summed: take 128 sum(x) back off.
-      const __m512i sum128 = _mm512_slli_epi32(
-          _mm512_broadcast_i32x8(
-              _mm256_load_si256(reinterpret_cast<const __m256i*>(xc[t / 2]->sum + 8 * (t & 1)))),
-          7);
-      const __m512i I = _mm512_sub_epi32(A[t], sum128);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(s, d), _mm512_cvtepi32_ps(I), acc[t]);
+      const __m512i I = _mm512_sub_epi32(A[i], _mm512_slli_epi32(F::xi(xc[i / 2]->sum, i), 7));
+      acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(sw[i & 1], d), _mm512_cvtepi32_ps(I), acc[i]);
     }
   }
-  direct_store(acc, two, y, ldy);
+  F::store(acc, two, y, ldy);
 }
 
 }  // namespace
 
 DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok) {
-  static constexpr DirectTileFn k[kGemmQ8DirectToks] = {q8_0_tile<1>, q8_0_tile<2>, q8_0_tile<3>,
-                                                        q8_0_tile<4>, q8_0_tile<5>, q8_0_tile<6>,
-                                                        q8_0_tile<7>, q8_0_tile<8>};
-  return k[n_tok - 1];
+  static constexpr DirectTileFn rows[kGemmQ8DirectToks] = {
+      q8_0_tile<1, false>, q8_0_tile<2, false>, q8_0_tile<3, false>, q8_0_tile<4, false>,
+      q8_0_tile<5, false>, q8_0_tile<6, false>, q8_0_tile<7, false>, q8_0_tile<8, false>};
+  static constexpr DirectTileFn pairs[kGemmQ8DirectToks] = {
+      q8_0_tile<1, true>, q8_0_tile<2, true>, q8_0_tile<3, true>, q8_0_tile<4, true>,
+      q8_0_tile<5, true>, q8_0_tile<6, true>, q8_0_tile<7, true>, q8_0_tile<8, true>};
+  return (n_tok >= direct_pairs_min() ? pairs : rows)[n_tok - 1];
 }
 
 }  // namespace ls
