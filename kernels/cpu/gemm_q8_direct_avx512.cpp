@@ -8,10 +8,9 @@
 // s34-no-device.md), on the same vector ports as the products.
 //
 // Here a tile is 2 rows x up to 8 tokens, read straight from the GGUF
-// blocks: a zmm holds one slice (4 values of each of the 8 blocks, the
-// interleaved order of kernels/cpu/gemm_q8.h) of row a in lanes 0-7 and of
-// row b in lanes 8-15, and each token's slice is broadcast to both halves
-// from the pairs panel (GemmQ8XPair). For Q4_K, block 2g of a chunk is the
+// blocks: the unpacking below puts one slice (4 values of each of the 8
+// blocks, the interleaved order of kernels/cpu/gemm_q8.h) of row a in lanes
+// 0-7 and of row b in lanes 8-15, against the pairs panel (GemmQ8XPair). For Q4_K, block 2g of a chunk is the
 // low nibbles of its qs bytes 32g.., block 2g + 1 the high nibbles, so
 // slice v's lane 2g and 2g + 1 both come from qs dword 8g + v:
 //   stage 1  per row, two vpermt2d over the 128 qs bytes: lanes 4v' + g =
@@ -34,12 +33,17 @@
 // Q4_K shapes: 1-4 % faster than shifting (a vpsrlvd a slice, which on
 // Intel's cores shares port 0 with vpdpbusd).
 // The scales (d * sc and dmin * mn, one float multiply each, as the packer
-// makes them) are computed for both rows at once. Then per token the lane form's steps
-// on 16 lanes (two rows): vpdpbusd per slice, and per chunk
-// fma(s * d, float(I), acc), fma(-m, ds, acc) (Q6_K: per group of 16, as the
-// pairs tile does them): the same operations in the same
-// order as every other path, so the same bits (tests/unit/kernels/
-// test_cpu_gemm_q8.cpp checks them with memcmp).
+// makes them) are computed for both rows at once. Then the lane form's steps
+// on 16 lanes: vpdpbusd per slice, and per chunk fma(s * d, float(I), acc),
+// fma(-m, ds, acc) (Q6_K: per group of 16, as the pairs tile does them): the
+// same operations in the same order as every other path, so the same bits
+// (tests/unit/kernels/test_cpu_gemm_q8.cpp checks them with memcmp).
+// Which 16 lanes: from direct_pairs_min() tokens (4) an accumulator holds one
+// row for two tokens, the pairs form, and each row's slice is put in both
+// halves of its own register (Q4_K: one vpermd a row from its stage-1
+// vector, Stage2Dup; Q5_K, Q6_K: the two-row vector above, split by two
+// shuffles); below that, two rows for one token, each token's slice
+// broadcast to both halves (gemm_q8_direct_common.h's DirectForm says why).
 // defines: gemm_q8_direct_avx512, gemm_q8_direct_supported (kernels/cpu/gemm_q8.h)
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
