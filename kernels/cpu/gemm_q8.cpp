@@ -47,6 +47,7 @@ struct JobG {
   GemmQ8Kernel k;
   GemmQ8AmxTileFn amx;  // the AMX path's kernel, else null
   bool direct;          // parts of a type the direct tile takes skip the pack
+  int direct_pairs_min;  // GemmQ8Tuning::direct_pairs_min
   GemmQ8AmxX* amx_panel;
   CpuIsa isa;
   int64_t n, nc, n_tok;
@@ -111,7 +112,7 @@ void run_task(const JobG& j, int64_t task, int thread) {
                               static_cast<int>(std::min<int64_t>(kGemmQ8DirectRows, r1 - r)),
                               j.panel + t * j.nc,
                               static_cast<int>(std::min<int64_t>(kGemmQ8DirectToks, g1 - t)), j.nc,
-                              y + t * w.n_out + r, w.n_out);
+                              y + t * w.n_out + r, w.n_out, j.direct_pairs_min);
     return;
   }
   for (int64_t b0 = g0; b0 < g1; b0 += j.plan.tokens_per_block) {
@@ -260,6 +261,7 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   if (!j.amx && j.k.tile == gemm_q8_tile_avx2 && avx_vnni_wanted(tune))
     j.k = GemmQ8Kernel{gemm_q8_tile_avx2_vnni, 2, 4, "avx2-vnni"};
   j.direct = j.k.tile == gemm_q8_tile_avx512vnni_pairs && direct_wanted(tune, n_tok);
+  j.direct_pairs_min = tune.direct_pairs_min;
   j.isa = isa;
   j.n = x.n;
   j.nc = gemm_q8_chunks(x.n);

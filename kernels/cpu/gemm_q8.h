@@ -160,8 +160,10 @@ bool gemm_q8_pairs_supported();
 // even token), no weight pack. Whether it takes rows of n values of type t
 // on this CPU:
 bool gemm_q8_direct_supported(GgmlType t, int64_t n);
+// pairs_min: GemmQ8Tuning::direct_pairs_min.
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
-                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy);
+                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy,
+                           int pairs_min = 0);
 // The kernel for isa (Avx512 without VNNI runs avx2's, as dot_q8_fn).
 GemmQ8Kernel gemm_q8_kernel(CpuIsa isa);
 
@@ -233,8 +235,13 @@ struct GemmQ8Tuning {
   // path packs the others): 1 on, 0 off, -1 on unless LS_GEMM_DIRECT=0.
   // Measured on Zen 4 only (1.1-1.35x the pairs tile at 8 tokens; the
   // engine's widths 6-8 12-32 % faster: bench/results/2026-12-05-s34-no-
-  // device.md); the GPU machine's Xeon is still to run it.
+  // device.md); on the Xeon, session 35: 1.04-1.36x at 8 tokens.
   int direct = -1;
+  // The width from which the direct tile takes its pairs form (one row for
+  // two tokens a register; gemm_q8_direct_common.h's DirectForm; the same
+  // bits): 0 for LS_DIRECT_PAIRS_MIN, else 4; 2-9 (9: never) for tests and
+  // A/B.
+  int direct_pairs_min = 0;
   // The AVX2 path's tile with AVX-VNNI where the CPU has it: 1 on (if it
   // has), 0 off, -1 on unless LS_AVX_VNNI=0. Measured on Zen 4 only (bench/
   // results/2026-12-05-s34-no-device.md); for Intel's client cores (Alder

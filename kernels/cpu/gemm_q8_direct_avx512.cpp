@@ -423,19 +423,21 @@ constexpr DirectTileFn kTiles[kGemmQ8DirectToks] = {K<1, P>::fn, K<2, P>::fn, K<
                                                     K<4, P>::fn, K<5, P>::fn, K<6, P>::fn,
                                                     K<7, P>::fn, K<8, P>::fn};
 template <template <int, bool> class K>
-DirectTileFn tile_of(int n_tok) {
-  return n_tok >= direct_pairs_min() ? kTiles<K, true>[n_tok - 1] : kTiles<K, false>[n_tok - 1];
+DirectTileFn tile_of(int n_tok, bool pairs) {
+  return pairs ? kTiles<K, true>[n_tok - 1] : kTiles<K, false>[n_tok - 1];
 }
 }  // namespace
 
 void gemm_q8_direct_avx512(GgmlType t, const uint8_t* w, uint64_t row_bytes, int n_rows,
-                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy) {
+                           const GemmQ8XChunk* x, int n_tok, int64_t nc, float* y, int64_t ldy,
+                           int pairs_min) {
   assert(gemm_q8_direct_supported(t, 256 * nc) && n_rows >= 1 && n_rows <= kGemmQ8DirectRows &&
          n_tok >= 1 && n_tok <= kGemmQ8DirectToks);
-  const DirectTileFn tile = t == GgmlType::Q6_K   ? tile_of<Q6k>(n_tok)
-                            : t == GgmlType::Q5_K ? tile_of<Q5k>(n_tok)
-                            : t == GgmlType::Q8_0 ? gemm_q8_direct_q8_0_tile(n_tok)
-                                                  : tile_of<Q4k>(n_tok);
+  const bool pairs = n_tok >= (pairs_min > 0 ? pairs_min : direct_pairs_min());
+  const DirectTileFn tile = t == GgmlType::Q6_K   ? tile_of<Q6k>(n_tok, pairs)
+                            : t == GgmlType::Q5_K ? tile_of<Q5k>(n_tok, pairs)
+                            : t == GgmlType::Q8_0 ? gemm_q8_direct_q8_0_tile(n_tok, pairs)
+                                                  : tile_of<Q4k>(n_tok, pairs);
   const GemmQ8XPair* xp = reinterpret_cast<const GemmQ8XPair*>(x);
   for (int r = 0; r < n_rows; r += 2) {
     const uint8_t* wa = w + r * row_bytes;
@@ -453,7 +455,7 @@ bool gemm_q8_direct_supported(GgmlType, int64_t) {
   return false;
 }
 void gemm_q8_direct_avx512(GgmlType, const uint8_t*, uint64_t, int, const GemmQ8XChunk*, int,
-                           int64_t, float*, int64_t) {}
+                           int64_t, float*, int64_t, int) {}
 }  // namespace ls
 
 #endif

@@ -160,7 +160,8 @@ struct DirectForm {
 // LS_DIRECT_PAIRS_MIN (2-9; 9: never) for A/B.
 int direct_pairs_min();
 
-// The Q8_0 tile for n_tok tokens (gemm_q8_direct_q8_0_avx512.cpp).
-DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok);
+// The Q8_0 tile for n_tok tokens, in the pairs form or the rows form
+// (gemm_q8_direct_q8_0_avx512.cpp).
+DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok, bool pairs);
 
 }  // namespace ls

@@ -172,14 +172,14 @@ LS_DIRECT void q8_0_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair
 
 }  // namespace
 
-DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok) {
+DirectTileFn gemm_q8_direct_q8_0_tile(int n_tok, bool pairs) {
   static constexpr DirectTileFn rows[kGemmQ8DirectToks] = {
       q8_0_tile<1, false>, q8_0_tile<2, false>, q8_0_tile<3, false>, q8_0_tile<4, false>,
       q8_0_tile<5, false>, q8_0_tile<6, false>, q8_0_tile<7, false>, q8_0_tile<8, false>};
-  static constexpr DirectTileFn pairs[kGemmQ8DirectToks] = {
+  static constexpr DirectTileFn pair_tiles[kGemmQ8DirectToks] = {
       q8_0_tile<1, true>, q8_0_tile<2, true>, q8_0_tile<3, true>, q8_0_tile<4, true>,
       q8_0_tile<5, true>, q8_0_tile<6, true>, q8_0_tile<7, true>, q8_0_tile<8, true>};
-  return (n_tok >= direct_pairs_min() ? pairs : rows)[n_tok - 1];
+  return (pairs ? pair_tiles : rows)[n_tok - 1];
 }
 
 }  // namespace ls

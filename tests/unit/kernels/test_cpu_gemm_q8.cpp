@@ -270,7 +270,7 @@ TEST_CASE("cpu_gemm_q8: the AVX2 dot with AVX-VNNI has the plain AVX2 dot's bits
   }
 }
 
-TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens") {
+TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 tokens, both forms") {
   const GgmlType kDirect[] = {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_0};
   bool all = cpu_isa_supported(CpuIsa::Avx512);
   for (GgmlType t : kDirect) all = all && gemm_q8_direct_supported(t, 256);
@@ -280,10 +280,13 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
   }
   std::mt19937 rng(88);
   ThreadPool pool1(1), pool3(3);
-  auto direct = [](GemmQ8Tuning t) {
+  // pairs_min 2: the pairs form from 2 tokens, 9: the rows form at every
+  // width (one token is the rows form in both).
+  auto direct = [](GemmQ8Tuning t, int pairs_min) {
     t.direct = 1;
     t.pairs = 1;
     t.amx = GemmQ8Amx::Off;
+    t.direct_pairs_min = pairs_min;
     return t;
   };
   // Rows odd and even (a last row alone), 1-8 tokens (odd ones: the pairs
@@ -313,9 +316,15 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
             buf.reserve(n_tok, n_in);
             quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, CpuIsa::Avx512);
             const ActQ8View xv = buf.view(n_in);
-            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool1, direct({})), want));
-            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1})), want));
-            CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4})), want));
+            for (int pairs_min : {2, 9}) {
+              CAPTURE(pairs_min);
+              CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool1, direct({}, pairs_min)),
+                              want));
+              CHECK(same_bits(
+                  gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1}, pairs_min)), want));
+              CHECK(same_bits(
+                  gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4}, pairs_min)), want));
+            }
           }
         }
   // Parts of types it takes and does not in one call.
@@ -335,7 +344,8 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
     parts[p] = {{types[p], wb[p].data(), n_in, n_outs[p]}, got[p].data()};
   }
   GemmQ8Scratch scratch;
-  gemm_q8_parts(pool3, parts, 3, buf.view(n_in), n_tok, scratch, CpuIsa::Avx512, direct({0, 6}));
+  gemm_q8_parts(pool3, parts, 3, buf.view(n_in), n_tok, scratch, CpuIsa::Avx512,
+                direct({0, 6}, 0));
   for (int p = 0; p < 3; ++p) {
     CAPTURE(p);
     CHECK(same_bits(got[p], alone(parts[p].w, x, n_tok, CpuIsa::Portable)));
