@@ -8,10 +8,13 @@ the direct tile at 8 tokens). It disassembles one function of an object
 file, takes the loop with the most instructions matching --hot (the
 innermost backward branch around them), and runs llvm-mca on its body with
 the Xeon's scheduling model (LLVM 14 has no Sapphire Rapids model of its
-own: icelake-server is the nearest).
+own: icelake-server is the nearest). That model lets 512-bit code use port
+1, which Intel's cores do not: session 42 found it ranking two forms of a
+kernel the wrong way round (docs/architecture.md), so time on real hardware
+too.
 
   scripts/mca_loop.py build/CMakeFiles/layerstream_core.dir/kernels/cpu/gemm_q8_direct_avx512.cpp.o \\
-      'q4k_tileILi8ELb0E' [--hot vpdpbusd] [--mcpu icelake-server]
+      'q4k_tileILi8ELb1ELb0E' [--hot vpdpbusd] [--mcpu icelake-server]
 
 The function is the first symbol containing the given text (a mangled-name
 fragment). Prints the loop's size, llvm-mca's cycles per iteration, its
