@@ -1,9 +1,10 @@
 #!/bin/bash
 # The next session's first call (written in session 42): the direct tile's
 # pairs form in the engine, and issues 17 and 18 in their own shapes.
-#  1. the pipeline's batch GPU test (BATCH_S, default 130 s) while the 70b is
-#     written (nothing timed runs beside the writer: session 42's call 3 read
-#     the host at 62-99 GB/s beside it);
+#  1. the pipeline's GPU tests with LS_MMQ_DECODE=1 (BATCH_S, default 150 s;
+#     the evidence for making that GEMM at decode widths the default) while
+#     the 70b is written (nothing timed runs beside the writer: session 42's
+#     call 3 read the host at 62-99 GB/s beside it);
 #  2. the direct tile's rows form (LS_DIRECT_PAIRS_MIN=9) against the pairs
 #     form (the default from 4 tokens) at 4 and 8 tokens, 16 threads, the 70b
 #     shapes, alternated, MM_ROUNDS rounds (default 2);
@@ -27,9 +28,9 @@ nvidia-smi --query-gpu=name --format=csv,noheader; el
 F=$M/70b-q4km-tied.gguf
 ( [ -f $F ] || timeout 220 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
 SYN=$!
-if [ "${BATCH_S:-130}" -gt 0 ]; then
-  (cd $R && timeout ${BATCH_S:-130} $B/ls_gpu_tests -tc="cuda pipeline batch*" -d > $O/tests-batch.txt 2>&1)
-  echo "pipeline batch rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-batch.txt | tail -4; el
+if [ "${BATCH_S:-150}" -gt 0 ]; then
+  (cd $R && LS_MMQ_DECODE=1 timeout ${BATCH_S:-150} $B/ls_gpu_tests -tc="cuda pipeline*,cuda matmul: decode widths*" -d > $O/tests-mmq-decode.txt 2>&1)
+  echo "pipeline tests with LS_MMQ_DECODE=1 rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-mmq-decode.txt | tail -8; el
 fi
 wait $SYN; echo "synth rc=$?"; el; pack
 (cd $R && for v in 9 4 2; do LS_DIRECT_PAIRS_MIN=$v timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" > $O/unit-gemm-$v.txt 2>&1; echo "gemm unit, pairs from $v, rc=$?"; done)
