@@ -3,7 +3,7 @@
 // tile's signature, and two small vector helpers. For x86 translation units
 // built with these targets only.
 // defines: LS_DIRECT, LS_DIRECT_UNROLL, DirectTileFn, direct_ld(), direct_hsum(),
-//          direct_store(), direct_prefetch_at(), DirectForm, direct_pairs_min(),
+//          direct_prefetch_at(), DirectForm, direct_pairs_min(),
 //          gemm_q8_direct_q8_0_tile()
 #pragma once
 
@@ -52,16 +52,6 @@ LS_DIRECT inline int64_t direct_prefetch_at(int64_t c, int64_t nc, int64_t kb, i
   const int64_t row = nc * kb;
   const int64_t d = ahead < row ? ahead : row;
   return d + (c * kb + d >= row ? row : 0);
-}
-
-// Each token's outputs: row a from lanes 0-7, row b from 8-15 where two.
-template <int T>
-LS_DIRECT inline void direct_store(const __m512 (&acc)[T], bool two, float* y, int64_t ldy) {
-  LS_DIRECT_UNROLL
-  for (int t = 0; t < T; ++t) {
-    y[t * ldy] = direct_hsum(_mm512_castps512_ps256(acc[t]));
-    if (two) y[t * ldy + 1] = direct_hsum(_mm512_extractf32x8_ps(acc[t], 1));
-  }
 }
 
 // The two forms of the direct tiles' products (session 42), DirectForm<T,
