@@ -45,8 +45,8 @@ struct JobG {
   const GemmQ8XChunk* panel;
   GemmQ8Scratch* scratch;
   GemmQ8Kernel k;
-  GemmQ8AmxTileFn amx;  // the AMX path's kernel, else null
-  bool direct;          // parts of a type the direct tile takes skip the pack
+  GemmQ8AmxTileFn amx;   // the AMX path's kernel, else null
+  bool direct;           // parts of a type the direct tile takes skip the pack
   int direct_pairs_min;  // GemmQ8Tuning::direct_pairs_min
   GemmQ8AmxX* amx_panel;
   CpuIsa isa;

@@ -10,9 +10,10 @@
 // Here a tile is 2 rows x up to 8 tokens, read straight from the GGUF
 // blocks: the unpacking below puts one slice (4 values of each of the 8
 // blocks, the interleaved order of kernels/cpu/gemm_q8.h) of row a in lanes
-// 0-7 and of row b in lanes 8-15, against the pairs panel (GemmQ8XPair). For Q4_K, block 2g of a chunk is the
-// low nibbles of its qs bytes 32g.., block 2g + 1 the high nibbles, so
-// slice v's lane 2g and 2g + 1 both come from qs dword 8g + v:
+// 0-7 and of row b in lanes 8-15, against the pairs panel (GemmQ8XPair).
+// For Q4_K, block 2g of a chunk is the low nibbles of its qs bytes 32g..,
+// block 2g + 1 the high nibbles, so slice v's lane 2g and 2g + 1 both come
+// from qs dword 8g + v:
 //   stage 1  per row, two vpermt2d over the 128 qs bytes: lanes 4v' + g =
 //            dword 8g + v (v = v' and v' + 4 for the two results);
 //   stage 2  per slice, one vpermt2d over both rows' stage-1 vectors puts
@@ -249,7 +250,8 @@ LS_DIRECT void q4k_tile(const uint8_t* wa, const uint8_t* wb, const GemmQ8XPair*
     LS_DIRECT_UNROLL
     for (int i = 0; i < N; ++i) {
       const __m512 d = F::x(xc[i / 2]->d, i), ds = F::x(xc[i / 2]->ds, i);
-      const __m512 a = _mm512_fmadd_ps(_mm512_mul_ps(sw[i & 1], d), _mm512_cvtepi32_ps(A[i]), acc[i]);
+      const __m512 a =
+          _mm512_fmadd_ps(_mm512_mul_ps(sw[i & 1], d), _mm512_cvtepi32_ps(A[i]), acc[i]);
       acc[i] = _mm512_fnmadd_ps(mw[i & 1], ds, a);
     }
   }

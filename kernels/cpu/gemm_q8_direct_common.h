@@ -55,7 +55,8 @@ LS_DIRECT inline int64_t direct_prefetch_at(int64_t c, int64_t nc, int64_t kb, i
 }
 
 // The two forms of the direct tiles' products (session 42), DirectForm<T,
-// kPairs>, for the K-quants and Q8_0 alike. Accumulator i belongs to pair i / 2 of the pairs panel in both.
+// kPairs>, for the K-quants and Q8_0 alike. Accumulator i belongs to pair
+// i / 2 of the pairs panel in both.
 //   rows (kPairs false): accumulator t holds token t for row a (lanes 0-7)
 //     and row b (8-15), as W holds the weights; token t's 32-byte slice is
 //     broadcast to both halves for each vpdpbusd.
@@ -90,7 +91,8 @@ struct DirectForm {
   }
   LS_DIRECT static __m512i xi(const int32_t* f, int i) {
     if constexpr (kPairs) return _mm512_loadu_si512(f);
-    return _mm512_broadcast_i32x8(_mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * (i & 1))));
+    return _mm512_broadcast_i32x8(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(f + 8 * (i & 1))));
   }
   LS_DIRECT static void zero(__m512 (&a)[N]) {
     LS_DIRECT_UNROLL

@@ -320,10 +320,10 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
               CAPTURE(pairs_min);
               CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool1, direct({}, pairs_min)),
                               want));
-              CHECK(same_bits(
-                  gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1}, pairs_min)), want));
-              CHECK(same_bits(
-                  gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4}, pairs_min)), want));
+              CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 1}, pairs_min)),
+                              want));
+              CHECK(same_bits(gemm(w, xv, n_tok, CpuIsa::Avx512, pool3, direct({0, 4}, pairs_min)),
+                              want));
             }
           }
         }
@@ -344,8 +344,7 @@ TEST_CASE("cpu_gemm_q8: the direct tile has the bits of a token alone, 1-8 token
     parts[p] = {{types[p], wb[p].data(), n_in, n_outs[p]}, got[p].data()};
   }
   GemmQ8Scratch scratch;
-  gemm_q8_parts(pool3, parts, 3, buf.view(n_in), n_tok, scratch, CpuIsa::Avx512,
-                direct({0, 6}, 0));
+  gemm_q8_parts(pool3, parts, 3, buf.view(n_in), n_tok, scratch, CpuIsa::Avx512, direct({0, 6}, 0));
   for (int p = 0; p < 3; ++p) {
     CAPTURE(p);
     CHECK(same_bits(got[p], alone(parts[p].w, x, n_tok, CpuIsa::Portable)));

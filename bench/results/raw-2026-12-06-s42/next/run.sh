@@ -18,16 +18,10 @@
 # Run: OUT=$OUT LIMIT=570 bash (timeout 600) bench/results/raw-2026-12-06-s42/next/run.sh $PWD
 # (carry .gpubin/bin.txz, repacked at HEAD by scripts/gpu_pack.sh)
 set -u
-R=$1; O=$OUT/r; B=/tmp/b; M=/tmp/ls-models; LIMIT=${LIMIT:-570}
-el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
-left() { [ $((LIMIT - SECONDS)) -ge $1 ]; }
-pack() { (cd $OUT && tar -czf out.tgz r); }
-mkdir -p $B $M $O
-tar -xJf $R/.gpubin/bin.txz -C $B || exit 2
-nvidia-smi --query-gpu=name --format=csv,noheader; el
-F=$M/70b-q4km-tied.gguf
-( [ -f $F ] || timeout 220 $B/layerstream synth -q -o $F --preset 70b --quant q4_k_m --tied ) > $O/synth.txt 2>&1 &
-SYN=$!
+R=$1; O=$OUT/r; LIMIT=${LIMIT:-570}
+. "$R/scripts/gpu_call_lib.sh"
+unpack_bins
+synth_70b_bg
 if [ "${BATCH_S:-150}" -gt 0 ]; then
   (cd $R && LS_MMQ_DECODE=1 timeout ${BATCH_S:-150} $B/ls_gpu_tests -tc="cuda pipeline*,cuda matmul: decode widths*" -d > $O/tests-mmq-decode.txt 2>&1)
   echo "pipeline tests with LS_MMQ_DECODE=1 rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|FATAL|ERROR" $O/tests-mmq-decode.txt | tail -8; el
@@ -48,4 +42,4 @@ for r in 1 2 3; do
   timeout 75 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128 $X > $O/b32-$r.txt 2>&1
   echo "width 32 run $r rc=$?"; grep -E "^\| [0-9]" $O/b32-$r.txt | cut -d"|" -f2-5,15-18; grep "CPU tier by width" $O/b32-$r.txt | cut -c1-200; el; pack
 done
-(cd $OUT && tar -czf out.tgz r && rm -rf r); ls -la $OUT
+finish
