@@ -126,13 +126,24 @@ int32_t max_attention_splits(const LlamaConfig& c, uint32_t n_ctx) {
   return attention_split_count(c, 1, static_cast<int32_t>(n_ctx) - 1);
 }
 
-uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n) {
+// The split-attention partials for batches of up to n entries, in floats.
+// An f16 cache splits a batch's rows only while entries x query heads stay
+// under 512 (attention_split_count: every branch), so at most 511 / n_head
+// entries ever split (7 on a 70b), whatever n is; an f32 cache splits every
+// batch at the context's count (layer_split_count, for its bits), so all n.
+// Why not min(n, 512) entries for both, as before session 43: on the 70b at
+// -c 4096 and 512-token prompts that was 520 MiB of a 24 GiB budget, more
+// than a layer, for rows that never split.
+int64_t split_partial_floats(const LlamaConfig& c, uint32_t n_ctx, uint64_t n, bool kv_f32) {
+  const uint64_t rows = kv_f32 ? n : std::min<uint64_t>(n, 511 / std::max<uint32_t>(c.n_head, 1));
+  return std::max<int64_t>(attention_partial_floats(static_cast<int64_t>(rows), c.n_head,
+                                                    c.head_dim, max_attention_splits(c, n_ctx)),
+                           0);
+}
+
+uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n, bool kv_f32) {
   const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
-  const int32_t max_split = max_attention_splits(c, n_ctx);
-  const uint64_t part = static_cast<uint64_t>(
-      std::max<int64_t>(attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
-                                                 c.n_head, c.head_dim, max_split),
-                        0));
+  const uint64_t part = static_cast<uint64_t>(split_partial_floats(c, n_ctx, n, kv_f32));
   return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
          align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5 +
          align_up(n * c.n_rot / 2 * 8);
@@ -142,17 +153,23 @@ int64_t weight_elems(const GgufTensor* t) {
   return static_cast<int64_t>(t->shape[0] * t->rows());
 }
 
-// The GEMM path's f16 scratch: the largest layer weight. The output head,
-// 4x that on a Llama 3 (128k rows), goes in slices of rows
-// (kernels/matmul.cu): its whole f16 form took 1.96 GiB of a 70b's device
-// budget, three device slots' worth, for a GEMM a step. A model without
-// layers (none in practice) sizes it by the head.
+// The GEMM path's f16 scratch: the largest layer weight, at most
+// kDequantScratchMaxElems; a larger weight goes in slices of rows
+// (kernels/matmul.cu: gemm_in_slices), as the output head always did (its
+// whole f16 form took 1.96 GiB of a 70b's device budget). Why the cap: the
+// scratch serves only GEMMs past the int8 GEMM's widths (prompts), and a
+// 70b's gate, up and down are 448 MiB each in f16, where 128 MiB slices
+// them into GEMMs of 8,192 x 8,192 x n that the tensor cores still run
+// whole; the 320 MiB go to weights (with the partials above, one more 70b
+// layer resident at 24 GiB). An 8b's largest weight (112 MiB) is unsliced.
+// A model without layers (none in practice) sizes it by the head.
+constexpr int64_t kDequantScratchMaxElems = int64_t{64} << 20;  // 128 MiB of f16
 int64_t max_weight_elems(const LlamaWeights& w) {
   int64_t m = w.layers.empty() ? weight_elems(w.output) : 0;
   for (const LayerWeights& lw : w.layers)
     for (const GgufTensor* t : {lw.wq, lw.wk, lw.wv, lw.wo, lw.w_gate, lw.w_up, lw.w_down})
       m = std::max(m, weight_elems(t));
-  return m;
+  return std::min(m, kDequantScratchMaxElems);
 }
 
 uint32_t clamp_batch(const CudaBackendOptions& o) {
@@ -180,7 +197,7 @@ std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions&
                    std::to_string(o.n_ctx) + ")",
                CudaKvPool::bytes_for(c.n_layer, blocks, c.n_embd_kv(), o.kv_type)});
   r.push_back({"activations and logits for " + std::to_string(n) + " tokens",
-               activation_bytes(c, o.n_ctx, n)});
+               activation_bytes(c, o.n_ctx, n, o.kv_type == KvType::F32)});
   r.push_back({"f16 dequantization scratch of the batched matmul",
                align_up(static_cast<uint64_t>(max_weight_elems(w)) * 2)});
   uint64_t head = align_up(w.output->bytes) + align_up(w.output_norm->bytes);
@@ -233,6 +250,7 @@ struct CudaBackend::Impl {
   uint64_t act_bytes = 0;
   float *h = nullptr, *xn = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr,
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
+  int64_t partial_floats = 0;  // partial's size (split_partial_floats)
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
   int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
   // Their device addresses where CudaBackendOptions::inputs_by_kernel mapped
@@ -292,7 +310,7 @@ struct CudaBackend::Impl {
     if (stream) cudaStreamDestroy(stream);
   }
 
-  uint64_t act_bytes_for(uint64_t n) const { return activation_bytes(c, opt.n_ctx, n); }
+  uint64_t act_bytes_for(uint64_t n) const { return activation_bytes(c, opt.n_ctx, n, kv_f32); }
 
   Error error_oom(const char* what, uint64_t want) const {
     size_t free_b = 0, total_b = 0;
@@ -372,12 +390,8 @@ struct CudaBackend::Impl {
     gate = reinterpret_cast<float*>(take(n * F * 4));
     up = reinterpret_cast<float*>(take(n * F * 4));
     logits = reinterpret_cast<float*>(take(n * V * 4));
-    const int32_t max_split = max_attention_splits(c, opt.n_ctx);
-    partial = reinterpret_cast<float*>(
-        take(4 * std::max<int64_t>(
-                     attention_partial_floats(static_cast<int64_t>(std::min<uint64_t>(n, 512)),
-                                              c.n_head, c.head_dim, max_split),
-                     0)));
+    partial_floats = split_partial_floats(c, opt.n_ctx, n, kv_f32);
+    partial = reinterpret_cast<float*>(take(4 * partial_floats));
     tok = reinterpret_cast<int32_t*>(take(n * 4));
     pos = reinterpret_cast<int32_t*>(take(n * 4));
     seq = reinterpret_cast<int32_t*>(take(n * 4));
@@ -730,6 +744,13 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   ap.chunk = attention_chunk();
   ap.n_split = layer_split_count(s, n);
+  // The partials were sized for the splits a batch can have (split_partial_floats);
+  // an A/B setting (LS_ATTENTION_SHORT) may ask for more: an error, never a write past them.
+  if (attention_partial_floats(n, ap.n_head, ap.head_dim, ap.n_split) > s.partial_floats)
+    return make_error(
+        "cuda backend: attention of %lld entries in %d splits needs more partials than the %lld "
+        "floats reserved",
+        (long long)n, ap.n_split, (long long)s.partial_floats);
   ap.min_chunk = attention_min_chunk();
   ap.max_pos = s.max_pos;
 
