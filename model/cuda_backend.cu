@@ -74,7 +74,7 @@ constexpr uint64_t kContextMargin = 384ull << 20;
 
 // Activations for n tokens: the residual, norm output, q, attention output,
 // o (n x n_embd each), k and v (n x n_embd_kv), the two feed-forward halves
-// (n x n_ff), logits (n x n_vocab), the split-attention partials, the
+// (n x n_ff), logits (logits_rows(n) x n_vocab), the split-attention partials, the
 // batch's ints, and the RoPE table (n x n_rot / 2 cos, sin pairs).
 // Decode attention cuts each row into a split count that changes only at a
 // few context lengths, chunks from the row's own length (kernels/
@@ -141,11 +141,23 @@ int64_t split_partial_floats(const LlamaConfig& c, uint32_t n_ctx, uint64_t n, b
                            0);
 }
 
+// Rows of logits the device holds at once: the head runs in chunks of them
+// (CudaBackend::finish), each copied out (or reduced to its argmax) before
+// the next. Why: a step's logits are wanted for one row per sequence
+// (decode, a prompt's last token) or for a verify step's K + 1, rarely more
+// (perplexity, a prompt's log probabilities); logits for 512 rows of a
+// Llama 3 vocabulary are 250 MiB, half a 70b layer of a 24 GiB budget. 64
+// keeps every batch of the int8 GEMM's widths in one chunk.
+constexpr uint64_t kLogitsRows = 64;
+uint64_t logits_rows(uint64_t n) {
+  return std::min(n, kLogitsRows);
+}
+
 uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n, bool kv_f32) {
   const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
   const uint64_t part = static_cast<uint64_t>(split_partial_floats(c, n_ctx, n, kv_f32));
   return align_up(n * E * 4) * 5 + align_up(n * KV * 4) * 2 + align_up(n * F * 4) * 2 +
-         align_up(n * V * 4) + align_up(part * 4) + align_up(n * 4) * 5 +
+         align_up(logits_rows(n) * V * 4) + align_up(part * 4) + align_up(n * 4) * 5 +
          align_up(n * c.n_rot / 2 * 8);
 }
 
@@ -389,7 +401,7 @@ struct CudaBackend::Impl {
     v = reinterpret_cast<float*>(take(n * KV * 4));
     gate = reinterpret_cast<float*>(take(n * F * 4));
     up = reinterpret_cast<float*>(take(n * F * 4));
-    logits = reinterpret_cast<float*>(take(n * V * 4));
+    logits = reinterpret_cast<float*>(take(logits_rows(n) * V * 4));
     partial_floats = split_partial_floats(c, opt.n_ctx, n, kv_f32);
     partial = reinterpret_cast<float*>(take(4 * partial_floats));
     tok = reinterpret_cast<int32_t*>(take(n * 4));
@@ -420,8 +432,10 @@ struct CudaBackend::Impl {
     return matmul_cuda(*mm, w, x, n, y, stream, x_unchanged);
   }
 
-  // The head: final norm of the rows that want logits, then the output matmul.
-  Status head() {
+  // The head: final norm of the rows that want logits (into xn, packed),
+  // then the output matmul of rows [r0, r0 + logits_rows(cap)) of them into
+  // logits, by head_rows.
+  Status head_norm() {
     RmsNormParams np;
     np.h = h;
     np.add = pending_add ? o : nullptr;
@@ -433,8 +447,12 @@ struct CudaBackend::Impl {
     np.eps = c.rms_eps;
     LS_TRY(rmsnorm_f32_cuda(np, stream));
     pending_add = false;
-    if (n_logits > 0) LS_TRY(matmul(g.output, xn, n_logits, logits));
     return ok();
+  }
+  // The chunk of the head's rows from r0 (*n_rows of them) into logits.
+  Status head_rows(int64_t r0, int64_t* n_rows) {
+    *n_rows = std::min<int64_t>(static_cast<int64_t>(logits_rows(cap)), n_logits - r0);
+    return matmul(g.output, xn + r0 * static_cast<int64_t>(c.n_embd), *n_rows, logits);
   }
 };
 
@@ -953,10 +971,14 @@ Status CudaBackend::import_hidden(const Batch& b, const float* h) {
 
 Status CudaBackend::finish(float* logits) {
   Impl& s = *impl_;
-  LS_TRY(s.head());
-  const uint64_t bytes = static_cast<uint64_t>(s.n_logits) * s.c.n_vocab * sizeof(float);
-  if (bytes > 0)
-    LS_CUDA_TRY(cudaMemcpyAsync(logits, s.logits, bytes, cudaMemcpyDeviceToHost, s.stream));
+  LS_TRY(s.head_norm());
+  // The same stream orders each chunk's copy before the next chunk's matmul.
+  for (int64_t r0 = 0, r = 0; r0 < s.n_logits; r0 += r) {
+    LS_TRY(s.head_rows(r0, &r));
+    LS_CUDA_TRY(cudaMemcpyAsync(logits + r0 * s.c.n_vocab, s.logits,
+                                static_cast<uint64_t>(r) * s.c.n_vocab * sizeof(float),
+                                cudaMemcpyDeviceToHost, s.stream));
+  }
   LS_TRY(issued());
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
   return ok();
@@ -967,13 +989,16 @@ Status CudaBackend::finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_voc
   if (n_rows != s.n_logits || n_vocab != static_cast<int32_t>(s.c.n_vocab))
     return make_error("cuda backend: finish_argmax of %d rows of %d for a step of %lld rows of %u",
                       n_rows, n_vocab, static_cast<long long>(s.n_logits), s.c.n_vocab);
-  LS_TRY(s.head());
-  ArgmaxParams ap;
-  ap.x = s.logits;
-  ap.out = s.best;
-  ap.n_rows = s.n_logits;
-  ap.n = s.c.n_vocab;
-  LS_TRY(argmax_f32_cuda(ap, s.stream));
+  LS_TRY(s.head_norm());
+  for (int64_t r0 = 0, r = 0; r0 < s.n_logits; r0 += r) {
+    LS_TRY(s.head_rows(r0, &r));
+    ArgmaxParams ap;
+    ap.x = s.logits;
+    ap.out = s.best + r0;
+    ap.n_rows = r;
+    ap.n = s.c.n_vocab;
+    LS_TRY(argmax_f32_cuda(ap, s.stream));
+  }
   if (s.n_logits > 0)
     LS_CUDA_TRY(cudaMemcpyAsync(s.pinned + 4 * s.cap, s.best, s.n_logits * 4,
                                 cudaMemcpyDeviceToHost, s.stream));

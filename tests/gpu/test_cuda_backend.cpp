@@ -164,8 +164,8 @@ TEST_CASE("cuda backend: f32 activations and an f32 KV cache agree with the CPU 
     REQUIRE(forward_resident(*m, **gr, d, dg.data()).ok());
     const double step = max_abs_diff(dg, dc) / max_abs(dc);
     MESSAGE("cuda vs cpu oracle " << quant << ": prompt of " << n
-                                  << " worst row max|diff|/max|ref| = " << worst
-                                  << ", decode step " << step);
+                                  << " worst row max|diff|/max|ref| = " << worst << ", decode step "
+                                  << step);
     CHECK(worst <= 1e-5);
     CHECK(step <= 1e-5);
   }
@@ -228,6 +228,49 @@ TEST_CASE("cuda backend: a 300-token prompt then decode past it matches the CPU 
   MESSAGE("300-token prompt: logits max|diff|/max|ref| = " << rel << "; decode at 300: " << rel_d);
   CHECK(rel <= 2e-2);
   CHECK(rel_d <= 2e-2);
+}
+
+TEST_CASE(
+    "cuda backend: a step wanting more logits rows than the device holds runs the head in chunks") {
+  // The device holds 64 rows of logits (cuda_backend.cu: kLogitsRows); 150
+  // rows go in three chunks. finish: every row within the bound of the CPU
+  // (as any prompt's logits); finish_argmax: each row's argmax equals the
+  // argmax of the same backend's finish rows (the same head, chunked alike).
+  LS_GPU_TEST_GUARD();
+  auto m = tiny_model("q8_0");
+  const LlamaConfig& c = m->config();
+  const int V = static_cast<int>(c.n_vocab);
+  CpuBackend cpu(c, m->globals(), 512, 1, KvType::F16, 4, CpuAct::Q8);
+  CudaBackendOptions co;
+  co.n_ctx = 512;
+  auto gr = CudaBackend::create(*m, co);
+  REQUIRE(gr.has_value());
+  std::mt19937 rng(78);
+  Batch b;
+  for (int i = 0; i < 200; ++i)
+    b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, i % 4 != 1);
+  const size_t rows = b.n_logits();
+  REQUIRE(rows == 150);
+  std::vector<float> lc(rows * V), lg(rows * V, NAN);
+  REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());
+  REQUIRE(forward_resident(*m, **gr, b, lg.data()).ok());
+  for (size_t r = 0; r < rows; ++r) {
+    const std::vector<float> g(lg.begin() + r * V, lg.begin() + (r + 1) * V),
+        ref(lc.begin() + r * V, lc.begin() + (r + 1) * V);
+    INFO("row " << r);
+    CHECK(max_abs_diff(g, ref) / max_abs(ref) <= 2e-2);
+  }
+  REQUIRE((*gr)->begin(b).ok());
+  for (uint32_t l = 0; l < c.n_layer; ++l)
+    REQUIRE((*gr)->layer(l, (*gr)->resident_layer(l).value_or(m->layer(l))).ok());
+  std::vector<int32_t> ids(rows, -1);
+  REQUIRE((*gr)->finish_argmax(ids.data(), static_cast<int32_t>(rows), V).ok());
+  int same = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = lg.data() + r * V;
+    same += ids[r] == static_cast<int32_t>(std::max_element(row, row + V) - row);
+  }
+  CHECK(same == static_cast<int>(rows));
 }
 
 TEST_CASE("cuda backend: decode through CUDA graphs gives the same bits as direct launches") {
