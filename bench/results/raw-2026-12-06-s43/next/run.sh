@@ -1,0 +1,32 @@
+#!/bin/bash
+# The next session's first call (written in session 43): the device reserves
+# cut (partials, the 128 MiB scratch, the head in chunks of 64 logits rows)
+# shown correct, then issues 17 and 18 with the extra resident layer(s).
+#  1. GPU tests of the backend and streaming, the new chunked-head test among
+#     them (TESTS_S, default 170 s; the 1b streaming test alone took 42 s in
+#     session 40), while the 70b is written;
+#  2. issue 17's shape, twice: 32 sequences, 128-token prompts, 128 new
+#     tokens (the plan's lines printed: resident layers, reserves);
+#  3. issue 18: plain and the replay at acceptance 0.7, K = 7, SPEC_ROUNDS
+#     rounds (default 2).
+# Run: OUT=$OUT LIMIT=570 bash (timeout 600) bench/results/raw-2026-12-06-s43/next/run.sh $PWD
+# (carry .gpubin/bin.txz, repacked at HEAD by scripts/gpu_pack.sh)
+set -u
+R=$1; O=$OUT/r; LIMIT=${LIMIT:-570}
+. "$R/scripts/gpu_call_lib.sh"
+unpack_bins
+synth_70b_bg
+(cd $R && timeout ${TESTS_S:-170} $B/ls_gpu_tests -d -tc="cuda backend*,cuda streaming*,cuda matmul: a weight larger*" > $O/tests.txt 2>&1)
+echo "backend and streaming tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|ERROR|FATAL" $O/tests.txt | tail -16; el
+wait $SYN; echo "synth rc=$?"; el; pack
+for r in 1 2; do
+  left 200 || break
+  timeout 90 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128 > $O/b32-$r.txt 2>&1
+  echo "width 32 run $r rc=$?"; [ $r = 1 ] && grep -E "tier plan|activations|dequantization|device slots|resident layers" $O/b32-$r.txt | head -6
+  grep -E "^\| [0-9]" $O/b32-$r.txt | cut -d"|" -f2-5,15-18; grep "CPU tier by width" $O/b32-$r.txt | cut -c1-200; el; pack
+done
+left 100 && (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS=" " ALPHA_KS="7" ROUNDS=${SPEC_ROUNDS:-2} timeout $((LIMIT - SECONDS - 15)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
+echo "spec rc=$?"; cut -c1-200 $O/spec.txt | grep -E "^plain|^a0|ratio|median|CPU tier by width"; el
+for f in /tmp/spec/*.err; do cp $f $O/spec-$(basename $f) 2>/dev/null; done
+grep -E "tier plan|activations|dequantization|resident layers" $O/spec-plain.err 2>/dev/null | head -4
+finish
