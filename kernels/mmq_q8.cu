@@ -237,12 +237,15 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 // (between the widths measured), on matrices of 8,192 rows or more (the
 // shapes measured; an 8b's q, o and down, 4,096 rows, are not yet); k and
 // v and Q8_0 (not measured at these widths) stay on the GEMV to 8 tokens.
-// Off by default: session 39's call 6 ran the engine's verify steps with
-// the GEMM from 5-6 tokens no faster than with the GEMV (in that call's
-// noise), and this table has not run in the engine yet (LS_MMQ_DECODE=1 is
-// that A/B). Session 39's pipeline batch test with the GEMM at decode
-// widths did not end inside the call: the x scratch freed under the
-// captured graphs (fixed in 95c2c2a; session 40 call 1: the test passes).
+// On by default since session 43 (LS_MMQ_DECODE=0: the GEMV, the A/B). In
+// the engine (session 42, H100 machine) it took the 70b's GPU layer at
+// width 8 from 0.59-0.60 to 0.50 ms and its verify steps' tok/s up 1.5-2 %
+// (two rounds; small beside the runs' drift, but the same sign as the table
+// above); the pipeline's GPU tests pass with it (session 43, call 1:
+// 32 sequences each equal alone, a dry pool, a group split between the two).
+// Session 39's pipeline batch test with the GEMM at decode widths did not
+// end inside the call: the x scratch freed under the captured graphs (fixed
+// in 95c2c2a; session 40 call 1: the test passes).
 int mmq_decode_min_tok(GgmlType t, int64_t n_out) {
   if (n_out < 8192) return kMmqMinTok;
   switch (t) {
@@ -257,7 +260,7 @@ int mmq_decode_min_tok(GgmlType t, int64_t n_out) {
 }
 
 bool mmq_env_decode() {
-  static const bool on = env_int("LS_MMQ_DECODE", 0, 0) > 0;
+  static const bool on = env_int("LS_MMQ_DECODE", 1, 0) > 0;
   return on;
 }
 
