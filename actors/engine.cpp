@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "model/cpu_backend.h"
@@ -292,6 +293,9 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   e->plan_ = std::move(*plan);
   if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
 
+  if (opt.stats && opt.device_memory)
+    if (auto d = opt.device_memory(*e->model_, opt); d && *d)
+      e->device_free_before_ = (*d)->free_bytes;
   if (opt.make_backend) {
     auto be = opt.make_backend(*e->model_, opt, e->plan_);
     if (!be) return be.error();
@@ -333,7 +337,29 @@ Status Engine::finish() {
     std::fprintf(stderr, "%s", pipeline_->balancer()->summary().c_str());
   if (opt_.stats && pipeline_ && pipeline_->routing())
     std::fprintf(stderr, "CPU tier by width: %s\n", pipeline_->routing()->summary().c_str());
+  if (opt_.stats) print_device_taken();
   return st;
+}
+
+// What the run took of the device (free memory before the backend was made
+// less free memory now, the pipeline's device slots and every library's own
+// allocations since included) against what the plan counted for it: the
+// plan's CUDA context margin is a guess at the part no line names, and this
+// is the measure of it.
+void Engine::print_device_taken() const {
+  if (device_free_before_ == 0 || !opt_.device_memory) return;
+  auto d = opt_.device_memory(*model_, opt_);
+  if (!d || !*d) return;
+  const uint64_t now = (*d)->free_bytes;
+  const double taken = now < device_free_before_ ? double(device_free_before_ - now) : 0.0;
+  const double plan = double(plan_.vram_used);
+  std::fprintf(stderr,
+               "device memory: the run took %s (cudaMemGetInfo before the backend and now); the "
+               "plan counted %s: %s %s the plan\n",
+               human_bytes(static_cast<uint64_t>(taken)).c_str(),
+               human_bytes(plan_.vram_used).c_str(),
+               human_bytes(static_cast<uint64_t>(std::abs(plan - taken))).c_str(),
+               taken <= plan ? "under" : "over");
 }
 
 Engine::~Engine() {

@@ -159,6 +159,8 @@ class Engine {
 
  private:
   Engine() = default;
+  // --stats on a device: the device memory the run took against the plan's count.
+  void print_device_taken() const;
   EngineOptions opt_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Backend> backend_;
@@ -168,6 +170,9 @@ class Engine {
   std::unique_ptr<Tracer> tracer_;
   std::unique_ptr<ControlPlane> control_;
   std::unique_ptr<Pipeline> pipeline_;
+  // Free device memory just before the backend was made (--stats on a
+  // device: the device memory the run took is printed against the plan's).
+  uint64_t device_free_before_ = 0;
   double load_s_ = 0;
   bool finished_ = false;
 };

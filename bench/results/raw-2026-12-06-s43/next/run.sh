@@ -9,6 +9,9 @@
 #     tokens (the plan's lines printed: resident layers, reserves);
 #  3. issue 18: plain and the replay at acceptance 0.7, K = 7, SPEC_ROUNDS
 #     rounds (default 2).
+# Every --stats run also prints what it took of the device against the plan
+# ("device memory: the run took ..."): the measure of the plan's 384 MiB
+# CUDA context margin, which no run has checked.
 # Run: OUT=$OUT LIMIT=570 bash (timeout 600) bench/results/raw-2026-12-06-s43/next/run.sh $PWD
 # (carry .gpubin/bin.txz, repacked at HEAD by scripts/gpu_pack.sh)
 set -u
@@ -23,7 +26,7 @@ for r in 1 2; do
   left 200 || break
   timeout 90 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128 > $O/b32-$r.txt 2>&1
   echo "width 32 run $r rc=$?"; [ $r = 1 ] && grep -E "tier plan|activations|dequantization|device slots|resident layers" $O/b32-$r.txt | head -6
-  grep -E "^\| [0-9]" $O/b32-$r.txt | cut -d"|" -f2-5,15-18; grep "CPU tier by width" $O/b32-$r.txt | cut -c1-200; el; pack
+  grep -E "^\| [0-9]" $O/b32-$r.txt | cut -d"|" -f2-5,15-18; grep -E "CPU tier by width|device memory: the run took" $O/b32-$r.txt | cut -c1-200; el; pack
 done
 left 100 && (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS=" " ALPHA_KS="7" ROUNDS=${SPEC_ROUNDS:-2} timeout $((LIMIT - SECONDS - 15)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
 echo "spec rc=$?"; cut -c1-200 $O/spec.txt | grep -E "^plain|^a0|ratio|median|CPU tier by width"; el
