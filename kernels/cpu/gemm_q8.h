@@ -247,6 +247,9 @@ struct GemmQ8Tuning {
   // results/2026-12-05-s34-no-device.md); for Intel's client cores (Alder
   // Lake on), which have AVX-VNNI but no AVX-512.
   int avx_vnni = -1;
+  // The AMX path's lookahead (gemm_q8_amx.h, GemmQ8AmxTileFn): 0 for
+  // gemm_q8_amx_ahead (LS_AMX_AHEAD, else 1), else 1 or 2; the same bits.
+  int amx_ahead = 0;
 };
 inline constexpr int kGemmQ8DirectToks = 8, kGemmQ8DirectRows = 8;
 

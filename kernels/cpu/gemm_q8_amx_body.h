@@ -50,7 +50,9 @@ struct alignas(64) AmxTileConfig {
 static_assert(sizeof(AmxTileConfig) == 64, "LDTILECFG reads 64 bytes");
 constexpr AmxTileConfig kAmxLaneTiles{};
 
-template <class Ops, ls::GgmlType TY>
+// D: how many steps ahead of the float step the tile unit multiplies
+// (gemm_q8_amx.h: GemmQ8AmxTileFn's ahead); D + 1 buffers of sums.
+template <class Ops, ls::GgmlType TY, int D>
 LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::GemmQ8AmxX* x,
                             int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
   using ls::GgmlType;
@@ -63,9 +65,10 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
   for (auto& r : acc)
     for (auto& g : r)
       for (auto& l : g) l = LsAmxV16f{};  // +0, as the lane form starts
-  // The tiles' sums as stored, two steps' worth: [step & 1][g] the block
-  // (Q6_K: its lo half), [step & 1][2 + g] Q6_K's hi half.
-  alignas(64) int32_t cb[2][4][R][16];
+  // The tiles' sums as stored, D + 1 steps' worth: [step % (D + 1)][g] the
+  // block (Q6_K: its lo half), [step % (D + 1)][2 + g] Q6_K's hi half.
+  constexpr int kBufs = D + 1;
+  alignas(64) int32_t cb[kBufs][4][R][16];
   // Row r's chunk c at w[c * R + r] (kernels/cpu/gemm_q8_amx.h): a tile
   // load's rows are a chunk apart.
   const int64_t stride = static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
@@ -109,15 +112,20 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
       }
     }
   };
-  // Steps (c, j) in order; the tile unit multiplies step i + 1 while the
-  // vector units run step i's float step (the sums go to the other buffer:
-  // nothing waits on a tile store just made).
+  // Steps (c, j) in order; the tile unit multiplies step i + D while the
+  // vector units run step i's float step (the sums go to another buffer:
+  // the float step reads sums stored D steps before). D = 1 left the two
+  // parts barely overlapping on the Xeon (session 21: each cost what the
+  // whole did less the other); D = 2 gives a tile store a whole float step
+  // more to land before its sums are loaded (LS_AMX_AHEAD, session 43).
   const int64_t steps = nc * 8;
-  multiply(0, 0, 0);
+  for (int64_t s = 0; s < D && s < steps; ++s)
+    multiply(s / 8, static_cast<int>(s % 8), static_cast<int>(s % kBufs));
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t c = i / 8;
-    const int j = static_cast<int>(i % 8), buf = static_cast<int>(i & 1);
-    if (i + 1 < steps) multiply((i + 1) / 8, static_cast<int>((i + 1) % 8), buf ^ 1);
+    const int j = static_cast<int>(i % 8), buf = static_cast<int>(i % kBufs);
+    if (i + D < steps)
+      multiply((i + D) / 8, static_cast<int>((i + D) % 8), static_cast<int>((i + D) % kBufs));
     // The float step of lane j, chunk c: every (row, token) pair.
     const ls::GemmQ8WChunk* wc = w + c * R;
     const ls::GemmQ8AmxX* xg[2] = {x + c, x + nc + c};
@@ -161,26 +169,33 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
     }
 }
 
-// The kernel for a type (the types gemm_q8_parts takes).
-template <class Ops>
-LS_AMX_TARGET void amx_tile_any(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
-                                const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
-                                float* y, int64_t ldy) {
+// The kernel for a type (the types gemm_q8_parts takes) and a lookahead.
+template <class Ops, int D>
+LS_AMX_TARGET void amx_tile_type(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
+                                 const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
+                                 float* y, int64_t ldy) {
   using ls::GgmlType;
   switch (t) {
     case GgmlType::Q4_0:
-      return amx_tile<Ops, GgmlType::Q4_0>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return amx_tile<Ops, GgmlType::Q4_0, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
     case GgmlType::Q8_0:
-      return amx_tile<Ops, GgmlType::Q8_0>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return amx_tile<Ops, GgmlType::Q8_0, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
     case GgmlType::Q4_K:
-      return amx_tile<Ops, GgmlType::Q4_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return amx_tile<Ops, GgmlType::Q4_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
     case GgmlType::Q5_K:
-      return amx_tile<Ops, GgmlType::Q5_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return amx_tile<Ops, GgmlType::Q5_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
     case GgmlType::Q6_K:
-      return amx_tile<Ops, GgmlType::Q6_K>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return amx_tile<Ops, GgmlType::Q6_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
     default:
       return;
   }
+}
+template <class Ops>
+LS_AMX_TARGET void amx_tile_any(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
+                                const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
+                                float* y, int64_t ldy, int ahead) {
+  if (ahead >= 2) return amx_tile_type<Ops, 2>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+  return amx_tile_type<Ops, 1>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
 }
 
 }  // namespace

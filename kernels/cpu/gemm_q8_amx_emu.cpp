@@ -93,8 +93,8 @@ struct AmxEmu {
 }  // namespace
 
 void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
-  amx_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead) {
+  amx_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, ahead);
 }
 
 void gemm_q8c_amx_tile_emu(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,

@@ -217,6 +217,11 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_amx({}, a)), want));
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({1, 1}, a)), want));
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({3 * 416 * 4, 4}, a)), want));
+            // The tile unit two steps ahead of the float step (three buffers of sums).
+            GemmQ8Tuning ahead2 = with_amx({}, a), ahead2_small = with_amx({1, 1}, a);
+            ahead2.amx_ahead = ahead2_small.amx_ahead = 2;
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, ahead2), want));
+            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, ahead2_small), want));
           }
         }
       }
