@@ -5,9 +5,13 @@
 #  1. GPU tests of the backend and streaming, the new chunked-head test among
 #     them (TESTS_S, default 170 s; the 1b streaming test alone took 42 s in
 #     session 40), while the 70b is written;
-#  2. issue 17's shape, twice: 32 sequences, 128-token prompts, 128 new
-#     tokens (the plan's lines printed: resident layers, reserves);
-#  3. issue 18: plain and the replay at acceptance 0.7, K = 7, SPEC_ROUNDS
+#  2. the AMX path's lookahead, LS_AMX_AHEAD=1 against 2, at 32 tokens on the
+#     70b's shapes, two alternated rounds (same bits: the unit tests run both,
+#     emulated; here on the tile unit too);
+#  3. issue 17's shape: 32 sequences, 128-token prompts, 128 new tokens, run 1
+#     the default, run 2 with LS_AMX_AHEAD=2 (the plan's lines printed:
+#     resident layers, reserves);
+#  4. issue 18: plain and the replay at acceptance 0.7, K = 7, SPEC_ROUNDS
 #     rounds (default 2).
 # Every --stats run also prints what it took of the device against the plan
 # ("device memory: the run took ..."): the measure of the plan's 384 MiB
@@ -22,9 +26,15 @@ synth_70b_bg
 (cd $R && timeout ${TESTS_S:-170} $B/ls_gpu_tests -d -tc="cuda backend*,cuda streaming*,cuda matmul: a weight larger*" > $O/tests.txt 2>&1)
 echo "backend and streaming tests rc=$?"; grep -E "^[0-9.]+ s:|test cases|assertions|Status|ERROR|FATAL" $O/tests.txt | tail -16; el
 wait $SYN; echo "synth rc=$?"; el; pack
+(cd $R && LS_AMX_AHEAD=2 timeout 30 $B/ls_unit_tests -tc="*cpu_gemm_q8*" > $O/unit-gemm-ahead2.txt 2>&1; echo "gemm unit tests, LS_AMX_AHEAD=2, rc=$?"; tail -3 $O/unit-gemm-ahead2.txt)
+for r in 1 2; do for a in 1 2; do
+  LS_AMX_AHEAD=$a timeout 40 $B/ls_bench_cpu_matmul --threads 16 --ntok 32 --amx on --types q4_k,q6_k --act q8 --path gemm --shapes 70b --reps 7 --weights-gib 4 > $O/mm-ahead$a-$r.txt 2>&1
+  echo "amx ahead $a round $r rc=$?"; grep -E "^q[46]_K" $O/mm-ahead$a-$r.txt | awk '{print $1, $3, $4, $(NF-6), $NF}' | tr '\n' ';'; echo
+done; done; el; pack
 for r in 1 2; do
   left 200 || break
-  timeout 90 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128 > $O/b32-$r.txt 2>&1
+  X=""; [ $r = 2 ] && X="LS_AMX_AHEAD=2"
+  env $X timeout 90 $B/layerstream bench -m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128 > $O/b32-$r.txt 2>&1
   echo "width 32 run $r rc=$?"; [ $r = 1 ] && grep -E "tier plan|activations|dequantization|device slots|resident layers" $O/b32-$r.txt | head -6
   grep -E "^\| [0-9]" $O/b32-$r.txt | cut -d"|" -f2-5,15-18; grep -E "CPU tier by width|device memory: the run took" $O/b32-$r.txt | cut -c1-200; el; pack
 done
