@@ -162,12 +162,22 @@ double SpecK::verify_cost(int width) const {
 
 int SpecK::next() {
   ++steps_;
-  const double a = std::min(acceptance(), 0.999);
   const double c_draft = drafted_ > 0 ? draft_s_ / drafted_ : 0.0;
+  // E[accepted] of a chain of k = sum over i <= k of E[a^i], the moments of
+  // the acceptance's posterior, Beta(accepted + 1, rejected + 1): the
+  // moment of a power, not the power of the mean (which Jensen puts below
+  // it), so that a run's first rejections, with little behind them, do not
+  // cut K as if the rate were known.
+  const double alpha = accepted_ + 1, beta = trials_ - accepted_ + 1;
+  std::vector<double> moment(static_cast<size_t>(std::max(k_max_, 0)) + 1, 1.0);
+  for (int i = 1; i <= k_max_; ++i)
+    moment[static_cast<size_t>(i)] =
+        moment[static_cast<size_t>(i - 1)] * (alpha + i - 1) / (alpha + beta + i - 1);
   int best_k = k_min_;
   double best = -1;
   for (int k = k_min_; k <= k_max_; ++k) {
-    const double expect = a * (1 - std::pow(a, k)) / (1 - a);
+    double expect = 0;
+    for (int i = 1; i <= k; ++i) expect += moment[static_cast<size_t>(i)];
     const double rate = (expect + 1) / (k * c_draft + verify_cost(k + 1));
     if (rate > best * (1 + 1e-9)) {
       best = rate;
