@@ -45,10 +45,10 @@ struct JobG {
   const GemmQ8XChunk* panel;
   GemmQ8Scratch* scratch;
   GemmQ8Kernel k;
-  GemmQ8AmxTileFn amx;   // the AMX path's kernel, else null
-  int amx_ahead;         // its lookahead (GemmQ8Tuning::amx_ahead)
-  bool direct;           // parts of a type the direct tile takes skip the pack
-  int direct_pairs_min;  // GemmQ8Tuning::direct_pairs_min
+  GemmQ8AmxTileFn amx;     // the AMX path's kernel, else null
+  GemmQ8AmxForm amx_form;  // its form (GemmQ8Tuning::amx_ahead, amx_lanes)
+  bool direct;             // parts of a type the direct tile takes skip the pack
+  int direct_pairs_min;    // GemmQ8Tuning::direct_pairs_min
   GemmQ8AmxX* amx_panel;
   CpuIsa isa;
   int64_t n, nc, n_tok;
@@ -151,7 +151,7 @@ void run_task_amx(const JobG& j, int64_t task, int thread) {
         const int nt = static_cast<int>(std::min<int64_t>(kGemmQ8AmxToks, b1 - t));
         const int ng = (nt + kGemmQ8AmxGroup - 1) / kGemmQ8AmxGroup;
         j.amx(w.type, tile + (r - r0) * j.nc, j.nc, j.amx_panel + t / kGemmQ8AmxGroup * j.nc, ng,
-              nr, nt, y + t * w.n_out + r, w.n_out, j.amx_ahead);
+              nr, nt, y + t * w.n_out + r, w.n_out, j.amx_form);
       }
     }
   }
@@ -256,7 +256,9 @@ void gemm_q8_parts(ThreadPool& pool, const MatmulQ8Part* parts, int n_parts, con
   j.parts = parts;
   j.n_parts = n_parts;
   j.amx = amx_kernel(isa, n_tok, tune.amx);
-  j.amx_ahead = tune.amx_ahead > 0 ? std::min(tune.amx_ahead, 2) : gemm_q8_amx_ahead();
+  j.amx_form = gemm_q8_amx_form();
+  if (tune.amx_ahead > 0) j.amx_form.ahead = std::min(tune.amx_ahead, 2);
+  if (tune.amx_lanes >= 0) j.amx_form.lanes = tune.amx_lanes > 0;
   j.k = j.amx ? GemmQ8Kernel{nullptr, kGemmQ8AmxRows, kGemmQ8AmxToks, "amx"} : gemm_q8_kernel(isa);
   if (!j.amx && j.k.tile == gemm_q8_tile_avx512vnni && pairs_wanted(tune))
     j.k = GemmQ8Kernel{gemm_q8_tile_avx512vnni_pairs, 4, 4, "avx512vnni-pairs"};

@@ -219,6 +219,18 @@ enum class GemmQ8Amx {
   Emulated,  // the AMX path with the tile unit emulated in plain C++ (tests, any CPU)
 };
 
+// The order of the AMX path's steps (kernels/cpu/gemm_q8_amx_body.h); the
+// same bits in every form. ahead: how many steps (a chunk's block of 32) the
+// tile multiplies run ahead of the float step, 1 or 2 (2: a tile store has
+// a whole float step more to land before its sums are loaded). lanes: steps
+// lane-major (each group's lane through all chunks, its 16 accumulators in
+// registers) rather than chunk-major (every accumulator loaded and stored a
+// step).
+struct GemmQ8AmxForm {
+  int ahead = 1;
+  bool lanes = false;
+};
+
 struct GemmQ8Tuning {
   int64_t panel_bytes = 0;  // a token block's panel; 0: half of this core's L2
   int rows_per_task = 0;    // rows a task packs and computes; 0: from range_bytes
@@ -247,9 +259,10 @@ struct GemmQ8Tuning {
   // results/2026-12-05-s34-no-device.md); for Intel's client cores (Alder
   // Lake on), which have AVX-VNNI but no AVX-512.
   int avx_vnni = -1;
-  // The AMX path's lookahead (gemm_q8_amx.h, GemmQ8AmxTileFn): 0 for
-  // gemm_q8_amx_ahead (LS_AMX_AHEAD, else 1), else 1 or 2; the same bits.
+  // The AMX path's form (GemmQ8AmxForm): amx_ahead 0 and amx_lanes -1 take
+  // gemm_q8_amx_form's (LS_AMX_AHEAD, LS_AMX_LANES); the same bits.
   int amx_ahead = 0;
+  int amx_lanes = -1;
 };
 inline constexpr int kGemmQ8DirectToks = 8, kGemmQ8DirectRows = 8;
 

@@ -1,6 +1,6 @@
 // The AMX path's hardware tile kernel, the process's permission to use the
 // tile registers, and the path's packers (kernels/cpu/gemm_q8_amx.h).
-// defines: cpu_amx_usable, gemm_q8_amx_enabled, gemm_q8_amx_ahead, gemm_q8_amx_min_tokens,
+// defines: cpu_amx_usable, gemm_q8_amx_enabled, gemm_q8_amx_form, gemm_q8_amx_min_tokens,
 //          gemm_q8_amx_tile_hw,
 //          gemm_q8_amx_pack_x (kernels/cpu/gemm_q8_amx.h), gemm_q8c_amx_tile_hw
 //          (kernels/cpu/gemm_q8c.h)
@@ -120,8 +120,9 @@ bool cpu_amx_usable() {
 }
 
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead) {
-  amx_tile_any<AmxHw>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, ahead);
+                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
+                         GemmQ8AmxForm form) {
+  amx_tile_any<AmxHw>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, form);
 }
 
 void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
@@ -136,8 +137,9 @@ bool cpu_amx_usable() {
 }
 
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead) {
-  gemm_q8_amx_tile_emu(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, ahead);
+                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
+                         GemmQ8AmxForm form) {
+  gemm_q8_amx_tile_emu(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, form);
 }
 
 void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,
@@ -147,9 +149,10 @@ void gemm_q8c_amx_tile_hw(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ
 
 #endif
 
-int gemm_q8_amx_ahead() {
-  static const int ahead = std::clamp(static_cast<int>(env_int("LS_AMX_AHEAD", 1, 1)), 1, 2);
-  return ahead;
+GemmQ8AmxForm gemm_q8_amx_form() {
+  static const GemmQ8AmxForm form{std::clamp(static_cast<int>(env_int("LS_AMX_AHEAD", 1, 1)), 1, 2),
+                                  env_int("LS_AMX_LANES", 0, 0) > 0};
+  return form;
 }
 
 bool gemm_q8_amx_enabled() {

@@ -26,7 +26,7 @@
 // Linux gives a process the tile registers only on request
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); cpu_amx_usable asks
 // once for the whole process.
-// defines: cpu_amx_usable(), gemm_q8_amx_enabled(), gemm_q8_amx_ahead(), GemmQ8AmxTileFn,
+// defines: cpu_amx_usable(), gemm_q8_amx_enabled(), gemm_q8_amx_form(), GemmQ8AmxTileFn,
 //          gemm_q8_amx_tile_hw(),
 //          gemm_q8_amx_tile_emu(), gemm_q8_amx_pack_x(),
 //          gemm_q8_amx_min_tokens(), kGemmQ8AmxRows, kGemmQ8AmxToks
@@ -55,19 +55,21 @@ int64_t gemm_q8_amx_min_tokens();
 // · n_groups, n_groups 1 or 2). w: 16 rows of nc natural-order chunks
 // (gemm_q8_pack_w's natural order; rows past n_rows are read, so they must be there:
 // zeros do), chunk-major: row r chunk c at w[c * 16 + r]; x: n_groups groups of nc
-// chunks, group g chunk c at x[g * nc + c]. ahead: how many steps (a chunk's
-// block) the tile multiplies run ahead of the float step, 1 or 2 (the same
-// bits; gemm_q8_amx_ahead).
+// chunks, group g chunk c at x[g * nc + c]. form: the order of the kernel's
+// steps (GemmQ8AmxForm; the same bits in every form).
 using GemmQ8AmxTileFn = void (*)(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
                                  int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
-                                 int ahead);
+                                 GemmQ8AmxForm form);
 void gemm_q8_amx_tile_hw(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead);
+                         int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
+                         GemmQ8AmxForm form);
 void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead);
-// The lookahead a call takes where its tuning leaves it to the default:
-// LS_AMX_AHEAD (1 or 2), else 1 (A/B on the Xeon pending, session 43).
-int gemm_q8_amx_ahead();
+                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
+                          GemmQ8AmxForm form);
+// The form a call takes where its tuning leaves it to the default:
+// LS_AMX_AHEAD (1 or 2, else 1) and LS_AMX_LANES (0 or 1, else 0); A/B on
+// the Xeon pending (session 43).
+GemmQ8AmxForm gemm_q8_amx_form();
 
 // Tokens [t0, t1) of x into the panel (t0 a multiple of 16; token t in group
 // t / 16 at its place t % 16, group g chunk c at panel[g * nc + c]), chunks

@@ -169,23 +169,137 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
     }
 }
 
+// The same products and float steps in lane-major order (GemmQ8AmxForm::
+// lanes): for each token group g and lane j the chunks c in order, so the
+// 16 rows' accumulators of (g, j) live in registers through the chunks, not
+// in memory (the order above loads and stores an accumulator for every
+// (row, group) a step: half the float step's memory operations, and 32
+// stores of 64 bytes a step beside the tile stores). Each accumulator lane
+// sees the same operations in the same order (chunk by chunk), so the bits
+// are the same. The price: one token group a tile multiply (the weight tile
+// is loaded again for the second group, from L1 or L2).
+template <class Ops, ls::GgmlType TY, int D>
+LS_AMX_TARGET void amx_tile_lanes(const ls::GemmQ8WChunk* w, int64_t nc, const ls::GemmQ8AmxX* x,
+                                  int n_groups, int n_rows, int n_tok, float* y, int64_t ldy) {
+  using ls::GgmlType;
+  constexpr bool kQ6 = TY == GgmlType::Q6_K, kQ8 = TY == GgmlType::Q8_0;
+  constexpr int R = ls::kGemmQ8AmxGroup;
+  Ops o;
+  o.config(kAmxLaneTiles);
+  alignas(64) LsAmxV16f acc[R][2][8];
+  for (auto& r : acc)
+    for (auto& g : r)
+      for (auto& l : g) l = LsAmxV16f{};
+  // [step % (D + 1)][0] the block's sums (Q6_K: its lo half), [..][1] Q6_K's hi half.
+  constexpr int kBufs = D + 1;
+  alignas(64) int32_t cb[kBufs][2][R][16];
+  const int64_t stride = static_cast<int64_t>(sizeof(ls::GemmQ8WChunk));
+  // A step's place: chunk c of lane j of group g (c fastest).
+  struct Pos {
+    int64_t c = 0;
+    int j = 0, g = 0;
+    void next(int64_t n) {
+      if (++c < n) return;
+      c = 0;
+      if (++j < 8) return;
+      j = 0;
+      ++g;
+    }
+  };
+  auto multiply = [&](const Pos& p, int buf) LS_AMX_TARGET {
+    const ls::GemmQ8WChunk* wc = w + p.c * R;
+    const ls::GemmQ8AmxX* xc = x + p.g * nc + p.c;
+    if constexpr (kQ6) {
+      for (int h = 0; h < 2; ++h) {
+        o.template load<5>(wc->u + 32 * p.j + 16 * h, stride);
+        o.template load<6>(xc->b[p.j] + 256 * h, 64);
+        o.template zero<0>();
+        o.template dp_us<0, 5, 6>();
+        o.template store<0>(cb[buf][h], 64);
+      }
+    } else {
+      o.template load<2>(wc->u + 32 * p.j, stride);
+      o.template load<3>(xc->b[p.j], 64);
+      o.template zero<0>();
+      if constexpr (kQ8)
+        o.template dp_ss<0, 2, 3>();
+      else
+        o.template dp_us<0, 2, 3>();
+      o.template store<0>(cb[buf][0], 64);
+    }
+  };
+  const int64_t steps = int64_t{n_groups} * 8 * nc;
+  Pos ahead;  // the step the tile unit multiplies next
+  for (int64_t s = 0; s < D && s < steps; ++s) {
+    multiply(ahead, static_cast<int>(s % kBufs));
+    ahead.next(nc);
+  }
+  Pos at;
+  LsAmxV16f a[R];
+  for (int64_t s = 0; s < steps; ++s) {
+    if (s + D < steps) {
+      multiply(ahead, static_cast<int>((s + D) % kBufs));
+      ahead.next(nc);
+    }
+    if (at.c == 0)
+      for (auto& v : a) v = LsAmxV16f{};  // +0, as the lane form starts
+    const int buf = static_cast<int>(s % kBufs), j = at.j;
+    const ls::GemmQ8WChunk* wc = w + at.c * R;
+    const ls::GemmQ8AmxX* xc = x + at.g * nc + at.c;
+    const LsAmxV16f d = amx_load16<LsAmxV16f>(xc->d[j]);
+    const LsAmxV16f dl = amx_load16<LsAmxV16f>(kQ6 ? xc->ds_lo[j] : xc->ds[j]);
+    const LsAmxV16f dh = kQ6 ? amx_load16<LsAmxV16f>(xc->ds_hi[j]) : LsAmxV16f{};
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const ls::GemmQ8WChunk& wr = wc[r];
+      const LsAmxV16f I = __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][0][r]), LsAmxV16f);
+      a[r] = Ops::fma(wr.s[j] * d, I, a[r]);
+      if constexpr (kQ6) {
+        const LsAmxV16f hi =
+            __builtin_convertvector(amx_load16<LsAmxV16i>(cb[buf][1][r]), LsAmxV16f);
+        a[r] = Ops::fma(wr.s_hi[j] * d, hi, a[r]);
+        a[r] = Ops::fnma(wr.m[j], dl, a[r]);
+        a[r] = Ops::fnma(wr.m_hi[j], dh, a[r]);
+      } else if constexpr (!kQ8) {
+        a[r] = Ops::fnma(wr.m[j], dl, a[r]);
+      }
+    }
+    if (at.c == nc - 1)
+      for (int r = 0; r < R; ++r) acc[r][at.g][j] = a[r];
+    at.next(nc);
+  }
+  o.release();
+  for (int r = 0; r < n_rows; ++r)
+    for (int t = 0; t < n_tok; ++t) {
+      float lanes[8];
+      for (int j = 0; j < 8; ++j) lanes[j] = acc[r][t / 16][j][t % 16];
+      y[t * ldy + r] = ls::q8_lanes_sum(lanes);
+    }
+}
+
 // The kernel for a type (the types gemm_q8_parts takes) and a lookahead.
-template <class Ops, int D>
+template <class Ops, int D, bool kLanes>
 LS_AMX_TARGET void amx_tile_type(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
                                  const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
                                  float* y, int64_t ldy) {
   using ls::GgmlType;
+  auto run = [&]<GgmlType T>() LS_AMX_TARGET {
+    if constexpr (kLanes)
+      amx_tile_lanes<Ops, T, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    else
+      amx_tile<Ops, T, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+  };
   switch (t) {
     case GgmlType::Q4_0:
-      return amx_tile<Ops, GgmlType::Q4_0, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return run.template operator()<GgmlType::Q4_0>();
     case GgmlType::Q8_0:
-      return amx_tile<Ops, GgmlType::Q8_0, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return run.template operator()<GgmlType::Q8_0>();
     case GgmlType::Q4_K:
-      return amx_tile<Ops, GgmlType::Q4_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return run.template operator()<GgmlType::Q4_K>();
     case GgmlType::Q5_K:
-      return amx_tile<Ops, GgmlType::Q5_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return run.template operator()<GgmlType::Q5_K>();
     case GgmlType::Q6_K:
-      return amx_tile<Ops, GgmlType::Q6_K, D>(w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+      return run.template operator()<GgmlType::Q6_K>();
     default:
       return;
   }
@@ -193,9 +307,15 @@ LS_AMX_TARGET void amx_tile_type(ls::GgmlType t, const ls::GemmQ8WChunk* w, int6
 template <class Ops>
 LS_AMX_TARGET void amx_tile_any(ls::GgmlType t, const ls::GemmQ8WChunk* w, int64_t nc,
                                 const ls::GemmQ8AmxX* x, int n_groups, int n_rows, int n_tok,
-                                float* y, int64_t ldy, int ahead) {
-  if (ahead >= 2) return amx_tile_type<Ops, 2>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
-  return amx_tile_type<Ops, 1>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+                                float* y, int64_t ldy, ls::GemmQ8AmxForm form) {
+  if (form.lanes) {
+    if (form.ahead >= 2)
+      return amx_tile_type<Ops, 2, true>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+    return amx_tile_type<Ops, 1, true>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+  }
+  if (form.ahead >= 2)
+    return amx_tile_type<Ops, 2, false>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
+  return amx_tile_type<Ops, 1, false>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy);
 }
 
 }  // namespace

@@ -93,8 +93,9 @@ struct AmxEmu {
 }  // namespace
 
 void gemm_q8_amx_tile_emu(GgmlType t, const GemmQ8WChunk* w, int64_t nc, const GemmQ8AmxX* x,
-                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy, int ahead) {
-  amx_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, ahead);
+                          int n_groups, int n_rows, int n_tok, float* y, int64_t ldy,
+                          GemmQ8AmxForm form) {
+  amx_tile_any<AmxEmu>(t, w, nc, x, n_groups, n_rows, n_tok, y, ldy, form);
 }
 
 void gemm_q8c_amx_tile_emu(GgmlType t, const GemmQ8cW* w, int64_t nc, const GemmQ8cX* x,

@@ -217,11 +217,18 @@ TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every 
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, with_amx({}, a)), want));
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({1, 1}, a)), want));
             CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, with_amx({3 * 416 * 4, 4}, a)), want));
-            // The tile unit two steps ahead of the float step (three buffers of sums).
-            GemmQ8Tuning ahead2 = with_amx({}, a), ahead2_small = with_amx({1, 1}, a);
-            ahead2.amx_ahead = ahead2_small.amx_ahead = 2;
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, ahead2), want));
-            CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, ahead2_small), want));
+            // Every form of the AMX path's steps (GemmQ8AmxForm): the tile unit
+            // one or two steps ahead of the float step, chunk-major or lane-major.
+            for (int ahead : {1, 2})
+              for (int lanes : {0, 1}) {
+                CAPTURE(ahead);
+                CAPTURE(lanes);
+                GemmQ8Tuning f = with_amx({}, a), f_small = with_amx({1, 1}, a);
+                f.amx_ahead = f_small.amx_ahead = ahead;
+                f.amx_lanes = f_small.amx_lanes = lanes;
+                CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool1, f), want));
+                CHECK(same_bits(gemm(w, xv, s.n_tok, isa, pool3, f_small), want));
+              }
           }
         }
       }
