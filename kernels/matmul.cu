@@ -341,7 +341,7 @@ bool mmq_auto_on(const MatmulContext::Impl& im) {
 int64_t mmq_min_tok(const MatmulContext::Impl& im, const WeightView& w) {
   if (const int env = mmq_env_min_tok()) return env;
   const bool decode = im.mmq_decode < 0 ? mmq_env_decode() : im.mmq_decode > 0;
-  return decode ? mmq_decode_min_tok(w.type, w.n_out) : kMmqMinTok;
+  return decode ? mmq_decode_min_tok(w.type, w.n_out, w.n_in) : kMmqMinTok;
 }
 }  // namespace
 

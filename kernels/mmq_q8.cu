@@ -234,9 +234,9 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 //        14 vs 17.
 // The GEMM's time is flat up to 8 tokens (one n-tile) where the GEMV's
 // grows by the token: it takes Q4_K and Q5_K from 4 tokens and Q6_K from 6
-// (between the widths measured), on matrices of 8,192 rows or more (the
-// shapes measured; an 8b's q, o and down, 4,096 rows, are not yet); k and
-// v and Q8_0 (not measured at these widths) stay on the GEMV to 8 tokens.
+// (between the widths measured), on matrices of 8,192 rows and columns or
+// more (the 70b's, the shapes measured; an 8b's and a 1b's are not yet); k
+// and v and Q8_0 (not measured at these widths) stay on the GEMV to 8 tokens.
 // On by default since session 43 (LS_MMQ_DECODE=0: the GEMV, the A/B). In
 // the engine (session 42, H100 machine) it took the 70b's GPU layer at
 // width 8 from 0.59-0.60 to 0.50 ms and its verify steps' tok/s up 1.5-2 %
@@ -246,8 +246,10 @@ Status launch_type(const MmqParams& p, cudaStream_t stream) {
 // Session 39's pipeline batch test with the GEMM at decode widths did not
 // end inside the call: the x scratch freed under the captured graphs (fixed
 // in 95c2c2a; session 40 call 1: the test passes).
-int mmq_decode_min_tok(GgmlType t, int64_t n_out) {
-  if (n_out < 8192) return kMmqMinTok;
+int mmq_decode_min_tok(GgmlType t, int64_t n_out, int64_t n_in) {
+  // Only the shapes measured: the 70b's, all of 8,192 columns or more (the
+  // 8b's gate and up, 14,336 x 4,096, and a 1b's were not).
+  if (n_out < 8192 || n_in < 8192) return kMmqMinTok;
   switch (t) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:

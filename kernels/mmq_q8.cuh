@@ -24,11 +24,11 @@ inline constexpr int kMmqMaxTok = 64;  // above: dequantize + f16 GEMM (prompts)
 
 // matmul_cuda's Auto path takes this kernel from kMmqMinTok tokens; at
 // decode widths, where they are on (MatmulContext::set_mmq_decode,
-// LS_MMQ_DECODE=1), from mmq_decode_min_tok: the width from which the
-// streamed kernel measured faster than the GEMV for a weight of type t and
-// n_out rows (mmq_q8.cu; kMmqMinTok where it did not). Off by default
-// until a verify or batch step has measured them in the engine.
-int mmq_decode_min_tok(GgmlType t, int64_t n_out);
+// LS_MMQ_DECODE, on by default since session 43), from mmq_decode_min_tok:
+// the width from which the streamed kernel measured faster than the GEMV
+// for a weight of type t, n_out rows of n_in (mmq_q8.cu; kMmqMinTok where
+// it did not, or was not measured).
+int mmq_decode_min_tok(GgmlType t, int64_t n_out, int64_t n_in);
 bool mmq_env_decode();
 // LS_MMQ_MIN_TOK=2..9 from the environment (A/B: every weight it takes
 // from that width, over both of the above), else 0.

@@ -979,7 +979,7 @@ TEST_CASE("cuda matmul: decode widths split a group between the int8 GEMM and th
   REQUIRE(ctx_or.has_value());
   ls::MatmulContext& ctx = **ctx_or;
   ctx.set_mmq_decode(1);
-  const int64_t n_in = 2048, n_max = 8;
+  const int64_t n_in = 8192, n_max = 8;  // the GEMM takes decode widths from 8,192 columns
   REQUIRE(ctx.reserve_gemv_x(n_in).ok());
   const GgmlType types[3] = {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K};
   const int64_t n_outs[3] = {8192, 256, 8192};  // q (GEMM from 4), k (GEMV), a Q6_K (from 6)
