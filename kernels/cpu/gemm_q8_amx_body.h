@@ -40,6 +40,25 @@ LS_AMX_TARGET inline V amx_load16(const void* p) {
   return v;
 }
 
+// The lane form's accumulators of a call: row, token group, lane j; 16
+// tokens a vector. Zeroed (+0, as the lane form starts), and at the end
+// each (row, token)'s 8 lanes summed in the lane form's order into y.
+using LsAmxAcc = LsAmxV16f[ls::kGemmQ8AmxGroup][2][8];
+LS_AMX_TARGET inline void amx_acc_zero(LsAmxAcc& acc) {
+  for (auto& r : acc)
+    for (auto& g : r)
+      for (auto& l : g) l = LsAmxV16f{};
+}
+LS_AMX_TARGET inline void amx_acc_out(const LsAmxAcc& acc, int n_rows, int n_tok, float* y,
+                                      int64_t ldy) {
+  for (int r = 0; r < n_rows; ++r)
+    for (int t = 0; t < n_tok; ++t) {
+      float lanes[8];
+      for (int j = 0; j < 8; ++j) lanes[j] = acc[r][t / 16][j][t % 16];
+      y[t * ldy + r] = ls::q8_lanes_sum(lanes);
+    }
+}
+
 // The shapes of the tiles above, as LDTILECFG reads them (palette 1).
 struct alignas(64) AmxTileConfig {
   uint8_t palette = 1, start_row = 0;
@@ -60,11 +79,8 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
   constexpr int R = ls::kGemmQ8AmxGroup;  // rows of a weight tile (16, as the group)
   Ops o;
   o.config(kAmxLaneTiles);
-  // The lane form's accumulators: row, group, lane j; 16 tokens a vector.
-  alignas(64) LsAmxV16f acc[R][2][8];
-  for (auto& r : acc)
-    for (auto& g : r)
-      for (auto& l : g) l = LsAmxV16f{};  // +0, as the lane form starts
+  alignas(64) LsAmxAcc acc;
+  amx_acc_zero(acc);
   // The tiles' sums as stored, D + 1 steps' worth: [step % (D + 1)][g] the
   // block (Q6_K: its lo half), [step % (D + 1)][2 + g] Q6_K's hi half.
   constexpr int kBufs = D + 1;
@@ -161,12 +177,7 @@ LS_AMX_TARGET void amx_tile(const ls::GemmQ8WChunk* w, int64_t nc, const ls::Gem
     }
   }
   o.release();
-  for (int r = 0; r < n_rows; ++r)
-    for (int t = 0; t < n_tok; ++t) {
-      float lanes[8];
-      for (int j = 0; j < 8; ++j) lanes[j] = acc[r][t / 16][j][t % 16];
-      y[t * ldy + r] = ls::q8_lanes_sum(lanes);
-    }
+  amx_acc_out(acc, n_rows, n_tok, y, ldy);
 }
 
 // The same products and float steps in lane-major order (GemmQ8AmxForm::
@@ -186,10 +197,8 @@ LS_AMX_TARGET void amx_tile_lanes(const ls::GemmQ8WChunk* w, int64_t nc, const l
   constexpr int R = ls::kGemmQ8AmxGroup;
   Ops o;
   o.config(kAmxLaneTiles);
-  alignas(64) LsAmxV16f acc[R][2][8];
-  for (auto& r : acc)
-    for (auto& g : r)
-      for (auto& l : g) l = LsAmxV16f{};
+  alignas(64) LsAmxAcc acc;
+  amx_acc_zero(acc);
   // [step % (D + 1)][0] the block's sums (Q6_K: its lo half), [..][1] Q6_K's hi half.
   constexpr int kBufs = D + 1;
   alignas(64) int32_t cb[kBufs][2][R][16];
@@ -269,12 +278,7 @@ LS_AMX_TARGET void amx_tile_lanes(const ls::GemmQ8WChunk* w, int64_t nc, const l
     at.next(nc);
   }
   o.release();
-  for (int r = 0; r < n_rows; ++r)
-    for (int t = 0; t < n_tok; ++t) {
-      float lanes[8];
-      for (int j = 0; j < 8; ++j) lanes[j] = acc[r][t / 16][j][t % 16];
-      y[t * ldy + r] = ls::q8_lanes_sum(lanes);
-    }
+  amx_acc_out(acc, n_rows, n_tok, y, ldy);
 }
 
 // The kernel for a type (the types gemm_q8_parts takes) and a lookahead.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +45,37 @@ int32_t argmax_row(const float* x, int n) {
     if (x[i] > x[best]) best = i;
   return best;
 }
+
+// The tiny q8_0 model on the CPU backend (the reference) and the CUDA one,
+// a context of 512, and one prompt through both: n random tokens (from
+// seed) at positions 0..n-1, logits where wants(i); each backend's rows in
+// lc (CPU) and lg (CUDA).
+struct PromptOnBoth {
+  std::unique_ptr<Model> m;
+  std::unique_ptr<CpuBackend> cpu;
+  std::unique_ptr<CudaBackend> gpu;
+  Batch b;
+  std::vector<float> lc, lg;
+  int V = 0;
+  PromptOnBoth(int n, uint32_t seed, const std::function<bool(int)>& wants)
+      : m(tiny_model("q8_0")) {
+    const LlamaConfig& c = m->config();
+    V = static_cast<int>(c.n_vocab);
+    cpu = std::make_unique<CpuBackend>(c, m->globals(), 512, 1, KvType::F16, 4, CpuAct::Q8);
+    CudaBackendOptions co;
+    co.n_ctx = 512;
+    auto gr = CudaBackend::create(*m, co);
+    REQUIRE(gr.has_value());
+    gpu = std::move(*gr);
+    std::mt19937 rng(seed);
+    for (int i = 0; i < n; ++i)
+      b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, wants(i));
+    lc.assign(b.n_logits() * V, 0.0f);
+    lg.assign(b.n_logits() * V, NAN);
+    REQUIRE(forward_resident(*m, *cpu, b, lc.data()).ok());
+    REQUIRE(forward_resident(*m, *gpu, b, lg.data()).ok());
+  }
+};
 
 }  // namespace
 
@@ -202,28 +234,14 @@ TEST_CASE("cuda backend: bad batch entries are errors") {
 TEST_CASE("cuda backend: a 300-token prompt then decode past it matches the CPU (q8_0)") {
   // 300 tokens x 4 heads takes the one-split attention path over > 256 positions.
   LS_GPU_TEST_GUARD();
-  auto m = tiny_model("q8_0");
-  const LlamaConfig& c = m->config();
-  const int V = static_cast<int>(c.n_vocab);
-  CpuBackend cpu(c, m->globals(), 512, 1, KvType::F16, 4, CpuAct::Q8);
-  CudaBackendOptions co;
-  co.n_ctx = 512;
-  auto gr = CudaBackend::create(*m, co);
-  REQUIRE(gr.has_value());
-  std::mt19937 rng(77);
-  Batch b;
-  for (int i = 0; i < 300; ++i)
-    b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, i % 50 == 49);
-  const size_t rows = b.n_logits();
-  std::vector<float> lc(rows * V), lg(rows * V, NAN);
-  REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());
-  REQUIRE(forward_resident(*m, **gr, b, lg.data()).ok());
-  double rel = max_abs_diff(lg, lc) / max_abs(lc);
+  PromptOnBoth p(300, 77, [](int i) { return i % 50 == 49; });
+  const int V = p.V;
+  const double rel = max_abs_diff(p.lg, p.lc) / max_abs(p.lc);
   Batch d;
   d.add(5, 300, 0, true);
   std::vector<float> dc(V), dg(V, NAN);
-  REQUIRE(forward_resident(*m, cpu, d, dc.data()).ok());
-  REQUIRE(forward_resident(*m, **gr, d, dg.data()).ok());
+  REQUIRE(forward_resident(*p.m, *p.cpu, d, dc.data()).ok());
+  REQUIRE(forward_resident(*p.m, *p.gpu, d, dg.data()).ok());
   const double rel_d = max_abs_diff(dg, dc) / max_abs(dc);
   MESSAGE("300-token prompt: logits max|diff|/max|ref| = " << rel << "; decode at 300: " << rel_d);
   CHECK(rel <= 2e-2);
@@ -237,23 +255,11 @@ TEST_CASE(
   // (as any prompt's logits); finish_argmax: each row's argmax equals the
   // argmax of the same backend's finish rows (the same head, chunked alike).
   LS_GPU_TEST_GUARD();
-  auto m = tiny_model("q8_0");
-  const LlamaConfig& c = m->config();
-  const int V = static_cast<int>(c.n_vocab);
-  CpuBackend cpu(c, m->globals(), 512, 1, KvType::F16, 4, CpuAct::Q8);
-  CudaBackendOptions co;
-  co.n_ctx = 512;
-  auto gr = CudaBackend::create(*m, co);
-  REQUIRE(gr.has_value());
-  std::mt19937 rng(78);
-  Batch b;
-  for (int i = 0; i < 200; ++i)
-    b.add(std::uniform_int_distribution<int32_t>(0, V - 1)(rng), i, 0, i % 4 != 1);
-  const size_t rows = b.n_logits();
+  PromptOnBoth p(200, 78, [](int i) { return i % 4 != 1; });
+  const int V = p.V;
+  const size_t rows = p.b.n_logits();
   REQUIRE(rows == 150);
-  std::vector<float> lc(rows * V), lg(rows * V, NAN);
-  REQUIRE(forward_resident(*m, cpu, b, lc.data()).ok());
-  REQUIRE(forward_resident(*m, **gr, b, lg.data()).ok());
+  const std::vector<float>&lc = p.lc, &lg = p.lg;
   // As the 300-token test above: the largest difference over all rows
   // against the largest logit (a chunk gone wrong is off by the logits'
   // own size), and each row within five times that, so a bad row is named.
@@ -266,16 +272,13 @@ TEST_CASE(
     INFO("row " << r);
     CHECK(max_abs_diff(g, ref) / max_abs(lc) <= 1e-1);
   }
-  REQUIRE((*gr)->begin(b).ok());
-  for (uint32_t l = 0; l < c.n_layer; ++l)
-    REQUIRE((*gr)->layer(l, (*gr)->resident_layer(l).value_or(m->layer(l))).ok());
+  REQUIRE(p.gpu->begin(p.b).ok());
+  for (uint32_t l = 0; l < p.m->config().n_layer; ++l)
+    REQUIRE(p.gpu->layer(l, p.gpu->resident_layer(l).value_or(p.m->layer(l))).ok());
   std::vector<int32_t> ids(rows, -1);
-  REQUIRE((*gr)->finish_argmax(ids.data(), static_cast<int32_t>(rows), V).ok());
+  REQUIRE(p.gpu->finish_argmax(ids.data(), static_cast<int32_t>(rows), V).ok());
   int same = 0;
-  for (size_t r = 0; r < rows; ++r) {
-    const float* row = lg.data() + r * V;
-    same += ids[r] == static_cast<int32_t>(std::max_element(row, row + V) - row);
-  }
+  for (size_t r = 0; r < rows; ++r) same += ids[r] == argmax_row(lg.data() + r * V, V);
   CHECK(same == static_cast<int>(rows));
 }
 
