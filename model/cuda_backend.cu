@@ -296,6 +296,33 @@ struct CudaBackend::Impl {
              std::tie(o.layer, o.weights, o.n, o.pending_add, o.count);
     }
   };
+  // LS_DEVMEM_TRACE=1: each step's begin prints what the device lost since
+  // the last print (cudaMemGetInfo, every allocator and library included)
+  // with the widths of the steps in between: where a run's memory beyond the
+  // plan goes (print_device_taken in actors/engine.cpp gives the total).
+  struct DevMemTrace {
+    bool on = false;
+    size_t last_free = 0, first_free = 0;
+    uint64_t steps = 0;
+    int64_t widest = 0;  // the widest step since the last print
+    void check(int64_t n) {
+      if (!on) return;
+      size_t f = 0, t = 0;
+      if (cudaMemGetInfo(&f, &t) != cudaSuccess) return;
+      if (last_free == 0) first_free = last_free = f;
+      if (last_free > f + (1u << 20)) {
+        std::fprintf(stderr,
+                     "devmem: before step %llu (width %lld; widest since the last line %lld): "
+                     "%.1f MiB more in use, %.1f MiB since the backend was made\n",
+                     (unsigned long long)steps, (long long)n, (long long)widest,
+                     double(last_free - f) / 1048576.0, double(first_free - f) / 1048576.0);
+        last_free = f;
+        widest = 0;
+      }
+      widest = std::max(widest, n);
+      ++steps;
+    }
+  } devmem;
   bool graphs = true;
   uint32_t group = 1;  // layer_group(): the most layers one graph runs
   std::map<GraphKey, cudaGraphExec_t> graph_cache;
@@ -469,6 +496,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   s.opt = o;
   s.opt.max_batch = clamp_batch(o);
   if (const char* g = std::getenv("LS_CUDA_GRAPHS"); g && std::string(g) == "0") s.graphs = false;
+  if (const char* g = std::getenv("LS_DEVMEM_TRACE"); g && std::string(g) == "1") s.devmem.on = true;
+  s.devmem.check(0);
   s.group = static_cast<uint32_t>(m.config().n_layer);
   if (const char* g = std::getenv("LS_LAYER_GRAPH"); g && std::string(g) == "0") s.group = 1;
   const LlamaConfig& c = s.c;
@@ -624,6 +653,7 @@ Status CudaBackend::begin(const Batch& b) {
   }
   LS_TRY(s.reserve(b.size()));
   LS_CUDA_TRY(cudaStreamSynchronize(s.stream));  // the pinned staging is free again
+  s.devmem.check(static_cast<int64_t>(b.size()));
   // The step's block table (uploaded when it changed), then every entry's row in a block.
   if (!b.kv_table.empty()) LS_TRY(s.kv.set_table(b.kv_table, s.stream));
   for (size_t t = 0; t < b.size(); ++t) {
