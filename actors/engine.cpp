@@ -288,6 +288,14 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
         "of %d",
         opt.kv_blocks, std::max<uint32_t>(1, opt.n_seq), opt.n_ctx, most, kKvBlockLen);
 
+  // Every decoding sequence puts a token in each step: a step cap below them
+  // would send steps wider than the device's activations were sized for.
+  if (opt.ubatch < std::max<uint32_t>(1, opt.n_seq))
+    return make_error(
+        "--ubatch-size %u is less than --parallel %u: a step holds a token of every running "
+        "sequence",
+        opt.ubatch, opt.n_seq);
+
   auto plan = plan_for(*e->model_, opt);
   if (!plan) return plan.error();
   e->plan_ = std::move(*plan);
@@ -317,7 +325,7 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   po.n_ctx = opt.n_ctx;
   po.n_seq = std::max<uint32_t>(1, opt.n_seq);
   po.kv_blocks = kv_pool_blocks(*e->model_, opt);
-  po.chunk = static_cast<int32_t>(std::max<uint32_t>(1, opt.ubatch));
+  po.chunk = static_cast<int32_t>(step_tokens_max(opt.ubatch, opt.n_ctx, po.n_seq));
   auto pl = Pipeline::start(*e->model_, *e->backend_, e->plan_, po, *e->tracer_, e->rc_);
   if (!pl) return pl.error();
   e->pipeline_ = std::move(*pl);

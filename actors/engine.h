@@ -100,8 +100,8 @@ struct EngineOptions {
   // hybrid_depth() when the plan has CPU-tier layers. device_slots: 0 picks
   // default_device_slots(n_seq).
   int32_t depth = 0, staging_buffers = 3, device_slots = 0;
-  uint32_t ubatch = 512;   // tokens per batch the device's activations are sized for
-                           // (--ubatch-size; a longer prompt grows them past the plan)
+  uint32_t ubatch = 512;   // the most tokens a step holds, and what the device's activations
+                           // are sized for (--ubatch-size; step_tokens_max)
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)
   SourceOptions source;    // reader: kind, queue depth, chunk size
   bool io_only = false;

@@ -36,7 +36,7 @@ struct PipelineOptions {
   // blocks in a shuffled order (tests).
   uint32_t kv_blocks = 0;
   uint64_t kv_seed = 0;
-  int32_t chunk = 512;             // prompt tokens a step takes beside decoding sequences
+  int32_t chunk = 512;             // the most tokens a step holds (step_tokens_max)
   Backend* cpu_backend = nullptr;  // computes the CPU-tier layers (n_cpu > 0 or rebalance)
   // A step of more tokens than this (a prompt) sends every CPU-tier layer
   // through PCIe to the main backend (a CPU layer's time grows with the

@@ -258,8 +258,9 @@ void SamplerActor::form_batch(Batch& b) {
     s.next.clear();
     order_.push_back(i);
   }
-  // Alone, a prompt goes whole; beside decoding sequences, chunk_ tokens a step.
-  size_t budget = b.size() > 0 ? static_cast<size_t>(chunk_) : SIZE_MAX;
+  // Prompt tokens fill what the decoding rows leave of chunk_ (a step past it
+  // would grow the device's activations beyond the plan: step_tokens_max).
+  size_t budget = b.size() < static_cast<size_t>(chunk_) ? chunk_ - b.size() : 0;
   // A step whose width was announced (Pipeline::announce_width) keeps to it:
   // the planner may have routed its layers by it already.
   if (const int64_t step = widths_.next_step.load(); widths_.bound_step.load() == step) {

@@ -4,8 +4,8 @@
 // next step's batch from every running sequence's next token plus the
 // prompts of sequences joining (continuous batching): sequences join and
 // leave between steps, each in its own key/value slot. A prompt that
-// arrives while others decode is fed in chunks of at most `chunk` tokens a
-// step beside their tokens (chunked prefill); alone, it goes in one step.
+// arrives while others decode fills what their tokens leave of a step of
+// `chunk` tokens (chunked prefill); alone, it goes in steps of `chunk`.
 // When a sequence ends (its callback says so, its context is full, or it
 // was cancelled) its slot is free for the next one and its client is told
 // the final position.
@@ -134,8 +134,9 @@ struct KvUsage {
 
 class SamplerActor {
  public:
-  // n_slots: key/value slots (the backends' sequences); chunk: prompt tokens
-  // a step takes beside decoding sequences. Each step's width goes to
+  // n_slots: key/value slots (the backends' sequences); chunk: the most
+  // tokens a step holds (step_tokens_max): prompt tokens fill what the
+  // decoding sequences' tokens leave of it. Each step's width goes to
   // StepWidths before the step is sent. n_ctx: positions a slot may reach
   // (0: no paging: no table is sent, the backends keep theirs); kv_blocks:
   // the pool (0: n_ctx positions for every slot); kv_seed: not 0, the free

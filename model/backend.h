@@ -21,6 +21,19 @@ class ThreadPool;  // runtime/thread_pool.h
 
 class DeviceLink;
 
+// The most tokens a step holds: --ubatch-size, and no more than every
+// slot's context could hold. The device's activations are sized for it (the
+// tier plan's line) and the sampler keeps every step to it, a longer prompt
+// going in chunks, as llama.cpp's n_ubatch: a step past it grew the
+// activations beyond the plan (a 70b at 24 GiB with 32 sequences of 128
+// prompt tokens took steps of 1,152 and 2,944 tokens and 1.1-1.4 GiB more
+// than its plan: session 44).
+inline uint32_t step_tokens_max(uint32_t ubatch, uint32_t n_ctx, uint32_t n_seq) {
+  const uint64_t most = uint64_t{n_ctx} * (n_seq > 0 ? n_seq : 1);
+  const uint64_t n = ubatch < most ? ubatch : most;
+  return n > 0 ? static_cast<uint32_t>(n) : 1;
+}
+
 struct Batch {
   std::vector<int32_t> token;
   std::vector<int32_t> pos;

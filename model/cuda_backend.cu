@@ -185,7 +185,7 @@ int64_t max_weight_elems(const LlamaWeights& w) {
 }
 
 uint32_t clamp_batch(const CudaBackendOptions& o) {
-  return std::max<uint32_t>(1, std::min(o.max_batch, o.n_ctx));
+  return step_tokens_max(o.max_batch, o.n_ctx, o.n_seq);
 }
 }  // namespace
 

@@ -31,7 +31,7 @@ namespace ls {
 struct CudaBackendOptions {
   uint32_t n_ctx = 4096;          // positions per sequence in the KV cache
   uint32_t n_seq = 1;             // sequence slots
-  uint32_t max_batch = 512;       // activations are sized for this many tokens (clamped to n_ctx)
+  uint32_t max_batch = 512;       // activations are sized for this many tokens (step_tokens_max)
   std::vector<uint8_t> resident;  // per layer, 1: upload it (empty: every layer)
   bool token_embd_on_device = true;  // false: rows gathered on the host each step
   // Decode GEMVs with 8-bit activations (kernels/act_q8.h, dp4a) where the

@@ -70,8 +70,8 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "re-planned between decode steps from what they measure; 0: off")
       ->capture_default_str();
   sub->add_option("--ubatch-size", o.ubatch,
-                  "Tokens per batch that the plan reserves device activations for (a longer "
-                  "prompt still runs as one batch, past the plan's reserve)")
+                  "The most tokens a step holds, and what the plan reserves device activations "
+                  "for: a longer prompt goes in steps of this many tokens (at least --parallel)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option(

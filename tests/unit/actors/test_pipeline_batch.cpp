@@ -251,3 +251,75 @@ TEST_CASE("pipeline batch: the chunk form on a Q4_K_M model, batch equal to alon
     }
   }
 }
+
+namespace {
+// Forwards to a backend and keeps the width of every step it begins.
+class WidthBackend final : public Backend {
+ public:
+  explicit WidthBackend(Backend& inner) : in_(inner) {}
+  const char* name() const override { return "widths"; }
+  Status begin(const Batch& b) override {
+    widths.push_back(b.size());
+    return in_.begin(b);
+  }
+  Status layer(uint32_t i, const LayerView& w) override { return in_.layer(i, w); }
+  Status finish(float* l) override { return in_.finish(l); }
+  void clear_seq(int32_t s, int32_t from) override { in_.clear_seq(s, from); }
+  std::vector<size_t> widths;  // written by the compute actor, read after stop
+
+ private:
+  Backend& in_;
+};
+}  // namespace
+
+TEST_CASE("pipeline batch: no step holds more than the step cap; a long prompt goes in steps") {
+  // The cap is what the device's activations are sized for (step_tokens_max):
+  // a step past it grew them beyond the tier plan (session 44). Prompts of 17,
+  // 9 and 2 tokens at once, and then alone, each with 3 new tokens.
+  const Model& m = model();
+  const int V = static_cast<int>(m.config().n_vocab);
+  for (int32_t cap : {5, 3}) {
+    for (uint32_t together : {3u, 1u}) {
+      CpuBackend cpu(m.config(), m.globals(), 64, 3, KvType::F32, 2);
+      WidthBackend be(cpu);
+      Tracer tracer(false);
+      RunControl rc;
+      PipelineOptions opt;
+      opt.n_ctx = 64;
+      opt.n_seq = 3;
+      opt.chunk = cap;
+      opt.source.log = false;
+      auto p = Pipeline::start(
+          m, be,
+          plan_forced(m.map, std::vector<Tier>(m.config().n_layer, Tier::Resident), 2, 2, 4096),
+          opt, tracer, rc);
+      REQUIRE(p.has_value());
+      const std::vector<std::vector<int32_t>> prompts = {
+          {1, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35},
+          {1, 40, 41, 42, 43, 44, 45, 46, 47},
+          {1, 60}};
+      std::vector<std::future<SeqEnd>> futs;
+      std::vector<int> made(prompts.size(), 0);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        SeqRequest r;
+        r.prompt = prompts[i];
+        r.cb = [&made, i, V](int64_t, const float* l, int32_t rows) -> std::optional<int32_t> {
+          if (++made[i] > 3) return std::nullopt;
+          return argmax(l + static_cast<size_t>(rows - 1) * V, V);
+        };
+        std::promise<SeqEnd> done;
+        futs.push_back(done.get_future());
+        REQUIRE((*p)->submit(std::move(r), std::move(done)).has_value());
+        if (together == 1) REQUIRE((*p)->wait(futs.back()).has_value());
+      }
+      for (auto& f : futs)
+        if (f.valid() && together != 1) REQUIRE((*p)->wait(f).has_value());
+      (*p)->stop();
+      INFO("cap " << cap << ", " << together << " submitted together");
+      size_t widest = 0, total = 0;
+      for (size_t w : be.widths) widest = std::max(widest, w), total += w;
+      CHECK(widest == static_cast<size_t>(cap));  // full steps, none past it
+      CHECK(total == 17 + 9 + 2 + 3 * 3);         // every prompt token and new token, once
+    }
+  }
+}

@@ -425,6 +425,13 @@ TEST_CASE(
               {"key/value blocks", "the pool has 1"});
 }
 
+TEST_CASE("decode: --ubatch-size below --parallel is refused, naming both") {
+  // Every running sequence puts a token in each step, so a step cap below
+  // them would send steps past the device's activations (step_tokens_max).
+  check_fails({"-m", tiny_model(), "--parallel", "4", "--ubatch-size", "3", "-p", "hi"},
+              {"--ubatch-size 3", "--parallel 4"});
+}
+
 TEST_CASE("bench: --batch reports a row per width, in all and per sequence, beside its bound") {
   const std::string out = temp_dir().file("bench-batch.txt");
   const std::string cmd = "exec " + shell_quote(LS_BINARY) + " bench -m " +
