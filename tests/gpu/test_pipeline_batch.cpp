@@ -99,7 +99,9 @@ std::vector<Seen> run(const Model& m, const std::vector<Spec>& sp, uint32_t n_se
   opt.depth = 3;
   opt.n_ctx = kCtx;
   opt.n_seq = n_seq;
-  opt.chunk = 7;
+  // A step holds at most chunk tokens (step_tokens_max): 32 decoding rows and
+  // 7 prompt tokens beside them, within the activations' 64.
+  opt.chunk = static_cast<int32_t>(n_seq) + 7;
   opt.source.log = false;
   if (tiers.find('H') != std::string::npos) opt.cpu_backend = &cpu;
   auto p = Pipeline::start(m, **be, plan, opt, tracer, rc);

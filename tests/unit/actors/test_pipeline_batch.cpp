@@ -162,12 +162,14 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
     // Hybrid plans (H): a step keeps as many CPU-tier layers on the CPU as
     // its width pays for (measured, or forced to 1 or 2 of 3 here) and sends
     // the others through the slots, each sequence's rows following them;
-    // prompts over 64 tokens send all of them.
+    // prompts over 64 tokens send all of them. A chunk is the step's cap
+    // (decoding rows and prompt tokens beside them); 2 below 3 slots: prompts
+    // wait for a step with room.
     for (auto [n_seq, tiers, chunk, keep] :
-         {std::tuple{3u, "AAAA", 512, -1}, std::tuple{3u, "ABCA", 4, -1},
-          std::tuple{8u, "AAAA", 2, -1}, std::tuple{4u, "AHBH", 3, -1},
-          std::tuple{3u, "HCHA", 512, -1}, std::tuple{4u, "HHBH", 3, 1},
-          std::tuple{5u, "HHBH", 512, 2}}) {
+         {std::tuple{3u, "AAAA", 512, -1}, std::tuple{3u, "ABCA", 7, -1},
+          std::tuple{8u, "AAAA", 10, -1}, std::tuple{4u, "AHBH", 7, -1},
+          std::tuple{3u, "HCHA", 512, -1}, std::tuple{4u, "HHBH", 7, 1},
+          std::tuple{5u, "HHBH", 512, 2}, std::tuple{3u, "AHBH", 2, -1}}) {
       const auto batch = run(sp, n_seq, tiers, act, chunk, keep);
       for (size_t i = 0; i < sp.size(); ++i) {
         INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk "

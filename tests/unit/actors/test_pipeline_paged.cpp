@@ -185,8 +185,8 @@ TEST_CASE(
   const RunResult alone = run(sp, RunSetup{});
   CHECK(alone.after.total == 4);  // 64 positions: 4 blocks of 16, the default for one slot
   for (auto [n_seq, blocks, tiers, chunk] :
-       {std::tuple{4u, 6u, "AAAA", 512}, std::tuple{4u, 6u, "ABCA", 4},
-        std::tuple{3u, 5u, "AHBH", 3}, std::tuple{3u, 5u, "HCHA", 512}}) {
+       {std::tuple{4u, 6u, "AAAA", 512}, std::tuple{4u, 6u, "ABCA", 8},
+        std::tuple{3u, 5u, "AHBH", 6}, std::tuple{3u, 5u, "HCHA", 512}}) {
     RunSetup su;
     su.n_seq = n_seq;
     su.kv_blocks = blocks;
