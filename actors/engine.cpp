@@ -48,6 +48,11 @@ Expected<std::vector<Tier>> parse_tiers(const std::string& s, uint32_t n_layer) 
   return t;
 }
 
+// The widest step a plan's leftover device memory may give (widen_step_tokens):
+// past it a step of prompt tokens beside decoding sequences delays their
+// next token for long, and a 70b's prefill gains little from fewer passes.
+constexpr uint32_t kWidestStep = 4096;
+
 int32_t default_device_slots(uint32_t n_seq) {
   return n_seq >= 32 ? 4 : 3;
 }
@@ -299,6 +304,24 @@ Expected<std::unique_ptr<Engine>> Engine::open(EngineOptions opt) {
   auto plan = plan_for(*e->model_, opt);
   if (!plan) return plan.error();
   e->plan_ = std::move(*plan);
+  if (!opt.ubatch_set && opt.device_memory) {
+    // The device memory a streamed plan left (under a layer) widens its steps
+    // (widen_step_tokens), up to kWidestStep tokens: the backend and the
+    // sampler then take the cap the plan's activations line is for.
+    const uint32_t n_seq = std::max<uint32_t>(1, opt.n_seq);
+    EngineOptions probe = opt;
+    const ActivationsLine act = [&](uint32_t n) -> Expected<PlanLine> {
+      probe.ubatch = n;
+      auto d = opt.device_memory(*e->model_, probe);
+      if (!d) return d.error();
+      if (*d)
+        for (const PlanLine& l : (*d)->reserves)
+          if (l.what.rfind("activations and logits", 0) == 0) return l;
+      return make_error("no activations line");
+    };
+    opt.ubatch = widen_step_tokens(e->plan_, step_tokens_max(opt.ubatch, opt.n_ctx, n_seq),
+                                   step_tokens_max(kWidestStep, opt.n_ctx, n_seq), act);
+  }
   if (opt.print_plan) std::fprintf(stderr, "%s", e->plan_.to_text().c_str());
 
   if (opt.stats && opt.device_memory)

@@ -102,6 +102,8 @@ struct EngineOptions {
   int32_t depth = 0, staging_buffers = 3, device_slots = 0;
   uint32_t ubatch = 512;   // the most tokens a step holds, and what the device's activations
                            // are sized for (--ubatch-size; step_tokens_max)
+  bool ubatch_set = false;  // given (--ubatch-size): else a streamed plan's leftover device
+                            // memory widens it (widen_step_tokens)
   int32_t cpu_layers = 0;  // layers computed on the CPU from RAM (--cpu-layers; -1: auto)
   SourceOptions source;    // reader: kind, queue depth, chunk size
   bool io_only = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "runtime/units.h"
 
@@ -261,6 +262,43 @@ TierPlan plan_forced(const LayerMap& map, const std::vector<Tier>& tiers, int32_
   p.staging_buffers = p.staging_bytes ? staging_buffers : 0;
   p.vram.push_back({"forced tiers (--tiers)", p.vram_used});
   return p;
+}
+
+uint32_t widen_step_tokens(TierPlan& plan, uint32_t tokens, uint32_t most,
+                           const ActivationsLine& act_line) {
+  constexpr uint32_t kUnit = 64;
+  if (plan.n_ram + plan.n_storage + plan.n_cpu == 0 || plan.vram_used >= plan.vram_budget ||
+      most < tokens + kUnit)
+    return tokens;
+  auto now = act_line(tokens);
+  if (!now) return tokens;
+  size_t at = plan.vram.size();
+  for (size_t i = 0; i < plan.vram.size(); ++i)
+    if (plan.vram[i].what == now->what && plan.vram[i].bytes == now->bytes) at = i;
+  if (at == plan.vram.size()) return tokens;  // the plan's line is not this one
+  const uint64_t left = plan.vram_budget - plan.vram_used;
+  auto fits = [&](uint32_t n) -> std::optional<PlanLine> {
+    auto l = act_line(n);
+    if (!l || l->bytes < now->bytes || l->bytes - now->bytes > left) return std::nullopt;
+    return *l;
+  };
+  // Bytes grow with the tokens (nearly linearly: logits rows are capped), so
+  // a bisection over whole units finds the widest that fits.
+  uint32_t lo = 0, hi = (most - tokens) / kUnit;
+  std::optional<PlanLine> best;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo + 1) / 2;
+    if (auto l = fits(tokens + mid * kUnit)) {
+      lo = mid;
+      best = l;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo == 0 || !best) return tokens;
+  plan.vram_used += best->bytes - now->bytes;
+  plan.vram[at] = *best;
+  return tokens + lo * kUnit;
 }
 
 std::string TierPlan::to_text() const {

@@ -9,10 +9,11 @@
 // Device memory first takes its reserves (KV cache, activations, the global
 // tensors, the device slots), then layers; host memory takes the staging
 // buffers, then layers; the rest stays on storage. Every reserve is printed.
-// defines: Tier, tier_name(), PlanInputs, TierPlan, plan_tiers()
+// defines: Tier, tier_name(), PlanInputs, TierPlan, plan_tiers(), widen_step_tokens()
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,21 @@ struct HybridStep {
   double step_s() const { return copy_s > chain_s() ? copy_s : chain_s(); }
 };
 HybridStep predict_hybrid_step(const LayerMap& map, const TierPlan& plan, const HybridRates& r);
+
+// The step cap widened into the device memory a streamed plan left over:
+// less than a layer (else the plan would hold one more), which a wider step
+// turns into fewer passes over the streamed layers for a long prompt (each
+// step reads them once), at no cost to decoding. From `tokens` (the cap the
+// plan's activations line is for) by whole 64-token units up to `most`,
+// while the line's growth fits what the budget left; act_line(n) is the
+// activations line for n tokens (its bytes; an error: not widened). The
+// plan's line and vram_used follow; returns the new cap (`tokens` when it
+// stays). Plans that stream nothing keep their cap: their steps cost no
+// pass, and a wide prompt step beside decoding sequences delays their next
+// token.
+using ActivationsLine = std::function<Expected<PlanLine>(uint32_t tokens)>;
+uint32_t widen_step_tokens(TierPlan& plan, uint32_t tokens, uint32_t most,
+                           const ActivationsLine& act_line);
 
 // How many of a draft plan's RAM-tier layers the CPU should compute so that
 // the copy engine and the chain of computation finish a decode step

@@ -71,7 +71,10 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
       ->capture_default_str();
   sub->add_option("--ubatch-size", o.ubatch,
                   "The most tokens a step holds, and what the plan reserves device activations "
-                  "for: a longer prompt goes in steps of this many tokens (at least --parallel)")
+                  "for: a longer prompt goes in steps of this many tokens (at least --parallel; "
+                  "not given, a streamed plan widens it into the device memory its layers "
+                  "left, up to 4096)")
+      ->each([&o](const std::string&) { o.ubatch_set = true; })
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   sub->add_option(

@@ -170,3 +170,53 @@ TEST_CASE("tier plan: the GPU's part of the chain moves the balance towards the 
   CHECK(h.gpu_s == doctest::Approx(gpu / (4 * b) + 0.25));
   CHECK(h.step_s() == doctest::Approx(std::max(h.copy_s, h.cpu_s + h.gpu_s)));
 }
+
+TEST_CASE("tier plan: widen_step_tokens puts a streamed plan's leftover into wider steps") {
+  // Activations of b bytes a token, the line as cuda_reserves names it.
+  auto line = [](uint64_t b) {
+    return [b](uint32_t n) -> Expected<PlanLine> {
+      return PlanLine{"activations and logits for " + std::to_string(n) + " tokens", n * b};
+    };
+  };
+  auto plan_with = [&](uint64_t vram, uint64_t b) {
+    PlanInputs in = inputs(vram, UINT64_MAX);
+    in.device_reserves = {{"KV cache", 1000}, *line(b)(512)};
+    auto p = plan_tiers(model().map, in);
+    REQUIRE(p.has_value());
+    return *p;
+  };
+  // One layer resident, three streamed; what is left is under a layer.
+  const uint64_t vram = 1000 + 5120 + 2 * max_layer() + layer_bytes(0) + layer_bytes(1) / 2;
+  TierPlan p = plan_with(vram, 10);
+  REQUIRE(p.n_resident == 1);
+  REQUIRE(p.n_ram == 3);
+  const uint64_t left = p.vram_budget - p.vram_used;
+  REQUIRE(left > 64 * 10);
+  const uint64_t used = p.vram_used;
+  // Whole 64-token units while the line's growth fits what is left.
+  const uint32_t units = static_cast<uint32_t>(left / (64 * 10));
+  const uint32_t most = 512 + 64 * (units + 3);
+  CHECK(widen_step_tokens(p, 512, most, line(10)) == 512 + 64 * units);
+  CHECK(p.vram_used == used + 64 * units * 10);
+  CHECK(p.vram_used <= p.vram_budget);
+  CHECK(p.to_text().find("for " + std::to_string(512 + 64 * units) + " tokens") !=
+        std::string::npos);
+  CHECK(p.to_text().find("for 512 tokens") == std::string::npos);
+  // Up to `most` only.
+  TierPlan q = plan_with(vram, 10);
+  CHECK(widen_step_tokens(q, 512, 640, line(10)) == 640);
+  CHECK(q.vram_used == used + 128 * 10);
+  // Less than a unit left, a plan that streams nothing, a line the plan does
+  // not hold or cannot be had: the cap stays, the plan as it was.
+  TierPlan r = plan_with(vram, 10);
+  CHECK(widen_step_tokens(r, 512, most, line(left)) == 512);  // 64 tokens need 64 x left
+  TierPlan all = plan_with(UINT64_MAX / 2, 10);
+  REQUIRE(all.n_ram + all.n_cpu + all.n_storage == 0);
+  CHECK(widen_step_tokens(all, 512, most, line(10)) == 512);
+  TierPlan s = plan_with(vram, 10);
+  CHECK(widen_step_tokens(s, 512, most, line(11)) == 512);  // 5,632 bytes: not the plan's line
+  CHECK(widen_step_tokens(s, 512, most, [](uint32_t) -> Expected<PlanLine> {
+          return make_error("no device");
+        }) == 512);
+  CHECK(s.vram_used == used);
+}
