@@ -15,6 +15,7 @@
 // The running values and the final line go to stdout (llama.cpp sends the
 // final line to its log); what was run goes to stderr.
 // defines: add_perplexity()
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -94,11 +95,15 @@ int run_perplexity(PplArgs& a) {
       if (add_bos && j == 0) batch[0] = tok.bos();
       // Logits from position `first` on (the last row comes anyway).
       const size_t from = first > p0 ? static_cast<size_t>(first - p0) : 0;
+      // The rows are positions p0 + from .. p0 + size - 1 (or the last alone),
+      // in order, over one callback a step: a batch wider than the step cap
+      // (--ubatch-size) goes in several.
+      int at = p0 + static_cast<int>(std::min<size_t>(from, static_cast<size_t>(size - 1)));
       status = e.pipeline().run_request(
           batch,
           [&](int64_t, const float* logits, int32_t rows) -> std::optional<int32_t> {
-            // The rows are positions p0 + from .. p0 + size - 1 (or the last alone).
-            const int pos0 = p0 + size - rows;
+            const int pos0 = at;
+            at += rows;
             for (int32_t r = 0; r < rows; ++r) {
               const int pos = pos0 + r;
               if (pos < first || pos >= n_ctx - 1) continue;  // unscored, or no next token

@@ -221,6 +221,16 @@ TEST_CASE("perplexity: llama.cpp's windows and estimates, equal to an independen
     check_close(parse(rb.out), want);
   }
 
+  // Steps smaller than the batch (--ubatch-size, the step cap): a batch's
+  // scored rows come over several callbacks, in order.
+  for (const std::string b : {"--ubatch-size 8", "-b 24 --ubatch-size 10"}) {
+    if (test::sanitizer_subset() && b == "--ubatch-size 8") continue;
+    CAPTURE(b);
+    const Run rb = run_tool(args(text, b));
+    REQUIRE_MESSAGE(rb.rc == 0, rb.err);
+    check_close(parse(rb.out), want);
+  }
+
   // --chunks: the first windows only.
   const Run rc = run_tool(args(text, "--chunks 2"));
   REQUIRE_MESSAGE(rc.rc == 0, rc.err);
