@@ -323,6 +323,7 @@ struct CudaBackend::Impl {
       ++steps;
     }
   } devmem;
+  bool grew_past_plan = false;  // reserve's warning, given once
   bool graphs = true;
   uint32_t group = 1;  // layer_group(): the most layers one graph runs
   std::map<GraphKey, cudaGraphExec_t> graph_cache;
@@ -377,6 +378,16 @@ struct CudaBackend::Impl {
   // (Re)allocate the activations for n tokens.
   Status reserve(uint64_t n) {
     if (n <= cap) return ok();
+    // The engine keeps every step to max_batch (step_tokens_max): a wider one
+    // takes device memory the plan did not count, so it is said, once.
+    if (act && n > opt.max_batch && !grew_past_plan) {
+      grew_past_plan = true;
+      std::fprintf(stderr,
+                   "layerstream: warning: a step of %llu tokens is wider than the %u the plan sized "
+                   "the device's activations for (--ubatch-size): %s more than the plan counted\n",
+                   (unsigned long long)n, opt.max_batch,
+                   human_bytes(act_bytes_for(n) - act_bytes_for(opt.max_batch)).c_str());
+    }
     if (act) {
       LS_CUDA_TRY(cudaStreamSynchronize(stream));
       cudaFree(act);

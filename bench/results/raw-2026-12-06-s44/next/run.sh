@@ -25,7 +25,7 @@ for ub in auto 512; do
   left 200 || break
   X=(); [ $ub != auto ] && X=(--ubatch-size $ub)
   LS_DEVMEM_TRACE=1 timeout 120 $B/layerstream bench "${BASE[@]}" "${X[@]}" --prompt-tokens 4000 -n 32 > $O/p4096-$ub.txt 2>&1
-  echo "4,000-token prompt, ubatch $ub rc=$?"; grep -E "tier plan|activations and logits|^devmem|device memory: the run took" $O/p4096-$ub.txt | cut -c1-200 | head -8
+  echo "4,000-token prompt, ubatch $ub rc=$?"; grep -E "tier plan|activations and logits|^devmem|device memory: the run took|wider than the" $O/p4096-$ub.txt | cut -c1-200 | head -8
   grep -E "^\| [0-9]" $O/p4096-$ub.txt | cut -d"|" -f2-5 | head -3; el; pack
 done
 B32=(-m $F --vram-budget 24GiB --ram-budget 48GiB --prompt-tokens 128 -c 256 --stats --batch 32 -n 128)
