@@ -69,7 +69,9 @@ uint64_t align_up(uint64_t x) {
   return (x + kAlign - 1) / kAlign * kAlign;
 }
 // The CUDA context's own allocations after cudaMemGetInfo (cuBLAS handle and
-// workspace, the x16 buffer of the GEMM path, allocator slack).
+// workspace, allocator slack). The GEMM path's f16 x grows with the step and
+// is counted with the activations (gemm_x_bytes): a step cap widened into a
+// plan's leftover (widen_step_tokens) must not eat this margin.
 constexpr uint64_t kContextMargin = 384ull << 20;
 
 // Activations for n tokens: the residual, norm output, q, attention output,
@@ -153,6 +155,16 @@ uint64_t logits_rows(uint64_t n) {
   return std::min(n, kLogitsRows);
 }
 
+// The matmul context's f16 copy of x for the batched GEMM (kernels/matmul.cu:
+// convert_x), allocated there as the widest step comes: n tokens of the
+// widest input (n_ff on a Llama). Counted in the plan's activations line,
+// not in the backend's arena.
+uint64_t gemm_x_bytes(const LlamaConfig& c, uint64_t n) {
+  const uint64_t widest =
+      std::max<uint64_t>({c.n_embd, c.n_ff, uint64_t{c.n_head} * c.head_dim});
+  return align_up(n * widest * 2);
+}
+
 uint64_t activation_bytes(const LlamaConfig& c, uint32_t n_ctx, uint64_t n, bool kv_f32) {
   const uint64_t E = c.n_embd, KV = c.n_embd_kv(), F = c.n_ff, V = c.n_vocab;
   const uint64_t part = static_cast<uint64_t>(split_partial_floats(c, n_ctx, n, kv_f32));
@@ -209,7 +221,7 @@ std::vector<CudaReserve> cuda_reserves(const Model& m, const CudaBackendOptions&
                    std::to_string(o.n_ctx) + ")",
                CudaKvPool::bytes_for(c.n_layer, blocks, c.n_embd_kv(), o.kv_type)});
   r.push_back({"activations and logits for " + std::to_string(n) + " tokens",
-               activation_bytes(c, o.n_ctx, n, o.kv_type == KvType::F32)});
+               activation_bytes(c, o.n_ctx, n, o.kv_type == KvType::F32) + gemm_x_bytes(c, n)});
   r.push_back({"f16 dequantization scratch of the batched matmul",
                align_up(static_cast<uint64_t>(max_weight_elems(w)) * 2)});
   uint64_t head = align_up(w.output->bytes) + align_up(w.output_norm->bytes);
