@@ -8,6 +8,8 @@
 #   unpack_bins    .gpubin/bin.txz (scripts/gpu_pack.sh) into $B
 #   synth_70b_bg   the tied synthetic 70b Q4_K_M into $F unless there, in the
 #                  background ($SYN its pid; `wait $SYN` before timing anything)
+#   spec_rounds M  issue 18's replay at 0.7 (plain, K = 7, K chosen), as many
+#                  rounds (80 s each, at most M) as the time left holds
 B=${B:-/tmp/b}; M=${M:-/tmp/ls-models}; F=${F:-$M/70b-q4km-tied.gguf}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
 left() { [ $((LIMIT - SECONDS)) -ge "$1" ]; }
@@ -23,4 +25,13 @@ synth_70b_bg() {
   ( [ -f "$F" ] || timeout 220 "$B/layerstream" synth -q -o "$F" --preset 70b --quant q4_k_m --tied ) \
     > "$O/synth.txt" 2>&1 &
   SYN=$!
+}
+spec_rounds() {
+  local n=$(( (LIMIT - SECONDS - 15) / 80 )); [ $n -gt "$1" ] && n=$1
+  [ $n -ge 1 ] || return 0
+  (cd "$R" && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS=" " ALPHA_KS="7 0" ROUNDS=$n \
+    timeout $((LIMIT - SECONDS - 5)) bash scripts/gpu_speculative_check.sh > "$O/spec.txt" 2>&1)
+  echo "spec ($n rounds) rc=$?"; grep -E "^plain|^a0|ratio|median" "$O/spec.txt" | cut -c1-120
+  grep -o "ids = plain\|differ$" "$O/spec.txt" | sort | uniq -c; el
+  for f in /tmp/spec/*.err; do cp "$f" "$O/spec-$(basename "$f")" 2>/dev/null; done
 }

@@ -35,10 +35,5 @@ for i in 1 2 3; do
   echo "width 32 run $i rc=$?"; [ $i = 1 ] && grep -E "tier plan|activations and logits" $O/b32-$i.txt | head -2
   grep -E "^\| [0-9]" $O/b32-$i.txt | cut -d"|" -f2-5,15-18; grep -E "CPU tier by width|device memory: the run took" $O/b32-$i.txt | cut -c1-240; el; pack
 done
-R1=$(( (LIMIT - SECONDS - 15) / 80 )); [ $R1 -gt 3 ] && R1=3
-if [ $R1 -ge 1 ]; then
-  (cd $R && BIN=$B OUT=/tmp/spec MODELS=$M N=128 KS=" " ALPHA_KS="7 0" ROUNDS=$R1 timeout $((LIMIT - SECONDS - 5)) bash scripts/gpu_speculative_check.sh > $O/spec.txt 2>&1)
-  echo "spec ($R1 rounds) rc=$?"; grep -E "^plain|^a0|ratio|median" $O/spec.txt | cut -c1-120; grep -o "ids = plain\|differ$" $O/spec.txt | sort | uniq -c; el
-  for f in /tmp/spec/*.err; do cp $f $O/spec-$(basename $f) 2>/dev/null; done
-fi
+spec_rounds 3
 finish
