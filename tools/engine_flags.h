@@ -76,7 +76,7 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "left, up to 4096)")
       ->each([&o](const std::string&) { o.ubatch_set = true; })
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, 1u << 20));
   sub->add_option(
          "--depth", o.depth,
          "Layers planned ahead of compute, a run of resident ones counting as one "

@@ -2,6 +2,7 @@
 // --ubatch-size was given (a streamed plan widens only a cap not given).
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "tools/engine_flags.h"
@@ -30,4 +31,11 @@ TEST_CASE("engine flags: --ubatch-size given is kept apart from its default") {
   const EngineOptions same = parse({"--ubatch-size", "512"});  // the default, but chosen
   CHECK(same.ubatch == 512);
   CHECK(same.ubatch_set);
+  // 0 is refused by the parser, naming the range.
+  try {
+    parse({"--ubatch-size", "0"});
+    FAIL("--ubatch-size 0 was taken");
+  } catch (const CLI::ValidationError& e) {
+    CHECK(std::string(e.what()).find("not in range 1 to") != std::string::npos);
+  }
 }
