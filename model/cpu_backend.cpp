@@ -1,5 +1,6 @@
 #include "model/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -197,9 +198,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   // 70b CPU-tier layer's 8.8 at 8 tokens (LS_CPU_OP_TIMES, session 38), the
   // same bits either way.
   op_times_.start(n);
-  per_token(n, [&](int64_t t) {
-    rmsnorm_f32(h + t * E, w.attn_norm, xn + t * E, E, c_.rms_eps);
-  });
+  per_token(n, [&](int64_t t) { rmsnorm_f32(h + t * E, w.attn_norm, xn + t * E, E, c_.rms_eps); });
   op_times_.lap(CpuOp::Norm);
   matmuls(xn, n, {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}});
   op_times_.lap(CpuOp::Qkv);
@@ -279,15 +278,45 @@ static Status check_kv_rows(const KvCache& kv, uint32_t layer, int32_t seq, uint
 Status CpuBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
                            float* v) {
   LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
-  kv_.read_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v);
+  kv_rows_split(p0, p1, [&](uint32_t a, uint32_t b) {
+    const uint64_t at = uint64_t{a - p0} * kv_.n_embd_kv();
+    kv_.read_rows(layer, static_cast<uint32_t>(seq), a, b, k + at, v + at);
+  });
   return ok();
 }
 
 Status CpuBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                             const float* v) {
   LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
-  kv_.write_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v);
+  kv_rows_split(p0, p1, [&](uint32_t a, uint32_t b) {
+    const uint64_t at = uint64_t{a - p0} * kv_.n_embd_kv();
+    kv_.write_rows(layer, static_cast<uint32_t>(seq), a, b, k + at, v + at);
+  });
   return ok();
+}
+
+// Rows moved between the caches (a CPU-tier layer changing sides) go over
+// the pool in runs of positions. On one thread (the f16 conversion, the
+// keys' tiled scatter, the page faults of rows written for the first time)
+// a 70b layer's first run on the CPU after a wide step took about 20 ms
+// more than its next, at 32 sequences of 128 positions (session 45's
+// trace), on the chain, once per layer that changes side. Each position is
+// written by one task, so the bits do not depend on the split.
+void CpuBackend::kv_rows_split(uint32_t p0, uint32_t p1,
+                               const std::function<void(uint32_t, uint32_t)>& f) {
+  // Positions a task: a key tile's (kAttnKTile), aligned as the tiles are,
+  // so no two tasks write one tile's lines.
+  constexpr uint32_t kRun = kAttnKTile;
+  const uint32_t base = p0 / kRun * kRun;
+  const uint32_t tasks = p1 > p0 ? (p1 - base + kRun - 1) / kRun : 0;
+  if (tasks <= 1 || pool_->size() <= 1) {
+    if (p1 > p0) f(p0, p1);
+    return;
+  }
+  pool_->run(tasks, [&](int64_t t, int) {
+    const uint32_t a = base + static_cast<uint32_t>(t) * kRun;
+    f(std::max(p0, a), std::min(p1, a + kRun));
+  });
 }
 
 }  // namespace ls

@@ -12,6 +12,7 @@
 // defines: CpuBackend
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <vector>
@@ -57,6 +58,8 @@ class CpuBackend final : public Backend {
 
  private:
   void reserve(size_t n_tok);
+  // f(a, b) over runs of [p0, p1) on the pool (read_kv, write_kv).
+  void kv_rows_split(uint32_t p0, uint32_t p1, const std::function<void(uint32_t, uint32_t)>& f);
   // Takes the batch's block table (when it has one) and checks its entries:
   // tokens in the vocabulary, positions in the context and in blocks.
   Status check_batch(const Batch& b);

@@ -15,6 +15,29 @@ CudaKvPool::~CudaKvPool() {
   if (v_) cudaFree(v_);
   if (table_dev_) cudaFree(table_dev_);
   if (table_host_) cudaFreeHost(table_host_);
+  if (pinned_) cudaFreeHost(pinned_);
+}
+
+uint16_t* CudaKvPool::stage(uint64_t n) {
+  if (n > pinned_n_ && !pin_failed_) {
+    if (pinned_) cudaFreeHost(pinned_);
+    pinned_ = nullptr;
+    pinned_n_ = 0;
+    // A power of two from 1 MiB: a few sizes over a run, not one a call.
+    uint64_t want = uint64_t{1} << 19;
+    while (want < n) want *= 2;
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, want * sizeof(uint16_t), cudaHostAllocDefault) == cudaSuccess) {
+      pinned_ = static_cast<uint16_t*>(p);
+      pinned_n_ = want;
+    } else {
+      (void)cudaGetLastError();
+      pin_failed_ = true;
+    }
+  }
+  if (n <= pinned_n_) return pinned_;
+  staging_.resize(n);
+  return staging_.data();
 }
 
 Status CudaKvPool::create(uint32_t n_layer, uint32_t n_seq, uint32_t n_ctx, uint32_t n_embd_kv,
@@ -118,21 +141,21 @@ Status CudaKvPool::runs(uint32_t seq, uint32_t p0, uint32_t p1, F f) const {
 Status CudaKvPool::read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v,
                              cudaStream_t stream) {
   const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
-  if (!f32()) staging_.resize(2 * n);
+  uint16_t* const st = f32() ? nullptr : stage(2 * n);
   const uint8_t* kl = static_cast<const uint8_t*>(k_layer(l));
   const uint8_t* vl = static_cast<const uint8_t*>(v_layer(l));
   LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
     const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
-    void* dk = f32() ? static_cast<void*>(k + at) : staging_.data() + at;
-    void* dv = f32() ? static_cast<void*>(v + at) : staging_.data() + n + at;
+    void* dk = f32() ? static_cast<void*>(k + at) : st + at;
+    void* dv = f32() ? static_cast<void*>(v + at) : st + n + at;
     LS_CUDA_TRY(cudaMemcpyAsync(dk, kl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
     LS_CUDA_TRY(cudaMemcpyAsync(dv, vl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
     return ok();
   }));
   LS_CUDA_TRY(cudaStreamSynchronize(stream));
   if (!f32()) {
-    fp16_to_fp32_n(staging_.data(), k, static_cast<int64_t>(n));
-    fp16_to_fp32_n(staging_.data() + n, v, static_cast<int64_t>(n));
+    fp16_to_fp32_n(st, k, static_cast<int64_t>(n));
+    fp16_to_fp32_n(st + n, v, static_cast<int64_t>(n));
   }
   return ok();
 }
@@ -140,17 +163,17 @@ Status CudaKvPool::read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1,
 Status CudaKvPool::write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                               const float* v, cudaStream_t stream) {
   const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
-  if (!f32()) {
-    staging_.resize(2 * n);
-    fp32_to_fp16_n(k, staging_.data(), static_cast<int64_t>(n));
-    fp32_to_fp16_n(v, staging_.data() + n, static_cast<int64_t>(n));
+  uint16_t* const st = f32() ? nullptr : stage(2 * n);
+  if (st) {
+    fp32_to_fp16_n(k, st, static_cast<int64_t>(n));
+    fp32_to_fp16_n(v, st + n, static_cast<int64_t>(n));
   }
   uint8_t* kl = static_cast<uint8_t*>(k_layer(l));
   uint8_t* vl = static_cast<uint8_t*>(v_layer(l));
   LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
     const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
-    const void* sk = f32() ? static_cast<const void*>(k + at) : staging_.data() + at;
-    const void* sv = f32() ? static_cast<const void*>(v + at) : staging_.data() + n + at;
+    const void* sk = f32() ? static_cast<const void*>(k + at) : st + at;
+    const void* sv = f32() ? static_cast<const void*>(v + at) : st + n + at;
     LS_CUDA_TRY(cudaMemcpyAsync(kl + r * row_bytes(), sk, bytes, cudaMemcpyHostToDevice, stream));
     LS_CUDA_TRY(cudaMemcpyAsync(vl + r * row_bytes(), sv, bytes, cudaMemcpyHostToDevice, stream));
     return ok();

@@ -90,10 +90,17 @@ class CudaKvPool {
   uint8_t* k_ = nullptr;
   uint8_t* v_ = nullptr;
   int32_t* table_dev_ = nullptr;
-  std::vector<int32_t> table_;     // the host mirror
-  int32_t* table_host_ = nullptr;  // pinned, mapped staging of uploads (null: copies)
+  std::vector<int32_t> table_;               // the host mirror
+  int32_t* table_host_ = nullptr;            // pinned, mapped staging of uploads (null: copies)
   const int32_t* table_host_dev_ = nullptr;  // its device address
-  std::vector<uint16_t> staging_;  // f16 rows in transit (k, then v)
+  // f16 rows in transit (k, then v): pinned, so that the copies are the
+  // copy engine's DMA and not the driver's staged copies of pageable memory
+  // (grown as needed; the vector where pinning fails).
+  uint16_t* stage(uint64_t n);
+  uint16_t* pinned_ = nullptr;
+  uint64_t pinned_n_ = 0;
+  bool pin_failed_ = false;
+  std::vector<uint16_t> staging_;
 };
 
 }  // namespace ls
