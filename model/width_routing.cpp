@@ -176,46 +176,105 @@ WidthRouting::Placement WidthRouting::placement(int b, const Placement* now) con
   // A count the guards of cpu_layers set (a bucket not yet measured twice,
   // or due a probe) stands; otherwise one fewer and one more are searched too.
   const bool settled = cpu_n_[static_cast<size_t>(b)] >= 2 && !probe_due(b);
-  const int32_t k0 = settled ? std::max(0, p.k - 1) : p.k;
-  const int32_t k1 = settled ? std::min(n, p.k + 1) : p.k;
-  for (int32_t k = k0; k <= k1; ++k) {
-    if (k == 0 || k == n) {  // nothing to place
-      const double t = simulate(cpu, gpu, spread(k));
-      if (t < p.predicted_s) p = {k, spread(k), t};
-      continue;
-    }
-    std::vector<uint8_t> keep = spread(k);
-    double best = simulate(cpu, gpu, keep);
-    // Moves of one kept layer to a free neighbour in the set, first
-    // improvement taken, until none improves (bounded: each pass improves
-    // the step, and a few passes settle it).
+  // The placement in use weighs in (see the header) where the count is the
+  // routing's own: a candidate that differs from it pays kPlaceGain of its
+  // step and kMoveGain more for each layer it moves to the other side, and
+  // the search also starts from the one in use.
+  const bool weigh =
+      settled && now && now->predicted_s > 0 && now->keep.size() == static_cast<size_t>(n);
+  auto moved = [&](const std::vector<uint8_t>& keep) {
+    int32_t m = 0;
+    for (int32_t i = 0; i < n; ++i)
+      m += keep[static_cast<size_t>(i)] != now->keep[static_cast<size_t>(i)];
+    return m;
+  };
+  // What a candidate is judged by: its simulated step, with its moves.
+  auto cost = [&](const std::vector<uint8_t>& keep, double t) {
+    if (!weigh) return t;
+    const int32_t m = moved(keep);
+    return t * (1 + (m > 0 ? kPlaceGain : 0) + kMoveGain * m);
+  };
+  // Moves of one kept layer to a free neighbour in the set, first
+  // improvement taken, in passes over the set until one improves nothing
+  // (bounded: a few passes settle it).
+  auto search = [&](std::vector<uint8_t>& keep) {
+    double best = simulate(cpu, gpu, keep), best_c = cost(keep, best);
     for (int pass = 0; pass < 8; ++pass) {
-      bool moved = false;
+      bool better = false;
       for (int32_t i = 0; i < n; ++i) {
         if (!keep[static_cast<size_t>(i)]) continue;
         for (int32_t j : {i - 1, i + 1}) {
           if (j < 0 || j >= n || keep[static_cast<size_t>(j)]) continue;
           keep[static_cast<size_t>(i)] = 0;
           keep[static_cast<size_t>(j)] = 1;
-          const double t = simulate(cpu, gpu, keep);
-          if (t < best * (1 - 1e-9)) {
+          const double t = simulate(cpu, gpu, keep), c = cost(keep, t);
+          if (c < best_c * (1 - 1e-9)) {
             best = t;
-            moved = true;
+            best_c = c;
+            better = true;
             break;
           }
           keep[static_cast<size_t>(j)] = 0;
           keep[static_cast<size_t>(i)] = 1;
         }
       }
-      if (!moved) break;
+      if (!better) break;
     }
-    if (best < p.predicted_s * (1 - 1e-9)) p = {k, std::move(keep), best};
-  }
-  if (settled && now && now->predicted_s > 0 && now->keep.size() == static_cast<size_t>(n)) {
-    // Hysteresis (see the header): the one in use, timed as things are now.
-    // Not while the guards set the count (a probe must take its step).
+    return best;
+  };
+  // The one in use brought to k layers: the layer whose addition (or
+  // removal) simulates shortest, one at a time.
+  auto from_now = [&](int32_t k) {
+    std::vector<uint8_t> keep = now->keep;
+    int32_t have = 0;
+    for (uint8_t f : keep) have += f;
+    while (have != k) {
+      const uint8_t want = have < k ? 0 : 1;  // the entries that may flip
+      int32_t pick = -1;
+      double pick_t = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        if (keep[static_cast<size_t>(i)] != want) continue;
+        keep[static_cast<size_t>(i)] ^= 1;
+        const double t = simulate(cpu, gpu, keep);
+        keep[static_cast<size_t>(i)] ^= 1;
+        if (pick < 0 || t < pick_t) pick = i, pick_t = t;
+      }
+      if (pick < 0) break;
+      keep[static_cast<size_t>(pick)] ^= 1;
+      have += have < k ? 1 : -1;
+    }
+    return keep;
+  };
+  double best_c = cost(p.keep, p.predicted_s);
+  auto consider = [&](int32_t k, std::vector<uint8_t> keep, double t) {
+    const double c = cost(keep, t);
+    if (c < best_c * (1 - 1e-9)) {
+      p = {k, std::move(keep), t};
+      best_c = c;
+    }
+  };
+  if (weigh) {  // the one in use, timed as things are now: what a change must beat
     const double t = simulate(cpu, gpu, now->keep);
-    if (p.predicted_s > t * (1 - kPlaceGain)) return {now->k, now->keep, t};
+    p = {now->k, now->keep, t};
+    best_c = t;
+  }
+  const int32_t k_mid = cpu_layers(b);
+  const int32_t k0 = settled ? std::max(0, k_mid - 1) : k_mid;
+  const int32_t k1 = settled ? std::min(n, k_mid + 1) : k_mid;
+  for (int32_t k = k0; k <= k1; ++k) {
+    if (k == 0 || k == n) {  // nothing to place
+      const std::vector<uint8_t> keep = spread(k);
+      consider(k, keep, simulate(cpu, gpu, keep));
+      continue;
+    }
+    std::vector<uint8_t> keep = spread(k);
+    const double t = search(keep);
+    consider(k, std::move(keep), t);
+    if (weigh) {
+      std::vector<uint8_t> near = from_now(k);
+      const double tn = search(near);
+      consider(k, std::move(near), tn);
+    }
   }
   return p;
 }

@@ -145,14 +145,22 @@ class WidthRouting {
     std::vector<uint8_t> keep;  // n_set entries
     double predicted_s = 0;     // the simulated step (0: no layout or measurement)
   };
-  // With the placement in use (now, for the same layout): it stays unless
-  // the new one's simulated step is at least kPlaceGain shorter than its
-  // own under the same measurements. A layer that changes sides moves its
-  // key/value rows between the caches (at width 32 on the 70b, tens of MB a
-  // layer), and measurements that drift by a little would otherwise move a
-  // layer back and forth between steps. Only where the count is the
-  // routing's own (not set by the guards of cpu_layers).
-  static constexpr double kPlaceGain = 0.01;
+  // With the placement in use (now, for the same layout): a candidate is
+  // judged by its simulated step grown by kPlaceGain if it differs from the
+  // one in use, and by kMoveGain more for each layer it puts on the other
+  // side; the one in use stays unless a candidate so judged is shorter than
+  // it under the same measurements. The search starts from it too (brought
+  // to each count by the best layers to add or drop) besides the even
+  // spread. Why: measurements that drift by a little would otherwise move a
+  // layer back and forth between steps (kPlaceGain), and a layer that
+  // changes sides moves its key/value rows between the caches: at width 32
+  // on the 70b, tens of MB a layer, 10-20 ms on the chain once, and its
+  // first run on the CPU slower (kMoveGain: that cost spread over about 16
+  // steps of ~300 ms). A count that moved by one re-spread the whole set
+  // (session 45: 8-11 layers moved at once, 100-150 ms each time, four
+  // times in 64 steps at width 32). Only where the count is the routing's
+  // own (not set by the guards of cpu_layers).
+  static constexpr double kPlaceGain = 0.01, kMoveGain = 0.003;
   Placement placement(int b, const Placement* now = nullptr) const;
   // Per-layer seconds in use for bucket b (estimated where not measured).
   double cpu_layer_s(int b) const;

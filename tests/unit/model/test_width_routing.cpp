@@ -418,3 +418,47 @@ TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is pro
   for (int i = 0; i < 100; ++i) never.observe(sample(8, 0.0, 0.3, 0));
   CHECK(never.cpu_layers(b8) == 0);
 }
+
+// When the measurements move the count by one, the placement in use gains or
+// loses a layer or two; it is not spread again (every layer that changes
+// sides moves its key/value rows: session 45 saw 8-11 at once).
+TEST_CASE("width routing: a count that moves by one changes few layers of the placement in use") {
+  const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
+  const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
+  auto routing = [&](double cpu_ms) {
+    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+    r.set_layout(kinds, 3, 57);
+    const WidthSample s = s30_step(32, cpu_ms, 0.67);
+    for (int i = 0; i < 20; ++i) r.observe(s);
+    return r;
+  };
+  const int b = WidthRouting::bucket(32);
+  const WidthRouting::Placement first = routing(24.8).placement(b);
+  REQUIRE(first.predicted_s > 0);
+  auto moved = [&](const WidthRouting::Placement& p) {
+    int n = 0;
+    for (size_t i = 0; i < p.keep.size(); ++i) n += p.keep[i] != first.keep[i];
+    return n;
+  };
+  int by_one = 0;
+  for (double cpu_ms : {16.0, 20.0, 22.0, 23.0, 26.0, 28.0, 29.0, 30.0, 31.0, 32.0, 34.0}) {
+    CAPTURE(cpu_ms);
+    const WidthRouting r = routing(cpu_ms);
+    const WidthRouting::Placement fresh = r.placement(b);
+    const WidthRouting::Placement p = r.placement(b, &first);
+    int32_t kept = 0;
+    for (uint8_t f : p.keep) kept += f;
+    CHECK(kept == p.k);
+    MESSAGE("cpu " << cpu_ms << " ms: in use " << first.k << ", fresh " << fresh.k << " ("
+                   << moved(fresh) << " moved), from the one in use " << p.k << " (" << moved(p)
+                   << " moved)");
+    // Never more layers moved than spreading afresh would move.
+    CHECK(moved(p) <= moved(fresh));
+    // A count one off: that layer, and a neighbour's adjustment at most.
+    if (std::abs(p.k - first.k) == 1) {
+      ++by_one;
+      CHECK(moved(p) <= 3);
+    }
+  }
+  CHECK(by_one >= 2);  // the case above is exercised
+}
