@@ -146,7 +146,6 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
     if (gpu_kv_end_[at] < sp.p0)
       return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend",
                         layer, sp.seq, cpu_kv_end_[at], sp.p0);
-    TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
     meter_.kv_moved = true;
     if (n_in == 0) ++meter_.kv_layers;
     if (kv_in_.size() <= n_in) kv_in_.resize(n_in + 1);
@@ -158,7 +157,16 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
     const size_t n = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
     r.k.resize(std::max(r.k.size(), n));
     r.v.resize(std::max(r.v.size(), n));
-    LS_TRY(be_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data()));
+  }
+  // All of the layer's sequences in one call (the device waited for once).
+  if (n_in > 0) {
+    TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
+    kv_spans_.clear();
+    for (size_t i = 0; i < n_in; ++i) {
+      KvRows& r = kv_in_[i];
+      kv_spans_.push_back({r.seq, r.p0, r.p1, r.k.data(), r.v.data()});
+    }
+    LS_TRY(be_.read_kv_spans(static_cast<uint32_t>(layer), kv_spans_.data(), n_in));
   }
   w.kv_in = n_in ? kv_in_.data() : nullptr;
   w.n_kv_in = static_cast<int32_t>(n_in);
@@ -455,7 +463,8 @@ void ComputeActor::route_by_width(const BalanceSample& s, const Batch& b) {
   for (int k = 0; k < WidthRouting::kBuckets; ++k) {
     const int32_t keep = k == 0 ? routing_->cpu_layers(0) : route_->keep[k].load();
     const size_t kb = static_cast<size_t>(k);
-    const double placed_s = place && k > 0 && route_->placed[k].load() ? placed_[kb].predicted_s : 0;
+    const double placed_s =
+        place && k > 0 && route_->placed[k].load() ? placed_[kb].predicted_s : 0;
     route_->predicted_s[k].store(placed_s > 0 ? placed_s : routing_->predict_s(k, keep),
                                  std::memory_order_relaxed);
   }

@@ -160,8 +160,7 @@ uint64_t logits_rows(uint64_t n) {
 // widest input (n_ff on a Llama). Counted in the plan's activations line,
 // not in the backend's arena.
 uint64_t gemm_x_bytes(const LlamaConfig& c, uint64_t n) {
-  const uint64_t widest =
-      std::max<uint64_t>({c.n_embd, c.n_ff, uint64_t{c.n_head} * c.head_dim});
+  const uint64_t widest = std::max<uint64_t>({c.n_embd, c.n_ff, uint64_t{c.n_head} * c.head_dim});
   return align_up(n * widest * 2);
 }
 
@@ -394,11 +393,12 @@ struct CudaBackend::Impl {
     // takes device memory the plan did not count, so it is said, once.
     if (act && n > opt.max_batch && !grew_past_plan) {
       grew_past_plan = true;
-      std::fprintf(stderr,
-                   "layerstream: warning: a step of %llu tokens is wider than the %u the plan sized "
-                   "the device's activations for (--ubatch-size): %s more than the plan counted\n",
-                   (unsigned long long)n, opt.max_batch,
-                   human_bytes(act_bytes_for(n) - act_bytes_for(opt.max_batch)).c_str());
+      std::fprintf(
+          stderr,
+          "layerstream: warning: a step of %llu tokens is wider than the %u the plan sized "
+          "the device's activations for (--ubatch-size): %s more than the plan counted\n",
+          (unsigned long long)n, opt.max_batch,
+          human_bytes(act_bytes_for(n) - act_bytes_for(opt.max_batch)).c_str());
     }
     if (act) {
       LS_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -519,7 +519,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   s.opt = o;
   s.opt.max_batch = clamp_batch(o);
   if (const char* g = std::getenv("LS_CUDA_GRAPHS"); g && std::string(g) == "0") s.graphs = false;
-  if (const char* g = std::getenv("LS_DEVMEM_TRACE"); g && std::string(g) == "1") s.devmem.on = true;
+  if (const char* g = std::getenv("LS_DEVMEM_TRACE"); g && std::string(g) == "1")
+    s.devmem.on = true;
   s.devmem.check(0);
   s.group = static_cast<uint32_t>(m.config().n_layer);
   if (const char* g = std::getenv("LS_LAYER_GRAPH"); g && std::string(g) == "0") s.group = 1;
@@ -979,6 +980,17 @@ Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p
   Impl& s = *impl_;
   LS_TRY(s.check_kv_rows(layer, seq, p0, p1));
   return s.kv.read_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
+}
+
+Status CudaBackend::read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) {
+  Impl& s = *impl_;
+  std::vector<CudaKvPool::Span> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const KvRowSpan& r = spans[i];
+    LS_TRY(s.check_kv_rows(layer, r.seq, r.p0, r.p1));
+    v[i] = {static_cast<uint32_t>(r.seq), r.p0, r.p1, r.k, r.v};
+  }
+  return s.kv.read_spans(layer, v.data(), n, s.stream);
 }
 
 Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,

@@ -29,10 +29,10 @@
 namespace ls {
 
 struct CudaBackendOptions {
-  uint32_t n_ctx = 4096;          // positions per sequence in the KV cache
-  uint32_t n_seq = 1;             // sequence slots
-  uint32_t max_batch = 512;       // activations are sized for this many tokens (step_tokens_max)
-  std::vector<uint8_t> resident;  // per layer, 1: upload it (empty: every layer)
+  uint32_t n_ctx = 4096;             // positions per sequence in the KV cache
+  uint32_t n_seq = 1;                // sequence slots
+  uint32_t max_batch = 512;          // activations are sized for this many tokens (step_tokens_max)
+  std::vector<uint8_t> resident;     // per layer, 1: upload it (empty: every layer)
   bool token_embd_on_device = true;  // false: rows gathered on the host each step
   // Decode GEMVs with 8-bit activations (kernels/act_q8.h, dp4a) where the
   // type has them, and f16 GEMMs for wider batches; false: f32 activations at
@@ -98,6 +98,7 @@ class CudaBackend final : public Backend {
   Status import_hidden(const Batch& b, const float* h) override;
   Status read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
                  float* v) override;
+  Status read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) override;
   Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v) override;
   // The argmax of each logits row computed on the GPU (kernels/argmax.cuh,

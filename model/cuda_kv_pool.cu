@@ -140,22 +140,39 @@ Status CudaKvPool::runs(uint32_t seq, uint32_t p0, uint32_t p1, F f) const {
 // and back is exact). Once per wide step and CPU-tier layer, not per token.
 Status CudaKvPool::read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, float* k, float* v,
                              cudaStream_t stream) {
-  const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
-  uint16_t* const st = f32() ? nullptr : stage(2 * n);
+  const Span one{seq, p0, p1, k, v};
+  return read_spans(l, &one, 1, stream);
+}
+
+Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
+  const uint64_t E = n_embd_kv_;
+  uint64_t total = 0;  // f16 values of all the spans' keys (and as many values)
+  for (size_t i = 0; i < n_spans; ++i) total += uint64_t{spans[i].p1 - spans[i].p0} * E;
+  uint16_t* const st = f32() ? nullptr : stage(2 * total);
   const uint8_t* kl = static_cast<const uint8_t*>(k_layer(l));
   const uint8_t* vl = static_cast<const uint8_t*>(v_layer(l));
-  LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
-    const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
-    void* dk = f32() ? static_cast<void*>(k + at) : st + at;
-    void* dv = f32() ? static_cast<void*>(v + at) : st + n + at;
-    LS_CUDA_TRY(cudaMemcpyAsync(dk, kl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
-    LS_CUDA_TRY(cudaMemcpyAsync(dv, vl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
-    return ok();
-  }));
+  uint64_t off = 0;  // span i's keys at st + off, its values at st + total + off
+  for (size_t i = 0; i < n_spans; ++i) {
+    const Span& sp = spans[i];
+    LS_TRY(runs(sp.seq, sp.p0, sp.p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
+      const uint64_t at = (p - sp.p0) * E, bytes = len * row_bytes();
+      void* dk = f32() ? static_cast<void*>(sp.k + at) : st + off + at;
+      void* dv = f32() ? static_cast<void*>(sp.v + at) : st + total + off + at;
+      LS_CUDA_TRY(cudaMemcpyAsync(dk, kl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
+      LS_CUDA_TRY(cudaMemcpyAsync(dv, vl + r * row_bytes(), bytes, cudaMemcpyDeviceToHost, stream));
+      return ok();
+    }));
+    off += uint64_t{sp.p1 - sp.p0} * E;
+  }
   LS_CUDA_TRY(cudaStreamSynchronize(stream));
-  if (!f32()) {
-    fp16_to_fp32_n(st, k, static_cast<int64_t>(n));
-    fp16_to_fp32_n(st + n, v, static_cast<int64_t>(n));
+  if (st) {
+    off = 0;
+    for (size_t i = 0; i < n_spans; ++i) {
+      const int64_t m = static_cast<int64_t>(uint64_t{spans[i].p1 - spans[i].p0} * E);
+      fp16_to_fp32_n(st + off, spans[i].k, m);
+      fp16_to_fp32_n(st + total + off, spans[i].v, m);
+      off += static_cast<uint64_t>(m);
+    }
   }
   return ok();
 }

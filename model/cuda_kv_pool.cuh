@@ -73,6 +73,13 @@ class CudaKvPool {
                    cudaStream_t stream);
   Status write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                     const float* v, cudaStream_t stream);
+  // read_rows for several slots of layer l, waited for once: rows [p0[i],
+  // p1[i]) of slot seq[i] into k[i], v[i].
+  struct Span {
+    uint32_t seq, p0, p1;
+    float *k, *v;
+  };
+  Status read_spans(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
 
  private:
   uint64_t elem() const { return f32() ? 4 : 2; }

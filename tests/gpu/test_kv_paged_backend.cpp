@@ -120,6 +120,21 @@ TEST_CASE(
     REQUIRE((*paged)->read_kv(2, 0, 3, 40, rk.data(), rv.data()).ok());
     CHECK(rk == wk);
     CHECK(rv == wv);
+    // Several sequences' rows of a layer in one call (read_kv_spans): each
+    // as read_kv gives it alone.
+    {
+      std::vector<float> ak(37 * E), av(37 * E), bk(100 * E), bv(100 * E), ck(100 * E), cv(100 * E);
+      const Backend::KvRowSpan spans[2] = {{0, 3, 40, ak.data(), av.data()},
+                                           {1, 10, 110, bk.data(), bv.data()}};
+      REQUIRE((*paged)->read_kv_spans(2, spans, 2).ok());
+      CHECK(ak == wk);
+      CHECK(av == wv);
+      REQUIRE((*paged)->read_kv(2, 1, 10, 110, ck.data(), cv.data()).ok());
+      CHECK(bk == ck);
+      CHECK(bv == cv);
+      const Backend::KvRowSpan none[1] = {{2, 0, 1, ak.data(), av.data()}};
+      CHECK_FALSE((*paged)->read_kv_spans(0, none, 1).ok());
+    }
     // Rows in no block, and a batch entry whose position has none, are errors.
     CHECK_FALSE((*paged)->read_kv(0, 2, 0, 1, rk.data(), rv.data()).ok());
     Batch b;
