@@ -73,33 +73,47 @@ Status ComputeActor::check_positions(const Batch& b) {
 }
 
 // The rows [gpu end, p0) of a CPU-tier layer that only the CPU has, before
-// the GPU runs the layer for positions p0..: fetched by the cpu-compute
-// actor, a sequence at a time.
+// the GPU runs the layer for positions p0..: every sequence's in one request
+// to the cpu-compute actor and one write (Backend::write_kv_spans: the CUDA
+// backend waits for the device once; a sequence at a time, 32 round trips
+// and waits took 14.6 ms a layer at width 32 on the 70b, session 45).
 Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
+  size_t n_out = 0;
   for (const SeqSpan& sp : spans_) {
     const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
     if (gpu_kv_end_[at] >= sp.p0) continue;
     if (cpu_kv_end_[at] < sp.p0)
       return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend", l,
                         sp.seq, gpu_kv_end_[at], sp.p0);
-    kv_rows_.layer = static_cast<uint32_t>(l);
-    kv_rows_.seq = sp.seq;
-    kv_rows_.p0 = gpu_kv_end_[at];
-    kv_rows_.p1 = sp.p0;
-    const size_t n = size_t{sp.p0 - kv_rows_.p0} * m_.config().n_embd_kv();
-    kv_rows_.k.resize(std::max(kv_rows_.k.size(), n));
-    kv_rows_.v.resize(std::max(kv_rows_.v.size(), n));
-    TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
-    meter_.kv_moved = true;
-    ++meter_.kv_layers;
-    CpuWork w{step, l, nullptr, nullptr};
-    w.kv_out = &kv_rows_;
-    if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
-    std::optional<CpuWork> back = from_cpu_.pop(rc_);
-    if (!back) return make_error("the run was stopped");
-    LS_TRY(be_.write_kv(kv_rows_.layer, kv_rows_.seq, kv_rows_.p0, kv_rows_.p1, kv_rows_.k.data(),
-                        kv_rows_.v.data()));
-    gpu_kv_end_[at] = sp.p0;
+    if (kv_out_.size() <= n_out) kv_out_.resize(n_out + 1);
+    KvRows& r = kv_out_[n_out++];
+    r.layer = static_cast<uint32_t>(l);
+    r.seq = sp.seq;
+    r.p0 = gpu_kv_end_[at];
+    r.p1 = sp.p0;
+    const size_t n = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
+    r.k.resize(std::max(r.k.size(), n));
+    r.v.resize(std::max(r.v.size(), n));
+  }
+  if (n_out == 0) return ok();
+  TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
+  meter_.kv_moved = true;
+  meter_.kv_layers += static_cast<int32_t>(n_out);  // as before: the balancer's single sequence
+  CpuWork w{step, l, nullptr, nullptr};
+  w.kv_out = kv_out_.data();
+  w.n_kv_out = static_cast<int32_t>(n_out);
+  if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
+  std::optional<CpuWork> back = from_cpu_.pop(rc_);
+  if (!back) return make_error("the run was stopped");
+  kv_spans_.clear();
+  for (size_t i = 0; i < n_out; ++i) {
+    KvRows& r = kv_out_[i];
+    kv_spans_.push_back({r.seq, r.p0, r.p1, r.k.data(), r.v.data()});
+  }
+  LS_TRY(be_.write_kv_spans(static_cast<uint32_t>(l), kv_spans_.data(), n_out));
+  for (size_t i = 0; i < n_out; ++i) {
+    const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(kv_out_[i].seq);
+    gpu_kv_end_[at] = kv_out_[i].p1;
   }
   return ok();
 }

@@ -93,9 +93,9 @@ class ComputeActor {
     uint32_t p0, p1;
   };
   std::vector<SeqSpan> spans_;                // the step's, in batch order
-  KvRows kv_rows_;                            // rows on their way to the GPU (grown, then reused)
+  std::vector<KvRows> kv_out_;                // rows on their way to the GPU, a set per sequence
   std::vector<KvRows> kv_in_;                 // rows on their way to the CPU, a set per sequence
-  std::vector<Backend::KvRowSpan> kv_spans_;  // kv_in_'s, for Backend::read_kv_spans
+  std::vector<Backend::KvRowSpan> kv_spans_;  // kv_in_'s or kv_out_'s, for the backend's calls
 
   // Online re-planning (balancer: null when the plan is fixed) and routing
   // by width (null: HybridRoute::keep stays as the pipeline set it).

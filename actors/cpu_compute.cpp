@@ -18,11 +18,14 @@ void CpuComputeActor::run() {
     if (!w) return;
     const int32_t l = w->layer;
     if (w->kv_out) {  // compute asks for cached rows (a CPU-tier layer about to run on the GPU)
-      KvRows& r = *w->kv_out;
       TraceScope span(tracer_, track, "kv out", SpanKind::Busy, l, w->step);
-      if (Status st = cpu_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data()); !st.ok()) {
-        rc_.fail("cpu-compute", l, w->step, st.error().message);
-        return;
+      for (int32_t i = 0; i < w->n_kv_out; ++i) {
+        KvRows& r = w->kv_out[i];
+        if (Status st = cpu_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data());
+            !st.ok()) {
+          rc_.fail("cpu-compute", l, w->step, st.error().message);
+          return;
+        }
       }
       if (!out_.push(*w, rc_)) return;
       continue;

@@ -60,8 +60,10 @@ struct CpuWork {
   // sequence): written before the layer runs.
   const KvRows* kv_in = nullptr;
   int32_t n_kv_in = 0;
-  // A request with no layer (batch null): fill these rows from the CPU cache.
+  // A request with no layer (batch null): fill these rows from the CPU cache
+  // (n_kv_out sets, one per sequence).
   KvRows* kv_out = nullptr;
+  int32_t n_kv_out = 0;
 };
 
 // Each step's width (tokens in its batch), for the planner to route the CPU
@@ -75,8 +77,8 @@ struct CpuWork {
 // the previous one's logits, so a ring of a few entries never wraps early.
 struct StepWidths {
   static constexpr int kRing = 4;
-  std::atomic<int64_t> next_step{0};  // compute: the step after the one finishing
-  std::atomic<int64_t> fed_step{-1};  // sampler: the last step whose batch is known
+  std::atomic<int64_t> next_step{0};       // compute: the step after the one finishing
+  std::atomic<int64_t> fed_step{-1};       // sampler: the last step whose batch is known
   std::atomic<int64_t> width[kRing] = {};  // sampler: step s's width at s % kRing
   // A bound on a step's width announced before its batch is formed
   // (Pipeline::announce_width: speculative decoding knows K + 1 before it

@@ -148,8 +148,8 @@ class Backend {
   virtual Status write_kv(uint32_t, int32_t, uint32_t, uint32_t, const float*, const float*) {
     return make_error("%s: no key/value row import", name());
   }
-  // read_kv of one layer for several sequences at once (a wide step's
-  // sequences, when a CPU-tier layer goes back to the CPU): the CUDA backend
+  // read_kv and write_kv of one layer for several sequences at once (a wide
+  // step's sequences, when a CPU-tier layer changes sides): the CUDA backend
   // waits for the device once rather than once a sequence.
   struct KvRowSpan {
     int32_t seq;
@@ -159,6 +159,11 @@ class Backend {
   virtual Status read_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) {
     for (size_t i = 0; i < n; ++i)
       LS_TRY(read_kv(layer, s[i].seq, s[i].p0, s[i].p1, s[i].k, s[i].v));
+    return ok();
+  }
+  virtual Status write_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      LS_TRY(write_kv(layer, s[i].seq, s[i].p0, s[i].p1, s[i].k, s[i].v));
     return ok();
   }
   // How streamed layers reach this backend's memory (model/device_link.h);

@@ -993,6 +993,17 @@ Status CudaBackend::read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t
   return s.kv.read_spans(layer, v.data(), n, s.stream);
 }
 
+Status CudaBackend::write_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) {
+  Impl& s = *impl_;
+  std::vector<CudaKvPool::Span> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const KvRowSpan& r = spans[i];
+    LS_TRY(s.check_kv_rows(layer, r.seq, r.p0, r.p1));
+    v[i] = {static_cast<uint32_t>(r.seq), r.p0, r.p1, r.k, r.v};
+  }
+  return s.kv.write_spans(layer, v.data(), n, s.stream);
+}
+
 Status CudaBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                              const float* v) {
   Impl& s = *impl_;

@@ -99,6 +99,7 @@ class CudaBackend final : public Backend {
   Status read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
                  float* v) override;
   Status read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) override;
+  Status write_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) override;
   Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v) override;
   // The argmax of each logits row computed on the GPU (kernels/argmax.cuh,

@@ -2,6 +2,7 @@
 #include "model/cuda_kv_pool.cuh"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/convert_f16.h"
 #include "kernels/host_read.cuh"
@@ -18,24 +19,30 @@ CudaKvPool::~CudaKvPool() {
   if (pinned_) cudaFreeHost(pinned_);
 }
 
-uint16_t* CudaKvPool::stage(uint64_t n) {
+uint8_t* CudaKvPool::stage(uint64_t n, const uint8_t** dev) {
   if (n > pinned_n_ && !pin_failed_) {
     if (pinned_) cudaFreeHost(pinned_);
     pinned_ = nullptr;
+    pinned_dev_ = nullptr;
     pinned_n_ = 0;
     // A power of two from 1 MiB: a few sizes over a run, not one a call.
-    uint64_t want = uint64_t{1} << 19;
+    uint64_t want = uint64_t{1} << 20;
     while (want < n) want *= 2;
-    void* p = nullptr;
-    if (cudaHostAlloc(&p, want * sizeof(uint16_t), cudaHostAllocDefault) == cudaSuccess) {
-      pinned_ = static_cast<uint16_t*>(p);
+    void* h = nullptr;
+    const void* d = nullptr;
+    if (cuda_host_alloc_mapped(want, &h, &d)) {
+      pinned_ = static_cast<uint8_t*>(h);
+      pinned_dev_ = static_cast<const uint8_t*>(d);
       pinned_n_ = want;
     } else {
-      (void)cudaGetLastError();
       pin_failed_ = true;
     }
   }
-  if (n <= pinned_n_) return pinned_;
+  if (n <= pinned_n_) {
+    if (dev) *dev = pinned_dev_;
+    return pinned_;
+  }
+  if (dev) *dev = nullptr;
   staging_.resize(n);
   return staging_.data();
 }
@@ -148,7 +155,8 @@ Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n_spans, cud
   const uint64_t E = n_embd_kv_;
   uint64_t total = 0;  // f16 values of all the spans' keys (and as many values)
   for (size_t i = 0; i < n_spans; ++i) total += uint64_t{spans[i].p1 - spans[i].p0} * E;
-  uint16_t* const st = f32() ? nullptr : stage(2 * total);
+  uint16_t* const st =
+      f32() ? nullptr : reinterpret_cast<uint16_t*>(stage(2 * total * sizeof(uint16_t)));
   const uint8_t* kl = static_cast<const uint8_t*>(k_layer(l));
   const uint8_t* vl = static_cast<const uint8_t*>(v_layer(l));
   uint64_t off = 0;  // span i's keys at st + off, its values at st + total + off
@@ -179,22 +187,51 @@ Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n_spans, cud
 
 Status CudaKvPool::write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                               const float* v, cudaStream_t stream) {
-  const uint64_t E = n_embd_kv_, n = uint64_t{p1 - p0} * E;
-  uint16_t* const st = f32() ? nullptr : stage(2 * n);
-  if (st) {
-    fp32_to_fp16_n(k, st, static_cast<int64_t>(n));
-    fp32_to_fp16_n(v, st + n, static_cast<int64_t>(n));
+  const Span one{seq, p0, p1, const_cast<float*>(k), const_cast<float*>(v)};
+  return write_spans(l, &one, 1, stream);
+}
+
+Status CudaKvPool::write_spans(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
+  const uint64_t E = n_embd_kv_, eb = elem();
+  uint64_t total = 0;  // values of all the spans' keys (and as many values)
+  for (size_t i = 0; i < n_spans; ++i) total += uint64_t{spans[i].p1 - spans[i].p0} * E;
+  const uint8_t* st_dev = nullptr;
+  uint8_t* const st = stage(2 * total * eb, &st_dev);
+  uint64_t off = 0;  // span i's keys at value off of the staging, its values at total + off
+  for (size_t i = 0; i < n_spans; ++i) {
+    const uint64_t m = uint64_t{spans[i].p1 - spans[i].p0} * E;
+    if (f32()) {
+      std::memcpy(st + off * eb, spans[i].k, m * eb);
+      std::memcpy(st + (total + off) * eb, spans[i].v, m * eb);
+    } else {
+      fp32_to_fp16_n(spans[i].k, reinterpret_cast<uint16_t*>(st) + off, static_cast<int64_t>(m));
+      fp32_to_fp16_n(spans[i].v, reinterpret_cast<uint16_t*>(st) + total + off,
+                     static_cast<int64_t>(m));
+    }
+    off += m;
   }
   uint8_t* kl = static_cast<uint8_t*>(k_layer(l));
   uint8_t* vl = static_cast<uint8_t*>(v_layer(l));
-  LS_TRY(runs(seq, p0, p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
-    const uint64_t at = (p - p0) * E, bytes = len * row_bytes();
-    const void* sk = f32() ? static_cast<const void*>(k + at) : st + at;
-    const void* sv = f32() ? static_cast<const void*>(v + at) : st + n + at;
-    LS_CUDA_TRY(cudaMemcpyAsync(kl + r * row_bytes(), sk, bytes, cudaMemcpyHostToDevice, stream));
-    LS_CUDA_TRY(cudaMemcpyAsync(vl + r * row_bytes(), sv, bytes, cudaMemcpyHostToDevice, stream));
+  // A run's bytes by a kernel from the mapped staging where both ends are
+  // 16-byte aligned (rows of n_embd_kv values: always, for head sizes of 8
+  // values or more), else by a copy.
+  auto put = [&](uint8_t* dst, uint64_t at, uint64_t bytes) -> Status {
+    const uint8_t* src = st + at;
+    if (st_dev && (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 == 0)
+      return read_host_cuda(st_dev + at, dst, bytes, stream);
+    LS_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return ok();
-  }));
+  };
+  off = 0;
+  for (size_t i = 0; i < n_spans; ++i) {
+    const Span& sp = spans[i];
+    LS_TRY(runs(sp.seq, sp.p0, sp.p1, [&](uint32_t p, uint64_t r, uint32_t len) -> Status {
+      const uint64_t at = off + (p - sp.p0) * E, bytes = len * row_bytes();
+      LS_TRY(put(kl + r * row_bytes(), at * eb, bytes));
+      return put(vl + r * row_bytes(), (total + at) * eb, bytes);
+    }));
+    off += uint64_t{sp.p1 - sp.p0} * E;
+  }
   // The caller's rows (and the staging) may change once this returns.
   LS_CUDA_TRY(cudaStreamSynchronize(stream));
   return ok();

@@ -134,6 +134,33 @@ TEST_CASE(
       CHECK(bv == cv);
       const Backend::KvRowSpan none[1] = {{2, 0, 1, ak.data(), av.data()}};
       CHECK_FALSE((*paged)->read_kv_spans(0, none, 1).ok());
+      // And written so (write_kv_spans, a kernel reading mapped memory): the
+      // rows read back, each sequence's where it belongs; the rows around
+      // them untouched.
+      std::vector<float> xk(37 * E), xv(37 * E), yk(20 * E), yv(20 * E);
+      for (size_t i = 0; i < xk.size(); ++i) {
+        xk[i] = fp16_to_fp32(fp32_to_fp16(std::sin(0.3f * i)));
+        xv[i] = fp16_to_fp32(fp32_to_fp16(std::cos(0.7f * i)));
+      }
+      for (size_t i = 0; i < yk.size(); ++i) {
+        yk[i] = fp16_to_fp32(fp32_to_fp16(0.01f * static_cast<float>(i % 997)));
+        yv[i] = -yk[i];
+      }
+      std::vector<float> before_k(100 * E), before_v(100 * E);
+      REQUIRE((*paged)->read_kv(2, 1, 10, 110, before_k.data(), before_v.data()).ok());
+      const Backend::KvRowSpan ws[2] = {{0, 3, 40, xk.data(), xv.data()},
+                                        {1, 50, 70, yk.data(), yv.data()}};
+      REQUIRE((*paged)->write_kv_spans(2, ws, 2).ok());
+      REQUIRE((*paged)->read_kv(2, 0, 3, 40, ak.data(), av.data()).ok());
+      CHECK(ak == xk);
+      CHECK(av == xv);
+      REQUIRE((*paged)->read_kv(2, 1, 10, 110, bk.data(), bv.data()).ok());
+      std::vector<float> want_k = before_k, want_v = before_v;
+      std::copy(yk.begin(), yk.end(), want_k.begin() + 40 * E);
+      std::copy(yv.begin(), yv.end(), want_v.begin() + 40 * E);
+      CHECK(bk == want_k);
+      CHECK(bv == want_v);
+      CHECK_FALSE((*paged)->write_kv_spans(0, none, 1).ok());
     }
     // Rows in no block, and a batch entry whose position has none, are errors.
     CHECK_FALSE((*paged)->read_kv(0, 2, 0, 1, rk.data(), rv.data()).ok());
