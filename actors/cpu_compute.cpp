@@ -19,13 +19,15 @@ void CpuComputeActor::run() {
     const int32_t l = w->layer;
     if (w->kv_out) {  // compute asks for cached rows (a CPU-tier layer about to run on the GPU)
       TraceScope span(tracer_, track, "kv out", SpanKind::Busy, l, w->step);
+      spans_.clear();
       for (int32_t i = 0; i < w->n_kv_out; ++i) {
         KvRows& r = w->kv_out[i];
-        if (Status st = cpu_.read_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data());
-            !st.ok()) {
-          rc_.fail("cpu-compute", l, w->step, st.error().message);
-          return;
-        }
+        spans_.push_back({r.seq, r.p0, r.p1, r.k.data(), r.v.data()});
+      }
+      if (Status st = cpu_.read_kv_spans(static_cast<uint32_t>(l), spans_.data(), spans_.size());
+          !st.ok()) {
+        rc_.fail("cpu-compute", l, w->step, st.error().message);
+        return;
       }
       if (!out_.push(*w, rc_)) return;
       continue;
@@ -40,9 +42,14 @@ void CpuComputeActor::run() {
       // The batch first: it brings the step's key/value block table, which
       // the rows below are written through.
       Status st = cpu_.import_hidden(*w->batch, w->hidden);
-      for (int32_t i = 0; i < w->n_kv_in && st.ok(); ++i) {  // rows the GPU wrote in a wide step
-        const KvRows& r = w->kv_in[i];
-        st = cpu_.write_kv(r.layer, r.seq, r.p0, r.p1, r.k.data(), r.v.data());
+      if (st.ok() && w->n_kv_in > 0) {  // rows the GPU wrote in a wide step
+        spans_.clear();
+        for (int32_t i = 0; i < w->n_kv_in; ++i) {
+          const KvRows& r = w->kv_in[i];
+          spans_.push_back(
+              {r.seq, r.p0, r.p1, const_cast<float*>(r.k.data()), const_cast<float*>(r.v.data())});
+        }
+        st = cpu_.write_kv_spans(static_cast<uint32_t>(l), spans_.data(), spans_.size());
       }
       if (st.ok()) st = cpu_.layer(static_cast<uint32_t>(l), v);
       if (st.ok()) st = cpu_.export_hidden(w->hidden);

@@ -7,6 +7,8 @@
 // defines: CpuComputeActor
 #pragma once
 
+#include <vector>
+
 #include "actors/layer_memory.h"
 #include "actors/messages.h"
 #include "model/model.h"
@@ -30,6 +32,7 @@ class CpuComputeActor {
   Mailbox<CpuWork>& out_;
   RunControl& rc_;
   Tracer& tracer_;
+  std::vector<Backend::KvRowSpan> spans_;  // a message's key/value rows, for the backend's calls
 };
 
 }  // namespace ls

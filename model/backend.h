@@ -154,7 +154,7 @@ class Backend {
   struct KvRowSpan {
     int32_t seq;
     uint32_t p0, p1;
-    float *k, *v;
+    float *k, *v;  // (p1 - p0) x n_embd_kv each: filled by read_kv_spans, read by write_kv_spans
   };
   virtual Status read_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) {
     for (size_t i = 0; i < n; ++i)

@@ -277,45 +277,65 @@ static Status check_kv_rows(const KvCache& kv, uint32_t layer, int32_t seq, uint
 
 Status CpuBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, float* k,
                            float* v) {
-  LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
-  kv_rows_split(p0, p1, [&](uint32_t a, uint32_t b) {
-    const uint64_t at = uint64_t{a - p0} * kv_.n_embd_kv();
-    kv_.read_rows(layer, static_cast<uint32_t>(seq), a, b, k + at, v + at);
-  });
-  return ok();
+  const KvRowSpan one{seq, p0, p1, k, v};
+  return read_kv_spans(layer, &one, 1);
 }
 
 Status CpuBackend::write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                             const float* v) {
-  LS_TRY(check_kv_rows(kv_, layer, seq, p0, p1, c_.n_layer));
-  kv_rows_split(p0, p1, [&](uint32_t a, uint32_t b) {
-    const uint64_t at = uint64_t{a - p0} * kv_.n_embd_kv();
-    kv_.write_rows(layer, static_cast<uint32_t>(seq), a, b, k + at, v + at);
+  const KvRowSpan one{seq, p0, p1, const_cast<float*>(k), const_cast<float*>(v)};
+  return write_kv_spans(layer, &one, 1);
+}
+
+Status CpuBackend::read_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    LS_TRY(check_kv_rows(kv_, layer, s[i].seq, s[i].p0, s[i].p1, c_.n_layer));
+  kv_rows_split(s, n, [&](const KvRowSpan& r, uint32_t a, uint32_t b) {
+    const uint64_t at = uint64_t{a - r.p0} * kv_.n_embd_kv();
+    kv_.read_rows(layer, static_cast<uint32_t>(r.seq), a, b, r.k + at, r.v + at);
+  });
+  return ok();
+}
+
+Status CpuBackend::write_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    LS_TRY(check_kv_rows(kv_, layer, s[i].seq, s[i].p0, s[i].p1, c_.n_layer));
+  kv_rows_split(s, n, [&](const KvRowSpan& r, uint32_t a, uint32_t b) {
+    const uint64_t at = uint64_t{a - r.p0} * kv_.n_embd_kv();
+    kv_.write_rows(layer, static_cast<uint32_t>(r.seq), a, b, r.k + at, r.v + at);
   });
   return ok();
 }
 
 // Rows moved between the caches (a CPU-tier layer changing sides) go over
-// the pool in runs of positions. On one thread (the f16 conversion, the
-// keys' tiled scatter, the page faults of rows written for the first time)
-// a 70b layer's first run on the CPU after a wide step took about 20 ms
-// more than its next, at 32 sequences of 128 positions (session 45's
-// trace), on the chain, once per layer that changes side. Each position is
-// written by one task, so the bits do not depend on the split.
-void CpuBackend::kv_rows_split(uint32_t p0, uint32_t p1,
-                               const std::function<void(uint32_t, uint32_t)>& f) {
+// the pool in runs of positions, every sequence's in one pool job. On one
+// thread (the f16 conversion, the keys' tiled scatter, the page faults of
+// rows written for the first time) a 70b layer's first run on the CPU after
+// a wide step took about 20 ms more than its next, at 32 sequences of 128
+// positions (session 45's trace), on the chain, once per layer that changes
+// side. Each position is written by one task, so the bits do not depend on
+// the split.
+void CpuBackend::kv_rows_split(const KvRowSpan* s, size_t n,
+                               const std::function<void(const KvRowSpan&, uint32_t, uint32_t)>& f) {
   // Positions a task: a key tile's (kAttnKTile), aligned as the tiles are,
   // so no two tasks write one tile's lines.
   constexpr uint32_t kRun = kAttnKTile;
-  const uint32_t base = p0 / kRun * kRun;
-  const uint32_t tasks = p1 > p0 ? (p1 - base + kRun - 1) / kRun : 0;
+  auto runs = [&](const KvRowSpan& r) -> int64_t {
+    return r.p1 > r.p0 ? (r.p1 - r.p0 / kRun * kRun + kRun - 1) / kRun : 0;
+  };
+  int64_t tasks = 0;
+  for (size_t i = 0; i < n; ++i) tasks += runs(s[i]);
   if (tasks <= 1 || pool_->size() <= 1) {
-    if (p1 > p0) f(p0, p1);
+    for (size_t i = 0; i < n; ++i)
+      if (s[i].p1 > s[i].p0) f(s[i], s[i].p0, s[i].p1);
     return;
   }
   pool_->run(tasks, [&](int64_t t, int) {
-    const uint32_t a = base + static_cast<uint32_t>(t) * kRun;
-    f(std::max(p0, a), std::min(p1, a + kRun));
+    size_t i = 0;  // the span of task t (a few dozen spans: a scan)
+    while (t >= runs(s[i])) t -= runs(s[i++]);
+    const KvRowSpan& r = s[i];
+    const uint32_t a = r.p0 / kRun * kRun + static_cast<uint32_t>(t) * kRun;
+    f(r, std::max(r.p0, a), std::min(r.p1, a + kRun));
   });
 }
 

@@ -51,6 +51,8 @@ class CpuBackend final : public Backend {
                  float* v) override;
   Status write_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p1, const float* k,
                   const float* v) override;
+  Status read_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) override;
+  Status write_kv_spans(uint32_t layer, const KvRowSpan* s, size_t n) override;
   const KvCache& kv() const { return kv_; }
   ThreadPool& pool() { return *pool_; }
   std::shared_ptr<ThreadPool> cpu_pool() const override { return pool_; }
@@ -58,8 +60,10 @@ class CpuBackend final : public Backend {
 
  private:
   void reserve(size_t n_tok);
-  // f(a, b) over runs of [p0, p1) on the pool (read_kv, write_kv).
-  void kv_rows_split(uint32_t p0, uint32_t p1, const std::function<void(uint32_t, uint32_t)>& f);
+  // f(span, a, b) over runs [a, b) of every span's [p0, p1), on the pool
+  // (the key/value row moves).
+  void kv_rows_split(const KvRowSpan* s, size_t n,
+                     const std::function<void(const KvRowSpan&, uint32_t, uint32_t)>& f);
   // Takes the batch's block table (when it has one) and checks its entries:
   // tokens in the vocabulary, positions in the context and in blocks.
   Status check_batch(const Batch& b);

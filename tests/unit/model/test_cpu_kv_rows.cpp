@@ -64,6 +64,38 @@ TEST_CASE("cpu backend: key/value rows in and out over the pool, the same bits a
       differ += std::memcmp(xv.data(), yv.data(), E * sizeof(float)) != 0;
     }
     CHECK(differ == 0);
+    // Several sequences at once (one pool job): each as it is alone.
+    {
+      CpuBackend spans_be(m.config(), m.globals(), n_ctx, 2, type, 4);
+      std::vector<float> k0(size_t{40} * E), v0(k0.size());
+      for (size_t i = 0; i < k0.size(); ++i) {
+        k0[i] = static_cast<float>(d(rng)) / 32;
+        v0[i] = static_cast<float>(d(rng)) / 32;
+      }
+      const Backend::KvRowSpan w[2] = {{1, p0, p1, k.data(), v.data()},
+                                       {0, 17, 57, k0.data(), v0.data()}};
+      REQUIRE(spans_be.write_kv_spans(1, w, 2).ok());
+      std::vector<float> rk(k.size()), rv(v.size()), rk0(k0.size()), rv0(v0.size());
+      const Backend::KvRowSpan r[2] = {{0, 17, 57, rk0.data(), rv0.data()},
+                                       {1, p0, p1, rk.data(), rv.data()}};
+      REQUIRE(spans_be.read_kv_spans(1, r, 2).ok());
+      CHECK(rk == k);
+      CHECK(rv == v);
+      CHECK(rk0 == k0);
+      CHECK(rv0 == v0);
+      // Sequence 1's rows as the one-at-a-time backend holds them.
+      std::vector<float> xk(E), yk(E);
+      int64_t differ_spans = 0;
+      for (uint32_t p = 0; p < n_ctx; ++p) {
+        one.kv().load_k(1, 1, p, xk.data());
+        spans_be.kv().load_k(1, 1, p, yk.data());
+        differ_spans += xk != yk;
+      }
+      CHECK(differ_spans == 0);
+      const Backend::KvRowSpan bad_span[2] = {{0, 17, 57, rk0.data(), rv0.data()},
+                                              {1, 90, 100, rk.data(), rv.data()}};
+      CHECK_FALSE(spans_be.read_kv_spans(1, bad_span, 2).ok());
+    }
     // Rows outside the cache are an error naming them, as before.
     auto bad = many.write_kv(1, 1, 90, 100, k.data(), v.data());
     REQUIRE_FALSE(bad.ok());
