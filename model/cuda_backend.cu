@@ -627,6 +627,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
                               s.opt.kv_blocks, s.stream, s.opt.inputs_by_kernel);
       !st.ok())
     return s.kv.allocated() ? st.error() : s.error_oom("the KV cache", s.kv_bytes);
+  if (o.kv_stage_bytes) s.kv.set_stage_cap(o.kv_stage_bytes);
   LS_TRY(s.reserve(s.opt.max_batch));
   auto mm = MatmulContext::create(s.stream, s.max_weight_elems);
   if (!mm) return mm.error();

@@ -44,6 +44,10 @@ struct CudaBackendOptions {
   // Blocks of the paged cache's pool (model/kv_blocks.h, --kv-blocks); 0:
   // n_seq × ceil(n_ctx / kKvBlockLen), the memory of n_ctx positions a slot.
   uint32_t kv_blocks = 0;
+  // Rows moving between this cache and the CPU's (read_kv_spans,
+  // write_kv_spans) go through pinned staging in groups of up to this many
+  // bytes (0: 64 MiB; tests set a few KiB to have several groups).
+  uint64_t kv_stage_bytes = 0;
   // import_hidden (a hybrid plan's hidden state back from the CPU tier)
   // read from pinned, mapped host memory by a kernel (kernels/host_read.cuh)
   // instead of a cudaMemcpyAsync, which at widths over 2 (past 64 KiB)

@@ -151,10 +151,44 @@ Status CudaKvPool::read_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1,
   return read_spans(l, &one, 1, stream);
 }
 
-Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
+// Spans in groups whose staging fits cap (a group of one where a span
+// alone is larger): a layer's rows for every sequence can be the whole
+// layer's cache (8 sequences of 32k positions: 1 GiB on the 70b), too much
+// to pin at once.
+template <class F>
+static Status in_groups(const CudaKvPool::Span* spans, size_t n, uint64_t row_bytes, uint64_t cap,
+                        F f) {
+  size_t i = 0;
+  while (i < n) {
+    size_t j = i;
+    uint64_t bytes = 0;
+    while (j < n) {
+      const uint64_t b = 2 * uint64_t{spans[j].p1 - spans[j].p0} * row_bytes;
+      if (j > i && bytes + b > cap) break;
+      bytes += b;
+      ++j;
+    }
+    LS_TRY(f(spans + i, j - i));
+    i = j;
+  }
+  return ok();
+}
+
+Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n, cudaStream_t stream) {
+  return in_groups(spans, n, row_bytes(), stage_cap_,
+                   [&](const Span* g, size_t m) { return read_group(l, g, m, stream); });
+}
+
+Status CudaKvPool::write_spans(uint32_t l, const Span* spans, size_t n, cudaStream_t stream) {
+  return in_groups(spans, n, row_bytes(), stage_cap_,
+                   [&](const Span* g, size_t m) { return write_group(l, g, m, stream); });
+}
+
+Status CudaKvPool::read_group(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
   const uint64_t E = n_embd_kv_;
   uint64_t total = 0;  // f16 values of all the spans' keys (and as many values)
   for (size_t i = 0; i < n_spans; ++i) total += uint64_t{spans[i].p1 - spans[i].p0} * E;
+  if (total == 0) return ok();
   uint16_t* const st =
       f32() ? nullptr : reinterpret_cast<uint16_t*>(stage(2 * total * sizeof(uint16_t)));
   const uint8_t* kl = static_cast<const uint8_t*>(k_layer(l));
@@ -191,10 +225,11 @@ Status CudaKvPool::write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1
   return write_spans(l, &one, 1, stream);
 }
 
-Status CudaKvPool::write_spans(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
+Status CudaKvPool::write_group(uint32_t l, const Span* spans, size_t n_spans, cudaStream_t stream) {
   const uint64_t E = n_embd_kv_, eb = elem();
   uint64_t total = 0;  // values of all the spans' keys (and as many values)
   for (size_t i = 0; i < n_spans; ++i) total += uint64_t{spans[i].p1 - spans[i].p0} * E;
+  if (total == 0) return ok();
   const uint8_t* st_dev = nullptr;
   uint8_t* const st = stage(2 * total * eb, &st_dev);
   uint64_t off = 0;  // span i's keys at value off of the staging, its values at total + off

@@ -73,13 +73,15 @@ class CudaKvPool {
                    cudaStream_t stream);
   Status write_rows(uint32_t l, uint32_t seq, uint32_t p0, uint32_t p1, const float* k,
                     const float* v, cudaStream_t stream);
-  // read_rows and write_rows for several slots of layer l, waited for once:
-  // rows [p0, p1) of slot seq, to or from k and v.
+  // read_rows and write_rows for several slots of layer l, waited for once
+  // a group of up to set_stage_cap bytes of rows (64 MiB): rows [p0, p1) of
+  // slot seq, to or from k and v.
   struct Span {
     uint32_t seq, p0, p1;
     float *k, *v;
   };
   Status read_spans(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
+  void set_stage_cap(uint64_t bytes) { stage_cap_ = bytes; }
   Status write_spans(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
 
  private:
@@ -109,9 +111,13 @@ class CudaKvPool {
   // 70b, session 45). Grown as needed; the vector where pinning fails.
   // n: bytes; dev (may be null): the buffer's device address.
   uint8_t* stage(uint64_t n, const uint8_t** dev = nullptr);
+  // read_spans / write_spans of a group whose staging is held at once.
+  Status read_group(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
+  Status write_group(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
   uint8_t* pinned_ = nullptr;
   const uint8_t* pinned_dev_ = nullptr;
   uint64_t pinned_n_ = 0;
+  uint64_t stage_cap_ = uint64_t{64} << 20;  // a group's staging (read_spans, write_spans)
   bool pin_failed_ = false;
   std::vector<uint8_t> staging_;
 };

@@ -161,6 +161,31 @@ TEST_CASE(
       CHECK(bk == want_k);
       CHECK(bv == want_v);
       CHECK_FALSE((*paged)->write_kv_spans(0, none, 1).ok());
+      // Staging of a few KiB (CudaBackendOptions::kv_stage_bytes): the spans
+      // go in several groups, with the same rows in and out.
+      co.kv_stage_bytes = 4096;
+      auto small = CudaBackend::create(*m, co);
+      co.kv_stage_bytes = 0;
+      REQUIRE_MESSAGE(small.has_value(), (small ? "" : small.error().message));
+      KvBlockTable table2(3, 256, 13, 4321);
+      (void)two_sequences(*m, **small, &table2);
+      REQUIRE((*small)->write_kv_spans(2, ws, 2).ok());
+      std::vector<float> sk(100 * E), sv(100 * E), tk(37 * E), tv(37 * E);
+      const Backend::KvRowSpan rs[3] = {{1, 10, 110, sk.data(), sv.data()},
+                                        {0, 3, 40, tk.data(), tv.data()},
+                                        {1, 0, 0, nullptr, nullptr}};
+      REQUIRE((*small)->read_kv_spans(2, rs, 3).ok());
+      CHECK(sk == want_k);
+      CHECK(sv == want_v);
+      CHECK(tk == xk);
+      CHECK(tv == xv);
+      for (uint32_t l2 :
+           {0u, c.n_layer - 1}) {  // rows the steps wrote, as the default staging reads them
+        REQUIRE((*small)->read_kv_spans(l2, rs, 2).ok());
+        REQUIRE((*paged)->read_kv(l2, 1, 10, 110, bk.data(), bv.data()).ok());
+        CHECK(sk == bk);
+        CHECK(sv == bv);
+      }
     }
     // Rows in no block, and a batch entry whose position has none, are errors.
     CHECK_FALSE((*paged)->read_kv(0, 2, 0, 1, rk.data(), rv.data()).ok());
