@@ -159,7 +159,7 @@ template <class F>
 static Status in_groups(const CudaKvPool::Span* spans, size_t n, uint64_t row_bytes, uint64_t cap,
                         F f) {
   size_t i = 0;
-  while (i < n) {
+  while (i < n) {  // (every span checked by the caller first: nothing is moved for a bad one)
     size_t j = i;
     uint64_t bytes = 0;
     while (j < n) {
@@ -174,12 +174,22 @@ static Status in_groups(const CudaKvPool::Span* spans, size_t n, uint64_t row_by
   return ok();
 }
 
+Status CudaKvPool::check_spans(const Span* spans, size_t n) const {
+  for (size_t i = 0; i < n; ++i)
+    if (!holds(spans[i].seq, spans[i].p0, spans[i].p1))
+      return make_error("cuda backend: key/value rows %u..%u of sequence %u are not all in blocks",
+                        spans[i].p0, spans[i].p1, spans[i].seq);
+  return ok();
+}
+
 Status CudaKvPool::read_spans(uint32_t l, const Span* spans, size_t n, cudaStream_t stream) {
+  LS_TRY(check_spans(spans, n));
   return in_groups(spans, n, row_bytes(), stage_cap_,
                    [&](const Span* g, size_t m) { return read_group(l, g, m, stream); });
 }
 
 Status CudaKvPool::write_spans(uint32_t l, const Span* spans, size_t n, cudaStream_t stream) {
+  LS_TRY(check_spans(spans, n));
   return in_groups(spans, n, row_bytes(), stage_cap_,
                    [&](const Span* g, size_t m) { return write_group(l, g, m, stream); });
 }

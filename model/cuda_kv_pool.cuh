@@ -111,6 +111,7 @@ class CudaKvPool {
   // 70b, session 45). Grown as needed; the vector where pinning fails.
   // n: bytes; dev (may be null): the buffer's device address.
   uint8_t* stage(uint64_t n, const uint8_t** dev = nullptr);
+  Status check_spans(const Span* s, size_t n) const;  // every span in blocks
   // read_spans / write_spans of a group whose staging is held at once.
   Status read_group(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
   Status write_group(uint32_t l, const Span* s, size_t n, cudaStream_t stream);
