@@ -161,6 +161,16 @@ TEST_CASE(
       CHECK(bk == want_k);
       CHECK(bv == want_v);
       CHECK_FALSE((*paged)->write_kv_spans(0, none, 1).ok());
+      // A bad span after a good one: an error, and nothing written.
+      {
+        std::vector<float> zk(37 * E, 1.5f), zv(37 * E, -1.5f);
+        const Backend::KvRowSpan mixed[2] = {{0, 3, 40, zk.data(), zv.data()},
+                                             {2, 0, 1, zk.data(), zv.data()}};
+        CHECK_FALSE((*paged)->write_kv_spans(2, mixed, 2).ok());
+        REQUIRE((*paged)->read_kv(2, 0, 3, 40, ak.data(), av.data()).ok());
+        CHECK(ak == xk);
+        CHECK(av == xv);
+      }
       // Staging of a few KiB (CudaBackendOptions::kv_stage_bytes): the spans
       // go in several groups, with the same rows in and out.
       co.kv_stage_bytes = 4096;
