@@ -110,6 +110,32 @@ def main():
         worst = max((first[s] - ends[s - 1]) / 1e3 for s in first)
         print(f"  GPU's first layer over 5 ms after the step's start: {len(late)} of {len(first)} steps "
               f"(at most {worst:.1f} ms; their mean step {mean(late):.1f} ms, the others' {mean(ontime):.1f})")
+    # What the steps lost over the median step, and what changed sides: a
+    # hybrid run's first decode steps move key/value rows to whichever side
+    # a CPU-tier layer now runs on, and the width routing's placement may
+    # still be settling (session 45: 0.8-1.0 s of a 64-step run at width 32,
+    # down to 0.4 s).
+    med = sorted(lens)[n // 2]
+    cpu_set, moves = {}, collections.defaultdict(float)
+    for e in spans:
+        st = e["args"].get("step")
+        if st not in steps:
+            continue
+        tr = names.get(e["tid"])
+        if tr == "cpu-compute" and e["name"] == "cpu layer":
+            cpu_set.setdefault(st, set()).add(e["args"].get("layer", -1))
+        if tr == "compute" and e["name"] in ("kv to cpu", "kv from cpu"):
+            moves[st] += e["dur"] / 1e3
+    changes, prev = [], None
+    for st in steps:
+        cur = frozenset(cpu_set.get(st, ()))
+        if prev is not None and cur != prev:
+            changes.append(f"{st} ({len(cur ^ prev)} layers)")
+        prev = cur
+    excess = sum(x - med for x in lens if x > med)
+    print(f"  over the median step ({med:.1f} ms): {excess:.0f} ms in all; rows moved between the "
+          f"caches {sum(moves.values()):.0f} ms in {len(moves)} steps; the CPU's layers changed at "
+          f"step {', '.join(changes) if changes else 'none'}")
 
 
 if __name__ == "__main__":
