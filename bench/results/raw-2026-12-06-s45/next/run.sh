@@ -29,7 +29,7 @@ done
 if left 230; then
   timeout 90 $B/layerstream bench "${B32[@]}" -n 64 --trace $O/t32.json > $O/b32-trace.txt 2>&1
   echo "width 32 traced rc=$?"; xz -T4 $O/t32.json
-  (cd $R && python3 scripts/trace_steps.py $O/t32.json.xz --from-step 10 2>&1 | sed -n "1p;$p")
+  (cd $R && python3 scripts/trace_steps.py $O/t32.json.xz --from-step 10 2>&1 | sed -n '1p;$p')
   grep -E "^\| [0-9]" $O/b32-trace.txt | cut -d"|" -f2-5,15-18; el; pack
 fi
 spec_rounds 3
