@@ -98,7 +98,7 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
   if (n_out == 0) return ok();
   TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
   meter_.kv_moved = true;
-  meter_.kv_layers += static_cast<int32_t>(n_out);  // as before: the balancer's single sequence
+  ++meter_.kv_layers;  // a layer, as the other direction counts
   CpuWork w{step, l, nullptr, nullptr};
   w.kv_out = kv_out_.data();
   w.n_kv_out = static_cast<int32_t>(n_out);
