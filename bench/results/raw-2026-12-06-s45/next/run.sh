@@ -8,7 +8,7 @@
 #     print the per-layer times beside the figure);
 #  3. one traced run (-n 64): the first decode steps' row moves, both ways
 #     ("kv to cpu", "kv from cpu"), against session 45's call 4;
-#  4. issue 18 with the time left.
+#  4. issue 18: two rounds, then one traced verify run (K = 7).
 # Run: OUT=$OUT LIMIT=570 bash bench/results/raw-2026-12-06-s45/next/run.sh $PWD   (timeout 600)
 # (carry .gpubin/bin.txz, repacked at HEAD by scripts/gpu_pack.sh)
 set -u
@@ -32,5 +32,15 @@ if left 230; then
   (cd $R && python3 scripts/trace_steps.py $O/t32.json.xz --from-step 10 2>&1 | sed -n '1p;$p')
   grep -E "^\| [0-9]" $O/b32-trace.txt | cut -d"|" -f2-5,15-18; el; pack
 fi
-spec_rounds 3
+spec_rounds 2
+# One traced verify run (K = 7): where a verify step's time goes on this host
+# (issue 18's lever: the CPU tier's chain, the copies, or the GPU's layers).
+if left 100 && [ -f /tmp/spec/plain.ids ]; then
+  timeout 90 $B/layerstream decode -m $F --vram-budget 24GiB --ram-budget 48GiB -p "Once upon a time" \
+    -n 64 --temp 0 --ids --no-display-prompt --draft replay:/tmp/spec/plain.ids:0.7 --draft-min 7 \
+    --draft-max 7 --stats --trace $O/tspec.json > $O/spec-trace.txt 2> $O/spec-trace.err
+  echo "traced verify run rc=$?"; xz -T4 $O/tspec.json
+  (cd $R && python3 scripts/trace_steps.py $O/tspec.json.xz --from-step 5 2>&1 | head -9 | cut -c1-400)
+  el; pack
+fi
 finish
