@@ -72,29 +72,47 @@ Status ComputeActor::check_positions(const Batch& b) {
   return ok();
 }
 
+// The rows of layer l that one side's cache lacks (have: its ends, by layer
+// and slot) and the other's holds, a set per sequence of the step, into
+// out[0, n); an error where neither holds them.
+Expected<size_t> ComputeActor::rows_lacking(int32_t l, const std::vector<uint32_t>& have,
+                                            const std::vector<uint32_t>& other,
+                                            std::vector<KvRows>& out) const {
+  size_t n = 0;
+  for (const SeqSpan& sp : spans_) {
+    const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
+    if (have[at] >= sp.p0) continue;
+    if (other[at] < sp.p0)
+      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend", l,
+                        sp.seq, have[at], sp.p0);
+    if (out.size() <= n) out.resize(n + 1);
+    KvRows& r = out[n++];
+    r.layer = static_cast<uint32_t>(l);
+    r.seq = sp.seq;
+    r.p0 = have[at];
+    r.p1 = sp.p0;
+    const size_t e = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
+    r.k.resize(std::max(r.k.size(), e));
+    r.v.resize(std::max(r.v.size(), e));
+  }
+  return n;
+}
+
+void ComputeActor::spans_of(std::vector<KvRows>& rows, size_t n) {
+  kv_spans_.clear();
+  for (size_t i = 0; i < n; ++i)
+    kv_spans_.push_back({rows[i].seq, rows[i].p0, rows[i].p1, rows[i].k.data(), rows[i].v.data()});
+}
+
 // The rows [gpu end, p0) of a CPU-tier layer that only the CPU has, before
 // the GPU runs the layer for positions p0..: every sequence's in one request
 // to the cpu-compute actor and one write (Backend::write_kv_spans: the CUDA
 // backend waits for the device once; a sequence at a time, 32 round trips
 // and waits took 14.6 ms a layer at width 32 on the 70b, session 45).
 Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
-  size_t n_out = 0;
-  for (const SeqSpan& sp : spans_) {
-    const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(sp.seq);
-    if (gpu_kv_end_[at] >= sp.p0) continue;
-    if (cpu_kv_end_[at] < sp.p0)
-      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend", l,
-                        sp.seq, gpu_kv_end_[at], sp.p0);
-    if (kv_out_.size() <= n_out) kv_out_.resize(n_out + 1);
-    KvRows& r = kv_out_[n_out++];
-    r.layer = static_cast<uint32_t>(l);
-    r.seq = sp.seq;
-    r.p0 = gpu_kv_end_[at];
-    r.p1 = sp.p0;
-    const size_t n = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
-    r.k.resize(std::max(r.k.size(), n));
-    r.v.resize(std::max(r.v.size(), n));
-  }
+  auto lacking = rows_lacking(l, gpu_kv_end_, cpu_kv_end_, kv_out_);
+  if (!lacking) return lacking.error();
+  const size_t n_out = *lacking;
   if (n_out == 0) return ok();
   TraceScope span(tracer_, track, "kv from cpu", SpanKind::Busy, l, step);
   meter_.kv_moved = true;
@@ -105,11 +123,7 @@ Status ComputeActor::kv_to_gpu(int64_t step, int32_t l, int track) {
   if (!to_cpu_.push(w, rc_)) return make_error("the run was stopped");
   std::optional<CpuWork> back = from_cpu_.pop(rc_);
   if (!back) return make_error("the run was stopped");
-  kv_spans_.clear();
-  for (size_t i = 0; i < n_out; ++i) {
-    KvRows& r = kv_out_[i];
-    kv_spans_.push_back({r.seq, r.p0, r.p1, r.k.data(), r.v.data()});
-  }
+  spans_of(kv_out_, n_out);
   LS_TRY(be_.write_kv_spans(static_cast<uint32_t>(l), kv_spans_.data(), n_out));
   for (size_t i = 0; i < n_out; ++i) {
     const size_t at = static_cast<size_t>(l) * n_seq_ + static_cast<size_t>(kv_out_[i].seq);
@@ -153,33 +167,17 @@ Status ComputeActor::cpu_layer(int64_t step, int32_t layer, const Batch& b, int 
   }
   CpuWork w{step, layer, &b, hidden_.data()};
   // The rows the GPU wrote in a wide step, which the CPU has not seen.
-  size_t n_in = 0;
-  for (const SeqSpan& sp : spans_) {
-    const size_t at = static_cast<size_t>(layer) * n_seq_ + static_cast<size_t>(sp.seq);
-    if (cpu_kv_end_[at] >= sp.p0) continue;
-    if (gpu_kv_end_[at] < sp.p0)
-      return make_error("layer %d, sequence %d: positions %u..%u are cached on neither backend",
-                        layer, sp.seq, cpu_kv_end_[at], sp.p0);
+  auto lacking = rows_lacking(layer, cpu_kv_end_, gpu_kv_end_, kv_in_);
+  if (!lacking) return lacking.error();
+  const size_t n_in = *lacking;
+  if (n_in > 0) {
     meter_.kv_moved = true;
-    if (n_in == 0) ++meter_.kv_layers;
-    if (kv_in_.size() <= n_in) kv_in_.resize(n_in + 1);
-    KvRows& r = kv_in_[n_in++];
-    r.layer = static_cast<uint32_t>(layer);
-    r.seq = sp.seq;
-    r.p0 = cpu_kv_end_[at];
-    r.p1 = sp.p0;
-    const size_t n = size_t{sp.p0 - r.p0} * m_.config().n_embd_kv();
-    r.k.resize(std::max(r.k.size(), n));
-    r.v.resize(std::max(r.v.size(), n));
+    ++meter_.kv_layers;
   }
   // All of the layer's sequences in one call (the device waited for once).
   if (n_in > 0) {
     TraceScope span(tracer_, track, "kv to cpu", SpanKind::Busy, layer, step);
-    kv_spans_.clear();
-    for (size_t i = 0; i < n_in; ++i) {
-      KvRows& r = kv_in_[i];
-      kv_spans_.push_back({r.seq, r.p0, r.p1, r.k.data(), r.v.data()});
-    }
+    spans_of(kv_in_, n_in);
     LS_TRY(be_.read_kv_spans(static_cast<uint32_t>(layer), kv_spans_.data(), n_in));
   }
   w.kv_in = n_in ? kv_in_.data() : nullptr;

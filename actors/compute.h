@@ -126,6 +126,9 @@ class ComputeActor {
   Status check_positions(const Batch& b);
   // Before/after a CPU-tier layer runs on the main backend (a wide step).
   Status kv_to_gpu(int64_t step, int32_t layer, int track);
+  Expected<size_t> rows_lacking(int32_t l, const std::vector<uint32_t>& have,
+                                const std::vector<uint32_t>& other, std::vector<KvRows>& out) const;
+  void spans_of(std::vector<KvRows>& rows, size_t n);  // kv_spans_ from rows[0, n)
   void ran_on_gpu(int32_t layer);
   // The step's head as a span of the gpu-compute track (the GPU's work
   // after the layers, so that its busy time counts all it does), closed by

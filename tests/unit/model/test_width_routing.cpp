@@ -39,6 +39,16 @@ WidthSample s30_step(int64_t w, double cpu_ms, double gpu_ms) {
   return s;
 }
 
+// Session 30's plan on a layout (3 slots, depth 57) after 20 steps at width
+// 32 with the given CPU milliseconds a layer.
+WidthRouting s30_routing_32(const std::vector<WidthRouting::Kind>& kinds, double cpu_ms) {
+  WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
+  r.set_layout(kinds, 3, 57);
+  const WidthSample s = s30_step(32, cpu_ms, 0.67);
+  for (int i = 0; i < 20; ++i) r.observe(s);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("width routing: buckets are powers of two up to 128, then one for prompts") {
@@ -266,13 +276,7 @@ TEST_CASE("width routing: the placement's simulated step beats the even spread")
 TEST_CASE("width routing: a placement in use stays unless a new one is clearly shorter") {
   const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
   const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
-  auto routing = [&](double cpu_ms) {
-    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
-    r.set_layout(kinds, 3, 57);
-    const WidthSample s = s30_step(32, cpu_ms, 0.67);
-    for (int i = 0; i < 20; ++i) r.observe(s);
-    return r;
-  };
+  auto routing = [&](double cpu_ms) { return s30_routing_32(kinds, cpu_ms); };
   const int b = WidthRouting::bucket(32);
   const WidthRouting::Placement first = routing(24.8).placement(b);
   REQUIRE(first.predicted_s > 0);
@@ -425,13 +429,7 @@ TEST_CASE("width routing: a bucket sent all to PCIe by a cold measurement is pro
 TEST_CASE("width routing: a count that moves by one changes few layers of the placement in use") {
   const std::string layout = std::string(41, 'A') + "HBHHBHBHHBHHBHHBHHBHBHHBHHBHHBHHBHBHHBH";
   const std::vector<WidthRouting::Kind> kinds = kinds_of(layout);
-  auto routing = [&](double cpu_ms) {
-    WidthRouting r(80, 25, 14, 5.4e-3, 0.2e-3, 9.2e-3);
-    r.set_layout(kinds, 3, 57);
-    const WidthSample s = s30_step(32, cpu_ms, 0.67);
-    for (int i = 0; i < 20; ++i) r.observe(s);
-    return r;
-  };
+  auto routing = [&](double cpu_ms) { return s30_routing_32(kinds, cpu_ms); };
   const int b = WidthRouting::bucket(32);
   const WidthRouting::Placement first = routing(24.8).placement(b);
   REQUIRE(first.predicted_s > 0);
