@@ -10,11 +10,11 @@ R=$1; O=$OUT/r; LIMIT=${LIMIT:-560}
 unpack_bins
 E=$M/8b.gguf
 timeout 90 $B/layerstream synth -q -o $E --preset 8b --quant q4_k_m > $O/synth-8b.txt 2>&1; echo "synth 8b rc=$?"; el
-synth_70b_bg
 for i in 1 2; do
   timeout 60 $B/layerstream bench -m $E -n 128 > $O/bench-8b-$i.txt 2>&1; echo "8b bench $i rc=$?"
   grep -E "device memory bound|^\| [0-9]" $O/bench-8b-$i.txt | cut -c1-200
 done; el; pack
+synth_70b_bg   # beside ncu (kernel times alone), not beside the benches
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1); echo "ncu: $NCU"
 wait $SYN; echo "synth 70b rc=$?"; el
 timeout 150 $NCU --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
