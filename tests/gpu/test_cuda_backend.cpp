@@ -88,7 +88,7 @@ struct PromptOnBoth {
 TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, every quant type") {
   LS_GPU_TEST_GUARD();
   const char* quants[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
-                          "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_k_m"};
+                          "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q4_k_m", "q5_k_m"};
   for (const char* quant : quants)
     for (const bool q8 : {false, true}) {
       CAPTURE(quant);
