@@ -84,7 +84,13 @@ struct PromptOnBoth {
 // with 8-bit activations both quantize x to the same format, but a last-bit
 // difference in x can move one value to the next int8 step, so the
 // backends differ by up to the format's rounding (2e-2, as the hybrid
-// tolerance) and greedy tokens may part at a near-tie of that size.
+// tolerance) and greedy tokens may part at a near-tie of that size. Once
+// one value has moved, the two runs carry independent roundings: the
+// difference is then the format's own error, which grows with the model
+// (the CPU's q8 against its f32: 0.010-0.012 of max |logit| on these tiny
+// models, 0.022-0.024 on the 1b; bench/results/2026-12-06-s46.md), so 2e-2
+// holds for the tiny models, not as a bound for every model
+// (scripts/logits_compare.py --bound-from takes it from the model).
 TEST_CASE("cuda backend: logits and 64 greedy tokens match the CPU backend, every quant type") {
   LS_GPU_TEST_GUARD();
   const char* quants[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1", "q5_0",
