@@ -21,12 +21,27 @@ std::shared_ptr<const JsonVocab> json_vocab(const Tokenizer& tok) {
   return v;
 }
 
+JsonConstraint::JsonConstraint(std::shared_ptr<const JsonVocab> vocab,
+                               std::shared_ptr<const JsonSchema> schema)
+    : vocab_(std::move(vocab)), schema_(std::move(schema)) {
+  reset();
+}
+
+void JsonConstraint::reset() {
+  grammar_ = JsonGrammar(true);
+  if (schema_) typed_.emplace(*schema_);
+}
+
 bool JsonConstraint::allows(int32_t t) const {
   if (t < 0 || static_cast<size_t>(t) >= vocab_->kind.size()) return false;
   switch (vocab_->kind[static_cast<size_t>(t)]) {
     case JsonVocab::EndOfGeneration:
-      return grammar_.complete();
+      return complete();
     case JsonVocab::Text:
+      // A top-level number is complete yet may go on: text stops only when
+      // nothing but whitespace could follow.
+      if (schema_)
+        return !typed_->closed() && typed_->accepts(vocab_->bytes[static_cast<size_t>(t)]);
       return !grammar_.complete() && grammar_.accepts(vocab_->bytes[static_cast<size_t>(t)]);
     default:
       return false;
@@ -35,7 +50,10 @@ bool JsonConstraint::allows(int32_t t) const {
 
 void JsonConstraint::accept(int32_t t) {
   if (t < 0 || static_cast<size_t>(t) >= vocab_->kind.size()) return;
-  if (vocab_->kind[static_cast<size_t>(t)] == JsonVocab::Text)
+  if (vocab_->kind[static_cast<size_t>(t)] != JsonVocab::Text) return;
+  if (schema_)
+    (void)typed_->feed(vocab_->bytes[static_cast<size_t>(t)]);
+  else
     (void)grammar_.feed(vocab_->bytes[static_cast<size_t>(t)]);
 }
 

@@ -4,15 +4,23 @@
 // the output a prefix of a valid object; once the object is complete, only
 // an end-of-generation token is; before, never one. Control tokens never
 // come, nor tokens that write nothing.
+//
+// With a compiled JSON schema (OpenAI's response_format "json_schema",
+// decode --json-schema; model/json_schema.h) the output is instead one
+// document the schema accepts (model/json_schema_grammar.h), of any type
+// the schema allows; text stops once nothing but whitespace could follow.
 // defines: JsonVocab, json_vocab(), JsonConstraint
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/json_grammar.h"
+#include "model/json_schema.h"
+#include "model/json_schema_grammar.h"
 #include "model/token_constraint.h"
 #include "model/tokenizer.h"
 
@@ -29,15 +37,19 @@ std::shared_ptr<const JsonVocab> json_vocab(const Tokenizer& tok);
 
 class JsonConstraint final : public TokenConstraint {
  public:
-  explicit JsonConstraint(std::shared_ptr<const JsonVocab> vocab) : vocab_(std::move(vocab)) {}
+  // Without a schema: JSON mode (any object).
+  explicit JsonConstraint(std::shared_ptr<const JsonVocab> vocab,
+                          std::shared_ptr<const JsonSchema> schema = nullptr);
   bool allows(int32_t token) const override;
   void accept(int32_t token) override;
-  void reset() override { grammar_ = JsonGrammar(true); }
-  bool complete() const { return grammar_.complete(); }
+  void reset() override;
+  bool complete() const { return schema_ ? typed_->complete() : grammar_.complete(); }
 
  private:
   std::shared_ptr<const JsonVocab> vocab_;
+  std::shared_ptr<const JsonSchema> schema_;  // null: JSON mode
   JsonGrammar grammar_{true};
+  std::optional<JsonSchemaGrammar> typed_;  // with schema_
 };
 
 }  // namespace ls

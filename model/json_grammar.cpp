@@ -48,6 +48,32 @@ bool JsonGrammar::complete() const {
           state_ == State::ExpInt);
 }
 
+JsonGrammar::Lexeme JsonGrammar::lexeme() const {
+  switch (state_) {
+    case State::String:
+      return Lexeme::StringBody;
+    case State::Escape:
+    case State::Hex:
+    case State::LowBackslash:
+    case State::LowU:
+    case State::Utf8:
+      return Lexeme::StringRest;
+    case State::Minus:
+    case State::Zero:
+    case State::Int:
+    case State::Dot:
+    case State::Frac:
+    case State::Exp:
+    case State::ExpSign:
+    case State::ExpInt:
+      return Lexeme::Number;
+    case State::Literal:
+      return Lexeme::Literal;
+    default:
+      return Lexeme::Structure;
+  }
+}
+
 bool JsonGrammar::space(uint8_t) {
   return ++space_run_ <= kMaxSpaceRun;
 }

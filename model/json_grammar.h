@@ -45,6 +45,13 @@ class JsonGrammar {
   // Nothing has been read but whitespace.
   bool empty() const { return state_ == State::Start; }
 
+  // What the next byte continues, for automata that run beside this one
+  // (model/json_schema_grammar.h): the body of a string, where a byte
+  // other than '"' begins a character; the rest of a character or of an
+  // escape; a number; true / false / null; or the structure between values.
+  enum class Lexeme : uint8_t { Structure, StringBody, StringRest, Number, Literal };
+  Lexeme lexeme() const;
+
  private:
   enum class State : uint8_t {
     Start,         // before the document's value (no whitespace here)

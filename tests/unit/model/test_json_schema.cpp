@@ -1,0 +1,683 @@
+// JSON-schema constrained decoding: the compiler (model/json_schema.h)
+// refuses what it does not support by keyword and JSON pointer, and the
+// byte automaton (model/json_schema_grammar.h) accepts exactly the
+// documents a schema allows (a table of schemas against a validator written
+// here, independent of the automaton), and never reaches a dead end: every
+// prefix it accepts, found by random walks over its own choices and by
+// cutting valid documents, is completed by a bounded search to a document
+// that parses (nlohmann) and validates.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/json_constraint.h"
+#include "model/json_schema.h"
+#include "model/json_schema_grammar.h"
+
+using namespace ls;
+using nlohmann::json;
+
+namespace {
+
+std::shared_ptr<const JsonSchema> compiled(const std::string& schema) {
+  auto s = compile_json_schema(std::string_view(schema));
+  INFO("schema: " << schema);
+  REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+  return *s;
+}
+
+std::string compile_error(const std::string& schema) {
+  auto s = compile_json_schema(std::string_view(schema));
+  return s ? std::string("(compiled)") : s.error().message;
+}
+
+bool accepts(const JsonSchema& s, const std::string& doc) {
+  JsonSchemaGrammar g(s);
+  return g.feed(doc) && g.complete();
+}
+
+// ---- A validator for the subset, over parsed values (not bytes). ----------
+
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool valid(const json& v, const json& schema, const json& root);
+
+bool valid_ref(const json& v, const std::string& ref, const json& root) {
+  return valid(v, root.at(json::json_pointer(ref.substr(1))), root);
+}
+
+bool type_ok(const json& v, const std::string& t) {
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "number") return v.is_number();
+  // A whole number too big for an int64 parses as a double.
+  if (t == "integer")
+    return v.is_number_integer() ||
+           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  return false;
+}
+
+bool valid(const json& v, const json& s, const json& root) {
+  if (s.is_boolean()) return s.get<bool>();
+  if (s.contains("$ref")) return valid_ref(v, s["$ref"], root);
+  for (const char* k : {"anyOf", "oneOf"})
+    if (s.contains(k)) {
+      int n = 0;
+      for (const auto& b : s[k]) n += valid(v, b, root);
+      return std::string(k) == "anyOf" ? n >= 1 : n == 1;
+    }
+  if (s.contains("type")) {
+    bool any = false;
+    if (s["type"].is_string())
+      any = type_ok(v, s["type"]);
+    else
+      for (const auto& t : s["type"]) any = any || type_ok(v, t);
+    if (!any) return false;
+  }
+  if (s.contains("const") && v != s["const"]) return false;
+  if (s.contains("enum")) {
+    bool in = false;
+    for (const auto& e : s["enum"]) in = in || e == v;
+    if (!in) return false;
+  }
+  if (v.is_string()) {
+    const size_t n = code_points(v.get<std::string>());
+    if (s.contains("minLength") && n < s["minLength"].get<size_t>()) return false;
+    if (s.contains("maxLength") && n > s["maxLength"].get<size_t>()) return false;
+  }
+  if (v.is_array()) {
+    if (s.contains("minItems") && v.size() < s["minItems"].get<size_t>()) return false;
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
+    if (s.contains("items"))
+      for (const auto& e : v)
+        if (!valid(e, s["items"], root)) return false;
+  }
+  if (v.is_object()) {
+    if (s.contains("required"))
+      for (const auto& r : s["required"])
+        if (!v.contains(r.get<std::string>())) return false;
+    for (const auto& [k, e] : v.items()) {
+      if (s.contains("properties") && s["properties"].contains(k)) {
+        if (!valid(e, s["properties"][k], root)) return false;
+      } else if (s.contains("additionalProperties")) {
+        if (!valid(e, s["additionalProperties"], root)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// ---- Completion search: no dead ends. --------------------------------------
+
+// Bytes a completion tries, closers and short values first so that the
+// search mostly walks straight to the end.
+std::string completion_alphabet() {
+  std::string a = "\"}]01ntf:,";
+  for (int c = 0x20; c < 0x7F; ++c)
+    if (a.find(static_cast<char>(c)) == std::string::npos) a += static_cast<char>(c);
+  return a + "\xC3\xA9";  // a UTF-8 lead and continuation byte
+}
+
+// The pieces a completion tries, in order: closers; each property name the
+// schema declares, with its colon (a search begins keys only with these, so
+// that it does not wander through the keys additionalProperties allows);
+// each enum value; then single bytes, short values first.
+// The keys of objects within an enum value (written one piece at a time too).
+void value_keys(const json& v, std::vector<std::string>& keys) {
+  if (v.is_object())
+    for (const auto& [k, e] : v.items()) keys.push_back(json(k).dump() + ":");
+  if (v.is_object() || v.is_array())
+    for (const auto& e : v) value_keys(e, keys);
+}
+
+void schema_pieces(const json& s, std::vector<std::string>& keys,
+                   std::vector<std::string>& values) {
+  if (s.is_object()) {
+    if (s.contains("properties") && s["properties"].is_object())
+      for (const auto& [k, v] : s["properties"].items()) keys.push_back(json(k).dump() + ":");
+    json listed = s.value("enum", json::array());
+    if (s.contains("const")) listed.push_back(s["const"]);
+    for (const auto& v : listed) {
+      values.push_back(v.dump());
+      value_keys(v, keys);
+    }
+  }
+  if (s.is_object() || s.is_array())
+    for (const auto& v : s) schema_pieces(v, keys, values);
+}
+
+std::vector<std::string> completion_pieces(const json& schema) {
+  std::vector<std::string> p = {"\"", "}", "]", ","}, values;
+  schema_pieces(schema, p, values);
+  p.insert(p.end(), values.begin(), values.end());
+  for (char c : completion_alphabet())
+    if (c != '"' && c != '}' && c != ']' && c != ',') p.emplace_back(1, c);
+  return p;
+}
+
+// Where a text stands lexically, enough to tell a key's opening quote.
+struct Lex {
+  std::string stack;  // '{' or '[' per open container
+  bool in_string = false, escape = false, expect_key = false;
+
+  // Reads c; false if it opens a key.
+  bool read(char c) {
+    if (in_string) {
+      if (escape)
+        escape = false;
+      else if (c == '\\')
+        escape = true;
+      else if (c == '"')
+        in_string = false;
+      return true;
+    }
+    switch (c) {
+      case '{':
+        stack += '{';
+        expect_key = true;
+        return true;
+      case '[':
+        stack += '[';
+        expect_key = false;
+        return true;
+      case '}':
+      case ']':
+        if (!stack.empty()) stack.pop_back();
+        expect_key = false;
+        return true;
+      case ',':
+        expect_key = !stack.empty() && stack.back() == '{';
+        return true;
+      case '"': {
+        in_string = true;
+        const bool key = expect_key;
+        expect_key = false;
+        return !key;
+      }
+      default:
+        return true;
+    }
+  }
+};
+
+// Depth-first search for pieces that complete g (within max_len more
+// pieces and budget trials); the document if found. Keys are begun only
+// with a declared name, each at most 8 times on a path: where other keys
+// are allowed the search could otherwise go on writing them for ever.
+bool complete_from(const JsonSchemaGrammar& g, const Lex& lex,
+                   const std::vector<std::string>& pieces, std::vector<int>& uses, std::string& out,
+                   size_t max_len, long& budget) {
+  if (g.complete()) return true;
+  if (max_len == 0 || budget <= 0) return false;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const std::string& p = pieces[i];
+    const bool key = p.size() > 2 && p.back() == ':';
+    if (--budget <= 0) return false;
+    if (key && uses[i] >= 8) continue;
+    Lex l = lex;
+    bool opens_key = false;
+    for (char c : p) opens_key |= !l.read(c);
+    if (opens_key && !key) continue;
+    JsonSchemaGrammar h = g;
+    if (!h.feed(p)) continue;
+    out += p;
+    uses[i] += key;
+    if (complete_from(h, l, pieces, uses, out, max_len - 1, budget)) return true;
+    uses[i] -= key;
+    out.resize(out.size() - p.size());
+  }
+  return false;
+}
+
+// A prefix the automaton accepts must complete to a valid document.
+void check_completes(const JsonSchemaGrammar& g, const std::string& prefix, const json& schema) {
+  std::string rest;
+  long budget = 200000;
+  CAPTURE(prefix);
+  CAPTURE(schema.dump());
+  const std::vector<std::string> pieces = completion_pieces(schema);
+  std::vector<int> uses(pieces.size(), 0);
+  Lex lex;
+  for (char c : prefix) lex.read(c);
+  REQUIRE_MESSAGE(complete_from(g, lex, pieces, uses, rest, 200, budget), "a dead end");
+  const std::string doc = prefix + rest;
+  CAPTURE(doc);
+  REQUIRE(json::accept(doc));
+  CHECK(valid(json::parse(doc), schema, schema));
+}
+
+// ---- Random schemas and their documents. -----------------------------------
+
+const char* const kNames[] = {"a", "ab", "abc", "b", "name", "q\"x", "\xC3\xA9t\xC3\xA9", "n/~"};
+
+json random_schema(std::mt19937& rng, int depth, bool with_ref) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const int kind = depth <= 0 ? pick(7) : pick(12);
+  switch (kind) {
+    case 0: {
+      json s = {{"type", "string"}};
+      if (pick(2)) s["minLength"] = pick(3);
+      if (pick(2)) s["maxLength"] = 3 + pick(4);
+      return s;
+    }
+    case 1:
+      return {{"type", "integer"}};
+    case 2:
+      return {{"type", "number"}};
+    case 3:
+      return {{"type", pick(2) ? "boolean" : "null"}};
+    case 4:
+      return {{"enum",
+               {"red", "re", "a\"b", 1, 12, -3.5, nullptr, true, json::array({1, 2}),
+                json{{"k", "v"}}}}};
+    case 5:
+      return {{"type", json::array({"string", "null"})}, {"maxLength", 2}};
+    case 6:
+      return with_ref ? json{{"$ref", "#/$defs/node"}} : json{{"const", "x\ny"}};
+    case 7:
+    case 8: {
+      json s = {{"type", "object"}, {"properties", json::object()}};
+      json req = json::array();
+      const int n = pick(4);
+      for (int i = 0; i < n; ++i) {
+        const std::string k = kNames[pick(8)];
+        s["properties"][k] = random_schema(rng, depth - 1, with_ref);
+        if (pick(2)) req.push_back(k);
+      }
+      json unique_req = json::array();
+      for (const auto& r : req)
+        if (std::find(unique_req.begin(), unique_req.end(), r) == unique_req.end())
+          unique_req.push_back(r);
+      s["required"] = unique_req;
+      const int ap = pick(4);
+      if (ap == 0) s["additionalProperties"] = false;
+      if (ap == 1) s["additionalProperties"] = {{"type", "integer"}};
+      return s;
+    }
+    case 9: {
+      json s = {{"type", "array"}, {"items", random_schema(rng, depth - 1, with_ref)}};
+      const int lo = pick(3);
+      if (pick(2)) s["minItems"] = lo;
+      if (pick(2)) s["maxItems"] = lo + pick(3);
+      return s;
+    }
+    case 10:
+      return {{"anyOf", {random_schema(rng, depth - 1, with_ref), {{"type", "null"}}}}};
+    default:
+      return json::object();  // any value
+  }
+}
+
+// A random valid value of a schema (nullopt-free: every random schema above
+// has one), drawn within depth.
+json random_value(std::mt19937& rng, const json& s, const json& root, int depth) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  if (s.contains("$ref")) {
+    return random_value(rng, root.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))),
+                        root, depth - 1);
+  }
+  if (s.contains("anyOf")) {
+    const json& b =
+        s["anyOf"][depth <= 0 ? s["anyOf"].size() - 1 : pick(static_cast<int>(s["anyOf"].size()))];
+    return random_value(rng, b, root, depth);
+  }
+  if (s.contains("enum")) return s["enum"][pick(static_cast<int>(s["enum"].size()))];
+  if (s.contains("const")) return s["const"];
+  if (!s.contains("type")) {  // any value
+    const json any[] = {1, "s", nullptr, json::array({true}), json{{"z", 2.5}}};
+    return any[pick(5)];
+  }
+  std::string t =
+      s["type"].is_string() ? s["type"].get<std::string>() : s["type"][pick(2)].get<std::string>();
+  if (t == "string") {
+    const size_t lo = s.value("minLength", 0), hi = s.value("maxLength", 6);
+    const size_t n = lo + (hi > lo ? pick(static_cast<int>(hi - lo + 1)) : 0);
+    const char* const chars[] = {"a", "\"", "\\", "\n", "\xC3\xA9", "\xF0\x9F\x98\x80", "z"};
+    std::string v;
+    for (size_t i = 0; i < n; ++i) v += chars[pick(7)];
+    return v;
+  }
+  if (t == "integer") return pick(2000) - 1000;
+  if (t == "number") return pick(2) ? json(pick(100)) : json(pick(1000) / 8.0 - 50);
+  if (t == "boolean") return pick(2) == 1;
+  if (t == "null") return nullptr;
+  if (t == "array") {
+    const int lo = s.value("minItems", 0), hi = s.value("maxItems", lo + 2);
+    const int n = depth <= 0 ? lo : lo + pick(hi - lo + 1);
+    json a = json::array();
+    for (int i = 0; i < n; ++i) a.push_back(random_value(rng, s["items"], root, depth - 1));
+    return a;
+  }
+  json o = json::object();
+  for (const auto& [k, v] : s["properties"].items()) {
+    const bool req =
+        std::find(s["required"].begin(), s["required"].end(), k) != s["required"].end();
+    if (req || (depth > 0 && pick(2))) o[k] = random_value(rng, v, root, depth - 1);
+  }
+  return o;
+}
+
+// The recursive definition random schemas may refer to: a tree whose
+// children are optional.
+json with_defs(json s) {
+  if (!s.is_object()) return s;
+  s["$defs"] = {
+      {"node",
+       {{"type", "object"},
+        {"properties",
+         {{"v", {{"type", "integer"}}},
+          {"kids", {{"type", "array"}, {"items", {{"$ref", "#/$defs/node"}}}, {"maxItems", 2}}}}},
+        {"required", {"v"}},
+        {"additionalProperties", false}}}};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointer") {
+  struct Case {
+    const char* schema;
+    const char* message;
+  };
+  const Case cases[] = {
+      {R"({"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}})",
+       "json schema: 'pattern' at /properties/name is not supported"},
+      {R"({"type":"string","format":"date"})",
+       "json schema: 'format' at the top level is not supported"},
+      {R"({"type":"array","items":{"type":"integer","minimum":0}})",
+       "json schema: 'minimum' at /items is not supported"},
+      {R"({"allOf":[{"type":"string"}]})",
+       "json schema: 'allOf' at the top level is not supported"},
+      {R"({"type":"object","patternProperties":{"a":{}}})",
+       "json schema: 'patternProperties' at the top level is not supported"},
+      {R"({"prefixItems":[{"type":"string"}]})",
+       "json schema: 'prefixItems' at the top level is not supported"},
+      {R"({"$defs":{"a~b/c":{"type":"number","multipleOf":2}},"$ref":"#/$defs/a~0b~1c"})",
+       "json schema: 'multipleOf' at /$defs/a~0b~1c is not supported"},
+      {R"({"anyOf":[{"type":"object","properties":{"a":{}}},{"type":"object"}]})",
+       "json schema: 'anyOf' at the top level has two branches that can both be an object"},
+      {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
+       "json schema: 'oneOf' at the top level has two branches that can both be a number"},
+      {R"({"anyOf":[{"enum":["a"]},{"type":"string"}]})",
+       "json schema: 'anyOf' at the top level has two branches that can both be a string"},
+      {R"({"$ref":"https://example.com/s.json"})",
+       "json schema: '$ref' at the top level is 'https://example.com/s.json'; only references"},
+      {R"({"$ref":"#/$defs/missing"})",
+       "json schema: '$ref' at the top level is '#/$defs/missing', which is not in the schema"},
+      {R"({"type":"object","properties":{"a":{}},"required":["b"]})",
+       "json schema: 'required' at the top level names 'b', which is not in 'properties'"},
+      {R"({"type":"strin"})", "json schema: 'type' at the top level names 'strin'"},
+      {R"({"type":"string","minLength":-1})",
+       "json schema: 'minLength' at the top level must be a non-negative integer"},
+      {R"({"type":"string","minLength":3,"maxLength":2})",
+       "json schema: no JSON value matches the schema"},
+      {R"({"enum":["a",1],"type":"boolean"})",
+       "json schema: 'enum' at the top level allows no value"},
+      {R"({"$ref":"#/$defs/a","type":"object","$defs":{"a":{}}})",
+       "json schema: 'type' beside '$ref' at the top level is not supported"},
+      {R"({"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})",
+       "json schema: no JSON value matches the schema"},
+      {R"({"type":"object","properties":{"x":{"if":{}}}})",
+       "json schema: 'if' at /properties/x is not supported"},
+      {R"({"type":"object","properties":{"x":{"not":{}}}})",
+       "json schema: 'not' at /properties/x is not supported"},
+      {R"({"type":"array","items":[{}]})", "json schema: 'items' at the top level as a list"},
+      {R"({"enum":[1e300]})", "json schema: the 'enum' value 1e+300 at the top level is beyond"},
+      {"{", "json schema: not JSON"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.schema);
+    const std::string e = compile_error(c.schema);
+    CHECK_MESSAGE(e.rfind(c.message, 0) == 0, e);
+  }
+  // Annotations are not refused.
+  CHECK(compile_error(R"({"title":"T","description":"d","$schema":"x","$id":"y","default":1,)"
+                      R"("examples":[1],"type":"integer"})") == "(compiled)");
+}
+
+TEST_CASE("json schema: the automaton accepts the valid documents of each schema, and only them") {
+  struct Case {
+    const char* schema;
+    std::vector<const char*> good, bad;
+  };
+  const std::vector<Case> cases = {
+      // Nested objects, required and optional keys, no other keys; any order.
+      {R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},
+           "addr":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],
+                   "additionalProperties":false}},
+          "required":["name","addr"],"additionalProperties":false})",
+       {R"({"name":"x","addr":{"city":"y"}})", R"({"addr":{"city":""},"age":-3,"name":"x"})",
+        R"({ "name" : "x" , "addr" : { "city" : "y" } })"},
+       {R"({"name":"x"})", R"({"name":"x","addr":{}})", R"({"name":"x","addr":{"city":"y"},"z":1})",
+        R"({"name":"x","name":"y","addr":{"city":"y"}})",
+        R"({"name":"x","addr":{"city":"y"},"age":1.5})", R"({"name":1,"addr":{"city":"y"}})",
+        R"({"nam":"x","addr":{"city":"y"}})", R"([])",
+        R"({"name":"x","addr":{"city":"y"},"age":1e3})"}},
+      // Arrays with bounds.
+      {R"({"type":"array","items":{"type":"number"},"minItems":2,"maxItems":3})",
+       {"[1,2]", "[1.5,-2e3,0]", "[ 1 , 2 ]"},
+       {"[]", "[1]", "[1,2,3,4]", R"([1,"2"])"}},
+      // Enums of any value, in compact form.
+      {R"({"enum":["red","green",12,null,[1,2],{"k":true}]})",
+       {R"("red")", R"("green")", "12", "null", "[1,2]", R"({"k":true})"},
+       {R"("re")", R"("blue")", "1", "123", "[1, 2]", "true", R"({"k":false})"}},
+      {R"({"const":"a\"b"})", {R"("a\"b")"}, {R"("a\u0022b")", R"("ab")"}},
+      // Nullable.
+      {R"({"anyOf":[{"type":"object","properties":{"a":{"type":"boolean"}},"required":["a"]},
+                    {"type":"null"}]})",
+       {"null", R"({"a":true})", R"({"a":false,"b":[1,{}]})"},
+       {"{}", R"({"a":null})", "nul", "false"}},
+      {R"({"type":["string","null"],"maxLength":2})",
+       {R"("ab")", "null", R"("é😀")"},
+       {R"("abc")", "1"}},
+      // Strings: lengths in characters (an escape, a UTF-8 character and a
+      // surrogate pair are one each).
+      {R"({"type":"string","minLength":2,"maxLength":3})",
+       {R"("ab")", R"("\n\u00e9")", R"("\ud83d\ude00ab")", "\"\xC3\xA9\xC3\xA9\xC3\xA9\""},
+       {R"("a")", R"("abcd")", R"("\ud83d\ude00")", R"("\u00e9\u00e9\u00e9\u00e9")"}},
+      // Integer against number.
+      {R"({"type":"integer"})", {"0", "-12", "1234567"}, {"1.0", "1e2", "-", "\"1\""}},
+      {R"({"type":"number"})", {"0", "-1.5", "2E-3"}, {"01", "1.", "null"}},
+      // Recursion through $defs (pydantic's shape) and #/definitions.
+      {R"({"$defs":{"Node":{"type":"object","properties":{"v":{"type":"integer"},
+            "next":{"anyOf":[{"$ref":"#/$defs/Node"},{"type":"null"}]}},"required":["v","next"],
+            "additionalProperties":false}},"$ref":"#/$defs/Node"})",
+       {R"({"v":1,"next":null})", R"({"v":1,"next":{"v":2,"next":{"v":3,"next":null}}})"},
+       {R"({"v":1})", R"({"v":1,"next":{"v":2}})", R"({"v":1,"next":{}})"}},
+      {R"({"definitions":{"T":{"type":"array","items":{"$ref":"#/definitions/T"}}},"$ref":"#/definitions/T"})",
+       {"[]", "[[],[[]]]"},
+       {"[1]", "[[{}]]"}},
+      // Other keys: allowed with any value, or with a schema; {} is any value.
+      {R"({"type":"object","properties":{"a":{"type":"integer"}}})",
+       {R"({"a":1,"b":"x","c":[{"d":null}]})", R"({})", R"({"ab":2})"},
+       {R"({"a":"x"})", R"({"a":1,"a":2})"}},
+      {R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"string"}})",
+       {R"({"a":1,"b":"x"})"},
+       {R"({"b":1})"}},
+      {"{}", {"1", "\"x\"", "[{\"a\":[]}]", "null"}, {"nul", "[1,]"}},
+      {R"({"type":"object","properties":{"a":{"type":"object"},"b":{"type":"array","maxItems":0}},
+          "additionalProperties":false})",
+       {R"({"a":{"x":1},"b":[]})"},
+       {R"({"b":[1]})", R"({"c":1})"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.schema);
+    const auto s = compiled(c.schema);
+    const json schema = json::parse(c.schema);
+    for (const char* d : c.good) {
+      CAPTURE(d);
+      CHECK(accepts(*s, d));
+      CHECK(valid(json::parse(d), schema, schema));  // the table itself is right
+    }
+    for (const char* d : c.bad) {
+      CAPTURE(d);
+      CHECK_FALSE(accepts(*s, d));
+    }
+  }
+}
+
+TEST_CASE("json schema: no dead ends: an object waits for its required keys, keys match names") {
+  const auto s = compiled(
+      R"({"type":"object","properties":{"name":{"type":"string"},"nick":{"type":"string"}},
+          "required":["name"],"additionalProperties":false})");
+  JsonSchemaGrammar g(*s);
+  REQUIRE(g.feed("{"));
+  CHECK_FALSE(g.accepts("}"));       // "name" is due
+  CHECK(g.accepts("\"n"));           // a prefix of both names
+  CHECK(g.accepts("\"ni"));          // of "nick"
+  CHECK_FALSE(g.accepts("\"x"));     // of none
+  CHECK_FALSE(g.accepts("\"na\""));  // a prefix is not a name
+  REQUIRE(g.feed("\"nick\":\"x\","));
+  CHECK_FALSE(g.accepts("\"ni"));  // used
+  CHECK(g.accepts("\"name\":\"y\"}"));
+  JsonSchemaGrammar full(*s);
+  REQUIRE(full.feed("{\"name\":\"a\",\"nick\":\"b\""));
+  CHECK_FALSE(full.accepts(","));  // no key is left to write
+  CHECK(full.accepts("}"));
+  // maxItems stops ','; enum strings match a candidate's prefix.
+  const auto a = compiled(R"({"type":"array","items":{"enum":["ab","cd"]},"maxItems":2})");
+  JsonSchemaGrammar h(*a);
+  REQUIRE(h.feed("[\"ab\",\"c"));
+  CHECK_FALSE(h.accepts("x"));
+  CHECK_FALSE(h.accepts("\""));
+  REQUIRE(h.feed("d\""));
+  CHECK_FALSE(h.accepts(","));
+  CHECK(h.accepts("]"));
+  // A top-level number is complete but not closed; a string is both.
+  const auto n = compiled(R"({"enum":[1,12]})");
+  JsonSchemaGrammar k(*n);
+  REQUIRE(k.feed("1"));
+  CHECK(k.complete());
+  CHECK_FALSE(k.closed());
+  REQUIRE(k.feed("2"));
+  CHECK(k.closed());
+}
+
+TEST_CASE(
+    "json schema: random schemas: valid documents are accepted, and no prefix is a dead end") {
+  std::mt19937 rng(20261207);
+  int docs = 0, walks = 0, refused = 0;
+  for (int round = 0; round < 400; ++round) {
+    const bool with_ref = round % 3 == 0;
+    json schema = random_schema(rng, 3, with_ref);
+    if (with_ref) schema = with_defs(schema);
+    auto c = compile_json_schema(schema);
+    CAPTURE(schema.dump());
+    // A random nullable branch may itself allow null: refused, and drawn again.
+    if (!c && c.error().message.find("has two branches that can both be") != std::string::npos) {
+      ++refused;
+      continue;
+    }
+    REQUIRE_MESSAGE(c.has_value(), (c ? "" : c.error().message));
+    const JsonSchema& s = **c;
+    // Documents drawn from the schema, compact and indented (but enum
+    // values match compact only): accepted; every prefix of them completes.
+    const bool enums = schema.dump().find("enum") != std::string::npos;
+    for (int i = 0; i < 4; ++i) {
+      const json v = random_value(rng, schema, schema, 3);
+      REQUIRE(valid(v, schema, schema));
+      for (const std::string& doc : {v.dump(), enums ? v.dump() : v.dump(1)}) {
+        CAPTURE(doc);
+        JsonSchemaGrammar g(s);
+        for (size_t k = 0; k < doc.size(); ++k) {
+          REQUIRE(g.feed(static_cast<uint8_t>(doc[k])));
+          if (rng() % 8 == 0) check_completes(g, doc.substr(0, k + 1), schema);
+        }
+        CHECK(g.complete());
+        ++docs;
+      }
+    }
+    // Random walks over the bytes the automaton takes: each state reached
+    // completes, and so must the walk's end.
+    static const std::string alphabet = completion_alphabet();
+    for (int w = 0; w < 4; ++w) {
+      JsonSchemaGrammar g(s);
+      std::string prefix;
+      for (int step = 0; step < 60 && !g.closed(); ++step) {
+        std::vector<char> ok;
+        for (char ch : alphabet)
+          if (g.accepts(std::string_view(&ch, 1))) ok.push_back(ch);
+        if (ok.empty()) break;  // complete, and only whitespace may follow
+        const char ch = ok[rng() % ok.size()];
+        REQUIRE(g.feed(static_cast<uint8_t>(ch)));
+        prefix += ch;
+      }
+      check_completes(g, prefix, schema);
+      ++walks;
+    }
+  }
+  MESSAGE(docs << " documents and " << walks << " random walks; " << refused
+               << " schemas refused for overlapping branches");
+  CHECK(walks >= 400);
+}
+
+TEST_CASE("json schema: a constrained pick over a toy vocabulary writes valid documents") {
+  // A vocabulary of JSON-ish pieces: tokens of many bytes, which the
+  // constraint must allow only when all their bytes fit, and an end token.
+  auto vocab = std::make_shared<JsonVocab>();
+  for (const char* p :
+       {"{",     "}",    "[",    "]",  ",",   ":",        "\"", "\"name", "\":",  "\"tags\":[",
+        "\"age", "null", "true", "1",  "2.5", "e3",       "-",  "ab",     "x\"",  "\":\"",
+        "\",\"", " ",    "\"}",  "]}", "\\n", "\xC3\xA9", "0",  "\"n",    "ame\""}) {
+    vocab->bytes.push_back(p);
+    vocab->kind.push_back(JsonVocab::Text);
+  }
+  for (char c = 'a'; c <= 'z'; ++c) {  // single letters, as byte fallback gives
+    vocab->bytes.push_back(std::string(1, c));
+    vocab->kind.push_back(JsonVocab::Text);
+  }
+  vocab->bytes.push_back("");
+  vocab->kind.push_back(JsonVocab::EndOfGeneration);
+  const int32_t eog = static_cast<int32_t>(vocab->kind.size() - 1);
+  const char* text =
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":4},
+          "age":{"type":"integer"},"tags":{"type":"array","items":{"type":["string","null"]},
+          "maxItems":3}},"required":["name","tags"],"additionalProperties":false})";
+  const json schema = json::parse(text);
+  const auto s = compiled(text);
+  std::mt19937 rng(7);
+  int ended = 0;
+  for (int run = 0; run < 200; ++run) {
+    JsonConstraint c(vocab, s);
+    std::string out;
+    bool end = false;
+    for (int step = 0; step < 200 && !end; ++step) {
+      std::vector<int32_t> allowed;
+      for (int32_t t = 0; t < static_cast<int32_t>(vocab->kind.size()); ++t)
+        if (c.allows(t)) allowed.push_back(t);
+      CAPTURE(out);
+      REQUIRE_FALSE(allowed.empty());  // never stuck
+      // Bias to the end token once it is allowed, as a trained model would.
+      const int32_t t = c.allows(eog) && rng() % 2 ? eog : allowed[rng() % allowed.size()];
+      c.accept(t);
+      if (t == eog)
+        end = true;
+      else
+        out += vocab->bytes[static_cast<size_t>(t)];
+    }
+    if (!end) continue;
+    ++ended;
+    CAPTURE(out);
+    REQUIRE(json::accept(out));
+    CHECK(valid(json::parse(out), schema, schema));
+  }
+  MESSAGE(ended << " of 200 toy decodes ended");
+  CHECK(ended > 50);
+  // Without a schema, the constraint is JSON mode as before: any object.
+  JsonConstraint plain(vocab);
+  CHECK(plain.allows(0));        // "{"
+  CHECK_FALSE(plain.allows(2));  // "[": not an object
+}
