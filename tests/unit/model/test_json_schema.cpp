@@ -8,6 +8,7 @@
 // that parses (nlohmann) and validates.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -159,18 +160,25 @@ void schema_pieces(const json& s, std::vector<std::string>& keys,
     for (const auto& v : s) schema_pieces(v, keys, values);
 }
 
-std::vector<std::string> completion_pieces(const json& schema) {
+// Closers (4), then key pieces (up to *n_keys), then values and bytes.
+std::vector<std::string> completion_pieces(const json& schema, size_t* n_keys) {
   std::vector<std::string> p = {"\"", "}", "]", ","}, values;
   schema_pieces(schema, p, values);
+  std::sort(p.begin() + 4, p.end());
+  p.erase(std::unique(p.begin() + 4, p.end()), p.end());
+  *n_keys = p.size();
+  REQUIRE(p.size() <= 64);
   p.insert(p.end(), values.begin(), values.end());
   for (char c : completion_alphabet())
     if (c != '"' && c != '}' && c != ']' && c != ',') p.emplace_back(1, c);
   return p;
 }
 
-// Where a text stands lexically, enough to tell a key's opening quote.
+// Where a text stands lexically, enough to tell a key's opening quote, and
+// which key pieces each open object has had.
 struct Lex {
-  std::string stack;  // '{' or '[' per open container
+  std::string stack;           // '{' or '[' per open container
+  std::vector<uint64_t> keys;  // per open container: the key pieces written (a bit each)
   bool in_string = false, escape = false, expect_key = false;
 
   // Reads c; false if it opens a key.
@@ -186,16 +194,14 @@ struct Lex {
     }
     switch (c) {
       case '{':
-        stack += '{';
-        expect_key = true;
-        return true;
       case '[':
-        stack += '[';
-        expect_key = false;
+        stack += c;
+        keys.push_back(0);
+        expect_key = c == '{';
         return true;
       case '}':
       case ']':
-        if (!stack.empty()) stack.pop_back();
+        if (!stack.empty()) stack.pop_back(), keys.pop_back();
         expect_key = false;
         return true;
       case ',':
@@ -215,28 +221,27 @@ struct Lex {
 
 // Depth-first search for pieces that complete g (within max_len more
 // pieces and budget trials); the document if found. Keys are begun only
-// with a declared name, each at most 8 times on a path: where other keys
-// are allowed the search could otherwise go on writing them for ever.
+// with a declared name (pieces[i] for i < n_keys), once per object: where
+// other keys are allowed the search could otherwise go on writing them.
 bool complete_from(const JsonSchemaGrammar& g, const Lex& lex,
-                   const std::vector<std::string>& pieces, std::vector<int>& uses, std::string& out,
+                   const std::vector<std::string>& pieces, size_t n_keys, std::string& out,
                    size_t max_len, long& budget) {
   if (g.complete()) return true;
   if (max_len == 0 || budget <= 0) return false;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const std::string& p = pieces[i];
-    const bool key = p.size() > 2 && p.back() == ':';
+    const bool key = i >= 4 && i < n_keys;
     if (--budget <= 0) return false;
-    if (key && uses[i] >= 8) continue;
+    if (key && (lex.keys.empty() || (lex.keys.back() >> i & 1))) continue;
     Lex l = lex;
     bool opens_key = false;
     for (char c : p) opens_key |= !l.read(c);
     if (opens_key && !key) continue;
+    if (key) l.keys.back() |= uint64_t{1} << i;
     JsonSchemaGrammar h = g;
     if (!h.feed(p)) continue;
     out += p;
-    uses[i] += key;
-    if (complete_from(h, l, pieces, uses, out, max_len - 1, budget)) return true;
-    uses[i] -= key;
+    if (complete_from(h, l, pieces, n_keys, out, max_len - 1, budget)) return true;
     out.resize(out.size() - p.size());
   }
   return false;
@@ -248,11 +253,11 @@ void check_completes(const JsonSchemaGrammar& g, const std::string& prefix, cons
   long budget = 200000;
   CAPTURE(prefix);
   CAPTURE(schema.dump());
-  const std::vector<std::string> pieces = completion_pieces(schema);
-  std::vector<int> uses(pieces.size(), 0);
+  size_t n_keys = 0;
+  const std::vector<std::string> pieces = completion_pieces(schema, &n_keys);
   Lex lex;
   for (char c : prefix) lex.read(c);
-  REQUIRE_MESSAGE(complete_from(g, lex, pieces, uses, rest, 200, budget), "a dead end");
+  REQUIRE_MESSAGE(complete_from(g, lex, pieces, n_keys, rest, 300, budget), "a dead end");
   const std::string doc = prefix + rest;
   CAPTURE(doc);
   REQUIRE(json::accept(doc));
