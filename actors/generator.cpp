@@ -137,9 +137,10 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
   q->logprobs = std::min(p.logprobs, kMaxTopLogprobs);
   q->sampler = std::make_unique<Sampler>(p.sampling, n_vocab);
   for (int32_t t : prompt) q->sampler->accept(t);
-  if (p.json) {  // after the prompt: the constraint follows the output only
+  const bool constrained = p.json || p.json_schema;
+  if (constrained) {  // after the prompt: the constraint follows the output only
     std::call_once(json_vocab_once_, [&] { json_vocab_ = json_vocab(*m.tokenizer); });
-    q->sampler->set_constraint(std::make_unique<JsonConstraint>(json_vocab_));
+    q->sampler->set_constraint(std::make_unique<JsonConstraint>(json_vocab_, p.json_schema));
   }
   // A continuation: the prompt's tokens are not re-rendered, so the first
   // piece keeps its leading space (Detokenizer drops it only after a BOS).
@@ -196,7 +197,7 @@ GenStart Generator::start(std::vector<int32_t> prompt, const GenParams& p, GenSi
       raw->sink.on_logprobs(token_logprobs(row, static_cast<int32_t>(vocab), t, raw->logprobs));
     return emit(t);
   };
-  if (greedy_plain(p.sampling) && !p.json && p.logprobs < 0)
+  if (greedy_plain(p.sampling) && !constrained && p.logprobs < 0)
     sr.on_argmax = [raw, emit](int64_t, int32_t t) -> std::optional<int32_t> {
       if (raw->ended.load()) return std::nullopt;
       return emit(t);

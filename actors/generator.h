@@ -48,6 +48,10 @@ struct GenParams {
   // JSON mode (OpenAI's response_format "json_object"): the output is one
   // JSON object, then the end (model/json_constraint.h).
   bool json = false;
+  // Structured outputs (response_format "json_schema"): the output is one
+  // document this compiled schema accepts, then the end (model/json_schema.h);
+  // implies json.
+  std::shared_ptr<const JsonSchema> json_schema;
   // OpenAI's logprobs: -1 none; n >= 0: each token's log probability and
   // the n most likely at its step (model/logprobs.h), to GenSink::on_logprobs.
   int32_t logprobs = -1;

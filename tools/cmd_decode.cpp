@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "actors/engine.h"
 #include "model/chat.h"
 #include "model/json_constraint.h"
+#include "model/json_schema.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "tools/commands.h"
@@ -39,6 +41,9 @@ struct DecodeArgs {
   SamplerParams sp;
   SamplingFlagText sampling_text;
   bool json = false;
+  // llama.cpp's --json-schema / --json-schema-file: compiled into schema.
+  std::string json_schema, json_schema_file;
+  std::shared_ptr<const JsonSchema> schema;
   SpecOptions spec;
 };
 
@@ -166,8 +171,26 @@ int run_decode(DecodeArgs& a) {
     return fail(st.error().message);
   const bool parallel = a.engine.n_seq > 1;
   if (parallel && a.chat) return fail("--chat runs one conversation: drop --parallel");
-  if (a.json && (a.chat || parallel || !a.spec.draft.empty()))
-    return fail("--json constrains one plain decode: drop --chat, --parallel and --draft");
+  if (!a.json_schema.empty() && !a.json_schema_file.empty())
+    return fail("give --json-schema or --json-schema-file, not both");
+  if (!a.json_schema.empty() || !a.json_schema_file.empty()) {
+    std::string text = a.json_schema;
+    const std::string where = a.json_schema.empty() ? a.json_schema_file : "--json-schema";
+    if (!a.json_schema_file.empty()) {
+      std::ifstream in(a.json_schema_file, std::ios::binary);
+      if (!in) return fail("cannot read --json-schema-file " + a.json_schema_file);
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    auto c = compile_json_schema(std::string_view(text));
+    if (!c) return fail(where + ": " + c.error().message);
+    a.schema = std::move(*c);
+  }
+  const char* json_flag = a.json_schema.empty()
+                              ? a.json_schema_file.empty() ? "--json" : "--json-schema-file"
+                              : "--json-schema";
+  if ((a.json || a.schema) && (a.chat || parallel || !a.spec.draft.empty()))
+    return fail(std::string(json_flag) +
+                " constrains one plain decode: drop --chat, --parallel and --draft");
   if (parallel && !a.dump_logits.empty())
     return fail("--dump-logits writes one sequence's rows: drop --parallel");
   std::vector<std::string> lines;  // --parallel: one prompt a line of -f
@@ -254,7 +277,8 @@ int run_decode(DecodeArgs& a) {
       return fail("the prompt is " + std::to_string(prompt.size()) +
                   " tokens, longer than the context (-c " + std::to_string(n_ctx) + ")");
     for (int32_t t : prompt) sampler.accept(t);
-    if (a.json) sampler.set_constraint(std::make_unique<JsonConstraint>(json_vocab(*m.tokenizer)));
+    if (a.json || a.schema)
+      sampler.set_constraint(std::make_unique<JsonConstraint>(json_vocab(*m.tokenizer), a.schema));
     if (!a.no_display_prompt) {
       std::fwrite(a.prompt.data(), 1, a.prompt.size(), stdout);
       std::fflush(stdout);
@@ -397,6 +421,12 @@ Command add_decode(CLI::App& app) {
   sub->add_flag("--json", a->json,
                 "JSON mode: the output is one JSON object, then the end (the server's "
                 "response_format json_object)");
+  sub->add_option("--json-schema", a->json_schema,
+                  "Structured output: the output is one JSON document valid for this JSON "
+                  "schema (the subset of docs/cli.md), then the end (the server's "
+                  "response_format json_schema)");
+  sub->add_option("--json-schema-file", a->json_schema_file,
+                  "--json-schema, with the schema read from a file");
   sub->add_option("--dump-logits", a->dump_logits,
                   "Write raw float32 logits, one row per generated token: the row it was "
                   "sampled from (the first is the prompt's last position)");

@@ -7,11 +7,12 @@
  *
  *   cc example.c -I PREFIX/include -L PREFIX/lib -llayerstream -o example
  *   ./example [-m MODEL] [-n TOKENS] [--ban ID] [--presence P] [--json]
- *             [--logprobs N] PROMPT
+ *             [--json-schema SCHEMA] [--logprobs N] PROMPT
  *
  * --ban ID bans a token (a logit bias of -100) and --presence P sets the
  * presence penalty, in both sequences (decode's -l ID-100 and
  * --presence-penalty P); --json runs both in JSON mode (decode --json);
+ * --json-schema SCHEMA keeps both to a JSON schema (decode --json-schema);
  * --logprobs N asks sequence a for each token's log probability and its N
  * most likely alternatives, and prints how many tokens were the most likely
  * of their step ("logprobs: K of M tokens the most likely").
@@ -61,12 +62,14 @@ int main(int argc, char** argv) {
   int32_t ban = -1;
   float presence = 0.0f;
   int json = 0, n_top = -1;
+  const char* schema = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-m") && i + 1 < argc) model = argv[++i];
     else if (!strcmp(argv[i], "-n") && i + 1 < argc) n_predict = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--ban") && i + 1 < argc) ban = (int32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--presence") && i + 1 < argc) presence = (float)atof(argv[++i]);
     else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--json-schema") && i + 1 < argc) schema = argv[++i];
     else if (!strcmp(argv[i], "--logprobs") && i + 1 < argc) n_top = atoi(argv[++i]);
     else prompt = argv[i];
   }
@@ -111,6 +114,8 @@ int main(int argc, char** argv) {
       ls_seq_set_logit_bias(a, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
       ls_seq_set_logit_bias(b, &ban, &ban_bias, ban >= 0 ? 1 : 0) != LS_OK ||
       ls_seq_set_json(a, json) != LS_OK || ls_seq_set_json(b, json) != LS_OK ||
+      (schema && (ls_seq_set_json_schema(a, schema) != LS_OK ||
+                  ls_seq_set_json_schema(b, schema) != LS_OK)) ||
       (n_top >= 0 && ls_seq_set_logprobs(a, n_top, on_logprobs, &lpc) != LS_OK) ||
       ls_seq_submit(a, on_token, &ca) != LS_OK || ls_seq_submit(b, NULL, NULL) != LS_OK) {
     fprintf(stderr, "error: %s\n", ls_last_error());

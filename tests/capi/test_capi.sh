@@ -62,4 +62,23 @@ echo "decode --json: $want3"
 echo "C, --json:     ${got3[0]:-} | ${got3[1]:-}"
 [ "${got3[0]:-}" = "$want3" ] && [ "${got3[1]:-}" = "$want3" ] && [ "$want3" != "$want" ] ||
   { echo "FAIL: the C sequences in JSON mode differ from decode --json"; exit 1; }
+# A JSON schema through ls_seq_set_json_schema: decode --json-schema's ids;
+# a schema outside the subset is an error that names the keyword.
+schema='{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}'
+"$tmp/example" -n $n --json-schema "$schema" "$prompt" > "$tmp/out4.txt" 2> "$tmp/err4.txt" ||
+  { cat "$tmp/err4.txt"; exit 1; }
+"$tmp/prefix/bin/layerstream" decode --temp 0 -n $n --ids --cpu-layers 0 -p "$prompt" \
+  --json-schema "$schema" > "$tmp/decode4.txt" 2> /dev/null
+want4=$(tail -n 1 "$tmp/decode4.txt")
+mapfile -t got4 < <(grep '^ids:' "$tmp/out4.txt" | sed 's/^ids: *//')
+echo "decode --json-schema: $want4"
+echo "C, --json-schema:     ${got4[0]:-} | ${got4[1]:-}"
+[ "${got4[0]:-}" = "$want4" ] && [ "${got4[1]:-}" = "$want4" ] && [ "$want4" != "$want3" ] ||
+  { echo "FAIL: the C sequences with a JSON schema differ from decode --json-schema"; exit 1; }
+if "$tmp/example" -n 2 --json-schema '{"type":"string","pattern":"a"}' "$prompt" \
+  > /dev/null 2> "$tmp/err5.txt"; then
+  echo "FAIL: a schema with 'pattern' was accepted"; exit 1
+fi
+grep -q "ls_seq_set_json_schema: json schema: 'pattern' at the top level is not supported" \
+  "$tmp/err5.txt" || { cat "$tmp/err5.txt"; echo "FAIL: the schema error does not name 'pattern'"; exit 1; }
 echo "PASS: the C example (cc alone, installed header and library) matches decode"

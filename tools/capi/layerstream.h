@@ -162,6 +162,16 @@ LS_API ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const floa
  * is one JSON object, then the end (the server's response_format
  * "json_object"; docs/serve.md). */
 LS_API ls_status ls_seq_set_json(ls_seq* q, int on);
+/* Optional, between create and submit: structured output: the output is one
+ * JSON document valid for schema_json (a JSON schema, as text: the subset of
+ * docs/serve.md: type, enum, const, properties, required,
+ * additionalProperties, items, minItems, maxItems, minLength, maxLength,
+ * anyOf/oneOf that start differently, local $ref), then the end (the
+ * server's response_format "json_schema"). Sets JSON mode; NULL clears the
+ * schema (JSON mode stays as ls_seq_set_json left it). Errors
+ * (LS_ERR_INVALID_ARGUMENT): text that is not JSON, or a keyword outside the
+ * subset; ls_last_error names it and its place in the schema. */
+LS_API ls_status ls_seq_set_json_schema(ls_seq* q, const char* schema_json);
 /* One sampled token's log probability (the model's log-softmax at its step,
  * before the sampling settings) and the n_top most likely tokens there, most
  * likely first. The pointers are valid during the callback only. */

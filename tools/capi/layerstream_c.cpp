@@ -21,6 +21,7 @@
 #include "actors/engine.h"
 #include "actors/generator.h"
 #include "model/default_model.h"
+#include "model/json_schema.h"
 #include "model/tokenizer.h"
 #include "tools/backends.h"
 
@@ -290,6 +291,19 @@ ls_status ls_seq_set_logit_bias(ls_seq* q, const int32_t* ids, const float* bias
 ls_status ls_seq_set_json(ls_seq* q, int on) {
   if (ls_status st = check_unsubmitted(q, "ls_seq_set_json"); st != LS_OK) return st;
   q->params.json = on != 0;
+  return LS_OK;
+}
+
+ls_status ls_seq_set_json_schema(ls_seq* q, const char* schema_json) {
+  if (ls_status st = check_unsubmitted(q, "ls_seq_set_json_schema"); st != LS_OK) return st;
+  if (!schema_json) {
+    q->params.json_schema.reset();
+    return LS_OK;
+  }
+  auto c = ls::compile_json_schema(std::string_view(schema_json));
+  if (!c) return fail(LS_ERR_INVALID_ARGUMENT, "ls_seq_set_json_schema: " + c.error().message);
+  q->params.json_schema = std::move(*c);
+  q->params.json = true;
   return LS_OK;
 }
 

@@ -318,12 +318,40 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     auto it = rf->find("type");
     if (it != rf->end() && *it == json("json_object")) {
       r.json = true;
+    } else if (it != rf->end() && *it == json("json_schema")) {
+      // OpenAI's structured outputs: {"type": "json_schema", "json_schema":
+      // {"name": ..., "schema": {...}, "strict": ...}}. The schema is always
+      // kept to (what strict asks), so strict is only checked for its type.
+      auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object() || !js->contains("schema"))
+        return f.fail(bad_request(
+            "'response_format' of type \"json_schema\" needs \"json_schema\": {\"name\": ..., "
+            "\"schema\": {...}}",
+            "response_format"));
+      auto strict = js->find("strict");
+      if (strict != js->end() && !strict->is_boolean() && !strict->is_null())
+        return f.fail(wrong_type("response_format", "an object whose 'strict' is a boolean", *rf));
+      auto c = compile_json_schema(js->at("schema"));
+      if (!c) return f.fail(bad_request(c.error().message, "response_format"));
+      r.json = true;
+      r.json_schema = std::move(*c);
     } else if (it == rf->end() || *it != json("text")) {
       f.fail(
-          bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": "
-                      "\"json_object\"} (JSON mode; no JSON schemas)",
+          bad_request("'response_format' must be {\"type\": \"text\"}, {\"type\": "
+                      "\"json_object\"} (JSON mode) or {\"type\": \"json_schema\", "
+                      "\"json_schema\": {\"name\": ..., \"schema\": {...}}}",
                       "response_format"));
     }
+  }
+  // llama-server's top-level json_schema: the schema itself.
+  if (const json* js = f.get("json_schema")) {
+    if (r.json)
+      return f.fail(bad_request("'json_schema' and a JSON 'response_format' both given; send one",
+                                "json_schema"));
+    auto c = compile_json_schema(*js);
+    if (!c) return f.fail(bad_request(c.error().message, "json_schema"));
+    r.json = true;
+    r.json_schema = std::move(*c);
   }
 }
 

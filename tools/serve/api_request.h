@@ -5,20 +5,22 @@
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
 // defines and the engine does not do (best_of, echo with logprobs, tools,
-// JSON schemas) are refused by name when asked for, and accepted at
-// their no-op values, which clients send by default; unknown fields are
-// ignored, as llama-server does.
+// JSON schemas outside model/json_schema.h's subset) are refused by name
+// when asked for, and accepted at their no-op values, which clients send by
+// default; unknown fields are ignored, as llama-server does.
 // defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
 // parse_chat_request(), parse_tokenize_request(), parse_detokenize_request()
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "model/chat.h"
+#include "model/json_schema.h"
 #include "model/logprobs.h"
 #include "model/sampler.h"
 #include "tools/serve/api_error.h"
@@ -45,6 +47,9 @@ struct GenerateRequest {
   int32_t logprobs = -1;       // -1 none; else the alternatives a token (GenParams::logprobs)
   int n = 1;                   // choices: as many sequences (a seed s gives them s, s + 1, ...)
   bool echo = false;           // completions: the prompt's text before each choice's
+  // response_format {"type": "json_schema"} (or llama-server's top-level
+  // json_schema): the compiled schema the output keeps to; json is set too.
+  std::shared_ptr<const JsonSchema> json_schema;
 };
 
 inline constexpr size_t kMaxStop = 16;

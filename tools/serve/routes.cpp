@@ -270,6 +270,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   gp.ignore_eos = q.ignore_eos;
   gp.cache_prompt = q.cache_prompt;
   gp.json = q.json;
+  gp.json_schema = q.json_schema;
   gp.logprobs = q.logprobs;
 
   auto grp = std::make_shared<GenGroup>();

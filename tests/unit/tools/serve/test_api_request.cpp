@@ -7,6 +7,7 @@
 #include <string>
 #include <variant>
 
+#include "model/json_schema_grammar.h"
 #include "tools/serve/api_request.h"
 
 using namespace ls;
@@ -119,7 +120,19 @@ TEST_CASE("serve request: wrong types and ranges are 400s that name the field") 
       {R"({"prompt":"x","logit_bias":[[12]]})", "logit_bias[]", "a pair"},
       {R"({"prompt":"x","logit_bias":5})", "logit_bias", "an object of token id to bias"},
       {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{}}})",
-       "response_format", "no JSON schemas"},
+       "response_format", "needs \"json_schema\": {\"name\": ..., \"schema\""},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a",)"
+       R"("schema":{"type":"object","properties":{"n":{"type":"string","pattern":"a"}}}}}})",
+       "response_format", "json schema: 'pattern' at /properties/n is not supported"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{},)"
+       R"("strict":"yes"}}})",
+       "response_format", "'strict' is a boolean"},
+      {R"({"prompt":"x","response_format":{"type":"xml"}})", "response_format",
+       "{\"type\": \"json_schema\""},
+      {R"({"prompt":"x","json_schema":{"type":"integer","minimum":0}})", "json_schema",
+       "json schema: 'minimum' at the top level is not supported"},
+      {R"({"prompt":"x","json_schema":{},"response_format":{"type":"json_object"}})", "json_schema",
+       "both given"},
       {R"({"prompt":"x","response_format":"json"})", "response_format", "an object"},
       {R"({"prompt":"x","stream_options":{"include_usage":1}})", "stream_options.include_usage",
        "a boolean"},
@@ -175,6 +188,40 @@ TEST_CASE(
   CHECK(ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x","response_format":{"type":"text"}})").json);
   CHECK_FALSE(ok_completion(R"({"prompt":"x"})").json);
+  CHECK_FALSE(
+      ok_completion(R"({"prompt":"x","response_format":{"type":"json_object"}})").json_schema);
+  // Structured outputs: OpenAI's response_format json_schema (chat and
+  // completions), and llama-server's top-level json_schema; both compile the
+  // schema and set JSON mode.
+  for (const GenerateRequest& r :
+       {ok_completion(
+            R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":)"
+            R"({"name":"p","strict":true,"schema":{"type":"object","properties":)"
+            R"({"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}}}})"),
+        ok_completion(
+            R"({"prompt":"x","json_schema":{"type":"object","properties":)"
+            R"({"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}})")}) {
+    CHECK(r.json);
+    REQUIRE(r.json_schema);
+    JsonSchemaGrammar g(*r.json_schema);
+    CHECK(g.feed("{\"a\":12}"));
+    CHECK(g.complete());
+    CHECK_FALSE(JsonSchemaGrammar(*r.json_schema).accepts("{\"b\""));
+  }
+  {
+    auto p = parse_chat_request(
+        R"({"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema",)"
+        R"("json_schema":{"name":"n","schema":{"enum":["yes","no"]}}}})",
+        defaults());
+    REQUIRE(std::holds_alternative<GenerateRequest>(p));
+    const auto& r = std::get<GenerateRequest>(p);
+    REQUIRE(r.json_schema);
+    CHECK(JsonSchemaGrammar(*r.json_schema).accepts("\"ye"));
+    CHECK_FALSE(JsonSchemaGrammar(*r.json_schema).accepts("\"ya"));
+  }
+  CHECK(err_chat(R"({"messages":[{"role":"user","content":"hi"}],"response_format":)"
+                 R"({"type":"json_schema","json_schema":{"schema":{"allOf":[]}}}})")
+            .param == "response_format");
   // echo (completions only; not with logprobs).
   CHECK(ok_completion(R"({"prompt":"x","echo":true})").echo);
   CHECK(err_completion(R"({"prompt":"x","echo":true,"logprobs":1})").param == "echo");
