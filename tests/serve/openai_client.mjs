@@ -96,6 +96,22 @@ const jsonMode = await client.chat.completions.create({ model, messages, max_tok
 const jtext = jsonMode.choices[0].message.content;
 check(jtext.startsWith("{") && (jsonMode.choices[0].finish_reason !== "stop" || typeof JSON.parse(jtext) === "object"), `JSON mode: ${JSON.stringify(jtext.slice(0, 40))} (${jsonMode.choices[0].finish_reason})`);
 
+// Structured outputs: OpenAI's response_format json_schema (strict). The
+// model writes whitespace freely, hence the budget; an answer that stops
+// must parse and keep to the schema.
+const personSchema = { type: "object", properties: { name: { type: "string", maxLength: 12 }, age: { type: "integer" } },
+                       required: ["name", "age"], additionalProperties: false };
+const structured = await client.chat.completions.create({ model, messages, max_tokens: 400, seed: 1,
+  response_format: { type: "json_schema", json_schema: { name: "person", strict: true, schema: personSchema } } });
+const stext = structured.choices[0].message.content;
+let sok = stext.startsWith("{");
+if (structured.choices[0].finish_reason === "stop") {
+  const v = JSON.parse(stext);
+  sok = sok && Object.keys(v).every((k) => k === "name" || k === "age") && typeof v.name === "string" &&
+        [...v.name].length <= 12 && Number.isInteger(v.age);
+}
+check(sok, `json_schema: ${JSON.stringify(stext.replace(/\s+/g, " ").slice(0, 60))} (${structured.choices[0].finish_reason})`);
+
 const two = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 1, seed: 5, n: 2 });
 check(two.choices.length === 2 && two.choices[1].index === 1 && two.usage.completion_tokens === 12,
       `n = 2: ${JSON.stringify(two.choices.map((c) => c.message.content))}`);
@@ -107,6 +123,10 @@ e = await expectError(client.completions.create({ model, prompt, temperature: "h
 check(e.param === "temperature", `wrong type: param ${e.param}: ${e.message}`);
 e = await expectError(client.completions.create({ model, prompt: "In the beginning ".repeat(400), max_tokens: 4 }), OpenAI.BadRequestError, 400, "prompt past the context");
 check(e.code === "context_length_exceeded" && /context is \d+ tokens/.test(e.message), `context: ${e.message}`);
+e = await expectError(client.chat.completions.create({ model, messages, response_format: { type: "json_schema",
+  json_schema: { name: "p", schema: { type: "object", properties: { name: { type: "string", pattern: "^a" } } } } } }),
+  OpenAI.BadRequestError, 400, "unsupported schema keyword");
+check(e.param === "response_format" && e.message.includes("'pattern' at /properties/name"), `json_schema refused: ${e.message}`);
 e = await expectError(client.chat.completions.create({ model, messages: [{ role: "tool", content: "x" }] }), OpenAI.BadRequestError, 400, "bad role");
 check(e.param === "messages[0].role", `bad role: param ${e.param}`);
 // An error on a streamed request comes before the stream: the same exception.
