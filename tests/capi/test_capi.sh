@@ -62,9 +62,10 @@ echo "decode --json: $want3"
 echo "C, --json:     ${got3[0]:-} | ${got3[1]:-}"
 [ "${got3[0]:-}" = "$want3" ] && [ "${got3[1]:-}" = "$want3" ] && [ "$want3" != "$want" ] ||
   { echo "FAIL: the C sequences in JSON mode differ from decode --json"; exit 1; }
-# A JSON schema through ls_seq_set_json_schema: decode --json-schema's ids;
-# a schema outside the subset is an error that names the keyword.
-schema='{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}'
+# A JSON schema through ls_seq_set_json_schema: decode --json-schema's ids
+# (an array, so that they differ from JSON mode's object); a schema outside
+# the subset is an error that names the keyword.
+schema='{"type":"array","items":{"type":"integer"},"maxItems":3}'
 "$tmp/example" -n $n --json-schema "$schema" "$prompt" > "$tmp/out4.txt" 2> "$tmp/err4.txt" ||
   { cat "$tmp/err4.txt"; exit 1; }
 "$tmp/prefix/bin/layerstream" decode --temp 0 -n $n --ids --cpu-layers 0 -p "$prompt" \
