@@ -187,7 +187,25 @@ assert streamed == texts and finish == ["length"] * 3, (streamed, finish)
 print("n = 3: each choice its seed's request alone, streamed the same:", texts)
 PY
 expect 400 '"param":"top_logprobs"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}'
-expect 400 'no JSON schemas' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}'
+expect 400 'needs "json_schema"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}}'
+expect 400 "'pattern' at /properties/a is not supported" POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"t","schema":{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}}}}'
+# Structured outputs: a reply that ends ("stop") is the schema's object.
+schema='{"type":"object","properties":{"book":{"enum":["Genesis","Exodus"]},"chapter":{"type":"integer","minimum":1,"maximum":50}},"required":["book","chapter"],"additionalProperties":false}'
+for seed in 1 2 3; do
+  reply=$(curl -s "$url/v1/chat/completions" -d "{\"messages\":[{\"role\":\"user\",\"content\":\"A verse, please\"}],\"max_tokens\":200,\"seed\":$seed,\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"verse\",\"strict\":true,\"schema\":$schema}}}")
+  echo "$reply" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)["choices"][0]
+text = r["message"]["content"]
+if r["finish_reason"] == "stop":
+    v = json.loads(text)
+    assert set(v) == {"book", "chapter"}, text
+    assert v["book"] in ("Genesis", "Exodus") and isinstance(v["chapter"], int), text
+    assert 1 <= v["chapter"] <= 50, text
+else:
+    assert text.startswith("{"), text
+print("json schema:", r["finish_reason"], repr(text[:60]))' || fail "json_schema, seed $seed: $reply"
+done
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions
 expect 200 'layerstream_kv_blocks_used 0' GET /metrics
