@@ -1,6 +1,7 @@
 #include "model/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -107,9 +108,9 @@ class Compiler {
       return make_error("json schema: the schema at %s must be an object or a boolean",
                         where(path).c_str());
     static const std::set<std::string, std::less<>> kKnown = {
-        "type",  "enum",     "const",    "properties", "required",  "additionalProperties",
-        "items", "minItems", "maxItems", "minLength",  "maxLength", "anyOf",
-        "oneOf", "$ref"};
+        "type",  "enum",     "const",    "properties", "required",         "additionalProperties",
+        "items", "minItems", "maxItems", "minLength",  "maxLength",        "anyOf",
+        "oneOf", "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum"};
     for (const auto& [k, v] : s.items())
       if (!kKnown.count(k) && !kAnnotations.count(k)) return unsupported(k, path);
     // The keywords that decide the kind of node, and what may stand beside them.
@@ -174,11 +175,63 @@ class Compiler {
     return types;
   }
 
+  // A bound's value as an exact decimal (its shortest form: 0.3 is "0.3").
+  // An exclusive one is closed at the next double inside it, so that a
+  // number the automaton writes keeps to it after a client's validator
+  // rounds it to double (json_number_bounds.h).
+  Expected<JsonDecimal> bound(const json& s, const char* key, const std::string& path) {
+    const json& v = s.at(key);
+    if (!v.is_number())
+      return make_error("json schema: '%s' at %s must be a number%s", key, where(path).c_str(),
+                        v.is_boolean() ? " (draft 4's boolean form is not supported)" : "");
+    const std::string_view k = key;
+    const bool lower = k == "minimum" || k == "exclusiveMinimum";
+    std::string text = v.dump();
+    if (k.substr(0, 9) == "exclusive") {
+      const double x = v.get<double>();
+      text = json(std::nextafter(x, lower ? HUGE_VAL : -HUGE_VAL)).dump();
+    }
+    auto d = JsonDecimal::parse(text);
+    if (!d) return d.error();
+    // Numbers under bounds have at most 21 digits before the point.
+    static const JsonDecimal kBig = *JsonDecimal::parse("1e20");
+    JsonDecimal m = *d;
+    m.neg = false;
+    if (json_decimal_compare(m, kBig) > 0)
+      return make_error(
+          "json schema: '%s' at %s is %s; bounds beyond 1e20 in magnitude are not supported", key,
+          where(path).c_str(), v.dump().c_str());
+    return *d;
+  }
+
+  // minimum / exclusiveMinimum, maximum / exclusiveMaximum: the tighter of each pair.
+  Expected<JsonNumberBounds> bounds_of(const json& s, const std::string& path) {
+    JsonNumberBounds b;
+    for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+      if (!s.contains(key)) continue;
+      auto v = bound(s, key, path);
+      if (!v) return v.error();
+      const std::string_view k = key;
+      const bool lower = k == "minimum" || k == "exclusiveMinimum";
+      bool& has = lower ? b.has_min : b.has_max;
+      JsonDecimal& at = lower ? b.min : b.max;
+      const int c = has ? json_decimal_compare(*v, at) : 0;
+      if (!has || (lower ? c > 0 : c < 0)) {
+        has = true;
+        at = *v;
+      }
+    }
+    return b;
+  }
+
   Expected<int32_t> compile_typed(const json& s, const std::string& path) {
     Node n;
     auto types = types_of(s, path, &n.integer_only);
     if (!types) return types.error();
     n.types = *types;
+    auto bounds = bounds_of(s, path);
+    if (!bounds) return bounds.error();
+    n.bounds = *bounds;
     if (s.contains("minLength")) {
       auto v = count(s, "minLength", path);
       if (!v) return v.error();
@@ -383,6 +436,8 @@ class Compiler {
               ad = n.min_items == 0 ? 1 : add_depth(depth_of(n.items));
             starts = n.types & ~(JsonSchema::kObject | JsonSchema::kArray);
             if (n.min_length > n.max_length) starts &= ~JsonSchema::kString;
+            if (n.bounds.any() && !n.bounds.satisfiable(n.integer_only))
+              starts &= ~JsonSchema::kNumber;
             if (starts) d = 0;
             if (od != JsonSchema::kNever) starts |= JsonSchema::kObject;
             if (ad != JsonSchema::kNever) starts |= JsonSchema::kArray;

@@ -5,7 +5,9 @@
 //
 // Supported: type (one or a list), enum, const, properties, required,
 // additionalProperties (false, true, or a schema), items, minItems, maxItems,
-// minLength, maxLength, anyOf / oneOf whose branches start with different
+// minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum
+// (numbers under bounds are written without an exponent:
+// model/json_number_bounds.h), anyOf / oneOf whose branches start with different
 // bytes (a value's first byte picks its branch: the nullable pattern
 // [{...}, {"type": "null"}]), $ref to #/$defs/X or #/definitions/X
 // (recursion too). Annotations are ignored. Anything else is refused, with
@@ -26,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_number_bounds.h"
 #include "runtime/status.h"
 
 namespace ls {
@@ -53,6 +56,7 @@ struct JsonSchema {
     // fraction, no exponent), and the rules of each.
     uint8_t types = 0;
     bool integer_only = false;
+    JsonNumberBounds bounds;  // number: minimum, maximum and their exclusive forms
     uint32_t min_length = 0, max_length = kUnbounded;  // string, in characters
     int32_t items = -1;                                // array: the items' node
     uint32_t min_items = 0, max_items = kUnbounded;

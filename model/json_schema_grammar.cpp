@@ -34,7 +34,7 @@ bool JsonSchemaGrammar::complete() const {
   if (c_.done) return true;
   if (c_.depth != 0 || !c_.lex.complete()) return false;
   // A number at the top level ends with the output.
-  if (c_.mode == Mode::Number) return true;
+  if (c_.mode == Mode::Number) return number_inside();
   return c_.mode == Mode::Enum && exact(node(c_.node).values);
 }
 
@@ -115,8 +115,9 @@ bool JsonSchemaGrammar::step(uint8_t b) {
       return key_byte(b, lx == JsonGrammar::Lexeme::StringBody && b == '"');
     case Mode::Number:
       if (c_.lex.lexeme() == JsonGrammar::Lexeme::Number)
-        return !(c_.integer_only && (b == '.' || b == 'e' || b == 'E'));
+        return !(c_.integer_only && (b == '.' || b == 'e' || b == 'E')) && number_byte(b);
       // b ended the number: it is read after the value.
+      if (!number_inside()) return false;
       c_.mode = Mode::Structure;
       if (!value_end()) return false;
       break;
@@ -230,11 +231,29 @@ bool JsonSchemaGrammar::value_start(int32_t at, uint8_t b) {
     case JsonSchema::kNumber:
       c_.mode = Mode::Number;
       c_.integer_only = n.integer_only;
-      return true;
+      c_.node = r;
+      c_.num_len = 0;
+      return number_byte(b);
     default:  // true, false, null
       c_.mode = Mode::Literal;
       return true;
   }
+}
+
+// A byte of a number (the lexer has taken it): under bounds, no exponent,
+// and the text so far must still be able to end inside them.
+bool JsonSchemaGrammar::number_byte(uint8_t b) {
+  const JsonNumberBounds& nb = node(c_.node).bounds;
+  if (!nb.any()) return true;
+  if (b == 'e' || b == 'E' || c_.num_len == kMaxBoundedNumber) return false;
+  c_.num[c_.num_len++] = static_cast<char>(b);
+  return nb.can_finish(std::string_view(c_.num.data(), c_.num_len), c_.integer_only);
+}
+
+// The number read is inside its node's bounds (if any).
+bool JsonSchemaGrammar::number_inside() const {
+  const JsonNumberBounds& nb = node(c_.node).bounds;
+  return !nb.any() || nb.inside(std::string_view(c_.num.data(), c_.num_len));
 }
 
 bool JsonSchemaGrammar::key_start() {

@@ -10,7 +10,8 @@
 // the prefix of a property not yet used (or any key where other keys are
 // allowed), ',' stops at maxItems, a string stops at maxLength and its
 // closing quote waits for minLength, an enum value is a prefix of one of
-// its values, and a container is opened only where the least deep value it
+// its values, a number's digits keep some number inside its bounds
+// (model/json_number_bounds.h), and a container is opened only where the least deep value it
 // must hold fits under the nesting limit.
 //
 // Keys may come in any order; a declared property may not come twice. Keys
@@ -60,6 +61,9 @@ class JsonSchemaGrammar {
 
  private:
   enum class Mode : uint8_t { Structure, String, Key, Number, Literal, Enum };
+  // A sign, the digits before the point, the point and the digits after it.
+  static constexpr size_t kMaxBoundedNumber =
+      1 + JsonNumberBounds::kMaxIntDigits + 1 + JsonNumberBounds::kMaxFracDigits;
   enum class Phase : uint8_t { KeyNext, Colon, ValueNext, AfterValue };
   // One open container. No member initializers: a copy leaves the frames
   // past the depth alone.
@@ -77,13 +81,17 @@ class JsonSchemaGrammar {
     Mode mode = Mode::Structure;
     bool done = false;          // the top-level value is closed
     bool integer_only = false;  // Number: no fraction or exponent
-    int32_t node = -1;          // String / Key / Enum: the node read against
-    uint32_t chars = 0;         // String: characters read
-    uint32_t lo = 0, hi = 0;    // Key / Enum: the candidates the bytes so far match
-    uint32_t pos = 0;           // their bytes matched
-    uint64_t avail = 0;         // Key: declared properties it may still be
-    bool other_key = false;     // Key: a key that is not declared may come
-    int depth = 0;              // open containers
+    // Number under bounds (its node's JsonNumberBounds): the text so far,
+    // which the bounds' prefix test reads; longer numbers are not written.
+    uint8_t num_len = 0;
+    std::array<char, kMaxBoundedNumber> num;
+    int32_t node = -1;        // String / Key / Enum: the node read against
+    uint32_t chars = 0;       // String: characters read
+    uint32_t lo = 0, hi = 0;  // Key / Enum: the candidates the bytes so far match
+    uint32_t pos = 0;         // their bytes matched
+    uint64_t avail = 0;       // Key: declared properties it may still be
+    bool other_key = false;   // Key: a key that is not declared may come
+    int depth = 0;            // open containers
   };
 
   bool step(uint8_t b);
@@ -96,6 +104,8 @@ class JsonSchemaGrammar {
   uint64_t fitting_keys(const JsonSchema::Node& n) const;
   bool fits(int32_t node) const;
   bool close(bool object);
+  bool number_byte(uint8_t b);
+  bool number_inside() const;
   bool narrow(const std::vector<std::string>& v, uint8_t b);
   bool exact(const std::vector<std::string>& v) const {
     return c_.lo < c_.hi && v[c_.lo].size() == c_.pos;

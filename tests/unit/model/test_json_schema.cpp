@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json_constraint.h"
+#include "model/json_number_bounds.h"
 #include "model/json_schema.h"
 #include "model/json_schema_grammar.h"
 
@@ -93,6 +94,14 @@ bool valid(const json& v, const json& s, const json& root) {
     bool in = false;
     for (const auto& e : s["enum"]) in = in || e == v;
     if (!in) return false;
+  }
+  if (v.is_number()) {
+    // Compared as doubles, as a client's validator does.
+    const double x = v.get<double>();
+    if (s.contains("minimum") && !(x >= s["minimum"].get<double>())) return false;
+    if (s.contains("maximum") && !(x <= s["maximum"].get<double>())) return false;
+    if (s.contains("exclusiveMinimum") && !(x > s["exclusiveMinimum"].get<double>())) return false;
+    if (s.contains("exclusiveMaximum") && !(x < s["exclusiveMaximum"].get<double>())) return false;
   }
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
@@ -279,9 +288,19 @@ json random_schema(std::mt19937& rng, int depth, bool with_ref) {
       return s;
     }
     case 1:
-      return {{"type", "integer"}};
-    case 2:
-      return {{"type", "number"}};
+    case 2: {
+      // Bounds on a grid of quarters (integers: whole), each side absent,
+      // closed or open, the range never empty.
+      const bool integer = kind == 1;
+      json s = {{"type", integer ? "integer" : "number"}};
+      const int lo = pick(41) - 20, width = (integer ? 2 : 1) + pick(12);
+      const double q = integer ? 1.0 : 0.25;
+      if (pick(3)) s[pick(2) ? "minimum" : "exclusiveMinimum"] = integer ? json(lo) : json(lo * q);
+      if (pick(3))
+        s[pick(2) ? "maximum" : "exclusiveMaximum"] =
+            integer ? json(lo + width) : json((lo + width) * q);
+      return s;
+    }
     case 3:
       return {{"type", pick(2) ? "boolean" : "null"}};
     case 4:
@@ -355,8 +374,18 @@ json random_value(std::mt19937& rng, const json& s, const json& root, int depth)
     for (size_t i = 0; i < n; ++i) v += chars[pick(7)];
     return v;
   }
-  if (t == "integer") return pick(2000) - 1000;
-  if (t == "number") return pick(2) ? json(pick(100)) : json(pick(1000) / 8.0 - 50);
+  if (t == "integer" || t == "number") {
+    // Draw until inside the bounds (they leave a range of at least one
+    // quarter, or one integer, within [-25, 25]).
+    const bool bounded = s.contains("minimum") || s.contains("maximum") ||
+                         s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum");
+    for (;;) {
+      json v = t == "integer" ? json(pick(2000) - 1000)
+                              : (pick(2) ? json(pick(100)) : json(pick(1000) / 8.0 - 50));
+      if (bounded) v = t == "integer" ? json(pick(51) - 25) : json(pick(401) / 8.0 - 25);
+      if (valid(v, s, root)) return v;
+    }
+  }
   if (t == "boolean") return pick(2) == 1;
   if (t == "null") return nullptr;
   if (t == "array") {
@@ -402,8 +431,16 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
        "json schema: 'pattern' at /properties/name is not supported"},
       {R"({"type":"string","format":"date"})",
        "json schema: 'format' at the top level is not supported"},
-      {R"({"type":"array","items":{"type":"integer","minimum":0}})",
-       "json schema: 'minimum' at /items is not supported"},
+      {R"({"type":"array","items":{"type":"integer","multipleOf":3}})",
+       "json schema: 'multipleOf' at /items is not supported"},
+      {R"({"type":"number","minimum":0,"exclusiveMinimum":true})",
+       "json schema: 'exclusiveMinimum' at the top level must be a number (draft 4's boolean"},
+      {R"({"type":"number","maximum":1e30})",
+       "json schema: 'maximum' at the top level is 1e+30; bounds beyond 1e20 in magnitude"},
+      {R"({"type":"integer","minimum":0.2,"maximum":0.8})",
+       "json schema: no JSON value matches the schema"},
+      {R"({"type":"number","exclusiveMinimum":1,"maximum":1})",
+       "json schema: no JSON value matches the schema"},
       {R"({"allOf":[{"type":"string"}]})",
        "json schema: 'allOf' at the top level is not supported"},
       {R"({"type":"object","patternProperties":{"a":{}}})",
@@ -496,6 +533,36 @@ TEST_CASE("json schema: the automaton accepts the valid documents of each schema
       // Integer against number.
       {R"({"type":"integer"})", {"0", "-12", "1234567"}, {"1.0", "1e2", "-", "\"1\""}},
       {R"({"type":"number"})", {"0", "-1.5", "2E-3"}, {"01", "1.", "null"}},
+      // Bounds: exact decimals, either side open or closed; no exponent under them.
+      {R"({"type":"integer","minimum":1,"maximum":12})",
+       {"1", "12", "7"},
+       {"0", "13", "-1", "1.5", "100", "1e1", "-0"}},
+      {R"({"type":"integer","minimum":10,"maximum":20})", {"10", "15", "20"}, {"3", "21", "9"}},
+      {R"({"type":"integer","exclusiveMaximum":-2})",
+       {"-3", "-100", "-123456789012"},
+       {"-2", "0", "5", "-2.5"}},
+      {R"({"type":"integer","minimum":2.5,"maximum":3.5})", {"3"}, {"2", "4", "3.0"}},
+      {R"({"type":"number","exclusiveMinimum":0,"maximum":1})",
+       {"0.5", "1", "0.000001", "1.000", "0.99999999999999999999"},
+       {"0", "-0.5", "1.0001", "1e-3", "2", "0.0", "-0"}},
+      {R"({"type":"number","minimum":0.3,"maximum":0.3})",
+       {"0.3", "0.30", "0.300000"},
+       {"0.29", "0.31", "0.3000000000000001", "3e-1"}},
+      {R"({"type":"number","minimum":-1.5,"exclusiveMaximum":-1})",
+       {"-1.5", "-1.25", "-1.0000001"},
+       {"-1", "-1.6", "-1.0", "1"}},
+      {R"({"type":["number","null"],"minimum":0})", {"null", "0", "3.25", "-0"}, {"-0.5", "-1"}},
+      // An open bound holds after a validator rounds to double: 0.25 minus
+      // 1e-40 rounds to 0.25, so it is not written under exclusiveMaximum 0.25.
+      {R"({"type":"number","exclusiveMaximum":0.25})",
+       {"0.2499999999999999", "-3"},
+       {"0.25", "0.2500000000000000000000000000000000000001", "0.24999999999999999999999"}},
+      {R"({"type":"number","minimum":1e-25,"maximum":2e-25})",
+       {"0.0000000000000000000000001", "0.00000000000000000000000015"},
+       {"0", "0.000000000000000000000001"}},
+      {R"({"type":"number","minimum":-20,"maximum":1e20})",
+       {"100000000000000000000", "-20", "123.456"},
+       {"100000000000000000001", "-20.5"}},
       // Recursion through $defs (pydantic's shape) and #/definitions.
       {R"({"$defs":{"Node":{"type":"object","properties":{"v":{"type":"integer"},
             "next":{"anyOf":[{"$ref":"#/$defs/Node"},{"type":"null"}]}},"required":["v","next"],
@@ -685,4 +752,53 @@ TEST_CASE("json schema: a constrained pick over a toy vocabulary writes valid do
   JsonConstraint plain(vocab);
   CHECK(plain.allows(0));        // "{"
   CHECK_FALSE(plain.allows(2));  // "[": not an object
+}
+
+TEST_CASE("json number bounds: exact decimals; open and closed ends; a prefix finishes inside") {
+  auto d = [](const char* t) { return *JsonDecimal::parse(t); };
+  CHECK(json_decimal_compare(d("0.30"), d("3e-1")) == 0);
+  CHECK(json_decimal_compare(d("-0"), d("0")) == 0);
+  CHECK(json_decimal_compare(d("0.3"), d("0.30000000000000004")) < 0);
+  CHECK(json_decimal_compare(d("-12.5"), d("-12.49")) < 0);
+  CHECK(json_decimal_compare(d("1e20"), d("99999999999999999999.9")) > 0);
+  CHECK_FALSE(JsonDecimal::parse("1.").has_value());
+  CHECK_FALSE(JsonDecimal::parse("--1").has_value());
+  // (0, 1]: open below, closed above.
+  JsonNumberBounds b;
+  b.has_min = b.has_max = true;
+  b.min = d("0");
+  b.min_open = true;
+  b.max = d("1");
+  CHECK_FALSE(b.inside("0"));
+  CHECK(b.inside("0.0000001"));
+  CHECK(b.inside("1.000"));
+  CHECK_FALSE(b.inside("1.0000001"));
+  CHECK(b.can_finish("0", false));       // 0.x
+  CHECK_FALSE(b.can_finish("0", true));  // an integer: 0 is out, 0 takes no digits
+  CHECK(b.can_finish("1", true));
+  CHECK_FALSE(b.can_finish("2", false));
+  CHECK_FALSE(b.can_finish("-", false));
+  CHECK(b.can_finish("1.", false));  // 1.0
+  CHECK_FALSE(b.can_finish("1.1", false));
+  CHECK(b.satisfiable(false));
+  CHECK(b.satisfiable(true));
+  // [-1.5, -1.25]: digits on the negative side.
+  JsonNumberBounds n;
+  n.has_min = n.has_max = true;
+  n.min = d("-1.5");
+  n.max = d("-1.25");
+  CHECK(n.can_finish("-", false));
+  CHECK(n.can_finish("-1.3", false));
+  CHECK(n.can_finish("-1.2", false));  // -1.25
+  CHECK_FALSE(n.can_finish("-1.1", false));
+  CHECK_FALSE(n.can_finish("-1.51", false));
+  CHECK(n.can_finish("-1.50", false));
+  CHECK_FALSE(n.can_finish("-1", true));  // no integer there
+  CHECK_FALSE(n.satisfiable(true));
+  // A range narrower than the 40 digits after the point can write: none.
+  JsonNumberBounds t;
+  t.has_min = t.has_max = true;
+  t.min = d("1e-45");
+  t.max = d("2e-45");
+  CHECK_FALSE(t.satisfiable(false));
 }
