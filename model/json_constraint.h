@@ -7,7 +7,7 @@
 //
 // With a compiled JSON schema (OpenAI's response_format "json_schema",
 // decode --json-schema; model/json_schema.h) the output is instead one
-// document the schema accepts (model/json_schema_grammar.h), of any type
+// document the schema accepts (model/json_schema_nfa.h), of any type
 // the schema allows; text stops once nothing but whitespace could follow.
 // defines: JsonVocab, json_vocab(), JsonConstraint
 #pragma once
@@ -20,7 +20,7 @@
 
 #include "model/json_grammar.h"
 #include "model/json_schema.h"
-#include "model/json_schema_grammar.h"
+#include "model/json_schema_nfa.h"
 #include "model/token_constraint.h"
 #include "model/tokenizer.h"
 
@@ -49,7 +49,7 @@ class JsonConstraint final : public TokenConstraint {
   std::shared_ptr<const JsonVocab> vocab_;
   std::shared_ptr<const JsonSchema> schema_;  // null: JSON mode
   JsonGrammar grammar_{true};
-  std::optional<JsonSchemaGrammar> typed_;  // with schema_
+  std::optional<JsonSchemaNfa> typed_;  // with schema_
 };
 
 }  // namespace ls

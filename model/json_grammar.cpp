@@ -243,7 +243,15 @@ bool JsonGrammar::step(uint8_t b) {
       const int v = hex_value(b);
       if (v < 0) return false;
       hex_ = static_cast<uint16_t>(hex_ * 16 + v);
-      if (++hex_n_ < 4) return true;
+      if (++hex_n_ < 4) {
+        // No dead ends: the values the digits so far can still become must
+        // include one that may stand here (\udc.. can only be a lone low
+        // surrogate; after a high one, only a low one may come).
+        const int shift = 4 * (4 - hex_n_);
+        const uint32_t lo = static_cast<uint32_t>(hex_) << shift, hi = lo + (1u << shift) - 1;
+        if (low_due_) return hi >= 0xDC00 && lo <= 0xDFFF;
+        return !(lo >= 0xDC00 && hi <= 0xDFFF);
+      }
       const bool high = hex_ >= 0xD800 && hex_ <= 0xDBFF, low = hex_ >= 0xDC00 && hex_ <= 0xDFFF;
       if (low_due_) {
         if (!low) return false;

@@ -478,6 +478,9 @@ class Compiler {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node& n = nodes[i];
       if (n.kind != Node::AnyOf) continue;
+      // anyOf may hold branches that begin alike (the automaton follows
+      // each); oneOf's exactly-one could not be kept that way.
+      if (any_of_head_.at(static_cast<int32_t>(i)) == "anyOf") continue;
       uint8_t seen = 0;
       for (int32_t b : n.branches) {
         const uint8_t s = nodes[static_cast<size_t>(b)].starts;
@@ -486,18 +489,77 @@ class Compiler {
           while (!(both >> bit & 1)) ++bit;
           return make_error(
               "json schema: '%s' at %s has two branches that can both be %s; supported are "
-              "branches that begin differently (object, array, string, number, true, false, null)",
+              "branches that begin differently (object, array, string, number, true, false, "
+              "null), or anyOf",
               any_of_head_.at(static_cast<int32_t>(i)).c_str(), where(paths_[i]).c_str(),
               kClassNames[bit]);
         }
         seen |= s;
       }
     }
+    if (auto st = check_paths(); !st) return st;
     const Node& root = nodes[static_cast<size_t>(out_->root)];
     if (root.depth == JsonSchema::kNever)
       return make_error("json schema: no JSON value matches the schema");
     if (root.depth > JsonGrammar::kMaxDepth)
       return make_error("json schema: every value nests deeper than %d", JsonGrammar::kMaxDepth);
+    return ok();
+  }
+
+  // A value's first byte must not lead from a node back to itself through
+  // refs and anyOf branches alone (left recursion: "#/$defs/a" being
+  // anyOf [{"$ref": "#/$defs/a"}, ...] would never read a byte), nor leave
+  // more than kMaxPaths nodes open.
+  Status check_paths() {
+    const auto& nodes = out_->nodes;
+    enum : uint8_t { kNew, kOpen, kDone };
+    std::vector<uint8_t> mark(nodes.size(), kNew);
+    // Depth first over the edges that read nothing; kOpen nodes are on the path.
+    std::vector<std::pair<int32_t, size_t>> path;
+    auto edges = [&](int32_t n) -> const std::vector<int32_t>* {
+      const Node& x = nodes[static_cast<size_t>(n)];
+      if (x.kind == Node::AnyOf) return &x.branches;
+      return nullptr;
+    };
+    for (size_t start = 0; start < nodes.size(); ++start) {
+      if (mark[start] != kNew) continue;
+      path.emplace_back(static_cast<int32_t>(start), 0);
+      mark[start] = kOpen;
+      while (!path.empty()) {
+        auto& [n, next] = path.back();
+        const Node& x = nodes[static_cast<size_t>(n)];
+        int32_t to = -1;
+        if (x.kind == Node::Ref && next == 0) {
+          to = x.target;
+        } else if (const auto* e = edges(n); e && next < e->size()) {
+          to = (*e)[next];
+        }
+        ++next;
+        if (to < 0) {
+          mark[static_cast<size_t>(n)] = kDone;
+          path.pop_back();
+          continue;
+        }
+        if (!nodes[static_cast<size_t>(to)].starts) continue;  // no value: never taken
+        if (mark[static_cast<size_t>(to)] == kOpen)
+          return make_error(
+              "json schema: the schema at %s refers back to itself before reading a value "
+              "(left recursion)",
+              where(paths_[static_cast<size_t>(to)]).c_str());
+        if (mark[static_cast<size_t>(to)] == kNew) {
+          mark[static_cast<size_t>(to)] = kOpen;
+          path.emplace_back(to, 0);
+        }
+      }
+    }
+    int32_t open[JsonSchema::kMaxPaths];
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for (int b : {'{', '[', '"', '0', 't', 'f', 'n'})
+        if (out_->resolve(static_cast<int32_t>(i), static_cast<uint8_t>(b), open) < 0)
+          return make_error(
+              "json schema: anyOf at %s leaves more than %d branches open at a value's first "
+              "byte",
+              where(paths_[i]).c_str(), JsonSchema::kMaxPaths);
     return ok();
   }
 
@@ -531,27 +593,33 @@ uint8_t json_start_class(uint8_t b) {
   }
 }
 
-int32_t JsonSchema::resolve(int32_t n, uint8_t b) const {
-  const uint8_t c = json_start_class(b);
-  if (c == 0) return -1;
-  // check() refused overlapping branches, so one path at most; the bound
-  // is only a guard.
-  for (size_t guard = 0; guard <= nodes.size(); ++guard) {
-    const Node& x = nodes[static_cast<size_t>(n)];
-    if (!(x.starts & c)) return -1;
-    if (x.kind == Node::Ref) {
-      n = x.target;
-    } else if (x.kind == Node::AnyOf) {
-      for (int32_t br : x.branches)
-        if (nodes[static_cast<size_t>(br)].starts & c) {
-          n = br;
-          break;
-        }
-    } else {
-      return n;
-    }
+namespace {
+
+// resolve's walk; false past kMaxPaths.
+bool collect(const JsonSchema& s, int32_t n, uint8_t c, int32_t* out, int& k) {
+  const JsonSchema::Node& x = s.nodes[static_cast<size_t>(n)];
+  if (!(x.starts & c)) return true;
+  if (x.kind == JsonSchema::Node::Ref) return collect(s, x.target, c, out, k);
+  if (x.kind == JsonSchema::Node::AnyOf) {
+    for (int32_t br : x.branches)
+      if (!collect(s, br, c, out, k)) return false;
+    return true;
   }
-  return -1;
+  for (int i = 0; i < k; ++i)
+    if (out[i] == n) return true;  // reached by two branches: one path
+  if (k == JsonSchema::kMaxPaths) return false;
+  out[k++] = n;
+  return true;
+}
+
+}  // namespace
+
+// The compiler refused left recursion (check_paths), so the walk ends.
+int JsonSchema::resolve(int32_t n, uint8_t b, int32_t* out) const {
+  const uint8_t c = json_start_class(b);
+  if (c == 0) return 0;
+  int k = 0;
+  return collect(*this, n, c, out, k) ? k : -1;
 }
 
 Expected<std::shared_ptr<const JsonSchema>> compile_json_schema(const nlohmann::json& schema) {

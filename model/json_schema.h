@@ -7,12 +7,13 @@
 // additionalProperties (false, true, or a schema), items, minItems, maxItems,
 // minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum
 // (numbers under bounds are written without an exponent:
-// model/json_number_bounds.h), anyOf / oneOf whose branches start with different
-// bytes (a value's first byte picks its branch: the nullable pattern
-// [{...}, {"type": "null"}]), $ref to #/$defs/X or #/definitions/X
-// (recursion too). Annotations are ignored. Anything else is refused, with
-// the keyword and its JSON pointer, so a client never gets output that
-// silently breaks a rule it asked for.
+// model/json_number_bounds.h), anyOf (any branches: pydantic's unions of
+// models; the automaton follows every branch a value may still be in),
+// oneOf whose branches start with different bytes (a value's first byte
+// picks its one branch: the nullable pattern [{...}, {"type": "null"}]), $ref to #/$defs/X or
+// #/definitions/X (recursion too). Annotations are ignored. Anything else is refused, with the
+// keyword and its JSON pointer, so a client never gets output that silently breaks a rule it asked
+// for.
 //
 // enum and const values match their compact serialization (nlohmann's
 // dump(): canonical escapes, UTF-8 as is): the model writes them that way.
@@ -84,9 +85,15 @@ struct JsonSchema {
   std::vector<Node> nodes;
   int32_t root = -1;
 
-  // The node a value whose first byte is b is read by, following refs and
-  // anyOf branches; -1 when no value of node n starts with b.
-  int32_t resolve(int32_t n, uint8_t b) const;
+  // The most nodes a value's first byte can leave open (anyOf branches
+  // that begin alike, after refs and nested anyOf): more is refused.
+  static constexpr int kMaxPaths = 16;
+  // The nodes a value whose first byte is b may be read by, following refs
+  // and anyOf branches, into out (at most kMaxPaths); how many (0: no value
+  // of node n starts with b). More than one where anyOf branches begin
+  // alike: the automaton then follows each (model/json_schema_nfa.h). -1
+  // past kMaxPaths (the compiler refuses such a schema).
+  int resolve(int32_t n, uint8_t b, int32_t* out) const;
 };
 
 // The schema class of a value's first byte (0 for a byte no value starts with).

@@ -1,5 +1,7 @@
 #include "model/json_schema_grammar.h"
 
+#include <algorithm>
+
 namespace ls {
 
 namespace {
@@ -119,6 +121,7 @@ bool JsonSchemaGrammar::step(uint8_t b) {
       // b ended the number: it is read after the value.
       if (!number_inside()) return false;
       c_.mode = Mode::Structure;
+      c_.num_len = 0;
       if (!value_end()) return false;
       break;
     case Mode::Literal:
@@ -195,9 +198,60 @@ bool JsonSchemaGrammar::value_end() {
   return true;
 }
 
+bool JsonSchemaGrammar::step_path(uint8_t b, int choice, int* paths) {
+  choice_ = static_cast<uint8_t>(choice);
+  paths_ = 1;
+  const bool ok = step(b);
+  *paths = paths_;
+  choice_ = 0;
+  paths_ = 1;
+  return ok;
+}
+
+bool JsonSchemaGrammar::same(const JsonSchemaGrammar& o) const {
+  const Cursor &a = c_, &b = o.c_;
+  // Both read the same bytes, so their lexers agree; the schema's state:
+  if (s_ != o.s_ || a.mode != b.mode || a.done != b.done || a.depth != b.depth) return false;
+  switch (a.mode) {
+    case Mode::String:
+      if (a.node != b.node || a.chars != b.chars) return false;
+      break;
+    case Mode::Key:
+      if (a.node != b.node || a.lo != b.lo || a.hi != b.hi || a.pos != b.pos ||
+          a.avail != b.avail || a.other_key != b.other_key)
+        return false;
+      break;
+    case Mode::Enum:
+      if (a.node != b.node || a.lo != b.lo || a.hi != b.hi || a.pos != b.pos) return false;
+      break;
+    case Mode::Number:
+      if (a.node != b.node || a.integer_only != b.integer_only || a.num_len != b.num_len ||
+          !std::equal(num_.begin(), num_.begin() + a.num_len, o.num_.begin()))
+        return false;
+      break;
+    default:
+      break;
+  }
+  for (int i = 0; i < a.depth; ++i) {
+    const Frame &x = stack_[static_cast<size_t>(i)], &y = o.stack_[static_cast<size_t>(i)];
+    if (x.node != y.node || x.object != y.object || x.phase != y.phase) return false;
+    if (x.object) {
+      // The value's node matters from its key to its end.
+      const bool value_ahead = x.phase == Phase::Colon || x.phase == Phase::ValueNext;
+      if (x.used != y.used || (value_ahead && x.value_node != y.value_node)) return false;
+    } else if (x.count != y.count) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool JsonSchemaGrammar::value_start(int32_t at, uint8_t b) {
-  const int32_t r = s_->resolve(at, b);
-  if (r < 0) return false;
+  int32_t open[JsonSchema::kMaxPaths];
+  const int k = s_->resolve(at, b, open);
+  if (k <= 0) return false;
+  paths_ = static_cast<uint8_t>(k);
+  const int32_t r = open[choice_ < k ? choice_ : 0];
   const JsonSchema::Node& n = node(r);
   const int room = JsonGrammar::kMaxDepth - c_.depth;
   if (n.kind == JsonSchema::Node::Enum) {
@@ -246,14 +300,14 @@ bool JsonSchemaGrammar::number_byte(uint8_t b) {
   const JsonNumberBounds& nb = node(c_.node).bounds;
   if (!nb.any()) return true;
   if (b == 'e' || b == 'E' || c_.num_len == kMaxBoundedNumber) return false;
-  c_.num[c_.num_len++] = static_cast<char>(b);
-  return nb.can_finish(std::string_view(c_.num.data(), c_.num_len), c_.integer_only);
+  num_[c_.num_len++] = static_cast<char>(b);
+  return nb.can_finish(std::string_view(num_.data(), c_.num_len), c_.integer_only);
 }
 
 // The number read is inside its node's bounds (if any).
 bool JsonSchemaGrammar::number_inside() const {
   const JsonNumberBounds& nb = node(c_.node).bounds;
-  return !nb.any() || nb.inside(std::string_view(c_.num.data(), c_.num_len));
+  return !nb.any() || nb.inside(std::string_view(num_.data(), c_.num_len));
 }
 
 bool JsonSchemaGrammar::key_start() {

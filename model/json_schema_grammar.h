@@ -44,6 +44,7 @@ class JsonSchemaGrammar {
     copy_frames(o);
     return *this;
   }
+  // (choice_ and paths_ live for one step_path: not copied.)
 
   // One byte; false (and the state unchanged) if no valid document starts
   // with the bytes so far and this one.
@@ -58,6 +59,16 @@ class JsonSchemaGrammar {
   // Complete, and nothing but whitespace could follow (a number at the top
   // level is complete but could go on).
   bool closed() const;
+
+  // For JsonSchemaNfa (model/json_schema_nfa.h), where anyOf branches begin
+  // alike: one byte, which takes the choice-th of the paths its value start
+  // leaves open; *paths says how many there were (1 where there was no
+  // choice). False if the byte cannot come on that path (the state is then
+  // unspecified: step a copy).
+  bool step_path(uint8_t b, int choice, int* paths);
+  // The same state for what may follow (bookkeeping of earlier values aside),
+  // so that paths which have met again are followed once.
+  bool same(const JsonSchemaGrammar& o) const;
 
  private:
   enum class Mode : uint8_t { Structure, String, Key, Number, Literal, Enum };
@@ -81,10 +92,9 @@ class JsonSchemaGrammar {
     Mode mode = Mode::Structure;
     bool done = false;          // the top-level value is closed
     bool integer_only = false;  // Number: no fraction or exponent
-    // Number under bounds (its node's JsonNumberBounds): the text so far,
-    // which the bounds' prefix test reads; longer numbers are not written.
+    // Number under bounds (its node's JsonNumberBounds): the length of its
+    // text so far (num_, outside the cursor: a copy takes only these bytes).
     uint8_t num_len = 0;
-    std::array<char, kMaxBoundedNumber> num;
     int32_t node = -1;        // String / Key / Enum: the node read against
     uint32_t chars = 0;       // String: characters read
     uint32_t lo = 0, hi = 0;  // Key / Enum: the candidates the bytes so far match
@@ -115,11 +125,16 @@ class JsonSchemaGrammar {
   void copy_frames(const JsonSchemaGrammar& o) {
     for (int i = 0; i < o.c_.depth; ++i)
       stack_[static_cast<size_t>(i)] = o.stack_[static_cast<size_t>(i)];
+    for (int i = 0; i < o.c_.num_len; ++i)
+      num_[static_cast<size_t>(i)] = o.num_[static_cast<size_t>(i)];
   }
 
   const JsonSchema* s_;
   Cursor c_;
+  // step_path's choice, and the paths the byte's value start had.
+  uint8_t choice_ = 0, paths_ = 1;
   std::array<Frame, JsonGrammar::kMaxDepth> stack_;
+  std::array<char, kMaxBoundedNumber> num_;  // the bounded number's text (c_.num_len bytes)
 };
 
 }  // namespace ls

@@ -190,6 +190,19 @@ TEST_CASE("json grammar: hand-written documents, accepted and refused as a stric
     REQUIRE(g.feed(static_cast<uint8_t>(doc[i])));
   }
   CHECK(g.complete());
+  // No dead ends in escapes: \udc.. (a low surrogate alone) is refused at
+  // its second digit, and after a high surrogate only \udc00-\udfff may
+  // begin; the prefixes that can still end well are taken.
+  for (const char* p :
+       {"{\"a\":\"\\udc", "{\"a\":\"\\uDF", "{\"a\":\"\\ud83d\\ud8", "{\"a\":\"\\ud83d\\u0"}) {
+    CAPTURE(p);
+    CHECK_FALSE(JsonGrammar().accepts(p));
+  }
+  for (const char* p :
+       {"{\"a\":\"\\ud", "{\"a\":\"\\udbff", "{\"a\":\"\\ud83d\\ud", "{\"a\":\"\\ud83d\\udf"}) {
+    CAPTURE(p);
+    CHECK(JsonGrammar().accepts(p));
+  }
   // A refused byte leaves the state as it was.
   JsonGrammar h;
   REQUIRE(h.feed(std::string_view("{\"a\":")));

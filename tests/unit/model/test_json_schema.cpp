@@ -20,7 +20,7 @@
 #include "model/json_constraint.h"
 #include "model/json_number_bounds.h"
 #include "model/json_schema.h"
-#include "model/json_schema_grammar.h"
+#include "model/json_schema_nfa.h"
 
 using namespace ls;
 using nlohmann::json;
@@ -40,7 +40,7 @@ std::string compile_error(const std::string& schema) {
 }
 
 bool accepts(const JsonSchema& s, const std::string& doc) {
-  JsonSchemaGrammar g(s);
+  JsonSchemaNfa g(s);
   return g.feed(doc) && g.complete();
 }
 
@@ -232,9 +232,8 @@ struct Lex {
 // pieces and budget trials); the document if found. Keys are begun only
 // with a declared name (pieces[i] for i < n_keys), once per object: where
 // other keys are allowed the search could otherwise go on writing them.
-bool complete_from(const JsonSchemaGrammar& g, const Lex& lex,
-                   const std::vector<std::string>& pieces, size_t n_keys, std::string& out,
-                   size_t max_len, long& budget) {
+bool complete_from(const JsonSchemaNfa& g, const Lex& lex, const std::vector<std::string>& pieces,
+                   size_t n_keys, std::string& out, size_t max_len, long& budget) {
   if (g.complete()) return true;
   if (max_len == 0 || budget <= 0) return false;
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -247,7 +246,7 @@ bool complete_from(const JsonSchemaGrammar& g, const Lex& lex,
     for (char c : p) opens_key |= !l.read(c);
     if (opens_key && !key) continue;
     if (key) l.keys.back() |= uint64_t{1} << i;
-    JsonSchemaGrammar h = g;
+    JsonSchemaNfa h = g;
     if (!h.feed(p)) continue;
     out += p;
     if (complete_from(h, l, pieces, n_keys, out, max_len - 1, budget)) return true;
@@ -257,7 +256,7 @@ bool complete_from(const JsonSchemaGrammar& g, const Lex& lex,
 }
 
 // A prefix the automaton accepts must complete to a valid document.
-void check_completes(const JsonSchemaGrammar& g, const std::string& prefix, const json& schema) {
+void check_completes(const JsonSchemaNfa& g, const std::string& prefix, const json& schema) {
   std::string rest;
   long budget = 200000;
   CAPTURE(prefix);
@@ -279,7 +278,7 @@ const char* const kNames[] = {"a", "ab", "abc", "b", "name", "q\"x", "\xC3\xA9t\
 
 json random_schema(std::mt19937& rng, int depth, bool with_ref) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-  const int kind = depth <= 0 ? pick(7) : pick(12);
+  const int kind = depth <= 0 ? pick(7) : pick(13);
   switch (kind) {
     case 0: {
       json s = {{"type", "string"}};
@@ -340,6 +339,11 @@ json random_schema(std::mt19937& rng, int depth, bool with_ref) {
     }
     case 10:
       return {{"anyOf", {random_schema(rng, depth - 1, with_ref), {{"type", "null"}}}}};
+    case 11:
+      // Branches that may begin alike (two objects, two numbers, ...):
+      // the automaton follows both.
+      return {{"anyOf",
+               {random_schema(rng, depth - 1, with_ref), random_schema(rng, depth - 1, with_ref)}}};
     default:
       return json::object();  // any value
   }
@@ -449,12 +453,14 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
        "json schema: 'prefixItems' at the top level is not supported"},
       {R"({"$defs":{"a~b/c":{"type":"number","multipleOf":2}},"$ref":"#/$defs/a~0b~1c"})",
        "json schema: 'multipleOf' at /$defs/a~0b~1c is not supported"},
-      {R"({"anyOf":[{"type":"object","properties":{"a":{}}},{"type":"object"}]})",
-       "json schema: 'anyOf' at the top level has two branches that can both be an object"},
+      {R"({"oneOf":[{"type":"object","properties":{"a":{}}},{"type":"object"}]})",
+       "json schema: 'oneOf' at the top level has two branches that can both be an object"},
+      {R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})",
+       "json schema: the schema at the top level refers back to itself before reading a value"},
       {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
        "json schema: 'oneOf' at the top level has two branches that can both be a number"},
-      {R"({"anyOf":[{"enum":["a"]},{"type":"string"}]})",
-       "json schema: 'anyOf' at the top level has two branches that can both be a string"},
+      {R"({"oneOf":[{"enum":["a"]},{"type":"string"}]})",
+       "json schema: 'oneOf' at the top level has two branches that can both be a string"},
       {R"({"$ref":"https://example.com/s.json"})",
        "json schema: '$ref' at the top level is 'https://example.com/s.json'; only references"},
       {R"({"$ref":"#/$defs/missing"})",
@@ -485,6 +491,14 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
     const std::string e = compile_error(c.schema);
     CHECK_MESSAGE(e.rfind(c.message, 0) == 0, e);
   }
+  // anyOf of 17 objects leaves 17 paths open at '{'.
+  json many = {{"anyOf", json::array()}};
+  for (int i = 0; i < 17; ++i) many["anyOf"].push_back({{"type", "object"}});
+  CHECK(compile_error(many.dump())
+            .rfind("json schema: anyOf at the top level leaves more than 16 branches open", 0) ==
+        0);
+  many["anyOf"].erase(0);
+  CHECK(compile_error(many.dump()) == "(compiled)");
   // Annotations are not refused.
   CHECK(compile_error(R"({"title":"T","description":"d","$schema":"x","$id":"y","default":1,)"
                       R"("examples":[1],"type":"integer"})") == "(compiled)");
@@ -572,6 +586,23 @@ TEST_CASE("json schema: the automaton accepts the valid documents of each schema
       {R"({"definitions":{"T":{"type":"array","items":{"$ref":"#/definitions/T"}}},"$ref":"#/definitions/T"})",
        {"[]", "[[],[[]]]"},
        {"[1]", "[[{}]]"}},
+      // anyOf branches that begin alike (pydantic's union of models): each
+      // followed until the bytes tell them apart.
+      {R"({"$defs":{"Cat":{"type":"object","properties":{"kind":{"const":"cat"},"meow":{"type":"boolean"}},
+            "required":["kind","meow"],"additionalProperties":false},
+           "Dog":{"type":"object","properties":{"kind":{"const":"dog"},"bark":{"type":"integer"}},
+            "required":["kind","bark"],"additionalProperties":false}},
+          "type":"object","properties":{"pets":{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Cat"},{"$ref":"#/$defs/Dog"}]}}},
+          "required":["pets"]})",
+       {R"({"pets":[{"kind":"cat","meow":true},{"bark":3,"kind":"dog"}]})", R"({"pets":[]})"},
+       {R"({"pets":[{"kind":"cat","bark":3}]})", R"({"pets":[{"kind":"dog","meow":true}]})",
+        R"({"pets":[{"kind":"cat"}]})", R"({"pets":[{}]})"}},
+      {R"({"anyOf":[{"type":"integer","maximum":0},{"type":"number","minimum":5}]})",
+       {"-3", "0", "5.5", "7"},
+       {"3", "4.9", "0.5"}},
+      {R"({"anyOf":[{"type":"string","maxLength":1},{"enum":["hello"]},{"type":"null"}]})",
+       {R"("a")", R"("hello")", "null"},
+       {R"("he")", R"("hello!")"}},
       // Other keys: allowed with any value, or with a schema; {} is any value.
       {R"({"type":"object","properties":{"a":{"type":"integer"}}})",
        {R"({"a":1,"b":"x","c":[{"d":null}]})", R"({})", R"({"ab":2})"},
@@ -605,7 +636,7 @@ TEST_CASE("json schema: no dead ends: an object waits for its required keys, key
   const auto s = compiled(
       R"({"type":"object","properties":{"name":{"type":"string"},"nick":{"type":"string"}},
           "required":["name"],"additionalProperties":false})");
-  JsonSchemaGrammar g(*s);
+  JsonSchemaNfa g(*s);
   REQUIRE(g.feed("{"));
   CHECK_FALSE(g.accepts("}"));       // "name" is due
   CHECK(g.accepts("\"n"));           // a prefix of both names
@@ -615,13 +646,13 @@ TEST_CASE("json schema: no dead ends: an object waits for its required keys, key
   REQUIRE(g.feed("\"nick\":\"x\","));
   CHECK_FALSE(g.accepts("\"ni"));  // used
   CHECK(g.accepts("\"name\":\"y\"}"));
-  JsonSchemaGrammar full(*s);
+  JsonSchemaNfa full(*s);
   REQUIRE(full.feed("{\"name\":\"a\",\"nick\":\"b\""));
   CHECK_FALSE(full.accepts(","));  // no key is left to write
   CHECK(full.accepts("}"));
   // maxItems stops ','; enum strings match a candidate's prefix.
   const auto a = compiled(R"({"type":"array","items":{"enum":["ab","cd"]},"maxItems":2})");
-  JsonSchemaGrammar h(*a);
+  JsonSchemaNfa h(*a);
   REQUIRE(h.feed("[\"ab\",\"c"));
   CHECK_FALSE(h.accepts("x"));
   CHECK_FALSE(h.accepts("\""));
@@ -630,7 +661,7 @@ TEST_CASE("json schema: no dead ends: an object waits for its required keys, key
   CHECK(h.accepts("]"));
   // A top-level number is complete but not closed; a string is both.
   const auto n = compiled(R"({"enum":[1,12]})");
-  JsonSchemaGrammar k(*n);
+  JsonSchemaNfa k(*n);
   REQUIRE(k.feed("1"));
   CHECK(k.complete());
   CHECK_FALSE(k.closed());
@@ -663,7 +694,7 @@ TEST_CASE(
       REQUIRE(valid(v, schema, schema));
       for (const std::string& doc : {v.dump(), enums ? v.dump() : v.dump(1)}) {
         CAPTURE(doc);
-        JsonSchemaGrammar g(s);
+        JsonSchemaNfa g(s);
         for (size_t k = 0; k < doc.size(); ++k) {
           REQUIRE(g.feed(static_cast<uint8_t>(doc[k])));
           if (rng() % 8 == 0) check_completes(g, doc.substr(0, k + 1), schema);
@@ -676,7 +707,7 @@ TEST_CASE(
     // completes, and so must the walk's end.
     static const std::string alphabet = completion_alphabet();
     for (int w = 0; w < 4; ++w) {
-      JsonSchemaGrammar g(s);
+      JsonSchemaNfa g(s);
       std::string prefix;
       for (int step = 0; step < 60 && !g.closed(); ++step) {
         std::vector<char> ok;
