@@ -110,7 +110,8 @@ class Compiler {
     static const std::set<std::string, std::less<>> kKnown = {
         "type",  "enum",     "const",    "properties", "required",         "additionalProperties",
         "items", "minItems", "maxItems", "minLength",  "maxLength",        "anyOf",
-        "oneOf", "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum"};
+        "oneOf", "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum",
+        "format"};
     for (const auto& [k, v] : s.items())
       if (!kKnown.count(k) && !kAnnotations.count(k)) return unsupported(k, path);
     // The keywords that decide the kind of node, and what may stand beside them.
@@ -232,6 +233,21 @@ class Compiler {
     auto bounds = bounds_of(s, path);
     if (!bounds) return bounds.error();
     n.bounds = *bounds;
+    if (s.contains("format")) {
+      const json& f = s.at("format");
+      n.format = f.is_string() ? json_string_format_from_name(f.get<std::string>())
+                               : JsonStringFormat::None;
+      if (n.format == JsonStringFormat::None)
+        return make_error(
+            "json schema: 'format' %s at %s is not supported (date, time, date-time and uuid are)",
+            f.dump().c_str(), where(path).c_str());
+      // A format fixes the length, or most of it: lengths beside it could
+      // leave a string no way to end.
+      for (const char* k : {"minLength", "maxLength"})
+        if (s.contains(k))
+          return make_error("json schema: '%s' beside 'format' at %s is not supported", k,
+                            where(path).c_str());
+    }
     if (s.contains("minLength")) {
       auto v = count(s, "minLength", path);
       if (!v) return v.error();

@@ -5,7 +5,8 @@
 //
 // Supported: type (one or a list), enum, const, properties, required,
 // additionalProperties (false, true, or a schema), items, minItems, maxItems,
-// minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum
+// minLength, maxLength, format (date, time, date-time, uuid:
+// model/json_string_format.h), minimum, maximum, exclusiveMinimum, exclusiveMaximum
 // (numbers under bounds are written without an exponent:
 // model/json_number_bounds.h), anyOf (any branches: pydantic's unions of
 // models; the automaton follows every branch a value may still be in),
@@ -30,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json_number_bounds.h"
+#include "model/json_string_format.h"
 #include "runtime/status.h"
 
 namespace ls {
@@ -59,6 +61,7 @@ struct JsonSchema {
     bool integer_only = false;
     JsonNumberBounds bounds;  // number: minimum, maximum and their exclusive forms
     uint32_t min_length = 0, max_length = kUnbounded;  // string, in characters
+    JsonStringFormat format = JsonStringFormat::None;  // string: date, time, date-time, uuid
     int32_t items = -1;                                // array: the items' node
     uint32_t min_items = 0, max_items = kUnbounded;
     // object: property names as the model writes them (quoted, escaped),

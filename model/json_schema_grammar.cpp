@@ -104,12 +104,15 @@ bool JsonSchemaGrammar::step(uint8_t b) {
     case Mode::String: {
       if (lx != JsonGrammar::Lexeme::StringBody) return true;  // within a character
       const JsonSchema::Node& n = node(c_.node);
+      const bool formatted = n.format != JsonStringFormat::None;
       if (b == '"') {
-        if (c_.chars < n.min_length) return false;
+        if (c_.chars < n.min_length || (formatted && !c_.fmt.complete())) return false;
         c_.mode = Mode::Structure;
         return value_end();
       }
       if (c_.chars == n.max_length) return false;
+      // A format's characters come as themselves: no escape, no UTF-8.
+      if (formatted && (b == '\\' || b >= 0x80 || !c_.fmt.take(n.format, b))) return false;
       ++c_.chars;  // a character (or an escape, a surrogate pair's once) begins
       return true;
     }
@@ -214,7 +217,7 @@ bool JsonSchemaGrammar::same(const JsonSchemaGrammar& o) const {
   if (s_ != o.s_ || a.mode != b.mode || a.done != b.done || a.depth != b.depth) return false;
   switch (a.mode) {
     case Mode::String:
-      if (a.node != b.node || a.chars != b.chars) return false;
+      if (a.node != b.node || a.chars != b.chars || !(a.fmt == b.fmt)) return false;
       break;
     case Mode::Key:
       if (a.node != b.node || a.lo != b.lo || a.hi != b.hi || a.pos != b.pos ||
@@ -281,6 +284,7 @@ bool JsonSchemaGrammar::value_start(int32_t at, uint8_t b) {
       c_.mode = Mode::String;
       c_.node = r;
       c_.chars = 0;
+      c_.fmt = JsonFormatState::start(n.format);
       return true;
     case JsonSchema::kNumber:
       c_.mode = Mode::Number;

@@ -97,6 +97,7 @@ class JsonSchemaGrammar {
     uint8_t num_len = 0;
     int32_t node = -1;        // String / Key / Enum: the node read against
     uint32_t chars = 0;       // String: characters read
+    JsonFormatState fmt;      // String with a format: where its text stands
     uint32_t lo = 0, hi = 0;  // Key / Enum: the candidates the bytes so far match
     uint32_t pos = 0;         // their bytes matched
     uint64_t avail = 0;       // Key: declared properties it may still be

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,35 @@ size_t code_points(const std::string& s) {
 }
 
 bool valid(const json& v, const json& schema, const json& root);
+
+// The formats, by regular expression and the calendar (not the automaton's way).
+bool leap(int y) {
+  return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+}
+bool date_ok(const std::string& d) {
+  static const std::regex re(R"(^(\d{4})-(\d{2})-(\d{2})$)");
+  std::smatch m;
+  if (!std::regex_match(d, m, re)) return false;
+  const int y = std::stoi(m[1]), mo = std::stoi(m[2]), da = std::stoi(m[3]);
+  static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (mo < 1 || mo > 12) return false;
+  return da >= 1 && da <= days[mo - 1] + (mo == 2 && leap(y));
+}
+bool time_ok(const std::string& t) {
+  static const std::regex re(
+      R"(^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$)");
+  return std::regex_match(t, re);
+}
+bool format_ok(const std::string& f, const std::string& v) {
+  if (f == "date") return date_ok(v);
+  if (f == "time") return time_ok(v);
+  if (f == "date-time") {
+    const size_t t = v.find('T');
+    return t != std::string::npos && date_ok(v.substr(0, t)) && time_ok(v.substr(t + 1));
+  }
+  static const std::regex uuid(R"(^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$)");
+  return f == "uuid" && std::regex_match(v, uuid);
+}
 
 bool valid_ref(const json& v, const std::string& ref, const json& root) {
   return valid(v, root.at(json::json_pointer(ref.substr(1))), root);
@@ -104,6 +134,7 @@ bool valid(const json& v, const json& s, const json& root) {
     if (s.contains("exclusiveMaximum") && !(x < s["exclusiveMaximum"].get<double>())) return false;
   }
   if (v.is_string()) {
+    if (s.contains("format") && !format_ok(s["format"], v.get<std::string>())) return false;
     const size_t n = code_points(v.get<std::string>());
     if (s.contains("minLength") && n < s["minLength"].get<size_t>()) return false;
     if (s.contains("maxLength") && n > s["maxLength"].get<size_t>()) return false;
@@ -282,6 +313,11 @@ json random_schema(std::mt19937& rng, int depth, bool with_ref) {
   switch (kind) {
     case 0: {
       json s = {{"type", "string"}};
+      if (pick(4) == 0) {
+        const char* const formats[] = {"date", "time", "date-time", "uuid"};
+        s["format"] = formats[pick(4)];
+        return s;
+      }
       if (pick(2)) s["minLength"] = pick(3);
       if (pick(2)) s["maxLength"] = 3 + pick(4);
       return s;
@@ -370,6 +406,33 @@ json random_value(std::mt19937& rng, const json& s, const json& root, int depth)
   }
   std::string t =
       s["type"].is_string() ? s["type"].get<std::string>() : s["type"][pick(2)].get<std::string>();
+  if (t == "string" && s.contains("format")) {
+    auto two = [&](int lo, int hi) {
+      const int v = lo + pick(hi - lo + 1);
+      return std::string(1, static_cast<char>('0' + v / 10)) + static_cast<char>('0' + v % 10);
+    };
+    auto date = [&] {
+      const int y = pick(10000), mo = 1 + pick(12);
+      static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+      char b[16];
+      std::snprintf(b, sizeof b, "%04d-%02d-", y, mo);
+      return b + two(1, days[mo - 1] + (mo == 2 && leap(y)));
+    };
+    auto time = [&] {
+      std::string t = two(0, 23) + ":" + two(0, 59) + ":" + two(0, 59);
+      if (pick(2)) t += "." + std::to_string(pick(1000));
+      return t + (pick(2) ? std::string("Z")
+                          : std::string(pick(2) ? "+" : "-") + two(0, 23) + ":" + two(0, 59));
+    };
+    const std::string f = s["format"];
+    if (f == "date") return date();
+    if (f == "time") return time();
+    if (f == "date-time") return date() + "T" + time();
+    std::string u;
+    for (int i = 0; i < 36; ++i)
+      u += i == 8 || i == 13 || i == 18 || i == 23 ? '-' : "0123456789abcdefABCDEF"[pick(22)];
+    return u;
+  }
   if (t == "string") {
     const size_t lo = s.value("minLength", 0), hi = s.value("maxLength", 6);
     const size_t n = lo + (hi > lo ? pick(static_cast<int>(hi - lo + 1)) : 0);
@@ -433,8 +496,6 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
   const Case cases[] = {
       {R"({"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}})",
        "json schema: 'pattern' at /properties/name is not supported"},
-      {R"({"type":"string","format":"date"})",
-       "json schema: 'format' at the top level is not supported"},
       {R"({"type":"array","items":{"type":"integer","multipleOf":3}})",
        "json schema: 'multipleOf' at /items is not supported"},
       {R"({"type":"number","minimum":0,"exclusiveMinimum":true})",
@@ -445,6 +506,10 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
        "json schema: no JSON value matches the schema"},
       {R"({"type":"number","exclusiveMinimum":1,"maximum":1})",
        "json schema: no JSON value matches the schema"},
+      {R"({"type":"string","format":"email"})",
+       "json schema: 'format' \"email\" at the top level is not supported (date, time, date-time"},
+      {R"({"type":"string","format":"date","maxLength":8})",
+       "json schema: 'maxLength' beside 'format' at the top level is not supported"},
       {R"({"allOf":[{"type":"string"}]})",
        "json schema: 'allOf' at the top level is not supported"},
       {R"({"type":"object","patternProperties":{"a":{}}})",
@@ -487,7 +552,7 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
       {"{", "json schema: not JSON"},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.schema);
+    CAPTURE(std::string(c.schema));
     const std::string e = compile_error(c.schema);
     CHECK_MESSAGE(e.rfind(c.message, 0) == 0, e);
   }
@@ -603,6 +668,26 @@ TEST_CASE("json schema: the automaton accepts the valid documents of each schema
       {R"({"anyOf":[{"type":"string","maxLength":1},{"enum":["hello"]},{"type":"null"}]})",
        {R"("a")", R"("hello")", "null"},
        {R"("he")", R"("hello!")"}},
+      // Formats: RFC 3339 dates and times (the day must exist), RFC 4122 uuids.
+      {R"({"type":"string","format":"date"})",
+       {R"("2024-02-29")", R"("2023-12-31")", R"("0000-01-01")", R"("2000-02-29")"},
+       {R"("2023-02-29")", R"("1900-02-29")", R"("2024-13-01")", R"("2024-1-01")",
+        R"("2024-00-10")", R"("2024-04-31")", R"("24-01-01")", R"("2024-01-01T")",
+        R"("2024-01\/01")", "1"}},
+      {R"({"type":"string","format":"date-time"})",
+       {R"("2024-02-29T23:59:59Z")", R"("2024-01-01T00:00:00.123+05:30")",
+        R"("1999-12-31T12:00:00-08:00")", R"("2024-01-01T00:00:00.123456789Z")"},
+       {R"("2024-01-01 00:00:00Z")", R"("2024-01-01T24:00:00Z")", R"("2024-01-01T00:00:00")",
+        R"("2024-01-01T00:00:60Z")", R"("2024-01-01T00:00:00.Z")", R"("2024-01-01T00:00:00z")",
+        R"("2024-01-01T00:00:00.1234567890Z")", R"("2024-01-01T00:00:00+24:00")"}},
+      {R"({"type":"string","format":"time"})",
+       {R"("12:34:56Z")", R"("00:00:00.5+00:00")", R"("23:59:59-23:59")"},
+       {R"("12:34Z")", R"("12:34:56")", R"("2024-01-01T12:34:56Z")"}},
+      {R"({"type":["string","null"],"format":"uuid"})",
+       {R"("123e4567-e89b-12d3-a456-426614174000")", R"("123E4567-E89B-12D3-A456-426614174000")",
+        "null"},
+       {R"("123e4567e89b-12d3-a456-426614174000")", R"("123e4567-e89b-12d3-a456-42661417400g")",
+        R"("123e4567-e89b-12d3-a456-4266141740000")"}},
       // Other keys: allowed with any value, or with a schema; {} is any value.
       {R"({"type":"object","properties":{"a":{"type":"integer"}}})",
        {R"({"a":1,"b":"x","c":[{"d":null}]})", R"({})", R"({"ab":2})"},
@@ -617,16 +702,16 @@ TEST_CASE("json schema: the automaton accepts the valid documents of each schema
        {R"({"b":[1]})", R"({"c":1})"}},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.schema);
+    CAPTURE(std::string(c.schema));
     const auto s = compiled(c.schema);
     const json schema = json::parse(c.schema);
     for (const char* d : c.good) {
-      CAPTURE(d);
+      CAPTURE(std::string(d));
       CHECK(accepts(*s, d));
       CHECK(valid(json::parse(d), schema, schema));  // the table itself is right
     }
     for (const char* d : c.bad) {
-      CAPTURE(d);
+      CAPTURE(std::string(d));
       CHECK_FALSE(accepts(*s, d));
     }
   }
@@ -832,4 +917,51 @@ TEST_CASE("json number bounds: exact decimals; open and closed ends; a prefix fi
   t.min = d("1e-45");
   t.max = d("2e-45");
   CHECK_FALSE(t.satisfiable(false));
+}
+
+namespace {
+
+// Whether some characters of the alphabet finish the string g is in.
+bool finishes(const JsonSchemaNfa& g, const std::string& alphabet, int depth) {
+  if (g.complete()) return true;
+  if (depth == 0) return false;
+  for (char c : alphabet) {
+    JsonSchemaNfa h = g;
+    if (h.feed(static_cast<uint8_t>(c)) && finishes(h, alphabet, depth - 1)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("json schema: string formats: every prefix the automaton takes can be finished") {
+  // Random walks over the characters a format uses: each step picks among
+  // those the automaton takes, and the walk's end must still finish (the
+  // day a month has, the hour's second digit, the fraction, the offset).
+  const std::string alphabet = "\"0123456789-:TZ+.aAfFgz ";
+  std::mt19937 rng(20261206);
+  for (const char* f : {"date", "time", "date-time", "uuid"}) {
+    CAPTURE(f);
+    const auto s = compiled(json{{"type", "string"}, {"format", f}}.dump());
+    int finished = 0;
+    for (int walk = 0; walk < 3000; ++walk) {
+      JsonSchemaNfa g(*s);
+      REQUIRE(g.feed(static_cast<uint8_t>('"')));
+      std::string text = "\"";
+      const int steps = static_cast<int>(rng() % 40);
+      for (int i = 0; i < steps && !g.complete(); ++i) {
+        std::string ok;
+        for (char c : alphabet)
+          if (g.accepts(std::string_view(&c, 1))) ok += c;
+        if (ok.empty()) break;
+        const char c = ok[rng() % ok.size()];
+        REQUIRE(g.feed(static_cast<uint8_t>(c)));
+        text += c;
+      }
+      CAPTURE(text);
+      REQUIRE_MESSAGE(finishes(g, alphabet, 40), "a dead end");
+      finished += g.complete();
+    }
+    CHECK(finished > 0);
+  }
 }

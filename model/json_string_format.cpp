@@ -1,0 +1,151 @@
+#include "model/json_string_format.h"
+
+namespace ls {
+
+namespace {
+
+bool digit(uint8_t c) {
+  return c >= '0' && c <= '9';
+}
+bool hex(uint8_t c) {
+  return digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+int days_in(int year, int month) {
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
+// A two-digit field from lo to hi: its first digit may come if a second
+// makes a value in range; its second, if the value is.
+bool two_digits(uint8_t pos_in_field, uint8_t first, uint8_t c, int lo, int hi) {
+  if (!digit(c)) return false;
+  const int d = c - '0';
+  if (pos_in_field == 0) return d * 10 <= hi && d * 10 + 9 >= lo;
+  const int v = first * 10 + d;
+  return v >= lo && v <= hi;
+}
+
+}  // namespace
+
+JsonStringFormat json_string_format_from_name(std::string_view name) {
+  if (name == "date") return JsonStringFormat::Date;
+  if (name == "time") return JsonStringFormat::Time;
+  if (name == "date-time") return JsonStringFormat::DateTime;
+  if (name == "uuid") return JsonStringFormat::Uuid;
+  return JsonStringFormat::None;
+}
+
+JsonFormatState JsonFormatState::start(JsonStringFormat f) {
+  JsonFormatState s;
+  s.stage = f == JsonStringFormat::Time   ? TimeStage
+            : f == JsonStringFormat::Uuid ? UuidStage
+                                          : DateStage;
+  return s;
+}
+
+bool JsonFormatState::take(JsonStringFormat f, uint8_t c) {
+  switch (stage) {
+    case DateStage:  // YYYY-MM-DD
+      switch (pos) {
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+          if (!digit(c)) return false;
+          year = static_cast<uint16_t>(year * 10 + (c - '0'));
+          break;
+        case 4:
+        case 7:
+          if (c != '-') return false;
+          break;
+        case 5:
+        case 6:
+          if (!two_digits(pos - 5, first, c, 1, 12)) return false;
+          if (pos == 6) month = static_cast<uint8_t>(first * 10 + (c - '0'));
+          break;
+        case 8:
+        case 9:
+          if (!two_digits(pos - 8, first, c, 1, days_in(year, month))) return false;
+          break;
+      }
+      if (digit(c)) first = static_cast<uint8_t>(c - '0');
+      if (++pos == 10) {
+        pos = 0;
+        stage = f == JsonStringFormat::Date ? Done : TimeStage;
+        // date-time: the 'T' comes as the time stage's character -1.
+        if (stage == TimeStage) pos = 0xFF;
+      }
+      return true;
+    case TimeStage:  // [T]HH:MM:SS
+      if (pos == 0xFF) {
+        if (c != 'T') return false;
+        pos = 0;
+        return true;
+      }
+      switch (pos) {
+        case 0:
+        case 1:
+          if (!two_digits(pos, first, c, 0, 23)) return false;
+          break;
+        case 2:
+        case 5:
+          if (c != ':') return false;
+          break;
+        default:  // 3, 4, 6, 7
+          if (!two_digits(pos % 3 == 0 ? 0 : 1, first, c, 0, 59)) return false;
+      }
+      if (digit(c)) first = static_cast<uint8_t>(c - '0');
+      if (++pos == 8) stage = AfterSeconds, pos = 0;
+      return true;
+    case AfterSeconds:
+      if (c == '.') {
+        stage = Fraction;
+        pos = 0;
+        return true;
+      }
+      [[fallthrough]];
+    case Fraction:
+      if (stage == Fraction && digit(c) && pos < 9) {
+        ++pos;
+        return true;
+      }
+      if (stage == Fraction && pos == 0) return false;  // "12:00:00." needs a digit
+      if (c == 'Z') {
+        stage = Done;
+        return true;
+      }
+      if (c != '+' && c != '-') return false;
+      stage = Offset;
+      pos = 0;
+      return true;
+    case Offset:  // HH:MM
+      switch (pos) {
+        case 0:
+        case 1:
+          if (!two_digits(pos, first, c, 0, 23)) return false;
+          break;
+        case 2:
+          if (c != ':') return false;
+          break;
+        default:  // 3, 4
+          if (!two_digits(pos - 3, first, c, 0, 59)) return false;
+      }
+      if (digit(c)) first = static_cast<uint8_t>(c - '0');
+      if (++pos == 5) stage = Done;
+      return true;
+    case UuidStage:  // 8-4-4-4-12
+      if (pos == 8 || pos == 13 || pos == 18 || pos == 23) {
+        if (c != '-') return false;
+      } else if (!hex(c)) {
+        return false;
+      }
+      if (++pos == 36) stage = Done;
+      return true;
+    default:  // Done: nothing more
+      return false;
+  }
+}
+
+}  // namespace ls
