@@ -2,6 +2,8 @@
 // defines: chat_format_for, chat_render, chat_render_turn
 #include "model/chat.h"
 
+#include <nlohmann/json.hpp>
+
 namespace ls {
 
 namespace {
@@ -25,6 +27,55 @@ void llama3_message(std::string& out, const std::string& role, const std::string
   out += role;
   out += "<|end_header_id|>\n\n";
   out += trim(content);
+  out += kLlama3Eot;
+}
+
+// A tool as Llama 3.1's template lists it: OpenAI's tool object as JSON,
+// indented by 4. ordered_json: the keys in the order the model saw in
+// tuning (type, function: name, description, parameters), and the client's
+// order inside the schema.
+std::string llama3_tool_json(const ChatTool& t) {
+  using ojson = nlohmann::ordered_json;
+  ojson fn;
+  fn["name"] = t.name;
+  if (!t.description.empty()) fn["description"] = t.description;
+  ojson params = ojson::parse(t.parameters, nullptr, /*allow_exceptions=*/false);
+  // (The server checked the schema; text that is not JSON is kept as a string.)
+  fn["parameters"] = params.is_discarded() ? ojson(t.parameters) : std::move(params);
+  ojson tool;
+  tool["type"] = "function";
+  tool["function"] = std::move(fn);
+  return tool.dump(4, ' ', false, ojson::error_handler_t::replace);
+}
+
+// The user turn that carries the tools: the instruction, the tools, then
+// the user's own words.
+void llama3_tools_user(std::string& out, const std::vector<ChatTool>& tools,
+                       const std::string& content) {
+  out += "<|start_header_id|>user<|end_header_id|>\n\n";
+  out += kLlama3ToolsPreamble;
+  for (const ChatTool& t : tools) {
+    out += llama3_tool_json(t);
+    out += "\n\n";
+  }
+  out += trim(content);
+  out += kLlama3Eot;
+}
+
+// An assistant turn that called tools: each call as the JSON the model is
+// asked to write, {"name": ..., "parameters": ...}.
+void llama3_tool_calls(std::string& out, const std::vector<ChatToolCall>& calls) {
+  out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i > 0) out += "\n";
+    out += "{\"name\": ";
+    out += nlohmann::json(calls[i].name)
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += ", \"parameters\": ";
+    const std::string args = trim(calls[i].arguments);
+    out += args.empty() ? std::string("{}") : args;
+    out += "}";
+  }
   out += kLlama3Eot;
 }
 
@@ -56,11 +107,34 @@ ChatFormat chat_format_for(const std::string* chat_template, bool is_llama3_voca
 }
 
 std::string chat_render(ChatFormat f, const std::vector<ChatMessage>& msgs,
-                        bool add_generation_prompt) {
+                        bool add_generation_prompt, const std::vector<ChatTool>& tools) {
   std::string out;
   if (f == ChatFormat::Llama3) {
     out += kLlama3Bos;
-    for (const ChatMessage& m : msgs) llama3_message(out, m.role, m.content);
+    // The tools go into the first user message; without one, into a user
+    // turn of their own after the leading system messages.
+    size_t tools_at = msgs.size();
+    if (!tools.empty()) {
+      for (size_t i = 0; i < msgs.size() && tools_at == msgs.size(); ++i)
+        if (msgs[i].role == "user") tools_at = i;
+      if (tools_at == msgs.size()) {
+        tools_at = 0;
+        while (tools_at < msgs.size() && msgs[tools_at].role == "system") ++tools_at;
+      }
+    }
+    for (size_t i = 0; i <= msgs.size(); ++i) {
+      const bool user_here = i < msgs.size() && msgs[i].role == "user";
+      if (!tools.empty() && i == tools_at) {
+        llama3_tools_user(out, tools, user_here ? msgs[i].content : std::string());
+        if (user_here) continue;
+      }
+      if (i == msgs.size()) break;
+      const ChatMessage& m = msgs[i];
+      if (m.role == "assistant" && !m.tool_calls.empty())
+        llama3_tool_calls(out, m.tool_calls);
+      else  // a tool's result is Llama 3.1's "ipython" turn
+        llama3_message(out, m.role == "tool" ? "ipython" : m.role, m.content);
+    }
     if (add_generation_prompt) llama3_generation_prompt(out);
     return out;
   }

@@ -14,8 +14,20 @@
 //            already ends where the reply starts.
 // (llama.cpp's plain "llama2" has no <<SYS>> block; its "-strip" variant trims
 // the content and its "-bos" variant writes "<s>" before later "[INST]"s.)
-// defines: ChatFormat, ChatMessage, chat_format_for, chat_bos_in_text, chat_render,
-// chat_render_turn
+//
+// Tool calling (Llama 3 only: Llama 3.1's JSON tool calling, with Meta's
+// default of the tools in the first user message):
+//   - the first user message's content is preceded by kLlama3ToolsPreamble,
+//     then each tool as {"type": "function", "function": {...}} in JSON
+//     indented by 4, each followed by "\n\n"; with no user message, that
+//     block is a user turn of its own after the leading system messages;
+//   - an assistant tool call is {"name": NAME, "parameters": ARGUMENTS}
+//     (ARGUMENTS the call's JSON text as sent), several on lines of their own;
+//   - a tool result is an "ipython" turn: "<|start_header_id|>ipython<|end_header_id|>\n\n"
+//     trim(content) "<|eot_id|>".
+// Without tools and tool messages the output is the plain rendering above.
+// defines: ChatFormat, ChatToolCall, ChatMessage, ChatTool, kLlama3ToolsPreamble,
+// chat_format_for, chat_bos_in_text, chat_has_tools, chat_render, chat_render_turn
 #pragma once
 
 #include <string>
@@ -25,10 +37,34 @@ namespace ls {
 
 enum class ChatFormat { Llama3, Llama2 };
 
-struct ChatMessage {
-  std::string role;  // system, user, assistant
-  std::string content;
+// An assistant's call of a tool (OpenAI's tool_calls[]).
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object's text
 };
+
+struct ChatMessage {
+  std::string role;  // system, user, assistant, tool
+  std::string content;
+  std::vector<ChatToolCall> tool_calls{};  // assistant: the calls it made (content unused)
+  std::string tool_call_id{};              // tool: the call this is the result of
+};
+
+// A function the model may call (OpenAI's tools[].function).
+struct ChatTool {
+  std::string name;
+  std::string description{};  // empty: none given
+  std::string parameters{};   // its JSON schema's text
+};
+
+// Llama 3.1's instruction for JSON tool calls (Meta's template, word for
+// word, its missing space after "value}." included: the model was tuned on it).
+inline constexpr const char* kLlama3ToolsPreamble =
+    "Given the following functions, please respond with a JSON for a function call with its "
+    "proper arguments that best answers the given prompt.\n\nRespond in the format "
+    "{\"name\": function name, \"parameters\": dictionary of argument name and its value}."
+    "Do not use variables.\n\n";
 
 // The format: from the GGUF's tokenizer.chat_template when it names one
 // ("[INST]" -> Llama2, "<|start_header_id|>" -> Llama3, checked in llama.cpp's
@@ -42,9 +78,15 @@ inline bool chat_bos_in_text(ChatFormat f) {
   return f == ChatFormat::Llama3;
 }
 
-// The prompt text that precedes the assistant's reply.
+// Whether the format renders tools, tool calls and tool results (Llama 3).
+inline bool chat_has_tools(ChatFormat f) {
+  return f == ChatFormat::Llama3;
+}
+
+// The prompt text that precedes the assistant's reply; tools (Llama 3 only,
+// see chat_has_tools) are listed for the model as above.
 std::string chat_render(ChatFormat f, const std::vector<ChatMessage>& msgs,
-                        bool add_generation_prompt);
+                        bool add_generation_prompt, const std::vector<ChatTool>& tools = {});
 
 // Multi-turn with the KV cache kept: the text to append for one more user turn,
 // ending with the generation prompt. first_turn: the whole opening prompt

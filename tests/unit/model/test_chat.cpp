@@ -119,3 +119,111 @@ TEST_CASE("chat: turns appended to the cache continue the full rendering") {
   CHECK(chat_render_turn(ChatFormat::Llama2, {"user", "Hi"}, true, &sys) ==
         "[INST] <<SYS>>\nS\n<</SYS>>\n\nHi [/INST]");
 }
+
+// Tools: Llama 3.1's JSON tool calling, the expected text written out from
+// Meta's template (tools in the first user message, indented by 4; a call
+// as {"name": ..., "parameters": ...}; a result as an ipython turn).
+TEST_CASE("chat: llama3 with tools, a tool call and its result") {
+  const std::vector<ChatTool> tools = {
+      {"get_weather", "The weather in a city.",
+       R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})"},
+      {"now", "", R"({"type":"object","properties":{}})"}};
+  std::vector<ChatMessage> msgs = {{"system", "Be brief."}, {"user", " Weather in Paris? "}};
+  const std::string preamble =
+      "Given the following functions, please respond with a JSON for a function call with its "
+      "proper arguments that best answers the given prompt.\n\n"
+      "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument "
+      "name and its value}.Do not use variables.\n\n";
+  const std::string weather =
+      "{\n"
+      "    \"type\": \"function\",\n"
+      "    \"function\": {\n"
+      "        \"name\": \"get_weather\",\n"
+      "        \"description\": \"The weather in a city.\",\n"
+      "        \"parameters\": {\n"
+      "            \"type\": \"object\",\n"
+      "            \"properties\": {\n"
+      "                \"city\": {\n"
+      "                    \"type\": \"string\"\n"
+      "                }\n"
+      "            },\n"
+      "            \"required\": [\n"
+      "                \"city\"\n"
+      "            ]\n"
+      "        }\n"
+      "    }\n"
+      "}\n\n";
+  // No description: no such key.
+  const std::string now =
+      "{\n"
+      "    \"type\": \"function\",\n"
+      "    \"function\": {\n"
+      "        \"name\": \"now\",\n"
+      "        \"parameters\": {\n"
+      "            \"type\": \"object\",\n"
+      "            \"properties\": {}\n"
+      "        }\n"
+      "    }\n"
+      "}\n\n";
+  const std::string opening =
+      "<|begin_of_text|>"
+      "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+      "<|start_header_id|>user<|end_header_id|>\n\n" +
+      preamble + weather + now + "Weather in Paris?<|eot_id|>";
+  CHECK(chat_render(ChatFormat::Llama3, msgs, true, tools) ==
+        opening + "<|start_header_id|>assistant<|end_header_id|>\n\n");
+
+  // The call and its result, then the model answers in words.
+  ChatMessage call{"assistant", ""};
+  call.tool_calls.push_back({"call_1", "get_weather", R"({"city": "Paris"})"});
+  ChatMessage result{"tool", " 18C, sunny\n"};
+  result.tool_call_id = "call_1";
+  msgs.push_back(call);
+  msgs.push_back(result);
+  CHECK(chat_render(ChatFormat::Llama3, msgs, true, tools) ==
+        opening +
+            "<|start_header_id|>assistant<|end_header_id|>\n\n"
+            "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|eot_id|>"
+            "<|start_header_id|>ipython<|end_header_id|>\n\n18C, sunny<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+
+  // Two calls in one message: one per line. Tool messages render without tools too.
+  ChatMessage two{"assistant", "ignored"};
+  two.tool_calls = {{"a", "now", "{}"}, {"b", "now", ""}};
+  CHECK(chat_render(ChatFormat::Llama3, {two, {"tool", "noon"}}, false) ==
+        "<|begin_of_text|><|start_header_id|>assistant<|end_header_id|>\n\n"
+        "{\"name\": \"now\", \"parameters\": {}}\n{\"name\": \"now\", \"parameters\": {}}<|eot_id|>"
+        "<|start_header_id|>ipython<|end_header_id|>\n\nnoon<|eot_id|>");
+
+  // No user message: the tools are a user turn of their own after the system messages.
+  CHECK(chat_render(ChatFormat::Llama3, {{"system", "S"}}, true, {tools[1]}) ==
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\n" +
+            preamble + now + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  // Only the first user message carries them.
+  const std::string later = chat_render(
+      ChatFormat::Llama3, {{"user", "a"}, {"assistant", "b"}, {"user", "c"}}, true, {tools[1]});
+  const std::string user_head = "<|start_header_id|>user<|end_header_id|>\n\n";
+  CHECK(later.find(preamble) == later.find(user_head) + user_head.size());
+  CHECK(later.find(preamble, later.find(preamble) + 1) == std::string::npos);
+  CHECK(later.find("<|start_header_id|>user<|end_header_id|>\n\nc<|eot_id|>") != std::string::npos);
+}
+
+TEST_CASE("chat: without tools the rendering is the plain one") {
+  const std::vector<ChatMessage> msgs = {{"system", "Be brief."},
+                                         {"user", "Hello"},
+                                         {"assistant", "Hi! How can I help?"},
+                                         {"user", "Name a colour."}};
+  for (ChatFormat f : {ChatFormat::Llama3, ChatFormat::Llama2})
+    for (bool gen : {true, false})
+      CHECK(chat_render(f, msgs, gen, {}) == chat_render(f, msgs, gen));
+  CHECK(chat_render(ChatFormat::Llama3, msgs, true, {}) ==
+        "<|begin_of_text|>"
+        "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\nHi! How can I help?<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(chat_has_tools(ChatFormat::Llama3));
+  CHECK_FALSE(chat_has_tools(ChatFormat::Llama2));
+}
