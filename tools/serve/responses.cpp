@@ -83,6 +83,27 @@ json completion_logprobs(const LogprobsPiece& lp) {
           {"text_offset", offsets}};
 }
 
+// A whole answer's message: its text, or the tool call it is.
+json chat_message(const ChoiceOut& c) {
+  if (!c.tool_call) return {{"role", "assistant"}, {"content", c.text}};
+  const ToolCallOut& t = *c.tool_call;
+  return {{"role", "assistant"},
+          {"content", nullptr},
+          {"tool_calls",
+           json::array({{{"id", t.id},
+                         {"type", "function"},
+                         {"function", {{"name", t.name}, {"arguments", t.arguments}}}}})}};
+}
+
+json tool_delta_chunk(const ResponseMeta& m, json call) {
+  json j = head(m, "chat.completion.chunk");
+  j["choices"] = json::array({{{"index", m.index},
+                               {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
+  return j;
+}
+
 }  // namespace
 
 std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
@@ -104,7 +125,7 @@ std::string chat_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choic
   j["choices"] = json::array();
   for (size_t i = 0; i < choices.size(); ++i)
     j["choices"].push_back({{"index", i},
-                            {"message", {{"role", "assistant"}, {"content", choices[i].text}}},
+                            {"message", chat_message(choices[i])},
                             {"logprobs", chat_logprobs(choices[i].lp)},
                             {"finish_reason", reason(choices[i].finish_reason)}});
   j["usage"] = usage_json(u);
@@ -140,6 +161,14 @@ std::string chat_chunk(const ResponseMeta& m, std::string_view text, std::string
                                {"logprobs", chat_logprobs(lp)},
                                {"finish_reason", reason(finish_reason)}}});
   return dump(j);
+}
+
+std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m, const ToolCallOut& call) {
+  return {dump(tool_delta_chunk(m, {{"index", 0},
+                                    {"id", call.id},
+                                    {"type", "function"},
+                                    {"function", {{"name", call.name}, {"arguments", ""}}}})),
+          dump(tool_delta_chunk(m, {{"index", 0}, {"function", {{"arguments", call.arguments}}}}))};
 }
 
 std::string usage_chunk(const ResponseMeta& m, const Usage& u) {

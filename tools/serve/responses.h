@@ -3,11 +3,13 @@
 // list. Shapes as api.openai.com sends them (the official clients parse
 // them): ids "cmpl-N" and "chatcmpl-N", `created` in Unix seconds, one
 // choice at index 0.
-// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, ChoiceOut, completion_body(),
-// completion_chunk(), chat_body(), chat_chunk(), chat_role_chunk(), usage_chunk(), models_body()
+// defines: ResponseMeta, LogprobEntry, LogprobsPiece, Usage, ToolCallOut, ChoiceOut,
+// completion_body(), completion_chunk(), chat_body(), chat_chunk(), chat_role_chunk(),
+// chat_tool_call_chunks(), usage_chunk(), models_body()
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,11 +46,19 @@ struct Usage {
   size_t cached_tokens = 0;  // of prompt_tokens (OpenAI's prompt_tokens_details.cached_tokens)
 };
 
+// A tool call the answer is (chat): message.tool_calls[0].
+struct ToolCallOut {
+  std::string id;  // call_...
+  std::string name;
+  std::string arguments;  // a JSON object's text
+};
+
 // One choice of a whole answer.
 struct ChoiceOut {
   std::string text;
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls"
   LogprobsPiece lp;
+  std::optional<ToolCallOut> tool_call{};  // set: content is null, finish_reason "tool_calls"
 };
 // A whole answer (stream: false): the choices at indices 0, 1, ...
 std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
@@ -74,6 +84,10 @@ std::string chat_role_chunk(const ResponseMeta& m);
 // finish_reason is given (the last).
 std::string chat_chunk(const ResponseMeta& m, std::string_view text,
                        std::string_view finish_reason = {}, const LogprobsPiece& lp = {});
+// A tool call streamed as OpenAI does: a delta with the call's id, type,
+// name and empty arguments, then one with the whole arguments. The last
+// chunk is then chat_chunk(m, "", "tool_calls").
+std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m, const ToolCallOut& call);
 // stream_options.include_usage: the chunk after the last, with no choices.
 std::string usage_chunk(const ResponseMeta& m, const Usage& u);
 
