@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/serve/tool_calls.h"
+
 namespace ls {
 namespace {
 
@@ -310,9 +312,17 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
     r.sampling.logit_bias.clear();
     if (auto e = read_logit_bias(*lb, r.sampling.logit_bias)) return f.fail(std::move(*e));
   }
-  if (const json* t = f.get("tools"))
-    if (!(t->is_array() && t->empty()))
-      f.fail(bad_request("'tools' is not supported: no tool calls", "tools"));
+  // Chat reads tools after these fields (read_tools); a completion has no
+  // messages to call them from.
+  if (!r.chat) {
+    if (const json* t = f.get("tools"))
+      if (!(t->is_array() && t->empty()))
+        f.fail(
+            bad_request("'tools' is not supported on /v1/completions: tool calls are chat's "
+                        "(/v1/chat/completions)",
+                        "tools"));
+    f.only("tool_choice", json("none"), "tool calls are chat's (/v1/chat/completions)");
+  }
   if (const json* rf = f.get("response_format")) {
     if (!rf->is_object()) return f.fail(wrong_type("response_format", "an object", *rf));
     auto it = rf->find("type");
@@ -355,6 +365,141 @@ void read_generate_fields(Fields& f, GenerateRequest& r) {
   }
 }
 
+// A function name as OpenAI takes it: ^[a-zA-Z0-9_-]{1,64}$.
+bool tool_name_ok(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (unsigned char c : n)
+    if (!std::isalnum(c) && c != '_' && c != '-') return false;
+  return true;
+}
+
+// tools, tool_choice and parallel_tool_calls (chat), after the common
+// fields (a JSON response_format is known by then).
+void read_tools(Fields& f, GenerateRequest& r) {
+  if (const json* t = f.get("tools")) {
+    if (!t->is_array()) return f.fail(wrong_type("tools", "an array of tools", *t));
+    if (t->size() > kMaxTools)
+      return f.fail(bad_request("'tools' holds at most " + std::to_string(kMaxTools) +
+                                    " tools (got " + std::to_string(t->size()) + ")",
+                                "tools"));
+    for (size_t i = 0; i < t->size(); ++i) {
+      const json& tool = (*t)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      if (!tool.is_object()) return f.fail(wrong_type(at, "an object", tool));
+      auto type = tool.find("type");
+      if (type == tool.end() || *type != json("function"))
+        return f.fail(bad_request("'" + at + ".type' must be \"function\" (the only kind of tool)",
+                                  at + ".type"));
+      auto fn = tool.find("function");
+      if (fn == tool.end() || !fn->is_object())
+        return f.fail(
+            wrong_type(at + ".function", "an object", fn == tool.end() ? json(nullptr) : *fn));
+      ChatTool ct;
+      auto name = fn->find("name");
+      if (name == fn->end() || !name->is_string())
+        return f.fail(
+            bad_request("'" + at + ".function.name' must be a string", at + ".function.name"));
+      ct.name = name->get<std::string>();
+      if (!tool_name_ok(ct.name))
+        return f.fail(bad_request("'" + at +
+                                      ".function.name' must be 1 to 64 letters, digits, '_' or "
+                                      "'-' (got \"" +
+                                      ct.name.substr(0, 80) + "\")",
+                                  at + ".function.name"));
+      for (const ChatTool& before : r.tools)
+        if (before.name == ct.name)
+          return f.fail(bad_request("'" + at + ".function.name' repeats the tool name \"" +
+                                        ct.name + "\": each tool's name is its own",
+                                    at + ".function.name"));
+      auto desc = fn->find("description");
+      if (desc != fn->end() && !desc->is_null()) {
+        if (!desc->is_string())
+          return f.fail(wrong_type(at + ".function.description", "a string", *desc));
+        ct.description = desc->get<std::string>();
+      }
+      auto strict = fn->find("strict");
+      if (strict != fn->end() && !strict->is_null() && !strict->is_boolean())
+        return f.fail(wrong_type(at + ".function.strict", "a boolean", *strict));
+      // parameters: a JSON schema (absent: no arguments). A forced call keeps
+      // to it whether strict or not, so it must be one we can follow.
+      json params = {{"type", "object"}, {"properties", json::object()}};
+      auto p = fn->find("parameters");
+      if (p != fn->end() && !p->is_null()) {
+        if (!p->is_object())
+          return f.fail(wrong_type(at + ".function.parameters", "an object (a JSON schema)", *p));
+        params = *p;
+      }
+      if (auto c = compile_json_schema(params); !c)
+        return f.fail(bad_request("'" + at + ".function.parameters': " + c.error().message,
+                                  at + ".function.parameters"));
+      ct.parameters = params.dump();
+      r.tools.push_back(std::move(ct));
+    }
+  }
+  r.tool_choice = r.tools.empty() ? ToolChoice::None : ToolChoice::Auto;
+  if (const json* c = f.get("tool_choice")) {
+    constexpr const char* kWant =
+        "\"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+        "{\"name\": ...}}";
+    if (c->is_string()) {
+      const std::string s = c->get<std::string>();
+      if (s == "none")
+        r.tool_choice = ToolChoice::None;
+      else if (s == "auto")
+        r.tool_choice = r.tools.empty() ? ToolChoice::None : ToolChoice::Auto;
+      else if (s == "required")
+        r.tool_choice = ToolChoice::Required;
+      else
+        return f.fail(bad_request(
+            "'tool_choice' must be " + std::string(kWant) + " (got \"" + s.substr(0, 40) + "\")",
+            "tool_choice"));
+    } else if (c->is_object()) {
+      auto type = c->find("type");
+      auto fn = c->find("function");
+      // (Iterators of the two objects never compare: nlohmann throws.)
+      const json* name = nullptr;
+      if (fn != c->end() && fn->is_object())
+        if (auto n = fn->find("name"); n != fn->end() && n->is_string()) name = &*n;
+      if (type == c->end() || *type != json("function") || !name)
+        return f.fail(bad_request("'tool_choice' must be " + std::string(kWant), "tool_choice"));
+      r.tool_choice = ToolChoice::Named;
+      r.tool_name = name->get<std::string>();
+      bool given = false;
+      for (const ChatTool& t : r.tools) given = given || t.name == r.tool_name;
+      if (!given && !r.tools.empty())
+        return f.fail(bad_request("'tool_choice' names the function \"" +
+                                      r.tool_name.substr(0, 80) + "\", which 'tools' does not hold",
+                                  "tool_choice"));
+    } else {
+      return f.fail(wrong_type("tool_choice", kWant, *c));
+    }
+    if (r.tools.empty() && r.tool_choice != ToolChoice::None)
+      return f.fail(
+          bad_request("'tool_choice' asks for a tool call, but 'tools' gives none", "tool_choice"));
+  }
+  // One call per answer is what is made; both values are accepted.
+  bool parallel = true;
+  f.boolean("parallel_tool_calls", parallel);
+  if (f.error() || r.tools.empty()) return;
+  if (r.json)
+    return f.fail(bad_request(
+        "'tools' with a JSON 'response_format' (or 'json_schema') is not supported: an answer "
+        "is a tool call or follows the response format; send one",
+        f.get("json_schema") ? "json_schema" : "response_format"));
+  if (r.tool_choice != ToolChoice::Required && r.tool_choice != ToolChoice::Named) return;
+  // A forced call: decoded under the call's schema, compiled once here.
+  const std::string* only = r.tool_choice == ToolChoice::Named ? &r.tool_name : nullptr;
+  auto c = compile_json_schema(tool_call_schema(r.tools, only));
+  // More tools than the automaton follows at once (16): the name is kept
+  // to the tools' names, the arguments to an object.
+  if (!c && !only) c = compile_json_schema(tool_call_schema_loose(r.tools));
+  if (!c)
+    return f.fail(
+        bad_request("the tools' call schema cannot be followed: " + c.error().message, "tools"));
+  r.json = true;
+  r.json_schema = std::move(*c);
+}
+
 // Token ids from a JSON array (range checks against the vocabulary are the
 // server's: it knows the model).
 std::optional<ApiError> read_ids(const json& a, const char* field, std::vector<int32_t>& out) {
@@ -368,6 +513,49 @@ std::optional<ApiError> read_ids(const json& a, const char* field, std::vector<i
                              ", outside 0.." + std::to_string(std::numeric_limits<int32_t>::max()),
                          field);
     out.push_back(static_cast<int32_t>(id));
+  }
+  return std::nullopt;
+}
+
+// An assistant message's tool_calls: [{"id", "type": "function",
+// "function": {"name", "arguments": JSON text}}].
+std::optional<ApiError> read_tool_calls(const json& m, const std::string& at,
+                                        std::vector<ChatToolCall>& out) {
+  auto tc = m.find("tool_calls");
+  if (tc == m.end() || tc->is_null()) return std::nullopt;
+  if (!tc->is_array()) return wrong_type(at + ".tool_calls", "an array", *tc);
+  for (size_t j = 0; j < tc->size(); ++j) {
+    const json& c = (*tc)[j];
+    const std::string cat = at + ".tool_calls[" + std::to_string(j) + "]";
+    if (!c.is_object()) return wrong_type(cat, "an object", c);
+    auto type = c.find("type");
+    if (type != c.end() && !type->is_null() && *type != json("function"))
+      return bad_request("'" + cat + ".type' must be \"function\"", cat + ".type");
+    ChatToolCall call;
+    auto id = c.find("id");
+    if (id != c.end() && !id->is_null()) {
+      if (!id->is_string()) return wrong_type(cat + ".id", "a string", *id);
+      call.id = id->get<std::string>();
+    }
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object())
+      return bad_request("'" + cat + ".function' must be an object {\"name\", \"arguments\"}",
+                         cat + ".function");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string())
+      return bad_request("'" + cat + ".function.name' must be a string", cat + ".function.name");
+    call.name = name->get<std::string>();
+    // The arguments go into the prompt as they are: they must be JSON.
+    auto args = fn->find("arguments");
+    if (args == fn->end() || !args->is_string())
+      return bad_request("'" + cat + ".function.arguments' must be a string of JSON",
+                         cat + ".function.arguments");
+    call.arguments = args->get<std::string>();
+    const json parsed = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded() || !parsed.is_object())
+      return bad_request("'" + cat + ".function.arguments' must hold a JSON object",
+                         cat + ".function.arguments");
+    out.push_back(std::move(call));
   }
   return std::nullopt;
 }
@@ -432,13 +620,24 @@ Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerP
     ChatMessage cm;
     cm.role = role->get<std::string>();
     if (cm.role == "developer") cm.role = "system";  // OpenAI's newer name for it
-    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant")
+    if (cm.role != "system" && cm.role != "user" && cm.role != "assistant" && cm.role != "tool")
       return bad_request(
-          "'" + at + ".role' must be system, user or assistant (got '" + cm.role + "')",
+          "'" + at + ".role' must be system, user, assistant or tool (got '" + cm.role + "')",
           at + ".role");
+    if (cm.role == "assistant")
+      if (auto e = read_tool_calls(m, at, cm.tool_calls)) return *e;
+    if (cm.role == "tool") {
+      auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string())
+        return bad_request("'" + at + ".tool_call_id' must be a string (the call answered)",
+                           at + ".tool_call_id");
+      cm.tool_call_id = id->get<std::string>();
+    }
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
-      return bad_request("'" + at + ".content' is required", at + ".content");
+      // An assistant's tool calls stand for its content.
+      if (cm.tool_calls.empty())
+        return bad_request("'" + at + ".content' is required", at + ".content");
     } else if (content->is_string()) {
       cm.content = content->get<std::string>();
     } else if (content->is_array()) {
@@ -461,6 +660,7 @@ Parsed<GenerateRequest> parse_chat_request(std::string_view body, const SamplerP
     r.messages.push_back(std::move(cm));
   }
   read_generate_fields(f, r);
+  read_tools(f, r);
   if (f.error()) return *f.error();
   return r;
 }

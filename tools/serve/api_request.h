@@ -4,12 +4,13 @@
 // an ApiError (400) naming the field (`param`) and what was expected, never
 // an exception: this is the part of the server that reads untrusted bytes,
 // and a fuzz target (tests/fuzz/fuzz_api_request.cpp). Fields that OpenAI
-// defines and the engine does not do (best_of, echo with logprobs, tools,
-// JSON schemas outside model/json_schema.h's subset) are refused by name
+// defines and the engine does not do (best_of, echo with logprobs, tools
+// outside chat, JSON schemas outside model/json_schema.h's subset) are refused by name
 // when asked for, and accepted at their no-op values, which clients send by
 // default; unknown fields are ignored, as llama-server does.
-// defines: GenerateRequest, TokenizeRequest, DetokenizeRequest, parse_completion_request(),
-// parse_chat_request(), parse_tokenize_request(), parse_detokenize_request()
+// defines: ToolChoice, GenerateRequest, TokenizeRequest, DetokenizeRequest,
+// parse_completion_request(), parse_chat_request(), parse_tokenize_request(),
+// parse_detokenize_request()
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,14 @@
 
 namespace ls {
 
+// tool_choice: what the answer may be when tools are given.
+enum class ToolChoice {
+  None,      // plain content (the tools are still listed in the prompt)
+  Auto,      // content or a call, read from the answer (tool_calls.h's parse_tool_call)
+  Required,  // a call of one of the tools, decoded under its schema
+  Named,     // a call of tool_name, decoded under its schema
+};
+
 // A completion or a chat completion, checked.
 struct GenerateRequest {
   bool chat = false;
@@ -34,8 +43,14 @@ struct GenerateRequest {
   // /v1/completions: the prompt as text, or as token ids (prompt_ids non-empty).
   std::string prompt;
   std::vector<int32_t> prompt_ids;
-  // /v1/chat/completions: the messages (roles system, user, assistant).
+  // /v1/chat/completions: the messages (roles system, user, assistant, tool).
   std::vector<ChatMessage> messages;
+  // Chat's tools (their parameters schemas compiled once to check them) and
+  // tool_choice (Auto when tools are given and it is not). Required and
+  // Named set json and json_schema to the call's schema (tool_calls.h).
+  std::vector<ChatTool> tools;
+  ToolChoice tool_choice = ToolChoice::None;
+  std::string tool_name;          // Named: the function
   SamplerParams sampling;         // the server's defaults, overridden per request
   int32_t max_tokens = -1;        // -1: the server's default (until the context is full)
   std::vector<std::string> stop;  // at most kMaxStop, none empty
@@ -56,6 +71,7 @@ inline constexpr size_t kMaxStop = 16;
 inline constexpr size_t kMaxLogitBias = 1024;
 inline constexpr int kMaxChoices = 16;
 inline constexpr size_t kMaxStopBytes = 512;
+inline constexpr size_t kMaxTools = 128;  // OpenAI's limit
 
 struct TokenizeRequest {
   std::string content;

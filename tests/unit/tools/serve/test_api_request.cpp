@@ -7,7 +7,10 @@
 #include <string>
 #include <variant>
 
+#include <nlohmann/json.hpp>
+
 #include "model/json_schema_grammar.h"
+#include "model/json_schema_nfa.h"
 #include "tools/serve/api_request.h"
 
 using namespace ls;
@@ -296,14 +299,201 @@ TEST_CASE("serve request: chat messages are checked one by one") {
   CHECK(err_chat(R"({})").param == "messages");
   CHECK(err_chat(R"({"messages":[]})").message.find("at least one") != std::string::npos);
   CHECK(err_chat(R"({"messages":"hi"})").message.find("must be an array") != std::string::npos);
-  CHECK(err_chat(R"({"messages":[{"role":"tool","content":"x"}]})").param == "messages[0].role");
+  CHECK(err_chat(R"({"messages":[{"role":"robot","content":"x"}]})").param == "messages[0].role");
   CHECK(err_chat(R"({"messages":[{"role":"user"}]})").param == "messages[0].content");
   CHECK(
       err_chat(
           R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":[{"type":"image_url"}]}]})")
           .param == "messages[1].content");
   CHECK(err_chat(R"({"messages":[{"role":"user","content":"a"}],"tools":[{"type":"function"}]})")
-            .param == "tools");
+            .param == "tools[0].function");
+}
+
+namespace {
+
+GenerateRequest ok_chat(const std::string& body) {
+  auto r = parse_chat_request(body, defaults());
+  if (auto* e = std::get_if<ApiError>(&r)) FAIL("unexpected error: ", e->message);
+  return std::get<GenerateRequest>(r);
+}
+
+// A chat body with these fields after its one message.
+std::string with(const std::string& fields) {
+  return R"({"messages":[{"role":"user","content":"Weather?"}],)" + fields + "}";
+}
+
+constexpr const char* kWeather =
+    R"({"type":"function","function":{"name":"get_weather","description":"The weather.",
+        "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},
+        "strict":true}})";
+constexpr const char* kNow = R"({"type":"function","function":{"name":"now"}})";
+
+}  // namespace
+
+TEST_CASE("serve request: tools and tool_choice") {
+  const std::string tools = std::string(R"("tools":[)") + kWeather + "," + kNow + "]";
+  GenerateRequest q = ok_chat(with(tools));
+  REQUIRE(q.tools.size() == 2);
+  CHECK(q.tools[0].name == "get_weather");
+  CHECK(q.tools[0].description == "The weather.");
+  CHECK(nlohmann::json::parse(q.tools[0].parameters)["required"][0] == "city");
+  CHECK(q.tools[1].description.empty());
+  // No parameters: an object with no properties.
+  CHECK(nlohmann::json::parse(q.tools[1].parameters) ==
+        nlohmann::json::parse(R"({"type":"object","properties":{}})"));
+  // auto by default: no constraint.
+  CHECK(q.tool_choice == ToolChoice::Auto);
+  CHECK_FALSE(q.json);
+  CHECK_FALSE(q.json_schema);
+  CHECK(ok_chat(with(tools + R"(,"tool_choice":"none","parallel_tool_calls":false)")).tool_choice ==
+        ToolChoice::None);
+  CHECK_FALSE(ok_chat(with(tools + R"(,"tool_choice":"none")")).json_schema);
+
+  // required: the call's schema, both tools.
+  q = ok_chat(with(tools + R"(,"tool_choice":"required")"));
+  CHECK(q.tool_choice == ToolChoice::Required);
+  REQUIRE(q.json_schema);
+  CHECK(q.json);
+  CHECK(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "now", "parameters": {}})"));
+  CHECK(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "get_weather", "parameters": {"city")"));
+  CHECK_FALSE(
+      JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "get_weather", "parameters": {"city": 5)"));
+  CHECK_FALSE(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "other")"));
+  // A named function: that one only.
+  q = ok_chat(with(tools + R"(,"tool_choice":{"type":"function","function":{"name":"now"}})"));
+  CHECK(q.tool_choice == ToolChoice::Named);
+  CHECK(q.tool_name == "now");
+  REQUIRE(q.json_schema);
+  CHECK(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "now", "parameters": {}})"));
+  CHECK_FALSE(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "g)"));
+  // More than 16 tools: required still compiles (the loose schema).
+  std::string many = R"("tools":[)";
+  for (int i = 0; i < 40; ++i)
+    many += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":"t)") +
+            std::to_string(i) + R"("}})";
+  q = ok_chat(with(many + R"(],"tool_choice":"required")"));
+  REQUIRE(q.json_schema);
+  CHECK(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "t39", "parameters": {}})"));
+  CHECK_FALSE(JsonSchemaNfa(*q.json_schema).accepts(R"({"name": "t40")"));
+  // Their no-op values without tools.
+  q = ok_chat(with(R"("tools":[],"tool_choice":"auto","parallel_tool_calls":true)"));
+  CHECK(q.tools.empty());
+  CHECK(q.tool_choice == ToolChoice::None);
+  ok_chat(with(R"("tool_choice":"none")"));
+}
+
+TEST_CASE("serve request: every refusal of tools names its field") {
+  const std::string tools = std::string(R"("tools":[)") + kWeather + "]";
+  std::string too_many = R"("tools":[)";
+  for (int i = 0; i <= 128; ++i)
+    too_many += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":"t)") +
+                std::to_string(i) + R"("}})";
+  too_many += "]";
+  struct Case {
+    std::string fields, param, says;
+  };
+  const std::vector<Case> cases = {
+      {R"("tools":{})", "tools", "must be an array"},
+      {too_many, "tools", "at most 128"},
+      {R"("tools":[7])", "tools[0]", "must be an object"},
+      {R"("tools":[{"type":"retrieval"}])", "tools[0].type", "\"function\""},
+      {R"("tools":[{"type":"function","function":"f"}])", "tools[0].function", "an object"},
+      {R"("tools":[{"type":"function","function":{}}])", "tools[0].function.name", "a string"},
+      {R"("tools":[{"type":"function","function":{"name":"a b"}}])", "tools[0].function.name",
+       "1 to 64 letters"},
+      {R"("tools":[{"type":"function","function":{"name":""}}])", "tools[0].function.name",
+       "1 to 64 letters"},
+      {R"("tools":[{"type":"function","function":{"name":")" + std::string(65, 'a') + R"("}}])",
+       "tools[0].function.name", "1 to 64 letters"},
+      {R"("tools":[)" + std::string(kNow) + "," + kNow + "]", "tools[1].function.name",
+       "repeats the tool name \"now\""},
+      {R"("tools":[{"type":"function","function":{"name":"f","description":3}}])",
+       "tools[0].function.description", "a string"},
+      {R"("tools":[{"type":"function","function":{"name":"f","strict":"yes"}}])",
+       "tools[0].function.strict", "a boolean"},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])",
+       "tools[0].function.parameters", "an object"},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}}}])",
+       "tools[0].function.parameters", "'pattern' at /properties/a is not supported"},
+      {tools + R"(,"tool_choice":"any")", "tool_choice", "\"required\""},
+      {tools + R"(,"tool_choice":3)", "tool_choice", "must be"},
+      {tools + R"(,"tool_choice":{"type":"function"})", "tool_choice", "must be"},
+      {tools + R"(,"tool_choice":{"type":"function","function":{"name":"now"}})", "tool_choice",
+       "which 'tools' does not hold"},
+      {R"("tool_choice":"required")", "tool_choice", "'tools' gives none"},
+      {R"("tool_choice":{"type":"function","function":{"name":"now"}})", "tool_choice",
+       "'tools' gives none"},
+      {tools + R"(,"parallel_tool_calls":"yes")", "parallel_tool_calls", "a boolean"},
+      {tools + R"(,"response_format":{"type":"json_object"})", "response_format",
+       "is a tool call or follows the response format"},
+      {tools +
+           R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}})",
+       "response_format", "not supported"},
+      {tools + R"(,"json_schema":{"type":"object"})", "json_schema", "not supported"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.fields.substr(0, 200));
+    const ApiError e = err_chat(with(c.fields));
+    CHECK(e.status == 400);
+    CHECK(e.param == c.param);
+    CHECK_MESSAGE(e.message.find(c.says) != std::string::npos, e.message);
+  }
+  // Completions have no tools: refused by name, their no-op values accepted.
+  CHECK(err_completion(R"({"prompt":"x",)" + tools + "}").param == "tools");
+  CHECK(err_completion(R"({"prompt":"x","tool_choice":"required"})").param == "tool_choice");
+  ok_completion(R"({"prompt":"x","tools":[],"tool_choice":"none"})");
+}
+
+TEST_CASE("serve request: assistant tool calls and tool results in the messages") {
+  const GenerateRequest q = ok_chat(
+      R"({"messages":[{"role":"user","content":"Weather?"},
+          {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+            "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
+          {"role":"tool","tool_call_id":"call_1","content":"18C"}]})");
+  REQUIRE(q.messages.size() == 3);
+  REQUIRE(q.messages[1].tool_calls.size() == 1);
+  CHECK(q.messages[1].tool_calls[0].id == "call_1");
+  CHECK(q.messages[1].tool_calls[0].name == "get_weather");
+  CHECK(q.messages[1].tool_calls[0].arguments == R"({"city": "Paris"})");
+  CHECK(q.messages[1].content.empty());
+  CHECK(q.messages[2].role == "tool");
+  CHECK(q.messages[2].tool_call_id == "call_1");
+  CHECK(q.messages[2].content == "18C");
+
+  auto msg = [](const std::string& m) {
+    return R"({"messages":[{"role":"user","content":"a"},)" + m + "]}";
+  };
+  struct Case {
+    std::string m, param;
+  };
+  const std::vector<Case> cases = {
+      {R"({"role":"assistant","tool_calls":{}})", "messages[1].tool_calls"},
+      {R"({"role":"assistant","tool_calls":[1]})", "messages[1].tool_calls[0]"},
+      {R"({"role":"assistant","tool_calls":[{"type":"x","function":{"name":"f","arguments":"{}"}}]})",
+       "messages[1].tool_calls[0].type"},
+      {R"({"role":"assistant","tool_calls":[{"id":1,"function":{"name":"f","arguments":"{}"}}]})",
+       "messages[1].tool_calls[0].id"},
+      {R"({"role":"assistant","tool_calls":[{"id":"c"}]})", "messages[1].tool_calls[0].function"},
+      {R"({"role":"assistant","tool_calls":[{"function":{"arguments":"{}"}}]})",
+       "messages[1].tool_calls[0].function.name"},
+      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":{}}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{nope"}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]})",
+       "messages[1].tool_calls[0].function.arguments"},
+      {R"({"role":"assistant","content":null})", "messages[1].content"},
+      {R"({"role":"assistant","content":null,"tool_calls":[]})", "messages[1].content"},
+      {R"({"role":"tool","content":"x"})", "messages[1].tool_call_id"},
+      {R"({"role":"tool","tool_call_id":5,"content":"x"})", "messages[1].tool_call_id"},
+      {R"({"role":"tool","tool_call_id":"c"})", "messages[1].content"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.m);
+    const ApiError e = err_chat(msg(c.m));
+    CHECK(e.status == 400);
+    CHECK(e.param == c.param);
+  }
 }
 
 TEST_CASE("serve request: tokenize and detokenize bodies") {
