@@ -11,6 +11,7 @@
 #include "tools/serve/chat_page.h"
 #include "tools/serve/responses.h"
 #include "tools/serve/sse.h"
+#include "tools/serve/tool_calls.h"
 
 namespace ls {
 namespace {
@@ -185,6 +186,9 @@ struct GenGroup {
   bool failed = false;           // one ended without its text: the response is its error
   std::vector<ChoiceOut> whole;  // stream: false: each choice's answer
   Usage usage;                   // the prompt once, the completions summed
+  // Chat's tools: an answer that stops may be a call of one (not with None).
+  std::vector<ChatTool> tools;
+  ToolChoice tool_choice = ToolChoice::None;
 };
 
 struct GenState {
@@ -195,6 +199,11 @@ struct GenState {
   // text; a whole answer keeps them all), and the bytes sent before them.
   std::vector<LogprobEntry> entries;
   size_t sent_bytes = 0;
+  // A stream that may turn out a tool call keeps its text back until the
+  // end: from the start (a forced call), or once an auto answer's first
+  // byte past whitespace is '{' (decided: that byte came).
+  bool decided = true, hold = false;
+  std::string held;
 
   LogprobsPiece piece() const {
     return group->logprobs ? LogprobsPiece{&entries, sent_bytes} : LogprobsPiece{};
@@ -241,7 +250,22 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
                                                        : ls::detokenize(tok, q.prompt_ids);
   std::vector<int32_t> prompt;
   if (chat) {
-    const std::string text = chat_render(chat_format_, q.messages, true);
+    // Tools, tool calls and tool results: Llama 3's (3.1's JSON calls) only.
+    if (!chat_has_tools(chat_format_)) {
+      if (!q.tools.empty())
+        return error_response(
+            bad_request("'tools' is not supported for this model: its chat format (Llama 2) has "
+                        "no tool calling here (Llama 3's has)",
+                        "tools"));
+      for (size_t i = 0; i < q.messages.size(); ++i)
+        if (q.messages[i].role == "tool" || !q.messages[i].tool_calls.empty())
+          return error_response(bad_request(
+              "'messages[" + std::to_string(i) +
+                  "]' is a tool call or result, but this model's chat format (Llama 2) has no "
+                  "tool calling here",
+              "messages[" + std::to_string(i) + "]"));
+    }
+    const std::string text = chat_render(chat_format_, q.messages, true, q.tools);
     prompt = tok.encode(text, tok.add_bos_default() && !chat_bos_in_text(chat_format_), true);
   } else if (!q.prompt_ids.empty()) {
     prompt = std::move(q.prompt_ids);
@@ -285,6 +309,8 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   grp->draining = &draining_;
   grp->left = static_cast<size_t>(q.n);
   grp->whole.resize(static_cast<size_t>(q.n));
+  grp->tools = q.tools;
+  grp->tool_choice = q.tool_choice;
 
   std::vector<uint64_t> ids;
   for (int c = 0; c < q.n; ++c) {
@@ -309,12 +335,30 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
         for (const auto& [id, v] : l.top) e.top.emplace_back(tp->piece(id), v);
         st->entries.push_back(std::move(e));
       };
+    if (q.stream && !q.tools.empty()) {
+      st->hold = q.tool_choice == ToolChoice::Required || q.tool_choice == ToolChoice::Named;
+      st->decided = q.tool_choice != ToolChoice::Auto;
+    }
     sink.on_token = [st](int32_t, std::string_view text) {
       if (text.empty()) return true;  // held back (a partial character, a stop string's start)
-      if (st->group->stream)
-        st->group->out->push(sse_frame(st->chunk(text)));
-      else
+      if (!st->group->stream) {
         st->text.append(text);
+        return true;
+      }
+      if (!st->decided) {
+        st->held.append(text);
+        const size_t at = st->held.find_first_not_of(" \t\r\n");
+        if (at == std::string::npos) return true;
+        st->decided = true;
+        st->hold = st->held[at] == '{';
+        if (st->hold) return true;
+        text = st->held;  // prose: what was held goes out now, and the rest as it comes
+      } else if (st->hold) {
+        st->held.append(text);
+        return true;
+      }
+      st->group->out->push(sse_frame(st->chunk(text)));
+      st->held.clear();
       return true;
     };
     sink.on_end = [st](const GenEnd& e) {
@@ -342,11 +386,26 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
         gr.usage.cached_tokens = e.cached_tokens;
       }
       gr.usage.completion_tokens += e.completion_tokens;
+      // The text not yet sent (a stream's held text and the tail), and
+      // whether it is a tool call: only an answer that stopped (one cut by
+      // max_tokens is its text, finish_reason "length").
+      const bool held = gr.stream && (st->hold || !st->decided);
+      std::string rest = (gr.stream ? st->held : st->text) + e.tail;
+      std::optional<ToolCallOut> call;
+      if (e.reason == FinishReason::Stop && gr.tool_choice != ToolChoice::None &&
+          (!gr.stream || held))
+        if (auto p = parse_tool_call(rest, gr.tools))
+          call = ToolCallOut{new_tool_call_id(), std::move(p->name), std::move(p->arguments)};
+      if (call) reason = "tool_calls";
       if (gr.stream) {
-        gr.out->push(sse_frame(st->chunk(e.tail, reason)));
+        if (call)
+          for (const std::string& c : chat_tool_call_chunks(st->meta, *call))
+            gr.out->push(sse_frame(c));
+        gr.out->push(sse_frame(st->chunk(call ? std::string() : rest, reason)));
+        st->held.clear();
       } else {
-        st->text += e.tail;
-        gr.whole[static_cast<size_t>(st->meta.index)] = ChoiceOut{st->text, reason, st->piece()};
+        gr.whole[static_cast<size_t>(st->meta.index)] =
+            ChoiceOut{std::move(rest), reason, st->piece(), std::move(call)};
       }
       if (gr.left > 0) return;
       if (gr.stream) {
