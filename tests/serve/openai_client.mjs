@@ -1,6 +1,6 @@
 // The official OpenAI client (npm `openai`, pinned in package-lock.json)
 // against `layerstream serve` on loopback: completions, chat, both streamed
-// and whole, usage, and the errors a client sees as typed exceptions.
+// and whole, usage, tool calls, and the errors a client sees as typed exceptions.
 //   node openai_client.mjs BASE_URL API_KEY MODEL_ID
 // Prints one line per check; exits 1 at the first that fails.
 import OpenAI from "openai";
@@ -116,19 +116,87 @@ const two = await client.chat.completions.create({ model, messages, max_tokens: 
 check(two.choices.length === 2 && two.choices[1].index === 1 && two.usage.completion_tokens === 12,
       `n = 2: ${JSON.stringify(two.choices.map((c) => c.message.content))}`);
 
+// Tool calls. The KJV model calls no tool on its own: tool_choice
+// "required" and a named function decode the call under the tools'
+// schemas (greedy: it writes whitespace runs between the JSON's tokens,
+// hence the budget and the server's -c 2048). The arguments must parse and
+// keep to the named tool's parameters.
+const verseTool = { type: "function", function: { name: "find_verse", description: "Find a verse.",
+  parameters: { type: "object", properties: { book: { enum: ["Genesis", "Exodus"] }, chapter: { type: "integer", minimum: 1, maximum: 50 } },
+                required: ["book", "chapter"], additionalProperties: false } } };
+const sayTool = { type: "function", function: { name: "say",
+  parameters: { type: "object", properties: { text: { type: "string", maxLength: 10 } }, required: ["text"], additionalProperties: false } } };
+const keepsTo = {
+  find_verse: (v) => Object.keys(v).sort().join() === "book,chapter" && ["Genesis", "Exodus"].includes(v.book) &&
+                     Number.isInteger(v.chapter) && v.chapter >= 1 && v.chapter <= 50,
+  say: (v) => Object.keys(v).join() === "text" && typeof v.text === "string" && [...v.text].length <= 10,
+};
+const toolMessages = [{ role: "user", content: "Where is the light?" }];
+function checkCall(choice, want, what) {
+  const calls = choice.message.tool_calls;
+  check(choice.finish_reason === "tool_calls" && choice.message.content === null && calls && calls.length === 1 &&
+        calls[0].type === "function" && /^call_[0-9a-f]{24}$/.test(calls[0].id) && (!want || calls[0].function.name === want),
+        `${what}: ${JSON.stringify(calls)} (${choice.finish_reason})`);
+  const f = calls[0].function;
+  check(keepsTo[f.name](JSON.parse(f.arguments)), `${what}: the arguments keep to ${f.name}'s schema: ${f.arguments}`);
+  return calls[0];
+}
+const required = await client.chat.completions.create({ model, messages: toolMessages, tools: [verseTool, sayTool],
+                                                         tool_choice: "required", max_tokens: 800, temperature: 0 });
+const firstCall = checkCall(required.choices[0], null, "tool_choice required");
+const named = await client.chat.completions.create({ model, messages: toolMessages, tools: [sayTool, verseTool],
+  tool_choice: { type: "function", function: { name: "find_verse" } }, max_tokens: 800, temperature: 0 });
+checkCall(named.choices[0], "find_verse", "tool_choice find_verse");
+// Streamed: the call's deltas joined, then finish_reason "tool_calls", usage as usual.
+const parts = {};
+let toolFinish = null, toolUsage = null, toolContent = "";
+for await (const c of await client.chat.completions.create({ model, messages: toolMessages, tools: [sayTool, verseTool],
+  tool_choice: { type: "function", function: { name: "find_verse" } }, max_tokens: 800, temperature: 0, stream: true,
+  stream_options: { include_usage: true } })) {
+  if (c.usage) toolUsage = c.usage;
+  const ch = c.choices[0];
+  if (!ch) continue;
+  if (ch.delta.content) toolContent += ch.delta.content;
+  for (const t of ch.delta.tool_calls || []) {
+    const p = (parts[t.index] ??= { id: "", name: "", arguments: "" });
+    if (t.id) p.id = t.id;
+    if (t.function && t.function.name) p.name += t.function.name;
+    if (t.function && t.function.arguments) p.arguments += t.function.arguments;
+  }
+  if (ch.finish_reason) toolFinish = ch.finish_reason;
+}
+const namedCall = named.choices[0].message.tool_calls[0];
+check(Object.keys(parts).join() === "0" && toolFinish === "tool_calls" && toolContent === "" && /^call_/.test(parts[0].id) &&
+      parts[0].name === "find_verse" && parts[0].arguments === namedCall.function.arguments,
+      `tool call streamed: ${JSON.stringify(parts)} (${toolFinish}), the whole answer's arguments`);
+check(toolUsage && toolUsage.completion_tokens === named.usage.completion_tokens, `tool call streamed usage: ${JSON.stringify(toolUsage)}`);
+// The call and its result sent back (content null, a tool message): the
+// model answers in words with tool_choice "none".
+const after = await client.chat.completions.create({ model, tools: [verseTool, sayTool], tool_choice: "none", max_tokens: 8, temperature: 0,
+  messages: [...toolMessages, { role: "assistant", content: null, tool_calls: [firstCall] },
+             { role: "tool", tool_call_id: firstCall.id, content: "Let there be light" }] });
+check(typeof after.choices[0].message.content === "string" && !after.choices[0].message.tool_calls &&
+      after.usage.prompt_tokens > required.usage.prompt_tokens, `tool result sent back: "${after.choices[0].message.content}"`);
+
 // Errors, as the client's typed exceptions.
 let e = await expectError(client.completions.create({ model: "gpt-4o", prompt, max_tokens: 4 }), OpenAI.NotFoundError, 404, "unknown model");
 check(e.code === "model_not_found" && e.param === "model", `unknown model: code ${e.code}, param ${e.param}`);
 e = await expectError(client.completions.create({ model, prompt, temperature: "hot" }), OpenAI.BadRequestError, 400, "wrong type");
 check(e.param === "temperature", `wrong type: param ${e.param}: ${e.message}`);
-e = await expectError(client.completions.create({ model, prompt: "In the beginning ".repeat(400), max_tokens: 4 }), OpenAI.BadRequestError, 400, "prompt past the context");
+e = await expectError(client.completions.create({ model, prompt: "In the beginning ".repeat(1200), max_tokens: 4 }), OpenAI.BadRequestError, 400, "prompt past the context");
 check(e.code === "context_length_exceeded" && /context is \d+ tokens/.test(e.message), `context: ${e.message}`);
 e = await expectError(client.chat.completions.create({ model, messages, response_format: { type: "json_schema",
   json_schema: { name: "p", schema: { type: "object", properties: { name: { type: "string", pattern: "^a" } } } } } }),
   OpenAI.BadRequestError, 400, "unsupported schema keyword");
 check(e.param === "response_format" && e.message.includes("'pattern' at /properties/name"), `json_schema refused: ${e.message}`);
-e = await expectError(client.chat.completions.create({ model, messages: [{ role: "tool", content: "x" }] }), OpenAI.BadRequestError, 400, "bad role");
+e = await expectError(client.chat.completions.create({ model, messages: [{ role: "function", content: "x" }] }), OpenAI.BadRequestError, 400, "bad role");
 check(e.param === "messages[0].role", `bad role: param ${e.param}`);
+e = await expectError(client.chat.completions.create({ model, messages, tools: [{ type: "function", function: { name: "say it" } }] }),
+  OpenAI.BadRequestError, 400, "bad tool name");
+check(e.param === "tools[0].function.name", `bad tool name: param ${e.param}: ${e.message}`);
+e = await expectError(client.chat.completions.create({ model, messages, tools: [sayTool], tool_choice: { type: "function", function: { name: "find_verse" } } }),
+  OpenAI.BadRequestError, 400, "tool_choice names no given tool");
+check(e.param === "tool_choice", `tool_choice names no given tool: param ${e.param}`);
 // An error on a streamed request comes before the stream: the same exception.
 await expectError(client.chat.completions.create({ model, messages: [], stream: true }), OpenAI.BadRequestError, 400, "stream: no messages");
 const wrongKey = new OpenAI({ baseURL: baseURL + "/v1", apiKey: "not-the-key", maxRetries: 0 });

@@ -206,6 +206,13 @@ else:
     assert text.startswith("{"), text
 print("json schema:", r["finish_reason"], repr(text[:60]))' || fail "json_schema, seed $seed: $reply"
 done
+# Tool calls: refusals name the field; a forced call answers tool_calls.
+expect 400 '"param":"tools[0].function.name"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"bad name"}}]}'
+expect 400 '"param":"tools[0].function.parameters"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","format":"date"}}}}}]}'
+expect 400 '"param":"tools"' POST /v1/completions '{"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]}'
+expect 400 '"param":"response_format"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}}'
+expect 200 '"finish_reason":"tool_calls"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","max_tokens":300,"temperature":0}'
+grep -qF '"tool_calls":[{"function":{"arguments":"{}","name":"f"}' "$work/run/body" || fail "tool_choice required: $(cat "$work/run/body")"
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions
 expect 200 'layerstream_kv_blocks_used 0' GET /metrics
@@ -254,7 +261,9 @@ stop "$pid"
 echo "   ($(elapsed) s so far)"
 
 echo "== API key, and the openai npm client"
-start keyed --parallel 2 -c 512 --api-key sekrit
+# -c 2048: a tool call's prompt lists the tools (~700 tokens of this
+# vocabulary for two) and greedy decoding writes whitespace between tokens.
+start keyed --parallel 2 -c 2048 --api-key sekrit
 expect 200 '"status":"ok"' GET /health  # open to all
 expect 401 '"code":"invalid_api_key"' GET /v1/models
 auth=(-H 'Authorization: Bearer sekrit')
