@@ -517,3 +517,38 @@ TEST_CASE("serve request: every prefix of a valid body parses or fails cleanly")
     CHECK((n == body.size()) == std::holds_alternative<GenerateRequest>(r));
   }
 }
+
+// The fuzz target's habit in small: every value of a body with tools and
+// tool messages replaced by each JSON type in turn parses or fails with an
+// ApiError, never an exception (nlohmann throws on a wrong access).
+TEST_CASE("serve request: any value anywhere in a tools body fails cleanly") {
+  const nlohmann::json body =
+      nlohmann::json::parse(R"({"messages":[{"role":"user","content":"Weather?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"18C"}],
+    "tools":[{"type":"function","function":{"name":"get_weather","description":"The weather.",
+        "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},
+        "strict":true}},{"type":"function","function":{"name":"now"}}],
+    "tool_choice":{"type":"function","function":{"name":"now"}},"parallel_tool_calls":false})");
+  CHECK(std::holds_alternative<GenerateRequest>(parse_chat_request(body.dump(), defaults())));
+  const nlohmann::json flat = body.flatten();
+  const std::vector<nlohmann::json> values = {
+      nullptr,          1, -1.5, "x", "", true, nlohmann::json::array(), nlohmann::json::object(),
+      {{"name", "now"}}};
+  size_t tried = 0;
+  for (auto it = flat.begin(); it != flat.end(); ++it) {
+    // Each leaf, and each container above it, replaced.
+    for (nlohmann::json::json_pointer ptr(it.key()); !ptr.empty(); ptr = ptr.parent_pointer()) {
+      for (const nlohmann::json& v : values) {
+        nlohmann::json b = body;
+        b[ptr] = v;
+        CAPTURE(ptr.to_string());
+        CAPTURE(v.dump());
+        CHECK_NOTHROW((void)parse_chat_request(b.dump(), defaults()));
+        ++tried;
+      }
+    }
+  }
+  CHECK(tried > 500);
+}
