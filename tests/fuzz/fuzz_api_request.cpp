@@ -55,8 +55,37 @@ void check_generate(const ls::Parsed<ls::GenerateRequest>& p) {
     if (id < 0) fail("a negative token id");
   if (r.chat) {
     if (r.messages.empty()) fail("a chat without messages");
-    for (const ls::ChatMessage& m : r.messages)
-      if (m.role != "system" && m.role != "user" && m.role != "assistant") fail("an unknown role");
+    for (const ls::ChatMessage& m : r.messages) {
+      if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+        fail("an unknown role");
+      if (!m.tool_calls.empty() && m.role != "assistant") fail("tool calls outside an assistant");
+      for (const ls::ChatToolCall& c : m.tool_calls)
+        if (!nlohmann::json::accept(c.arguments)) fail("tool call arguments that are not JSON");
+    }
+    // Tools: bounded, named as OpenAI names them, each its own; a forced
+    // call has its schema, a named one names a given tool.
+    if (r.tools.size() > ls::kMaxTools) fail("too many tools");
+    for (size_t i = 0; i < r.tools.size(); ++i) {
+      const std::string& n = r.tools[i].name;
+      if (n.empty() || n.size() > 64 ||
+          n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+              std::string::npos)
+        fail("a tool name out of bounds");
+      for (size_t j = 0; j < i; ++j)
+        if (r.tools[j].name == n) fail("two tools of one name");
+      if (!nlohmann::json::accept(r.tools[i].parameters)) fail("tool parameters that are not JSON");
+    }
+    const bool forced =
+        r.tool_choice == ls::ToolChoice::Required || r.tool_choice == ls::ToolChoice::Named;
+    if (forced && (!r.json_schema || r.tools.empty()))
+      fail("a forced tool call without its schema");
+    if (r.tool_choice != ls::ToolChoice::None && r.tools.empty())
+      fail("a tool choice without tools");
+    if (r.tool_choice == ls::ToolChoice::Named) {
+      bool given = false;
+      for (const ls::ChatTool& t : r.tools) given = given || t.name == r.tool_name;
+      if (!given) fail("a named tool choice that names no tool");
+    }
   } else if (r.prompt.empty() && r.prompt_ids.empty()) {
     fail("a completion without a prompt");
   }
