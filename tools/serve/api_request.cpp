@@ -420,9 +420,11 @@ void read_tools(Fields& f, GenerateRequest& r) {
       auto strict = fn->find("strict");
       if (strict != fn->end() && !strict->is_null() && !strict->is_boolean())
         return f.fail(wrong_type(at + ".function.strict", "a boolean", *strict));
-      // parameters: a JSON schema (absent: no arguments). A forced call keeps
-      // to it whether strict or not, so it must be one we can follow.
-      json params = {{"type", "object"}, {"properties", json::object()}};
+      // parameters: a JSON schema (absent: no arguments, so a forced call
+      // writes {} rather than keys of its own). A forced call keeps to it
+      // whether strict or not, so it must be one we can follow.
+      json params = {
+          {"type", "object"}, {"properties", json::object()}, {"additionalProperties", false}};
       auto p = fn->find("parameters");
       if (p != fn->end() && !p->is_null()) {
         if (!p->is_object())

@@ -338,9 +338,9 @@ TEST_CASE("serve request: tools and tool_choice") {
   CHECK(q.tools[0].description == "The weather.");
   CHECK(nlohmann::json::parse(q.tools[0].parameters)["required"][0] == "city");
   CHECK(q.tools[1].description.empty());
-  // No parameters: an object with no properties.
+  // No parameters: an object with no keys at all.
   CHECK(nlohmann::json::parse(q.tools[1].parameters) ==
-        nlohmann::json::parse(R"({"type":"object","properties":{}})"));
+        nlohmann::json::parse(R"({"type":"object","properties":{},"additionalProperties":false})"));
   // auto by default: no constraint.
   CHECK(q.tool_choice == ToolChoice::Auto);
   CHECK_FALSE(q.json);
