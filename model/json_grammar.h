@@ -7,8 +7,10 @@
 // bytes, \u escapes pair their surrogates, numbers have JSON's form.
 //
 // Limits, so that a model cannot run the output on for ever: containers
-// nest at most kMaxDepth deep, and a run of whitespace outside strings is at
-// most kMaxSpaceRun bytes, and none comes before the document. Numbers are
+// nest at most kMaxDepth deep; whitespace between tokens is what JSON
+// writers put there (nothing, one space or tab, or one line break and an
+// indentation of at most kIndentPerLevel a level of the containers open;
+// never more than kMaxSpaceRun bytes), and none comes before the document. Numbers are
 // ones a double holds, as a strict parser wants (nlohmann::json refuses
 // 1e400): at most kMaxIntDigits digits before the point and kMaxExpDigits
 // in the exponent. With object_only (OpenAI's response_format
@@ -27,6 +29,7 @@ class JsonGrammar {
  public:
   static constexpr int kMaxDepth = 64;
   static constexpr int kMaxSpaceRun = 32;
+  static constexpr int kIndentPerLevel = 4;  // a gap's indentation, per open container
   static constexpr int kMaxIntDigits = 200;
   static constexpr int kMaxExpDigits = 2;
 
@@ -97,6 +100,11 @@ class JsonGrammar {
   uint16_t hex_ = 0;
   uint8_t lit_ = 0, lit_i_ = 0;  // which literal (0 true, 1 false, 2 null), bytes read
   uint8_t space_run_ = 0;
+  // The gap being read (space): a space or tab, '\r', then a line break,
+  // and the indentation after it.
+  enum class Gap : uint8_t { None, Space, Cr, Line };
+  Gap gap_ = Gap::None;
+  uint8_t indent_ = 0;
   uint8_t int_digits_ = 0, exp_digits_ = 0;  // of the number being read
   int depth_ = 0;
   std::array<uint8_t, kMaxDepth> stack_{};  // '{' or '[' per open container

@@ -34,7 +34,8 @@ bool strict_accepts(const std::string& s) {
 // The automaton's own limits, which a strict parser does not have.
 bool within_limits(const std::string& s) {
   if (!s.empty() && (s[0] == ' ' || s[0] == '\n' || s[0] == '\t' || s[0] == '\r')) return false;
-  int depth = 0, max_depth = 0, run = 0;
+  int depth = 0, max_depth = 0, run = 0, indent = 0;
+  bool spaced = false, line = false, cr = false;      // the gap so far
   int num_state = 0, int_digits = 0, exp_digits = 0;  // 0 none, 1 integer, 2 fraction, 3 exponent
   bool in_string = false, escape = false;
   for (char c : s) {
@@ -49,9 +50,26 @@ bool within_limits(const std::string& s) {
     }
     if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
       if (++run > JsonGrammar::kMaxSpaceRun) return false;
+      // One space or tab, or (after at most one) a line break and an
+      // indentation of 4 a level (the gap policy, written out again here).
+      if (cr && c == '\n') {  // "\r\n": one line break
+        cr = false;
+      } else if (c == '\r' || c == '\n') {
+        if (line) return false;
+        line = true;
+        cr = c == '\r';
+        indent = 0;
+      } else if (line) {
+        cr = false;
+        if (++indent > JsonGrammar::kIndentPerLevel * (depth + 1)) return false;
+      } else if (spaced) {
+        return false;
+      } else {
+        spaced = true;
+      }
       continue;
     }
-    run = 0;
+    run = 0, spaced = line = cr = false;
     if (c == '"') in_string = true;
     // Numbers: the digits before the point and in the exponent.
     if ((c >= '0' && c <= '9') || c == '-') {
@@ -218,12 +236,21 @@ TEST_CASE("json grammar: the limits: nesting depth and whitespace runs") {
   REQUIRE(g.feed(deep));
   CHECK_FALSE(g.accepts("["));  // one more container would pass the limit
   CHECK(g.accepts("1"));
+  // Gaps as JSON writers make them: compact, one space, or a line break
+  // and 4 a level of indentation; not blank lines or runs of spaces.
   JsonGrammar w;
   REQUIRE(w.feed(std::string_view("{")));
-  CHECK(w.accepts(std::string(JsonGrammar::kMaxSpaceRun, ' ')));
-  CHECK_FALSE(w.accepts(std::string(JsonGrammar::kMaxSpaceRun + 1, ' ')));
-  CHECK(w.accepts(std::string(JsonGrammar::kMaxSpaceRun, ' ') + "\"k\"" +
-                  std::string(JsonGrammar::kMaxSpaceRun, ' ')));
+  for (const char* ok : {" \"k\"", "\n        \"k\"", "\r\n\t\"k\"", " \n  \"k\" : 1 ,\n  \"j\""}) {
+    CAPTURE(ok);
+    CHECK(w.accepts(ok));
+  }
+  for (const char* bad : {"  ", "\n\n", "\n         ", "\r\r", " \t", "\n \n", "\r\n\n"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(w.accepts(bad));
+  }
+  CHECK(grammar_accepts(
+      "{\n    \"a\": [\n        1,\n        {\n            \"b\": 2\n        }\n    ]\n}\n"));
+  CHECK_FALSE(grammar_accepts("{\"a\": 1}\n\n"));
   // Numbers a double holds.
   CHECK(grammar_accepts("{\"n\":1e99}"));
   CHECK_FALSE(grammar_accepts("{\"n\":1e400}"));

@@ -204,6 +204,9 @@ void schema_pieces(const json& s, std::vector<std::string>& keys,
 std::vector<std::string> completion_pieces(const json& schema, size_t* n_keys) {
   std::vector<std::string> p = {"\"", "}", "]", ","}, values;
   schema_pieces(schema, p, values);
+  // A key no schema declares, for objects that take other keys (after a
+  // ',' such an object needs one), once per object as the others.
+  p.push_back("\"zq\"");
   std::sort(p.begin() + 4, p.end());
   p.erase(std::unique(p.begin() + 4, p.end()), p.end());
   *n_keys = p.size();
