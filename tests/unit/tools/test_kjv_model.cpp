@@ -227,8 +227,11 @@ TEST_CASE("decode --json: every output keeps to JSON, and each that ends is an o
       CHECK(nlohmann::json::parse(r.out).is_object());
     }
   }
+  // At least two end, so that the parse below runs (2 of 8 with the gaps
+  // JSON writers make; the bound was 3 while a gap could hold 32 bytes of
+  // blank lines).
   MESSAGE(complete << " of 8 outputs ended as a whole object within 120 tokens");
-  CHECK(complete >= 3);
+  CHECK(complete >= 2);
   // Greedy too, and the same prompt unconstrained is no JSON.
   const Run greedy = run_tool(
       "decode -p 'In the beginning' -n 120 --json --temp 0 -t 1 "
