@@ -983,25 +983,34 @@ Status CudaBackend::read_kv(uint32_t layer, int32_t seq, uint32_t p0, uint32_t p
   return s.kv.read_rows(layer, static_cast<uint32_t>(seq), p0, p1, k, v, s.stream);
 }
 
-Status CudaBackend::read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) {
-  Impl& s = *impl_;
-  std::vector<CudaKvPool::Span> v(n);
+namespace {
+
+// The spans in the pool's form, each checked first (nothing moves when one is bad).
+template <class Impl>
+Status pool_spans(Impl& s, uint32_t layer, const Backend::KvRowSpan* spans, size_t n,
+                  std::vector<CudaKvPool::Span>& v) {
+  v.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    const KvRowSpan& r = spans[i];
+    const Backend::KvRowSpan& r = spans[i];
     LS_TRY(s.check_kv_rows(layer, r.seq, r.p0, r.p1));
     v[i] = {static_cast<uint32_t>(r.seq), r.p0, r.p1, r.k, r.v};
   }
+  return ok();
+}
+
+}  // namespace
+
+Status CudaBackend::read_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) {
+  Impl& s = *impl_;
+  std::vector<CudaKvPool::Span> v;
+  LS_TRY(pool_spans(s, layer, spans, n, v));
   return s.kv.read_spans(layer, v.data(), n, s.stream);
 }
 
 Status CudaBackend::write_kv_spans(uint32_t layer, const KvRowSpan* spans, size_t n) {
   Impl& s = *impl_;
-  std::vector<CudaKvPool::Span> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const KvRowSpan& r = spans[i];
-    LS_TRY(s.check_kv_rows(layer, r.seq, r.p0, r.p1));
-    v[i] = {static_cast<uint32_t>(r.seq), r.p0, r.p1, r.k, r.v};
-  }
+  std::vector<CudaKvPool::Span> v;
+  LS_TRY(pool_spans(s, layer, spans, n, v));
   return s.kv.write_spans(layer, v.data(), n, s.stream);
 }
 

@@ -27,6 +27,14 @@ bool two_digits(uint8_t pos_in_field, uint8_t first, uint8_t c, int lo, int hi) 
   return v >= lo && v <= hi;
 }
 
+// Position p of "HH:MM:SS" (a time, or the first five of an offset's
+// "HH:MM"): hours 00-23, minutes and seconds 00-59.
+bool clock_char(uint8_t p, uint8_t first, uint8_t c) {
+  if (p == 2 || p == 5) return c == ':';
+  if (p < 2) return two_digits(p, first, c, 0, 23);
+  return two_digits(p % 3 == 0 ? 0 : 1, first, c, 0, 59);
+}
+
 }  // namespace
 
 JsonStringFormat json_string_format_from_name(std::string_view name) {
@@ -84,18 +92,7 @@ bool JsonFormatState::take(JsonStringFormat f, uint8_t c) {
         pos = 0;
         return true;
       }
-      switch (pos) {
-        case 0:
-        case 1:
-          if (!two_digits(pos, first, c, 0, 23)) return false;
-          break;
-        case 2:
-        case 5:
-          if (c != ':') return false;
-          break;
-        default:  // 3, 4, 6, 7
-          if (!two_digits(pos % 3 == 0 ? 0 : 1, first, c, 0, 59)) return false;
-      }
+      if (!clock_char(pos, first, c)) return false;
       if (digit(c)) first = static_cast<uint8_t>(c - '0');
       if (++pos == 8) stage = AfterSeconds, pos = 0;
       return true;
@@ -121,17 +118,7 @@ bool JsonFormatState::take(JsonStringFormat f, uint8_t c) {
       pos = 0;
       return true;
     case Offset:  // HH:MM
-      switch (pos) {
-        case 0:
-        case 1:
-          if (!two_digits(pos, first, c, 0, 23)) return false;
-          break;
-        case 2:
-          if (c != ':') return false;
-          break;
-        default:  // 3, 4
-          if (!two_digits(pos - 3, first, c, 0, 59)) return false;
-      }
+      if (!clock_char(pos, first, c)) return false;
       if (digit(c)) first = static_cast<uint8_t>(c - '0');
       if (++pos == 5) stage = Done;
       return true;
