@@ -108,10 +108,10 @@ class Compiler {
       return make_error("json schema: the schema at %s must be an object or a boolean",
                         where(path).c_str());
     static const std::set<std::string, std::less<>> kKnown = {
-        "type",  "enum",     "const",    "properties", "required",         "additionalProperties",
-        "items", "minItems", "maxItems", "minLength",  "maxLength",        "anyOf",
-        "oneOf", "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum",
-        "format"};
+        "type",   "enum",     "const",    "properties", "required",         "additionalProperties",
+        "items",  "minItems", "maxItems", "minLength",  "maxLength",        "anyOf",
+        "oneOf",  "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum",
+        "format", "pattern"};
     for (const auto& [k, v] : s.items())
       if (!kKnown.count(k) && !kAnnotations.count(k)) return unsupported(k, path);
     // The keywords that decide the kind of node, and what may stand beside them.
@@ -225,6 +225,24 @@ class Compiler {
     return b;
   }
 
+  // A string's pattern, compiled with its lengths (read into n already):
+  // its index in the schema's patterns.
+  Expected<int32_t> pattern(const json& s, const Node& n, const std::string& path) {
+    const json& p = s.at("pattern");
+    if (!p.is_string())
+      return make_error("json schema: 'pattern' at %s must be a string", where(path).c_str());
+    // A format already fixes the text; both would need their product.
+    if (n.format != JsonStringFormat::None)
+      return make_error("json schema: 'pattern' beside 'format' at %s is not supported",
+                        where(path).c_str());
+    auto re = compile_json_regex(p.get<std::string>(), n.min_length, n.max_length);
+    if (!re)
+      return make_error("json schema: 'pattern' at %s: %s", where(path).c_str(),
+                        re.error().message.c_str());
+    out_->patterns.push_back(std::move(*re));
+    return static_cast<int32_t>(out_->patterns.size() - 1);
+  }
+
   Expected<int32_t> compile_typed(const json& s, const std::string& path) {
     Node n;
     auto types = types_of(s, path, &n.integer_only);
@@ -257,6 +275,11 @@ class Compiler {
       auto v = count(s, "maxLength", path);
       if (!v) return v.error();
       n.max_length = *v;
+    }
+    if (s.contains("pattern")) {
+      auto p = pattern(s, n, path);
+      if (!p) return p.error();
+      n.pattern = *p;
     }
     if (s.contains("minItems")) {
       auto v = count(s, "minItems", path);
@@ -452,6 +475,9 @@ class Compiler {
               ad = n.min_items == 0 ? 1 : add_depth(depth_of(n.items));
             starts = n.types & ~(JsonSchema::kObject | JsonSchema::kArray);
             if (n.min_length > n.max_length) starts &= ~JsonSchema::kString;
+            // No string of the lengths matches the pattern.
+            if (n.pattern >= 0 && !out_->patterns[static_cast<size_t>(n.pattern)].satisfiable())
+              starts &= ~JsonSchema::kString;
             if (n.bounds.any() && !n.bounds.satisfiable(n.integer_only))
               starts &= ~JsonSchema::kNumber;
             if (starts) d = 0;

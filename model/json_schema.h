@@ -6,7 +6,9 @@
 // Supported: type (one or a list), enum, const, properties, required,
 // additionalProperties (false, true, or a schema), items, minItems, maxItems,
 // minLength, maxLength, format (date, time, date-time, uuid:
-// model/json_string_format.h), minimum, maximum, exclusiveMinimum, exclusiveMaximum
+// model/json_string_format.h), pattern (an ECMA-262 regular expression,
+// unanchored, as a DFA over code points with the string's lengths:
+// model/json_regex.h; not beside format), minimum, maximum, exclusiveMinimum, exclusiveMaximum
 // (numbers under bounds are written without an exponent:
 // model/json_number_bounds.h), anyOf (any branches: pydantic's unions of
 // models; the automaton follows every branch a value may still be in),
@@ -31,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/json_number_bounds.h"
+#include "model/json_regex.h"
 #include "model/json_string_format.h"
 #include "runtime/status.h"
 
@@ -62,7 +65,8 @@ struct JsonSchema {
     JsonNumberBounds bounds;  // number: minimum, maximum and their exclusive forms
     uint32_t min_length = 0, max_length = kUnbounded;  // string, in characters
     JsonStringFormat format = JsonStringFormat::None;  // string: date, time, date-time, uuid
-    int32_t items = -1;                                // array: the items' node
+    int32_t pattern = -1;  // string: its pattern in JsonSchema::patterns (-1: none)
+    int32_t items = -1;    // array: the items' node
     uint32_t min_items = 0, max_items = kUnbounded;
     // object: property names as the model writes them (quoted, escaped),
     // sorted so that the names a key's prefix matches form a range; their
@@ -87,6 +91,8 @@ struct JsonSchema {
   };
   std::vector<Node> nodes;
   int32_t root = -1;
+  // The strings' patterns, each compiled with its node's minLength and maxLength.
+  std::vector<JsonRegex> patterns;
 
   // The most nodes a value's first byte can leave open (anyOf branches
   // that begin alike, after refs and nested anyOf): more is refused.
@@ -103,7 +109,9 @@ struct JsonSchema {
 uint8_t json_start_class(uint8_t b);
 
 // The compiled schema, or an error naming the keyword and where it is
-// ("json schema: 'pattern' at /properties/name is not supported").
+// ("json schema: 'multipleOf' at /properties/n is not supported"; a
+// pattern's also the construct: "json schema: 'pattern' at /properties/id:
+// the backreference \1 at character 5 is not supported").
 Expected<std::shared_ptr<const JsonSchema>> compile_json_schema(const nlohmann::json& schema);
 // From text (a parse error is an error too).
 Expected<std::shared_ptr<const JsonSchema>> compile_json_schema(std::string_view text);

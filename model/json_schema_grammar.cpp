@@ -102,11 +102,17 @@ bool JsonSchemaGrammar::step(uint8_t b) {
     case Mode::Structure:
       break;
     case Mode::String: {
-      if (lx != JsonGrammar::Lexeme::StringBody) return true;  // within a character
       const JsonSchema::Node& n = node(c_.node);
+      const JsonRegex* re =
+          n.pattern >= 0 ? &s_->patterns[static_cast<size_t>(n.pattern)] : nullptr;
+      if (lx != JsonGrammar::Lexeme::StringBody) {  // within a character
+        // A pattern reads every byte of it (UTF-8 narrows, escapes too).
+        return !re || c_.rx.take(*re, b, c_.chars);
+      }
       const bool formatted = n.format != JsonStringFormat::None;
       if (b == '"') {
         if (c_.chars < n.min_length || (formatted && !c_.fmt.complete())) return false;
+        if (re && !c_.rx.can_close(*re, c_.chars)) return false;
         c_.mode = Mode::Structure;
         return value_end();
       }
@@ -114,7 +120,7 @@ bool JsonSchemaGrammar::step(uint8_t b) {
       // A format's characters come as themselves: no escape, no UTF-8.
       if (formatted && (b == '\\' || b >= 0x80 || !c_.fmt.take(n.format, b))) return false;
       ++c_.chars;  // a character (or an escape, a surrogate pair's once) begins
-      return true;
+      return !re || c_.rx.take(*re, b, c_.chars);
     }
     case Mode::Key:
       return key_byte(b, lx == JsonGrammar::Lexeme::StringBody && b == '"');
@@ -217,7 +223,8 @@ bool JsonSchemaGrammar::same(const JsonSchemaGrammar& o) const {
   if (s_ != o.s_ || a.mode != b.mode || a.done != b.done || a.depth != b.depth) return false;
   switch (a.mode) {
     case Mode::String:
-      if (a.node != b.node || a.chars != b.chars || !(a.fmt == b.fmt)) return false;
+      if (a.node != b.node || a.chars != b.chars || !(a.fmt == b.fmt) || !(a.rx == b.rx))
+        return false;
       break;
     case Mode::Key:
       if (a.node != b.node || a.lo != b.lo || a.hi != b.hi || a.pos != b.pos ||
@@ -285,6 +292,8 @@ bool JsonSchemaGrammar::value_start(int32_t at, uint8_t b) {
       c_.node = r;
       c_.chars = 0;
       c_.fmt = JsonFormatState::start(n.format);
+      c_.rx = n.pattern >= 0 ? JsonRegexStep::start(s_->patterns[static_cast<size_t>(n.pattern)])
+                             : JsonRegexStep{};
       return true;
     case JsonSchema::kNumber:
       c_.mode = Mode::Number;

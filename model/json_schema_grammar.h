@@ -9,7 +9,9 @@
 // document. So an object's '}' waits for its required keys, a key must be
 // the prefix of a property not yet used (or any key where other keys are
 // allowed), ',' stops at maxItems, a string stops at maxLength and its
-// closing quote waits for minLength, an enum value is a prefix of one of
+// closing quote waits for minLength, a string under a pattern takes a byte
+// only where the pattern and the lengths can both still be met
+// (model/json_regex_step.h), an enum value is a prefix of one of
 // its values, a number's digits keep some number inside its bounds
 // (model/json_number_bounds.h), and a container is opened only where the least deep value it
 // must hold fits under the nesting limit.
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "model/json_grammar.h"
+#include "model/json_regex_step.h"
 #include "model/json_schema.h"
 
 namespace ls {
@@ -98,6 +101,7 @@ class JsonSchemaGrammar {
     int32_t node = -1;        // String / Key / Enum: the node read against
     uint32_t chars = 0;       // String: characters read
     JsonFormatState fmt;      // String with a format: where its text stands
+    JsonRegexStep rx;         // String with a pattern: its DFA state and the pending character
     uint32_t lo = 0, hi = 0;  // Key / Enum: the candidates the bytes so far match
     uint32_t pos = 0;         // their bytes matched
     uint64_t avail = 0;       // Key: declared properties it may still be

@@ -22,6 +22,7 @@
 #include "model/json_number_bounds.h"
 #include "model/json_schema.h"
 #include "model/json_schema_nfa.h"
+#include "model/unicode.h"
 
 using namespace ls;
 using nlohmann::json;
@@ -46,6 +47,17 @@ bool accepts(const JsonSchema& s, const std::string& doc) {
 }
 
 // ---- A validator for the subset, over parsed values (not bytes). ----------
+
+// UTF-8 to code points, one wchar_t (32 bits here) each.
+std::wstring wide(const std::string& s) {
+  std::wstring w;
+  for (size_t i = 0; i < s.size();) {
+    const Utf8Char c = utf8_next(s, i);
+    w.push_back(static_cast<wchar_t>(c.cp));
+    i += c.len;
+  }
+  return w;
+}
 
 size_t code_points(const std::string& s) {
   size_t n = 0;
@@ -135,6 +147,11 @@ bool valid(const json& v, const json& s, const json& root) {
   }
   if (v.is_string()) {
     if (s.contains("format") && !format_ok(s["format"], v.get<std::string>())) return false;
+    // std::wregex over code points: an ECMAScript implementation apart from the automaton's.
+    if (s.contains("pattern") &&
+        !std::regex_search(wide(v.get<std::string>()),
+                           std::wregex(wide(s["pattern"].get<std::string>()))))
+      return false;
     const size_t n = code_points(v.get<std::string>());
     if (s.contains("minLength") && n < s["minLength"].get<size_t>()) return false;
     if (s.contains("maxLength") && n > s["maxLength"].get<size_t>()) return false;
@@ -308,6 +325,23 @@ void check_completes(const JsonSchemaNfa& g, const std::string& prefix, const js
 
 // ---- Random schemas and their documents. -----------------------------------
 
+// Patterns for strings, with values that match them (of 2 characters
+// for the first two, which may stand beside lengths); patterns that a
+// completion search finishes by trying closers and short bytes first.
+struct PatternSamples {
+  const char* pattern;
+  std::vector<const char*> samples;
+};
+const PatternSamples kPatterns[] = {
+    {"^[a-z]+$", {"ab", "xy"}},
+    {"^[^\"\\\\]{2,}$", {"ab", "\xC3\xA9t", "a "}},
+    {"^[A-Z]{2}[0-9]{2}$", {"AB12", "ZZ00"}},
+    {"^\\d+(\\.\\d+)?$", {"1", "12.5", "0.25"}},
+    {"^(?:ab)+$", {"ab", "abab"}},
+    {"^\\d", {"1", "9 lives"}},
+    {"^[a-z\xC3\xA9]{1,3}$", {"\xC3\xA9", "a\xC3\xA9z"}},
+};
+
 const char* const kNames[] = {"a", "ab", "abc", "b", "name", "q\"x", "\xC3\xA9t\xC3\xA9", "n/~"};
 
 json random_schema(std::mt19937& rng, int depth, bool with_ref) {
@@ -321,6 +355,10 @@ json random_schema(std::mt19937& rng, int depth, bool with_ref) {
         s["format"] = formats[pick(4)];
         return s;
       }
+      const int pattern = pick(2) ? -1 : pick(static_cast<int>(std::size(kPatterns)));
+      if (pattern >= 0) s["pattern"] = kPatterns[pattern].pattern;
+      // Lengths beside the patterns whose strings may have 2 to 3 characters.
+      if (pattern > 1) return s;
       if (pick(2)) s["minLength"] = pick(3);
       if (pick(2)) s["maxLength"] = 3 + pick(4);
       return s;
@@ -436,6 +474,14 @@ json random_value(std::mt19937& rng, const json& s, const json& root, int depth)
       u += i == 8 || i == 13 || i == 18 || i == 23 ? '-' : "0123456789abcdefABCDEF"[pick(22)];
     return u;
   }
+  if (t == "string" && s.contains("pattern")) {
+    for (const PatternSamples& p : kPatterns)
+      if (s["pattern"] == p.pattern)
+        for (;;) {
+          const json v = p.samples[static_cast<size_t>(pick(static_cast<int>(p.samples.size())))];
+          if (valid(v, s, root)) return v;
+        }
+  }
   if (t == "string") {
     const size_t lo = s.value("minLength", 0), hi = s.value("maxLength", 6);
     const size_t n = lo + (hi > lo ? pick(static_cast<int>(hi - lo + 1)) : 0);
@@ -497,8 +543,11 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
     const char* message;
   };
   const Case cases[] = {
-      {R"({"type":"object","properties":{"name":{"type":"string","pattern":"^a"}}})",
-       "json schema: 'pattern' at /properties/name is not supported"},
+      {R"x({"type":"object","properties":{"name":{"type":"string","pattern":"a(?=b)"}}})x",
+       "json schema: 'pattern' at /properties/name: lookahead '(?=' at character 2 is not "
+       "supported"},
+      {R"({"type":"object","properties":{"name":{"type":"string","propertyNames":{}}}})",
+       "json schema: 'propertyNames' at /properties/name is not supported"},
       {R"({"type":"array","items":{"type":"integer","multipleOf":3}})",
        "json schema: 'multipleOf' at /items is not supported"},
       {R"({"type":"number","minimum":0,"exclusiveMinimum":true})",
