@@ -208,7 +208,7 @@ print("json schema:", r["finish_reason"], repr(text[:60]))' || fail "json_schema
 done
 # Tool calls: refusals name the field; a forced call answers tool_calls.
 expect 400 '"param":"tools[0].function.name"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"bad name"}}]}'
-expect 400 '"param":"tools[0].function.parameters"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}}}}]}'
+expect 400 '"param":"tools[0].function.parameters"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"(?!x)"}}}}}]}'
 expect 400 '"param":"tools"' POST /v1/completions '{"prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]}'
 expect 400 '"param":"response_format"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}}'
 # (additionalProperties false: the default parameters allow any key, and
