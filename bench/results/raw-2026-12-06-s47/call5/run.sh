@@ -1,0 +1,40 @@
+#!/bin/bash
+# Session 47 call 5: the tensor-core decode attention's tiles as bulk copies
+# on mbarriers (AttentionParams::tc_bulk, LS_ATTENTION_TC_BULK) against
+# 16-byte cp.async: the GPU tests of the attention kernels (both forms), the
+# fused decode and the cuda/cpu comparison; the kernel alone at 256-32k
+# (ls_bench_attention 5 --shape 8b), interleaved, two
+# rounds; ncu's instruction count and time at 16k; the 8b Q4_K_M decode
+# after 16,000 tokens.
+# NOT RUN: session 47's device time ran out before it. The change is
+# tc-bulk.patch beside this script (git apply it, build layerstream,
+# ls_gpu_tests and ls_bench_attention for sm_90, pack them into
+# .gpubin/extra.txz). Keep it only if the GPU tests pass and it is faster.
+# Run: OUT=$OUT LIMIT=330 bash bench/results/raw-2026-12-06-s47/call5/run.sh $PWD
+# (carry .gpubin/extra.txz only: layerstream, ls_gpu_tests and ls_bench_attention at the change)
+set -u
+R=$1; O=$OUT/r; LIMIT=${LIMIT:-330}
+. "$R/scripts/gpu_call_lib.sh"
+mkdir -p "$B" "$M" "$O"; tar -xJf "$R/.gpubin/extra.txz" -C "$B" || exit 2
+nvidia-smi --query-gpu=name --format=csv,noheader; el
+L=$B/layerstream
+rate() { grep -E "^\| [0-9]" "$1" | tail -1 | awk -F'|' '{print $2, $3, $(NF-3)}'; }
+(cd $R && timeout 120 $B/ls_gpu_tests -tc="cuda ops: attention*,cuda ops: the tensor-core*,decode fused*,cuda backend: logits and 64*" > $O/tests.txt 2>&1)
+echo "GPU tests rc=$?"; grep -E "test cases|assertions|Status|ERROR|FAILED" $O/tests.txt | head -8; el; pack
+for r in 1 2; do for bk in 1 0; do
+  LS_ATTENTION_TC_BULK=$bk timeout 60 $B/ls_bench_attention 5 --shape 8b > $O/attn-$bk-$r.txt 2>&1
+  echo "bulk=$bk round $r:"; grep -E "ctx" $O/attn-$bk-$r.txt | sed -E 's/\| k5tc fix.*\| k5tc dyn/| dyn/; s/\| k5 fix.*\| k5 dyn/| dyn/' | cut -c1-100
+done; done; el; pack
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+for bk in 1 0; do
+  LS_ATTENTION_TC_BULK=$bk timeout 60 $NCU --kernel-name regex:attention_decode_tc --launch-skip 260 --launch-count 1 \
+    --metrics gpu__time_duration.sum,smsp__inst_executed.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    $B/ls_bench_attention 5 --shape 8b --ctx 16384 > $O/ncu-$bk.txt 2>&1
+  echo "ncu bulk=$bk:"; grep -E "gpu__time|inst_executed|dram__" $O/ncu-$bk.txt
+done; el; pack
+timeout 60 $L synth -q -o $M/8b.gguf --preset 8b --quant q4_k_m > /dev/null 2>&1; echo "synth rc=$?"
+for r in 1 2; do for bk in 1 0; do for pt in 16000; do
+  LS_ATTENTION_TC_BULK=$bk timeout 60 $L bench -m $M/8b.gguf --prompt-tokens $pt -n 64 -c 16384 > $O/b8-$pt-$bk-$r.txt 2>&1
+  echo "8b after $pt bulk=$bk round $r: $(rate $O/b8-$pt-$bk-$r.txt)"
+done; done; done; el
+finish
