@@ -107,11 +107,27 @@ class Compiler {
     if (!s.is_object())
       return make_error("json schema: the schema at %s must be an object or a boolean",
                         where(path).c_str());
-    static const std::set<std::string, std::less<>> kKnown = {
-        "type",   "enum",     "const",    "properties", "required",         "additionalProperties",
-        "items",  "minItems", "maxItems", "minLength",  "maxLength",        "anyOf",
-        "oneOf",  "$ref",     "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum",
-        "format", "pattern"};
+    static const std::set<std::string, std::less<>> kKnown = {"type",
+                                                              "enum",
+                                                              "const",
+                                                              "properties",
+                                                              "required",
+                                                              "additionalProperties",
+                                                              "items",
+                                                              "minItems",
+                                                              "maxItems",
+                                                              "minLength",
+                                                              "maxLength",
+                                                              "anyOf",
+                                                              "oneOf",
+                                                              "$ref",
+                                                              "minimum",
+                                                              "maximum",
+                                                              "exclusiveMinimum",
+                                                              "exclusiveMaximum",
+                                                              "format",
+                                                              "pattern",
+                                                              "discriminator"};
     for (const auto& [k, v] : s.items())
       if (!kKnown.count(k) && !kAnnotations.count(k)) return unsupported(k, path);
     // The keywords that decide the kind of node, and what may stand beside them.
@@ -119,6 +135,17 @@ class Compiler {
       if (!s.contains(head)) continue;
       for (const auto& [k, v] : s.items()) {
         if (k == head || kAnnotations.count(k)) continue;
+        // OpenAPI's (and pydantic's) note of a union's tag: no rule of its
+        // own; oneOf's branches are checked to differ in a tag (check()).
+        if (k == "discriminator" &&
+            (std::string_view(head) == "oneOf" || std::string_view(head) == "anyOf")) {
+          if (!v.is_object() || !v.contains("propertyName") || !v.at("propertyName").is_string())
+            return make_error(
+                "json schema: 'discriminator' at %s must be an object with a string "
+                "'propertyName'",
+                where(path).c_str());
+          continue;
+        }
         const bool enum_head =
             std::string_view(head) == "enum" || std::string_view(head) == "const";
         if (enum_head && k == "type") continue;  // filters the values
@@ -513,6 +540,48 @@ class Compiler {
     }
   }
 
+  // The node a value of node n is read by, past refs.
+  const Node& past_refs(int32_t n) const {
+    const auto& nodes = out_->nodes;
+    for (size_t hops = 0; hops <= nodes.size(); ++hops) {
+      const Node& x = nodes[static_cast<size_t>(n)];
+      if (x.kind != Node::Ref) return x;
+      n = x.target;
+    }
+    return nodes[static_cast<size_t>(n)];  // a cycle of refs: check_paths refuses it
+  }
+
+  // No object is valid for both a and b: both require a property whose
+  // values are const or enum, and no value is in both lists (a tagged
+  // union's tag, pydantic's discriminator). So oneOf over them is anyOf.
+  bool tagged_apart(int32_t a, int32_t b) const {
+    const Node& x = past_refs(a);
+    const Node& y = past_refs(b);
+    if (x.kind != Node::Typed || y.kind != Node::Typed) return false;
+    for (size_t i = 0; i < x.keys.size(); ++i) {
+      if (!(x.required >> i & 1)) continue;
+      const auto it = std::lower_bound(y.keys.begin(), y.keys.end(), x.keys[i]);
+      if (it == y.keys.end() || *it != x.keys[i]) continue;
+      const size_t j = static_cast<size_t>(it - y.keys.begin());
+      if (!(y.required >> j & 1)) continue;
+      const Node& vx = past_refs(x.key_nodes[i]);
+      const Node& vy = past_refs(y.key_nodes[j]);
+      if (vx.kind != Node::Enum || vy.kind != Node::Enum) continue;
+      // Both value lists are sorted.
+      bool meet = false;
+      for (size_t p = 0, q = 0; p < vx.values.size() && q < vy.values.size() && !meet;) {
+        if (vx.values[p] < vy.values[q])
+          ++p;
+        else if (vy.values[q] < vx.values[p])
+          ++q;
+        else
+          meet = true;
+      }
+      if (!meet) return true;
+    }
+    return false;
+  }
+
   Status check() {
     static const char* kClassNames[] = {"an object", "an array", "a string", "a number",
                                         "true",      "false",    "null"};
@@ -523,21 +592,23 @@ class Compiler {
       // anyOf may hold branches that begin alike (the automaton follows
       // each); oneOf's exactly-one could not be kept that way.
       if (any_of_head_.at(static_cast<int32_t>(i)) == "anyOf") continue;
-      uint8_t seen = 0;
-      for (int32_t b : n.branches) {
-        const uint8_t s = nodes[static_cast<size_t>(b)].starts;
-        if (const uint8_t both = seen & s) {
+      for (size_t a = 0; a < n.branches.size(); ++a)
+        for (size_t b = 0; b < a; ++b) {
+          const uint8_t both = nodes[static_cast<size_t>(n.branches[a])].starts &
+                               nodes[static_cast<size_t>(n.branches[b])].starts;
+          if (!both) continue;
+          // Objects told apart by a tag: followed as anyOf, as no value matches both.
+          if (both == JsonSchema::kObject && tagged_apart(n.branches[a], n.branches[b])) continue;
           int bit = 0;
           while (!(both >> bit & 1)) ++bit;
           return make_error(
               "json schema: '%s' at %s has two branches that can both be %s; supported are "
               "branches that begin differently (object, array, string, number, true, false, "
-              "null), or anyOf",
+              "null), objects that differ in a required property's const or enum values (a "
+              "discriminator), or anyOf",
               any_of_head_.at(static_cast<int32_t>(i)).c_str(), where(paths_[i]).c_str(),
               kClassNames[bit]);
         }
-        seen |= s;
-      }
     }
     if (auto st = check_paths(); !st) return st;
     const Node& root = nodes[static_cast<size_t>(out_->root)];

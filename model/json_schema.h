@@ -13,7 +13,10 @@
 // model/json_number_bounds.h), anyOf (any branches: pydantic's unions of
 // models; the automaton follows every branch a value may still be in),
 // oneOf whose branches start with different bytes (a value's first byte
-// picks its one branch: the nullable pattern [{...}, {"type": "null"}]), $ref to #/$defs/X or
+// picks its one branch: the nullable pattern [{...}, {"type": "null"}]) or
+// are objects told apart by a tag (each requires a property whose const or
+// enum values no other branch's has: pydantic's discriminated unions, whose
+// OpenAPI 'discriminator' note is accepted beside oneOf and anyOf), $ref to #/$defs/X or
 // #/definitions/X (recursion too). Annotations are ignored. Anything else is refused, with the
 // keyword and its JSON pointer, so a client never gets output that silently breaks a rule it asked
 // for.
