@@ -5,18 +5,17 @@
 # fused decode and the cuda/cpu comparison; the kernel alone at 256-32k
 # (ls_bench_attention 5 --shape 8b), interleaved, two
 # rounds; ncu's instruction count and time at 16k; the 8b Q4_K_M decode
-# after 16,000 tokens.
+# after 16,000 tokens; then the resident 8b at a short context (issue 20).
 # NOT RUN: session 47's device time ran out before it. The change is
-# tc-bulk.patch beside this script (git apply it, build layerstream,
-# ls_gpu_tests and ls_bench_attention for sm_90, pack them into
-# .gpubin/extra.txz). Keep it only if the GPU tests pass and it is faster.
-# Run: OUT=$OUT LIMIT=330 bash bench/results/raw-2026-12-06-s47/call5/run.sh $PWD
-# (carry .gpubin/extra.txz only: layerstream, ls_gpu_tests and ls_bench_attention at the change)
+# tc-bulk.patch beside this script: `git apply` it, run scripts/gpu_pack.sh
+# (its pack holds ls_bench_attention since session 47), then
+#   OUT=$OUT LIMIT=330 bash bench/results/raw-2026-12-06-s47/call5/run.sh $PWD
+# with carry [".gpubin/bin.txz"], timeout 360. Keep the change only if the
+# GPU tests pass and it is faster.
 set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-330}
 . "$R/scripts/gpu_call_lib.sh"
-mkdir -p "$B" "$M" "$O"; tar -xJf "$R/.gpubin/extra.txz" -C "$B" || exit 2
-nvidia-smi --query-gpu=name --format=csv,noheader; el
+unpack_bins
 L=$B/layerstream
 rate() { grep -E "^\| [0-9]" "$1" | tail -1 | awk -F'|' '{print $2, $3, $(NF-3)}'; }
 (cd $R && timeout 120 $B/ls_gpu_tests -tc="cuda ops: attention*,cuda ops: the tensor-core*,decode fused*,cuda backend: logits and 64*" > $O/tests.txt 2>&1)
@@ -37,4 +36,8 @@ for r in 1 2; do for bk in 1 0; do for pt in 16000; do
   LS_ATTENTION_TC_BULK=$bk timeout 60 $L bench -m $M/8b.gguf --prompt-tokens $pt -n 64 -c 16384 > $O/b8-$pt-$bk-$r.txt 2>&1
   echo "8b after $pt bulk=$bk round $r: $(rate $O/b8-$pt-$bk-$r.txt)"
 done; done; done; el
+# Issue 20's short-context line on whatever card this is (the tensor-core kernel does not run there).
+for r in 1 2; do
+  timeout 60 $L bench -m $M/8b.gguf -n 128 > $O/b8-short-$r.txt 2>&1; echo "8b resident round $r: $(rate $O/b8-short-$r.txt)"
+done; el
 finish
