@@ -6,6 +6,7 @@
 # (ls_bench_attention 5 --shape 8b), interleaved, two
 # rounds; ncu's instruction count and time at 16k; the 8b Q4_K_M decode
 # after 16,000 tokens; then the resident 8b at a short context (issue 20).
+# First ls_bench_kv_read's bare read as cp.async and as bulk copies at 16k.
 # NOT RUN: session 47's device time ran out before it. The change is
 # tc-bulk.patch beside this script: `git apply` it, run scripts/gpu_pack.sh
 # (its pack holds ls_bench_attention since session 47), then
@@ -20,6 +21,7 @@ L=$B/layerstream
 rate() { grep -E "^\| [0-9]" "$1" | tail -1 | awk -F'|' '{print $2, $3, $(NF-3)}'; }
 (cd $R && timeout 120 $B/ls_gpu_tests -tc="cuda ops: attention*,cuda ops: the tensor-core*,decode fused*,cuda backend: logits and 64*" > $O/tests.txt 2>&1)
 echo "GPU tests rc=$?"; grep -E "test cases|assertions|Status|ERROR|FAILED" $O/tests.txt | head -8; el; pack
+timeout 90 $B/ls_bench_kv_read --ctx 16384 > $O/kvread.txt 2>&1; echo "kv_read rc=$?"; grep -E "rows" $O/kvread.txt
 for r in 1 2; do for bk in 1 0; do
   LS_ATTENTION_TC_BULK=$bk timeout 60 $B/ls_bench_attention 5 --shape 8b > $O/attn-$bk-$r.txt 2>&1
   echo "bulk=$bk round $r:"; grep -E "ctx" $O/attn-$bk-$r.txt | sed -E 's/\| k5tc fix.*\| k5tc dyn/| dyn/; s/\| k5 fix.*\| k5 dyn/| dyn/' | cut -c1-100
