@@ -50,18 +50,22 @@ TEST_CASE("chat: llama3 system and user") {
         "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+// The four-turn chat of the multi-turn cases below (system, user,
+// assistant, user), rendered for Llama 3 with the assistant's header to come.
+const char* const kMultiTurnLlama3 =
+    "<|begin_of_text|>"
+    "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+    "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\nHi! How can I help?<|eot_id|>"
+    "<|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n";
+
 TEST_CASE("chat: llama3 multi-turn") {
   const std::vector<ChatMessage> msgs = {{"system", "Be brief."},
                                          {"user", "Hello"},
                                          {"assistant", "Hi! How can I help?"},
                                          {"user", "Name a colour."}};
-  CHECK(chat_render(ChatFormat::Llama3, msgs, true) ==
-        "<|begin_of_text|>"
-        "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\nHi! How can I help?<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(chat_render(ChatFormat::Llama3, msgs, true) == kMultiTurnLlama3);
 }
 
 TEST_CASE("chat: llama2 system and user") {
@@ -217,13 +221,7 @@ TEST_CASE("chat: without tools the rendering is the plain one") {
   for (ChatFormat f : {ChatFormat::Llama3, ChatFormat::Llama2})
     for (bool gen : {true, false})
       CHECK(chat_render(f, msgs, gen, {}) == chat_render(f, msgs, gen));
-  CHECK(chat_render(ChatFormat::Llama3, msgs, true, {}) ==
-        "<|begin_of_text|>"
-        "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\nHi! How can I help?<|eot_id|>"
-        "<|start_header_id|>user<|end_header_id|>\n\nName a colour.<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  CHECK(chat_render(ChatFormat::Llama3, msgs, true, {}) == kMultiTurnLlama3);
   CHECK(chat_has_tools(ChatFormat::Llama3));
   CHECK_FALSE(chat_has_tools(ChatFormat::Llama2));
 }
