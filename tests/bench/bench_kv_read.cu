@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   for (int n_split : {32, 64}) {
     for (int heads = 0; heads < 2; ++heads) {
       for (int stages : {2, 3, 4}) {
-        const size_t smem = size_t{stages} * kStageHalves * 2;
+        const size_t smem = static_cast<size_t>(stages) * kStageHalves * 2;
         auto kern = stages == 2 ? tiles_kernel<2> : stages == 3 ? tiles_kernel<3> : tiles_kernel<4>;
         CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(smem)));
