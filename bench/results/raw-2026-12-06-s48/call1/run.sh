@@ -8,8 +8,8 @@
 # after 16,000 tokens; then the resident 8b at a short context (issue 20).
 # First ls_bench_kv_read's bare read as cp.async and as bulk copies at 16k.
 # RAN in session 48 (call 1, H100), from the patch applied to 37e1d2a; results in
-# bench/results/2026-12-06-s48.md. Before that: NOT RUN in session 47. The change is
-# tc-bulk.patch beside this script: `git apply` it, run scripts/gpu_pack.sh
+# bench/results/2026-12-06-s48.md. Before that: NOT RUN in session 47. The change is raw-2026-12-06-s47/call5/
+# tc-bulk.patch: `git apply` it, run scripts/gpu_pack.sh
 # (its pack holds ls_bench_attention since session 47), then
 #   OUT=$OUT LIMIT=330 bash bench/results/raw-2026-12-06-s47/call5/run.sh $PWD
 # with carry [".gpubin/bin.txz"], timeout 360. Keep the change only if the
