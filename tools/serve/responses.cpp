@@ -83,16 +83,15 @@ json completion_logprobs(const LogprobsPiece& lp) {
           {"text_offset", offsets}};
 }
 
-// A whole answer's message: its text, or the tool call it is.
+// A whole answer's message: its text, or the tool calls it makes.
 json chat_message(const ChoiceOut& c) {
-  if (!c.tool_call) return {{"role", "assistant"}, {"content", c.text}};
-  const ToolCallOut& t = *c.tool_call;
-  return {{"role", "assistant"},
-          {"content", nullptr},
-          {"tool_calls",
-           json::array({{{"id", t.id},
-                         {"type", "function"},
-                         {"function", {{"name", t.name}, {"arguments", t.arguments}}}}})}};
+  if (c.tool_calls.empty()) return {{"role", "assistant"}, {"content", c.text}};
+  json calls = json::array();
+  for (const ToolCallOut& t : c.tool_calls)
+    calls.push_back({{"id", t.id},
+                     {"type", "function"},
+                     {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+  return {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", std::move(calls)}};
 }
 
 json tool_delta_chunk(const ResponseMeta& m, json call) {
@@ -163,12 +162,20 @@ std::string chat_chunk(const ResponseMeta& m, std::string_view text, std::string
   return dump(j);
 }
 
-std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m, const ToolCallOut& call) {
-  return {dump(tool_delta_chunk(m, {{"index", 0},
-                                    {"id", call.id},
-                                    {"type", "function"},
-                                    {"function", {{"name", call.name}, {"arguments", ""}}}})),
-          dump(tool_delta_chunk(m, {{"index", 0}, {"function", {{"arguments", call.arguments}}}}))};
+std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m,
+                                               const std::vector<ToolCallOut>& calls) {
+  std::vector<std::string> chunks;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ToolCallOut& call = calls[i];
+    chunks.push_back(
+        dump(tool_delta_chunk(m, {{"index", i},
+                                  {"id", call.id},
+                                  {"type", "function"},
+                                  {"function", {{"name", call.name}, {"arguments", ""}}}})));
+    chunks.push_back(
+        dump(tool_delta_chunk(m, {{"index", i}, {"function", {{"arguments", call.arguments}}}})));
+  }
+  return chunks;
 }
 
 std::string usage_chunk(const ResponseMeta& m, const Usage& u) {

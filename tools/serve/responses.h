@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,7 +45,7 @@ struct Usage {
   size_t cached_tokens = 0;  // of prompt_tokens (OpenAI's prompt_tokens_details.cached_tokens)
 };
 
-// A tool call the answer is (chat): message.tool_calls[0].
+// A tool call the answer makes (chat): one of message.tool_calls.
 struct ToolCallOut {
   std::string id;  // call_...
   std::string name;
@@ -58,7 +57,9 @@ struct ChoiceOut {
   std::string text;
   std::string finish_reason;  // "stop", "length" or "tool_calls"
   LogprobsPiece lp;
-  std::optional<ToolCallOut> tool_call{};  // set: content is null, finish_reason "tool_calls"
+  // The calls the answer makes, in order (any: content is null,
+  // finish_reason "tool_calls").
+  std::vector<ToolCallOut> tool_calls{};
 };
 // A whole answer (stream: false): the choices at indices 0, 1, ...
 std::string completion_body(const ResponseMeta& m, const std::vector<ChoiceOut>& choices,
@@ -84,10 +85,12 @@ std::string chat_role_chunk(const ResponseMeta& m);
 // finish_reason is given (the last).
 std::string chat_chunk(const ResponseMeta& m, std::string_view text,
                        std::string_view finish_reason = {}, const LogprobsPiece& lp = {});
-// A tool call streamed as OpenAI does: a delta with the call's id, type,
-// name and empty arguments, then one with the whole arguments. The last
-// chunk is then chat_chunk(m, "", "tool_calls").
-std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m, const ToolCallOut& call);
+// An answer's tool calls streamed as OpenAI does: for each call in turn,
+// with its `index` (0, 1, ...) in the answer's calls, a delta with the
+// call's id, type, name and empty arguments, then one with the whole
+// arguments. The last chunk is then chat_chunk(m, "", "tool_calls").
+std::vector<std::string> chat_tool_call_chunks(const ResponseMeta& m,
+                                               const std::vector<ToolCallOut>& calls);
 // stream_options.include_usage: the chunk after the last, with no choices.
 std::string usage_chunk(const ResponseMeta& m, const Usage& u);
 

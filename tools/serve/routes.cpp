@@ -391,21 +391,21 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
       // max_tokens is its text, finish_reason "length").
       const bool held = gr.stream && (st->hold || !st->decided);
       std::string rest = (gr.stream ? st->held : st->text) + e.tail;
-      std::optional<ToolCallOut> call;
+      std::vector<ToolCallOut> calls;
       if (e.reason == FinishReason::Stop && gr.tool_choice != ToolChoice::None &&
           (!gr.stream || held))
         if (auto p = parse_tool_call(rest, gr.tools))
-          call = ToolCallOut{new_tool_call_id(), std::move(p->name), std::move(p->arguments)};
-      if (call) reason = "tool_calls";
+          calls.push_back(
+              ToolCallOut{new_tool_call_id(), std::move(p->name), std::move(p->arguments)});
+      if (!calls.empty()) reason = "tool_calls";
       if (gr.stream) {
-        if (call)
-          for (const std::string& c : chat_tool_call_chunks(st->meta, *call))
-            gr.out->push(sse_frame(c));
-        gr.out->push(sse_frame(st->chunk(call ? std::string() : rest, reason)));
+        for (const std::string& c : chat_tool_call_chunks(st->meta, calls))
+          gr.out->push(sse_frame(c));
+        gr.out->push(sse_frame(st->chunk(calls.empty() ? rest : std::string(), reason)));
         st->held.clear();
       } else {
         gr.whole[static_cast<size_t>(st->meta.index)] =
-            ChoiceOut{std::move(rest), reason, st->piece(), std::move(call)};
+            ChoiceOut{std::move(rest), reason, st->piece(), std::move(calls)};
       }
       if (gr.left > 0) return;
       if (gr.stream) {

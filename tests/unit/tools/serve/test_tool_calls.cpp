@@ -1,7 +1,7 @@
 // Tool calls (tools/serve/tool_calls.h): the schema a forced call is decoded
 // under (checked with the automaton the sampler uses), the reading of an
 // "auto" answer as a call or as content, the call ids, and the response
-// shapes of a call (tools/serve/responses.h), whole and streamed.
+// shapes of calls (tools/serve/responses.h), whole and streamed.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -108,7 +108,8 @@ TEST_CASE("tool calls: a call's message and stream chunks have OpenAI's shapes")
   m.id = "chatcmpl-1";
   m.model = "x";
   const ToolCallOut call{"call_abc", "get_weather", R"({"city":"Paris"})"};
-  const json whole = json::parse(chat_body(m, {ChoiceOut{"ignored", "tool_calls", {}, call}}, {}));
+  const json whole =
+      json::parse(chat_body(m, {ChoiceOut{"ignored", "tool_calls", {}, {call}}}, {}));
   const json& msg = whole["choices"][0]["message"];
   CHECK(msg["role"] == "assistant");
   CHECK(msg["content"].is_null());
@@ -120,7 +121,7 @@ TEST_CASE("tool calls: a call's message and stream chunks have OpenAI's shapes")
   const json text = json::parse(chat_body(m, {ChoiceOut{"Hi", "stop", {}}}, {}));
   CHECK(text["choices"][0]["message"] == json({{"role", "assistant"}, {"content", "Hi"}}));
 
-  const std::vector<std::string> chunks = chat_tool_call_chunks(m, call);
+  const std::vector<std::string> chunks = chat_tool_call_chunks(m, {call});
   REQUIRE(chunks.size() == 2);
   const json a = json::parse(chunks[0]), b = json::parse(chunks[1]);
   CHECK(a["object"] == "chat.completion.chunk");
@@ -130,6 +131,50 @@ TEST_CASE("tool calls: a call's message and stream chunks have OpenAI's shapes")
   CHECK(a["choices"][0]["finish_reason"].is_null());
   CHECK(b["choices"][0]["delta"]["tool_calls"][0] ==
         json::parse(R"({"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}})"));
+  CHECK(chat_tool_call_chunks(m, {}).empty());
+}
+
+TEST_CASE("tool calls: two calls' message lists both; streamed, each call has its index") {
+  ResponseMeta m;
+  m.chat = true;
+  m.id = "chatcmpl-2";
+  m.model = "x";
+  m.index = 1;  // the second choice (n = 2): the choice's index is not the calls'
+  const std::vector<ToolCallOut> calls = {{"call_a", "get_weather", R"({"city":"Paris"})"},
+                                          {"call_b", "now", "{}"}};
+  const json whole = json::parse(chat_body(
+      m, {ChoiceOut{"Hi", "stop", {}}, ChoiceOut{"ignored", "tool_calls", {}, calls}}, {}));
+  CHECK(whole["choices"][0]["message"] == json({{"role", "assistant"}, {"content", "Hi"}}));
+  const json& msg = whole["choices"][1]["message"];
+  CHECK(msg["content"].is_null());
+  CHECK(msg["tool_calls"] == json::parse(R"([
+        {"id":"call_a","type":"function",
+         "function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+        {"id":"call_b","type":"function","function":{"name":"now","arguments":"{}"}}])"));
+  CHECK(whole["choices"][1]["finish_reason"] == "tool_calls");
+
+  // Streamed: call 0's two deltas, then call 1's, each with its index; the
+  // choice's index stays the choice's.
+  const std::vector<std::string> chunks = chat_tool_call_chunks(m, calls);
+  REQUIRE(chunks.size() == 4);
+  std::vector<json> deltas;
+  for (const std::string& c : chunks) {
+    const json j = json::parse(c);
+    CHECK(j["choices"][0]["index"] == 1);
+    CHECK(j["choices"][0]["finish_reason"].is_null());
+    REQUIRE(j["choices"][0]["delta"]["tool_calls"].size() == 1);
+    deltas.push_back(j["choices"][0]["delta"]["tool_calls"][0]);
+  }
+  CHECK(deltas[0] == json::parse(R"({"index":0,"id":"call_a","type":"function",
+                                    "function":{"name":"get_weather","arguments":""}})"));
+  CHECK(deltas[1] == json::parse(R"({"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}})"));
+  CHECK(deltas[2] == json::parse(R"({"index":1,"id":"call_b","type":"function",
+                                    "function":{"name":"now","arguments":""}})"));
+  CHECK(deltas[3] == json::parse(R"({"index":1,"function":{"arguments":"{}"}})"));
+  // The last chunk: no delta, finish_reason "tool_calls".
+  const json last = json::parse(chat_chunk(m, "", "tool_calls"));
+  CHECK(last["choices"][0]["delta"] == json::object());
+  CHECK(last["choices"][0]["finish_reason"] == "tool_calls");
 }
 
 TEST_CASE("tool calls: past 16 tools the loose schema keeps the name and an object") {
