@@ -215,10 +215,11 @@ expect 400 '"param":"response_format"' POST /v1/chat/completions '{"messages":[{
 # this model writes one without end.)
 expect 200 '"finish_reason":"tool_calls"' POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{},"additionalProperties":false}}}],"tool_choice":"required","max_tokens":300,"temperature":0}'
 grep -qF '"tool_calls":[{"function":{"arguments":"{}","name":"f"}' "$work/run/body" || fail "tool_choice required: $(cat "$work/run/body")"
-# tool_choice auto: an answer that begins with '{' is held back while
-# streamed; one that is no call goes out as content at the end, the same
-# as the whole answer's. logit_bias makes this model begin so (and go on,
-# so the answer is cut by max_tokens: its text, finish_reason "length").
+# tool_choice auto: an answer that begins with '{' (a call) or '[' (an
+# array of calls) is held back while streamed; one that is no call goes
+# out as content at the end, the same as the whole answer's. logit_bias
+# makes this model begin so (and go on, so the answer is cut by
+# max_tokens: its text, finish_reason "length").
 python3 - "$url" <<'PY' || fail "tool_choice auto, held and sent as content"
 import json, sys, urllib.request
 url = sys.argv[1]
@@ -226,14 +227,14 @@ def post(path, body):
     req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     return urllib.request.urlopen(req).read().decode()
-brace = json.loads(post("/tokenize", {"content": "{"}))["tokens"]
-assert len(brace) == 1, brace
 tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
-for want in ("length",):
+for opener, want in (("{", "length"), ("[", "length")):
+    tok = json.loads(post("/tokenize", {"content": opener}))["tokens"]
+    assert len(tok) == 1, tok
     base = {"messages": [{"role": "user", "content": "x"}], "tools": tools, "max_tokens": 6,
-            "temperature": 0, "logit_bias": {str(brace[0]): 100}}
+            "temperature": 0, "logit_bias": {str(tok[0]): 100}}
     whole = json.loads(post("/v1/chat/completions", base))["choices"][0]
-    assert whole["finish_reason"] == want and whole["message"]["content"].startswith("{"), whole
+    assert whole["finish_reason"] == want and whole["message"]["content"].startswith(opener), whole
     assert "tool_calls" not in whole["message"], whole
     frames = [json.loads(l[6:]) for l in post("/v1/chat/completions", dict(base, stream=True)).splitlines()
               if l.startswith("data: {")]
@@ -244,7 +245,7 @@ for want in ("length",):
     assert [d for d in deltas[1:-1] if d.get("content")] == [], deltas
     assert content == whole["message"]["content"], (content, whole)
     assert frames[-1]["choices"][0]["finish_reason"] == want, frames[-1]
-    print("tool_choice auto, %s: held, then content %r" % (want, content))
+    print("tool_choice auto, %s, %s: held, then content %r" % (opener, want, content))
 PY
 expect 404 'no endpoint GET /v2/nothing' GET /v2/nothing
 expect 405 'this endpoint takes POST' GET /v1/completions

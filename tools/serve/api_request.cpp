@@ -479,9 +479,9 @@ void read_tools(Fields& f, GenerateRequest& r) {
       return f.fail(
           bad_request("'tool_choice' asks for a tool call, but 'tools' gives none", "tool_choice"));
   }
-  // One call per answer is what is made; both values are accepted.
-  bool parallel = true;
-  f.boolean("parallel_tool_calls", parallel);
+  // An auto answer may make several calls; false keeps its first
+  // (tools/serve/tool_calls.h's answer_tool_calls()).
+  f.boolean("parallel_tool_calls", r.parallel_tool_calls);
   if (f.error() || r.tools.empty()) return;
   if (r.json)
     return f.fail(bad_request(
@@ -490,6 +490,10 @@ void read_tools(Fields& f, GenerateRequest& r) {
         f.get("json_schema") ? "json_schema" : "response_format"));
   if (r.tool_choice != ToolChoice::Required && r.tool_choice != ToolChoice::Named) return;
   // A forced call: decoded under the call's schema, compiled once here.
+  // The schema is of one call, so a forced answer is one call whatever
+  // parallel_tool_calls says: a valid answer to both ("required" asks for
+  // at least one call, a named function for a call of it), though OpenAI's
+  // may hold several.
   const std::string* only = r.tool_choice == ToolChoice::Named ? &r.tool_name : nullptr;
   auto c = compile_json_schema(tool_call_schema(r.tools, only));
   // More tools than the automaton follows at once (16): the name is kept

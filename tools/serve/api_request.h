@@ -31,9 +31,9 @@ namespace ls {
 // tool_choice: what the answer may be when tools are given.
 enum class ToolChoice {
   None,      // plain content (the tools are still listed in the prompt)
-  Auto,      // content or a call, read from the answer (tool_calls.h's parse_tool_call)
-  Required,  // a call of one of the tools, decoded under its schema
-  Named,     // a call of tool_name, decoded under its schema
+  Auto,      // content or calls, read from the answer (tool_calls.h's parse_tool_calls)
+  Required,  // one call of one of the tools, decoded under its schema
+  Named,     // one call of tool_name, decoded under its schema
 };
 
 // A completion or a chat completion, checked.
@@ -48,8 +48,11 @@ struct GenerateRequest {
   // Chat's tools (their parameters schemas compiled once to check them) and
   // tool_choice (Auto when tools are given and it is not). Required and
   // Named set json and json_schema to the call's schema (tool_calls.h).
+  // parallel_tool_calls false: an auto answer of several calls gives its
+  // first only (OpenAI then makes at most one).
   std::vector<ChatTool> tools;
   ToolChoice tool_choice = ToolChoice::None;
+  bool parallel_tool_calls = true;
   std::string tool_name;          // Named: the function
   SamplerParams sampling;         // the server's defaults, overridden per request
   int32_t max_tokens = -1;        // -1: the server's default (until the context is full)

@@ -186,9 +186,11 @@ struct GenGroup {
   bool failed = false;           // one ended without its text: the response is its error
   std::vector<ChoiceOut> whole;  // stream: false: each choice's answer
   Usage usage;                   // the prompt once, the completions summed
-  // Chat's tools: an answer that stops may be a call of one (not with None).
+  // Chat's tools: an answer that stops may make calls of them (not with
+  // None); parallel_tool_calls false keeps the first of several.
   std::vector<ChatTool> tools;
   ToolChoice tool_choice = ToolChoice::None;
+  bool parallel_tool_calls = true;
 };
 
 struct GenState {
@@ -199,9 +201,9 @@ struct GenState {
   // text; a whole answer keeps them all), and the bytes sent before them.
   std::vector<LogprobEntry> entries;
   size_t sent_bytes = 0;
-  // A stream that may turn out a tool call keeps its text back until the
+  // A stream that may turn out tool calls keeps its text back until the
   // end: from the start (a forced call), or once an auto answer's first
-  // byte past whitespace is '{' (decided: that byte came).
+  // byte past whitespace is '{' or '[' (decided: that byte came).
   bool decided = true, hold = false;
   std::string held;
 
@@ -311,6 +313,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
   grp->whole.resize(static_cast<size_t>(q.n));
   grp->tools = q.tools;
   grp->tool_choice = q.tool_choice;
+  grp->parallel_tool_calls = q.parallel_tool_calls;
 
   std::vector<uint64_t> ids;
   for (int c = 0; c < q.n; ++c) {
@@ -350,7 +353,7 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
         const size_t at = st->held.find_first_not_of(" \t\r\n");
         if (at == std::string::npos) return true;
         st->decided = true;
-        st->hold = st->held[at] == '{';
+        st->hold = tool_calls_may_start(st->held[at]);
         if (st->hold) return true;
         text = st->held;  // prose: what was held goes out now, and the rest as it comes
       } else if (st->hold) {
@@ -387,16 +390,14 @@ Reply Routes::generate(const HttpRequest& r, bool chat) {
       }
       gr.usage.completion_tokens += e.completion_tokens;
       // The text not yet sent (a stream's held text and the tail), and
-      // whether it is a tool call: only an answer that stopped (one cut by
+      // the tool calls it makes: only an answer that stopped (one cut by
       // max_tokens is its text, finish_reason "length").
       const bool held = gr.stream && (st->hold || !st->decided);
       std::string rest = (gr.stream ? st->held : st->text) + e.tail;
       std::vector<ToolCallOut> calls;
       if (e.reason == FinishReason::Stop && gr.tool_choice != ToolChoice::None &&
           (!gr.stream || held))
-        if (auto p = parse_tool_call(rest, gr.tools))
-          calls.push_back(
-              ToolCallOut{new_tool_call_id(), std::move(p->name), std::move(p->arguments)});
+        calls = answer_tool_calls(rest, gr.tools, gr.parallel_tool_calls);
       if (!calls.empty()) reason = "tool_calls";
       if (gr.stream) {
         for (const std::string& c : chat_tool_call_chunks(st->meta, calls))

@@ -8,13 +8,16 @@
 // such object per tool, so the arguments keep to the schema of the tool
 // named. The schema automaton follows at most 16 branches at once
 // (model/json_schema_nfa.h): past 16 tools, tool_call_schema_loose() keeps
-// the name to the tools' names and the arguments to an object. An "auto" answer is read after the
-// fact by parse_tool_call(): a call if the whole answer is such an object, else plain content.
-// defines: ParsedToolCall, tool_call_schema(), tool_call_schema_loose(), parse_tool_call(),
-// new_tool_call_id()
+// the name to the tools' names and the arguments to an object. A forced
+// answer is one call: OpenAI's "required" asks for at least one, and one
+// is valid. An "auto" answer is read after the fact by parse_tool_calls():
+// calls if the whole answer is one such object, several of them (one a
+// line, as model/chat.cpp renders an assistant turn of several calls, or
+// with a ';' between, or a JSON array of them), else plain content.
+// defines: ParsedToolCall, tool_call_schema(), tool_call_schema_loose(),
+// tool_calls_may_start(), parse_tool_calls(), answer_tool_calls(), new_tool_call_id()
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/chat.h"
+#include "tools/serve/responses.h"
 
 namespace ls {
 
@@ -36,11 +40,28 @@ nlohmann::json tool_call_schema(const std::vector<ChatTool>& tools, const std::s
 // {"name": one of the tools' names, "parameters": any object}.
 nlohmann::json tool_call_schema_loose(const std::vector<ChatTool>& tools);
 
-// The answer as a tool call: trimmed, one JSON object {"name": one of
-// tools, "parameters": object} ("arguments" accepted for "parameters",
-// as an object or as a string holding one). nullopt: plain content.
-std::optional<ParsedToolCall> parse_tool_call(std::string_view text,
-                                              const std::vector<ChatTool>& tools);
+// Whether an answer whose first byte past whitespace is `c` may be tool
+// calls ('{' or '['): a stream holds such an answer back until its end.
+inline bool tool_calls_may_start(char c) {
+  return c == '{' || c == '[';
+}
+
+// The answer as tool calls, in its order. Trimmed, it is entirely
+//   one call                    {"name": N, "parameters": {...}}
+//   several calls               {...}\n{...}   {...}; {...}   (whitespace and/or one ';' between)
+//   a JSON array of calls       [{...}, {...}]
+// with each call exactly the keys "name" (one of `tools`) and "parameters"
+// ("arguments" accepted for it, as an object or as a string holding one).
+// Empty: plain content, as is an answer with any piece that is no call
+// (never half a list) and an empty array.
+std::vector<ParsedToolCall> parse_tool_calls(std::string_view text,
+                                             const std::vector<ChatTool>& tools);
+
+// The calls an answer makes, each with its own new_tool_call_id(): those
+// of parse_tool_calls(), or only its first when `parallel` is false (the
+// request's parallel_tool_calls). Empty: plain content.
+std::vector<ToolCallOut> answer_tool_calls(std::string_view text,
+                                           const std::vector<ChatTool>& tools, bool parallel);
 
 // "call_" and 24 random hex digits: unique per call, as OpenAI's ids are.
 std::string new_tool_call_id();

@@ -348,6 +348,10 @@ TEST_CASE("serve request: tools and tool_choice") {
   CHECK_FALSE(q.json_schema);
   CHECK(ok_chat(with(tools + R"(,"tool_choice":"none","parallel_tool_calls":false)")).tool_choice ==
         ToolChoice::None);
+  // parallel_tool_calls: true unless sent false (an auto answer's first call only).
+  CHECK(q.parallel_tool_calls);
+  CHECK_FALSE(ok_chat(with(tools + R"(,"parallel_tool_calls":false)")).parallel_tool_calls);
+  CHECK(ok_chat(with(tools + R"(,"parallel_tool_calls":true)")).parallel_tool_calls);
   CHECK_FALSE(ok_chat(with(tools + R"(,"tool_choice":"none")")).json_schema);
 
   // required: the call's schema, both tools.

@@ -1,7 +1,8 @@
 // Tool calls (tools/serve/tool_calls.h): the schema a forced call is decoded
 // under (checked with the automaton the sampler uses), the reading of an
-// "auto" answer as a call or as content, the call ids, and the response
-// shapes of calls (tools/serve/responses.h), whole and streamed.
+// "auto" answer as calls (one or several) or as content, parallel_tool_calls
+// false, the call ids, the rendering of a turn of calls read back, and the
+// response shapes of calls (tools/serve/responses.h), whole and streamed.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/chat.h"
 #include "model/json_schema.h"
 #include "model/json_schema_nfa.h"
 #include "tools/serve/responses.h"
@@ -60,34 +62,165 @@ TEST_CASE("tool calls: the forced call's schema holds the name and that tool's a
   CHECK_FALSE(keeps_to(one, R"({"name": "get_weather", "parameters": {"city": "Paris"}})"));
 }
 
-TEST_CASE("tool calls: an answer is a call only when it is one object of a given tool") {
-  auto call = parse_tool_call(
+TEST_CASE("tool calls: an answer is one call when it is one object of a given tool") {
+  auto calls = parse_tool_calls(
       " \n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n", kTools);
-  REQUIRE(call);
-  CHECK(call->name == "get_weather");
-  CHECK(call->arguments == R"({"city":"Paris"})");
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].name == "get_weather");
+  CHECK(calls[0].arguments == R"({"city":"Paris"})");
   // "arguments" for "parameters", as an object or a string of JSON.
-  call = parse_tool_call(R"({"name":"now","arguments":{}})", kTools);
-  REQUIRE(call);
-  CHECK(call->arguments == "{}");
-  call = parse_tool_call(R"({"name":"now","arguments":"{\"a\": [1]}"})", kTools);
-  REQUIRE(call);
-  CHECK(call->arguments == R"({"a":[1]})");
+  calls = parse_tool_calls(R"({"name":"now","arguments":{}})", kTools);
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].arguments == "{}");
+  calls = parse_tool_calls(R"({"name":"now","arguments":"{\"a\": [1]}"})", kTools);
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].arguments == R"({"a":[1]})");
   // Plain content: prose, prose around JSON, an unknown tool, arguments
-  // that are not an object, a missing name, keys beyond the call's, two
-  // objects, a cut document, an array.
+  // that are not an object, a missing name, keys beyond the call's, a cut
+  // document, an empty answer or object, a name that is no string.
   for (const char* text :
        {"In the beginning God created the heaven and the earth.",
-        R"(Sure: {"name":"now","parameters":{}})", R"({"name":"later","parameters":{}})",
-        R"({"name":"now","parameters":[1]})", R"({"name":"now","arguments":"not json"})",
-        R"({"parameters":{}})", R"({"name":"now","parameters":{},"why":"x"})",
-        R"({"name":"now","parameters":{}} {"name":"now","parameters":{}})",
-        R"({"name":"now","parameters":{)", R"([{"name":"now","parameters":{}}])", "", "{}",
-        R"({"name":7,"parameters":{}})"}) {
+        R"(Sure: {"name":"now","parameters":{}})", R"({"name":"now","parameters":{}} Done.)",
+        R"({"name":"later","parameters":{}})", R"({"name":"now","parameters":[1]})",
+        R"({"name":"now","arguments":"not json"})", R"({"parameters":{}})",
+        R"({"name":"now","parameters":{},"why":"x"})", R"({"name":"now","parameters":{)", "",
+        " \n ", "{}", "[]", "[", R"({"name":7,"parameters":{}})"}) {
     CAPTURE(text);
-    CHECK_FALSE(parse_tool_call(text, kTools));
+    CHECK(parse_tool_calls(text, kTools).empty());
   }
-  CHECK_FALSE(parse_tool_call(R"({"name":"now","parameters":{}})", {}));
+  // A call with a brace too many.
+  CHECK(parse_tool_calls(R"({"name":"now","parameters":{}}})", kTools).empty());
+  CHECK(parse_tool_calls(R"({"name":"now","parameters":{}})", {}).empty());
+}
+
+TEST_CASE("tool calls: several calls, one a line, with ';' between, or as a JSON array") {
+  const std::string w = R"({"name": "get_weather", "parameters": {"city": "Paris"}})";
+  const std::string n = R"({"name": "now", "arguments": "{}"})";
+  const std::string r = R"({"name": "get_weather", "parameters": {"city": "Rome", "days": 2}})";
+  auto names = [](const std::vector<ParsedToolCall>& calls) {
+    std::vector<std::string> v;
+    for (const ParsedToolCall& c : calls) v.push_back(c.name);
+    return v;
+  };
+  const std::vector<std::string> two = {"get_weather", "now"};
+  const std::vector<std::string> three = {"get_weather", "now", "get_weather"};
+  // Two: as model/chat.cpp renders them (one a line), with blank lines and
+  // spaces, with a ';' (vLLM's llama3_json), as an array.
+  for (const std::string& text :
+       {w + "\n" + n, "\n" + w + "\n\n  " + n + " \n", w + " " + n, w + ";" + n, w + "; " + n,
+        w + " ;\n" + n, "[" + w + ", " + n + "]", " [\n" + w + ",\n" + n + "\n] "}) {
+    CAPTURE(text);
+    CHECK(names(parse_tool_calls(text, kTools)) == two);
+  }
+  for (const std::string& text : {w + "\n" + n + "\n" + r, w + "; " + n + "; " + r,
+                                  w + "\n" + n + ";" + r, "[" + w + "," + n + "," + r + "]"}) {
+    CAPTURE(text);
+    const auto calls = parse_tool_calls(text, kTools);
+    REQUIRE(names(calls) == three);
+    CHECK(calls[0].arguments == R"({"city":"Paris"})");
+    CHECK(calls[1].arguments == "{}");
+    CHECK(calls[2].arguments == R"({"city":"Rome","days":2})");
+  }
+  // One call in an array is one call; the same call twice is two.
+  CHECK(names(parse_tool_calls("[" + n + "]", kTools)) == std::vector<std::string>{"now"});
+  CHECK(parse_tool_calls(n + "\n" + n, kTools).size() == 2);
+}
+
+TEST_CASE("tool calls: strings holding ';', braces, brackets and escapes do not cut a call") {
+  // Each string ends or holds what a cut between calls looks for; an
+  // escaped quote and backslash before them; \n and \u escapes.
+  const std::string a =
+      R"({"name": "get_weather", "parameters": {"city": "a;b} {\"name\": \"now\"}]\n[", "q": "\\"}})";
+  const std::string b =
+      R"({"name": "now", "arguments": "{\"x\": \"};{\\u007d\\\\\", \"y\": [\"]\"]}"})";
+  for (const std::string& text : {a + "\n" + b, a + ";" + b, "[" + a + "," + b + "]"}) {
+    CAPTURE(text);
+    const auto calls = parse_tool_calls(text, kTools);
+    REQUIRE(calls.size() == 2);
+    CHECK(json::parse(calls[0].arguments) ==
+          json({{"city", "a;b} {\"name\": \"now\"}]\n["}, {"q", "\\"}}));
+    CHECK(json::parse(calls[1].arguments) == json({{"x", "};{}\\"}, {"y", {"]"}}}));
+  }
+  // A string that does not close; a call whose closing braces are in a
+  // string (it does not close: the next call's brace is no end of it).
+  CHECK(parse_tool_calls(R"({"name": "now", "parameters": {"x": "}})", kTools).empty());
+  CHECK(parse_tool_calls(R"({"name": "now", "parameters": {"x": "}}"}
+{"name": "now", "parameters": {}})",
+                         kTools)
+            .empty());
+}
+
+TEST_CASE("tool calls: any piece that is no call makes the whole answer content") {
+  const std::string n = R"({"name": "now", "parameters": {}})";
+  for (const std::string& text : {
+           n + "\n" + R"({"name": "later", "parameters": {}})",        // an unknown tool second
+           n + "\n" + R"({"name": "now", "parameters": []})",          // arguments no object
+           n + "\n" + R"({"name": "now", "parameters": {}, "x": 1})",  // a key too many
+           n + "\n" + R"({"name": "now", "parameters": {})",           // the second cut short
+           n + "\nAnd that is the time.",                              // prose after
+           n + "\n" + n + "\nDone.",                                   // prose after two
+           n + "\n[" + n + "]",                                        // an array after an object
+           n + ";",                                                    // a ';' at the end
+           n + ";;" + n,                                               // two ';'
+           n + "; ;" + n,                                              // two ';', spaced
+           n + ", " + n,                                               // a ',' is no separator
+           n + n,                                                      // nothing between
+           "[" + n + ", 1]",                                           // an array's piece no call
+           "[" + n + ", " + R"({"name": "later", "parameters": {}})" + "]",
+           "[" + n + "] " + n,  // an object after an array
+           "[[" + n + "]]",     // an array in the array
+           "[" + n + ",]",      // not JSON
+       }) {
+    CAPTURE(text);
+    CHECK(parse_tool_calls(text, kTools).empty());
+  }
+}
+
+TEST_CASE("tool calls: parallel_tool_calls false keeps the first of several; ids are each's own") {
+  const std::string text = R"({"name": "get_weather", "parameters": {"city": "Paris"}}
+{"name": "now", "parameters": {}})";
+  const std::vector<ToolCallOut> all = answer_tool_calls(text, kTools, true);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].name == "get_weather");
+  CHECK(all[0].arguments == R"({"city":"Paris"})");
+  CHECK(all[1].name == "now");
+  CHECK(all[0].id != all[1].id);
+  CHECK(all[1].id.rfind("call_", 0) == 0);
+  const std::vector<ToolCallOut> first = answer_tool_calls(text, kTools, false);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].name == "get_weather");
+  CHECK(first[0].arguments == R"({"city":"Paris"})");
+  // One call either way; content either way (a bad piece is not cut off).
+  CHECK(answer_tool_calls(R"({"name": "now", "parameters": {}})", kTools, false).size() == 1);
+  CHECK(answer_tool_calls(R"({"name": "now", "parameters": {}} {"name": "x", "parameters": {}})",
+                          kTools, false)
+            .empty());
+  CHECK(answer_tool_calls("It is noon.", kTools, true).empty());
+}
+
+TEST_CASE("tool calls: an assistant turn of several calls as rendered reads back as those calls") {
+  // model/chat.cpp writes a turn's calls one a line; a model that saw such
+  // turns writes them so, and parse_tool_calls() must read back the same.
+  ChatMessage turn{"assistant", ""};
+  turn.tool_calls = {{"call_1", "get_weather", R"({"city": "Paris", "note": "a;b}\n{"})"},
+                     {"call_2", "now", ""},
+                     {"call_3", "get_weather", R"( {"city": "Rome", "days": [2, {"x": "]"}]} )"}};
+  const std::string text = chat_render(ChatFormat::Llama3, {turn}, false);
+  const std::string head = "<|begin_of_text|><|start_header_id|>assistant<|end_header_id|>\n\n";
+  const std::string eot = "<|eot_id|>";
+  REQUIRE(text.rfind(head, 0) == 0);
+  REQUIRE(text.size() >= head.size() + eot.size());
+  REQUIRE(text.compare(text.size() - eot.size(), eot.size(), eot) == 0);
+  const std::string body = text.substr(head.size(), text.size() - head.size() - eot.size());
+  CHECK(body.find('\n') != std::string::npos);  // (one a line)
+  const std::vector<ParsedToolCall> back = parse_tool_calls(body, kTools);
+  REQUIRE(back.size() == turn.tool_calls.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    CAPTURE(i);
+    CHECK(back[i].name == turn.tool_calls[i].name);
+    const std::string& sent = turn.tool_calls[i].arguments;
+    CHECK(json::parse(back[i].arguments) == json::parse(sent.empty() ? "{}" : sent));
+  }
 }
 
 TEST_CASE("tool calls: ids are call_ and 24 hex digits, each its own") {
