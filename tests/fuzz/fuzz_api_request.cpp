@@ -6,7 +6,9 @@
 // fields are in their documented ranges (stop strings counted, non-empty and
 // bounded; sampling values in range; token ids not negative; roles known).
 // The same bytes go through JSON mode's automaton, whose every complete
-// document nlohmann must accept as an object.
+// document nlohmann must accept as an object, and through the reading of a
+// model's answer as tool calls (tools/serve/tool_calls.h), whose every call
+// names a given tool and carries an object.
 // Run with scripts/fuzz.sh; seeds in tests/fuzz/corpus_api_request.
 #include <cstddef>
 #include <cstdint>
@@ -14,11 +16,13 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "model/json_grammar.h"
 #include "tools/serve/api_request.h"
+#include "tools/serve/tool_calls.h"
 
 namespace {
 
@@ -103,9 +107,21 @@ void check_json_grammar(std::string_view body) {
   if (!nlohmann::json::parse(body).is_object()) fail("the JSON automaton accepted a non-object");
 }
 
+// The bytes as a model's answer with two tools: no calls (content), or
+// calls that each name one of them and carry an object.
+void check_tool_calls(std::string_view answer) {
+  static const std::vector<ls::ChatTool> tools = {{"now", "", "{}"}, {"get_weather", "", "{}"}};
+  for (const ls::ParsedToolCall& c : ls::parse_tool_calls(answer, tools)) {
+    if (c.name != "now" && c.name != "get_weather") fail("a tool call of no given tool");
+    if (!nlohmann::json::accept(c.arguments) || !nlohmann::json::parse(c.arguments).is_object())
+      fail("tool call arguments that are no JSON object");
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   check_json_grammar(body);
+  check_tool_calls(body);
   const ls::SamplerParams defaults;
   check_generate(ls::parse_completion_request(body, defaults));
   check_generate(ls::parse_chat_request(body, defaults));
