@@ -308,10 +308,16 @@ TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 r
   std::mt19937 rng(7);
   ThreadPool p1(1), p3(3), p16(16);
   double worst = 0;
+  // Under the sanitizers (tests/unit/sanitizer_subset.h) groups 1 and 8, as
+  // the mixed batches below (the three took 21 s under ASan); a group of 4
+  // (its heads in one run of four) still runs there in the tests of
+  // shorter blocks and of folding below, and of the paged cache.
+  const bool subset = test::sanitizer_subset();
   for (bool tiled : {false, true})
     for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
       for (int hd : {64, 128})
         for (int group : {1, 4, 8}) {
+          if (subset && group == 4) continue;
           const int n_kv = 2, n_head = group * n_kv;
           const Cache c = make_cache(1, 4096, n_kv, hd, type, rng, false, tiled);
           for (int ctx : {1, 7, 33, 129, 257, 1000, 4096}) {
@@ -382,22 +388,34 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
   std::mt19937 rng(17);
   ThreadPool p1(1), p16(16);
   double worst = 0;
+  // Under the sanitizers (tests/unit/sanitizer_subset.h) every (context,
+  // block) is checked against the reference, and the settings that must
+  // change nothing run at one block a context, in turn (16, 64, 128, 16):
+  // each setting still meets each block and each context. They were 50 of
+  // this test's 66 s under ASan.
+  const bool subset = test::sanitizer_subset();
+  int knob_rounds = 0;
   for (bool tiled : {false, true})
     for (int group : {4, 8}) {
       const int n_kv = 2, n_head = group * n_kv, hd = 128;
       const Cache c = make_cache(1, 2048, n_kv, hd, AttnKvType::F16, rng, true, tiled);
-      for (int ctx : {1, 100, 1024, 2048}) {
+      const int ctxs[] = {1, 100, 1024, 2048}, blks[] = {16, 64, 128};
+      for (int ci = 0; ci < 4; ++ci) {
+        const int ctx = ctxs[ci];
         const Tokens tk{{ctx - 1}, {0}};
         const auto q = make_q(1, n_head, hd, 1.0f, rng);
         std::vector<float> tmp;
         const AttnArgs a = args(c, n_head, tk, q, tmp);
-        for (int blk : {16, 64, 128}) {
+        for (int bi = 0; bi < 3; ++bi) {
+          const int blk = blks[bi];
           const Ref ref = reference(c, a, false, blk);
           for (CpuIsa isa : supported_isas()) {
             const std::string what =
                 name(isa, c, group, "ctx ") + std::to_string(ctx) + " block " + std::to_string(blk);
             const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, {blk, 0});
             worst = std::max(worst, check(a, out, ref, what));
+            if (subset && bi != ci % 3) continue;
+            ++knob_rounds;
             const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
             CHECK_MESSAGE(std::memcmp(far.data(), out.data(), out.size() * 4) == 0,
                           what << ": prefetch distance 32 changed the result");
@@ -464,7 +482,10 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
         }
       }
     }
-  MESSAGE("largest error / bound: " << worst);
+  const int n_isas = static_cast<int>(supported_isas().size());
+  CHECK(knob_rounds == (subset ? 16 : 48) * n_isas);
+  MESSAGE("largest error / bound: " << worst << "; " << knob_rounds << " rounds of the settings"
+                                    << std::string(subset ? " (the sanitizer subset)" : ""));
 }
 
 TEST_CASE(
@@ -482,7 +503,10 @@ TEST_CASE(
   const Cache c = make_cache(1, 1024, n_kv, hd, AttnKvType::F16, rng, false, true);
   const auto q = make_q(1, n_head, hd, 1.0f, rng);
   const AttnCpuTuning t{16, 0};
-  constexpr int kReps = 1000;
+  // Under the sanitizers a quarter of the calls (a multiple of 6: both
+  // settings at each context): 1000 took 16 s under ASan. For a long hunt
+  // for races under TSan, LS_TEST_FULL_SWEEPS=1 keeps them all.
+  const int kReps = test::sanitizer_subset() ? 252 : 1000;
   AttentionCpuScratch scratch;
   std::vector<std::vector<float>> one;
   for (int32_t pos : {1000, 700, 1023})
