@@ -278,18 +278,23 @@ class Compiler {
     auto bounds = bounds_of(s, path);
     if (!bounds) return bounds.error();
     n.bounds = *bounds;
+    // A format of json_format_pattern's (email, uri, ...): compiled below
+    // as a pattern is, with the lengths.
+    const JsonFormatPattern* format_re = nullptr;
     if (s.contains("format")) {
       const json& f = s.at("format");
-      n.format = f.is_string() ? json_string_format_from_name(f.get<std::string>())
-                               : JsonStringFormat::None;
-      if (n.format == JsonStringFormat::None)
+      const std::string name = f.is_string() ? f.get<std::string>() : std::string();
+      n.format = json_string_format_from_name(name);
+      if (n.format == JsonStringFormat::None) format_re = json_format_pattern(name);
+      if (n.format == JsonStringFormat::None && !format_re)
         return make_error(
-            "json schema: 'format' %s at %s is not supported (date, time, date-time and uuid are)",
+            "json schema: 'format' %s at %s is not supported (date, time, date-time, uuid, "
+            "email, hostname, ipv4, ipv6, duration and uri are)",
             f.dump().c_str(), where(path).c_str());
-      // A format fixes the length, or most of it: lengths beside it could
-      // leave a string no way to end.
+      // Date, time and uuid fix the length, or most of it: lengths beside
+      // them could leave a string no way to end.
       for (const char* k : {"minLength", "maxLength"})
-        if (s.contains(k))
+        if (n.format != JsonStringFormat::None && s.contains(k))
           return make_error("json schema: '%s' beside 'format' at %s is not supported", k,
                             where(path).c_str());
     }
@@ -304,9 +309,22 @@ class Compiler {
       n.max_length = *v;
     }
     if (s.contains("pattern")) {
+      if (format_re)  // both would need their product
+        return make_error("json schema: 'pattern' beside 'format' at %s is not supported",
+                          where(path).c_str());
       auto p = pattern(s, n, path);
       if (!p) return p.error();
       n.pattern = *p;
+    } else if (format_re) {
+      // The format's own limit (a hostname's 253 characters) as a maxLength.
+      if (format_re->max_chars != 0 && n.max_length > format_re->max_chars)
+        n.max_length = format_re->max_chars;
+      auto re = compile_json_regex(format_re->regex, n.min_length, n.max_length);
+      if (!re)  // (the lengths leave no string: "minLength": 300 beside a hostname)
+        return make_error("json schema: 'format' at %s: %s", where(path).c_str(),
+                          re.error().message.c_str());
+      out_->patterns.push_back(std::move(*re));
+      n.pattern = static_cast<int32_t>(out_->patterns.size() - 1);
     }
     if (s.contains("minItems")) {
       auto v = count(s, "minItems", path);

@@ -5,10 +5,11 @@
 //
 // Supported: type (one or a list), enum, const, properties, required,
 // additionalProperties (false, true, or a schema), items, minItems, maxItems,
-// minLength, maxLength, format (date, time, date-time, uuid:
-// model/json_string_format.h), pattern (an ECMA-262 regular expression,
-// unanchored, as a DFA over code points with the string's lengths:
-// model/json_regex.h; not beside format), minimum, maximum, exclusiveMinimum, exclusiveMaximum
+// minLength, maxLength, format (date, time, date-time, uuid by their own
+// automaton; email, hostname, ipv4, ipv6, duration, uri as patterns, with
+// the lengths: model/json_string_format.h), pattern (an ECMA-262 regular
+// expression, unanchored, as a DFA over code points with the string's
+// lengths: model/json_regex.h; not beside format), minimum, maximum, exclusiveMinimum, exclusiveMaximum
 // (numbers under bounds are written without an exponent:
 // model/json_number_bounds.h), anyOf (any branches: pydantic's unions of
 // models; the automaton follows every branch a value may still be in),
@@ -68,6 +69,7 @@ struct JsonSchema {
     JsonNumberBounds bounds;  // number: minimum, maximum and their exclusive forms
     uint32_t min_length = 0, max_length = kUnbounded;  // string, in characters
     JsonStringFormat format = JsonStringFormat::None;  // string: date, time, date-time, uuid
+                                                       // (the others are a pattern)
     int32_t pattern = -1;  // string: its pattern in JsonSchema::patterns (-1: none)
     int32_t items = -1;    // array: the items' node
     uint32_t min_items = 0, max_items = kUnbounded;

@@ -45,6 +45,65 @@ JsonStringFormat json_string_format_from_name(std::string_view name) {
   return JsonStringFormat::None;
 }
 
+namespace {
+
+// Pieces of the patterns below.
+#define LS_HEX4 "[0-9A-Fa-f]{1,4}"
+#define LS_LABEL "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+#define LS_OCTET "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+#define LS_DUR_TIME "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
+// RFC 3986's unreserved and sub-delims characters, or a percent-escape;
+// PCHAR adds ':' and '@'.
+#define LS_URI_U "(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})"
+#define LS_URI_P "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"
+
+struct NamedPattern {
+  std::string_view name;
+  JsonFormatPattern pattern;
+};
+
+constexpr NamedPattern kPatterns[] = {
+    {"email",
+     {"^[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@(?:" LS_LABEL "\\.)+[A-Za-z](?:[A-Za-z0-9-]{0,61}"
+      "[A-Za-z0-9])?$",
+      254}},
+    {"hostname", {"^" LS_LABEL "(?:\\." LS_LABEL ")*$", 253}},
+    {"ipv4", {"^" LS_OCTET "(?:\\." LS_OCTET "){3}$", 0}},
+    // Each alternative places the "::" (the groups it stands for) once.
+    {"ipv6",
+     {"^(?:(?:" LS_HEX4 ":){7}" LS_HEX4 "|(?:" LS_HEX4 ":){1,7}:|(?:" LS_HEX4 ":){1,6}:" LS_HEX4
+      "|(?:" LS_HEX4 ":){1,5}(?::" LS_HEX4 "){1,2}|(?:" LS_HEX4 ":){1,4}(?::" LS_HEX4
+      "){1,3}|(?:" LS_HEX4 ":){1,3}(?::" LS_HEX4 "){1,4}|(?:" LS_HEX4 ":){1,2}(?::" LS_HEX4
+      "){1,5}|" LS_HEX4 ":(?::" LS_HEX4 "){1,6}|:(?:(?::" LS_HEX4 "){1,7}|:))$",
+      0}},
+    // RFC 3339's grammar: a year's months and days follow it in order, with
+    // none skipped (P1Y2D is not one), as do an hour's minutes and seconds.
+    {"duration",
+     {"^P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)(?:" LS_DUR_TIME
+      ")?|" LS_DUR_TIME "|[0-9]+W)$",
+      0}},
+    {"uri",
+     {"^[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
+      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P "+(?:/" LS_URI_P "*)*)?(?:\\?(?:" LS_URI_P
+      "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?$",
+      0}},
+};
+
+#undef LS_HEX4
+#undef LS_LABEL
+#undef LS_OCTET
+#undef LS_DUR_TIME
+#undef LS_URI_U
+#undef LS_URI_P
+
+}  // namespace
+
+const JsonFormatPattern* json_format_pattern(std::string_view name) {
+  for (const NamedPattern& p : kPatterns)
+    if (p.name == name) return &p.pattern;
+  return nullptr;
+}
+
 JsonFormatState JsonFormatState::start(JsonStringFormat f) {
   JsonFormatState s;
   s.stage = f == JsonStringFormat::Time   ? TimeStage
