@@ -155,7 +155,9 @@ MovedBytes moved_bytes(Engine& e) {
 struct DeviceStep {
   double weights = 0, kv = 0;
 };
-DeviceStep device_bytes_per_step(const Model& m, KvType kv_type, double mean_pos, int width) {
+// (Used by CUDA builds only.)
+[[maybe_unused]] DeviceStep device_bytes_per_step(const Model& m, KvType kv_type, double mean_pos,
+                                                  int width) {
   DeviceStep d;
   for (const LayerExtent& l : m.map.layers) d.weights += static_cast<double>(l.range_bytes);
   const GlobalView g = m.globals();
