@@ -10,8 +10,11 @@
 #                  background ($SYN its pid; `wait $SYN` before timing anything)
 #   spec_rounds M  issue 18's replay at 0.7 (plain, K = 7, K chosen), as many
 #                  rounds (80 s each, at most M) as the time left holds
+#   rate FILE      a `layerstream bench` output's last row: tok/s, storage
+#                  GB/s and the ratio to its bound
 B=${B:-/tmp/b}; M=${M:-/tmp/ls-models}; F=${F:-$M/70b-q4km-tied.gguf}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
+rate() { grep -E "^\| [0-9]" "$1" | tail -1 | awk -F'|' '{print $2, $3, $(NF-3)}'; }
 left() { [ $((LIMIT - SECONDS)) -ge "$1" ]; }
 pack() { (cd "$OUT" && tar -czf out.tgz r); }
 finish() { (cd "$OUT" && tar -czf out.tgz r && rm -rf r); ls -la "$OUT"; }
