@@ -45,7 +45,9 @@ size_t skip_space(std::string_view s, size_t at) {
 // skipped with their escapes. nlohmann's parser tells no position (a
 // non-strict parse stops after the first value but does not say where), so
 // the pieces are cut here and each is then parsed by it: text this cuts
-// wrongly is not JSON, and that parse refuses it.
+// wrongly is not JSON, and that parse refuses it. (model/json_grammar.h
+// would tell where a value ends, but it holds whitespace to what JSON
+// writers put, and an auto answer was written unconstrained.)
 size_t json_value_end(std::string_view s, size_t at) {
   int depth = 0;
   bool in_string = false;
