@@ -119,6 +119,7 @@ class ComputeActor {
   void rebalance(int64_t step, const Batch& b, int track);
   void route_by_width(const BalanceSample& s, const Batch& b);
 
+  bool run_layers(int64_t step, const Batch& b, int track);
   Status cpu_layer(int64_t step, int32_t layer, const Batch& b, int track);
   // A job of several resident layers (LayerJob::count) in one backend call.
   Status resident_run(int64_t step, const LayerJob& job, int track);

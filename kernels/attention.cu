@@ -6,6 +6,7 @@
 #include "kernels/attention.cuh"
 #include "kernels/act_q8_group.cuh"
 #include "kernels/attention_decode.cuh"
+#include "kernels/attention_decode_row.cuh"
 #include "kernels/attention_decode_tc.cuh"
 #include "kernels/attention_prefill.cuh"
 #include "kernels/pdl.cuh"
@@ -234,7 +235,10 @@ Status attention_cuda(const AttentionParams& p, cudaStream_t stream) {
   // Who writes out's 8-bit form: the grouped kernel (one split), the reduce
   // (more), else a quantize launch after.
   bool q8_done = p.n_split > 1;
-  if (kernel == 5 && attention_decode_tc_applies(p)) {
+  if (kernel == 5 && attention_decode_row_applies(p)) {
+    LS_TRY(attention_decode_row_cuda(p, stream));
+    q8_done = true;
+  } else if (kernel == 5 && attention_decode_tc_applies(p)) {
     LS_TRY(attention_decode_tc_cuda(p, stream));
     q8_done = true;
   } else if (kernel == 5 && attention_decode_supported(p)) {

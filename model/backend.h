@@ -115,6 +115,25 @@ class Backend {
   // the rows into host memory; the CUDA backend takes the argmax on the
   // device and copies only the ids (a 128k vocabulary's row is 513 KB).
   virtual Status finish_argmax(int32_t* ids, int32_t n_rows, int32_t n_vocab);
+  // Chained greedy steps (issue 20: the GPU does not wait for the host
+  // between two decode steps of one greedy sequence). finish_argmax in two
+  // halves, issue and wait; between them, where can_chain() says so,
+  // begin_chained() starts the next step of the step's one sequence on the
+  // device (its token the argmax being computed, its position the next) and
+  // the caller issues that step's layers. The sampler's batch for the step
+  // then goes to adopt_chained(): true when it is the step started (its
+  // token the one the wait returned, its position, sequence and block
+  // table), which then runs on to its head; false drops the chained step (its
+  // work runs to no use; the key/value row it wrote is written again before
+  // anything reads it) and the batch begins as usual. Backends that compute
+  // on the calling thread do not chain (the defaults).
+  virtual bool can_chain() const { return false; }
+  virtual Status finish_argmax_issue(int32_t, int32_t) {
+    return make_error("%s: no chained steps", name());
+  }
+  virtual Status finish_argmax_wait(int32_t*) { return make_error("%s: no chained steps", name()); }
+  virtual Status begin_chained() { return make_error("%s: no chained steps", name()); }
+  virtual bool adopt_chained(const Batch&) { return false; }
   // Forget the cached keys/values of a sequence from position `from` on.
   virtual void clear_seq(int32_t seq, int32_t from) = 0;
   // Blocks of the paged key/value cache's pool (model/kv_blocks.h); 0: a

@@ -36,6 +36,7 @@
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/attention_decode.cuh"
+#include "kernels/attention_decode_row.cuh"
 #include "kernels/attention_decode_tc.cuh"
 #include "kernels/embed.cuh"
 #include "kernels/gemv_q.cuh"
@@ -44,6 +45,7 @@
 #include "kernels/pdl.cuh"
 #include "kernels/rmsnorm.cuh"
 #include "kernels/rope_kv.cuh"
+#include "kernels/step_advance.cuh"
 #include "kernels/swiglu.cuh"
 #include "model/cuda_kv_pool.cuh"
 #include "model/cuda_link.cuh"
@@ -275,7 +277,16 @@ struct CudaBackend::Impl {
         *o = nullptr, *gate = nullptr, *up = nullptr, *logits = nullptr, *partial = nullptr;
   int64_t partial_floats = 0;  // partial's size (split_partial_floats)
   int32_t *tok = nullptr, *pos = nullptr, *seq = nullptr, *rows = nullptr, *best = nullptr;
-  int32_t* pinned = nullptr;  // host, (5, cap) ints: staging for the batch and the argmax
+  int32_t* pinned = nullptr;  // host, (6, cap) ints: staging for the batch, two for the argmax
+  // Chained steps (CudaBackend::begin_chained): the argmax's ids of
+  // consecutive steps go to the two rows of pinned in turn (the next
+  // step's copy may land before the host reads this one's), each followed
+  // by its event; the token the host read last; whether the step begun is
+  // a chained one the sampler has not yet confirmed.
+  int ids_slot = 0, ids_wait = 0;
+  cudaEvent_t ids_ready[2] = {nullptr, nullptr};
+  int32_t chain_token = -1;
+  bool chained = false;
   // Their device addresses where CudaBackendOptions::inputs_by_kernel mapped
   // them (null: the copy engine's path).
   const int32_t* pinned_dev = nullptr;
@@ -354,6 +365,8 @@ struct CudaBackend::Impl {
     if (arena) cudaFree(arena);
     if (act) cudaFree(act);
     if (pinned) cudaFreeHost(pinned);
+    for (cudaEvent_t& e : ids_ready)
+      if (e) cudaEventDestroy(e);
     if (hid_host) cudaFreeHost(hid_host);
     if (embd_host) cudaFreeHost(embd_host);
     if (embd_dev) cudaFree(embd_dev);
@@ -422,7 +435,7 @@ struct CudaBackend::Impl {
       return error_oom("activations", bytes);
     }
     LS_TRY(host_staging(reinterpret_cast<void**>(&pinned),
-                        reinterpret_cast<const void**>(&pinned_dev), n * 5 * sizeof(int32_t)));
+                        reinterpret_cast<const void**>(&pinned_dev), n * 6 * sizeof(int32_t)));
     if (embd_on_host) {
       const uint64_t row = ggml_row_bytes(g.token_embd.type, c.n_embd);
       LS_TRY(host_staging(reinterpret_cast<void**>(&embd_host),
@@ -690,6 +703,7 @@ Status CudaBackend::begin(const Batch& b) {
           p, sq, s.kv.held(sq), s.kv.n_blocks());
   }
   s.batch = b;
+  s.chained = false;
   const size_t n = b.size();
   int32_t* hp = s.pinned;
   std::memcpy(hp, b.token.data(), n * 4);
@@ -741,14 +755,24 @@ Status CudaBackend::begin(const Batch& b) {
 }
 
 namespace {
+// Whether a layer's decode attention of n entries runs on the row kernel.
+bool row_attention(const CudaBackend::Impl& s, int64_t n) {
+  return attention_decode_row_wanted(n, s.kv_f32, static_cast<int32_t>(s.c.head_dim),
+                                     static_cast<int32_t>(s.c.n_head),
+                                     static_cast<int32_t>(s.c.n_head_kv), s.max_pos);
+}
+
 // Which decode attention a layer graph holds, by its splits' length
 // (kernels/attention_decode.cuh, attention_decode_tc.cuh): 0 the grouped
 // kernel whose warps own heads, 1 the tensor-core kernel with one tile in
 // flight, 2 with two (or, each, the grouped kernel's other form: an f32
 // cache, LS_ATTENTION_TC=0). A change means a new capture.
-int attention_form(int32_t n_split, int32_t max_pos) {
+// The row kernel of one token's short rows (kernels/attention_decode_row.cuh)
+// is a form of its own for each capacity its launch holds.
+int attention_form(const CudaBackend::Impl& s, int64_t n_tok, int32_t n_split) {
+  if (row_attention(s, n_tok)) return 4 + attention_decode_row_rows(s.max_pos);
   const int32_t n =
-      attention_decode_longest(attention_chunk(), n_split, attention_min_chunk(), max_pos);
+      attention_decode_longest(attention_chunk(), n_split, attention_min_chunk(), s.max_pos);
   return n < 0 ? 3 : n <= kAttentionDecodeTcMin ? 0 : n <= kAttentionDecodeSmall ? 1 : 2;
 }
 
@@ -760,9 +784,10 @@ int attention_form(int32_t n_split, int32_t max_pos) {
 // (tests/gpu/test_pipeline_batch.cpp; since session 17's 16 splits of at
 // least 8 positions, rows of 16 positions and more split alone but not in a
 // batch of 16 entries or more).
+// One token over a short row takes the row kernel, one split, by default.
 int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
-  return s.kv_f32 ? max_attention_splits(s.c, s.opt.n_ctx)
-                  : attention_split_count(s.c, n, s.max_pos);
+  if (s.kv_f32) return max_attention_splits(s.c, s.opt.n_ctx);
+  return row_attention(s, n) ? 1 : attention_split_count(s.c, n, s.max_pos);
 }
 
 // One layer's kernels on s.stream (see the top of this file).
@@ -913,7 +938,7 @@ Status CudaBackend::layers(uint32_t first, const LayerView* w, uint32_t count) {
     return ok();
   }
   const int32_t n_split = layer_split_count(s, n);
-  const int form_now = attention_form(n_split, s.max_pos);
+  const int form_now = attention_form(s, n, n_split);
   if (n_split != s.graph_split || form_now != s.graph_form || s.act != s.graph_act) {
     s.drop_graphs();
     s.graph_split = n_split;
@@ -1071,6 +1096,11 @@ Status CudaBackend::finish(float* logits) {
 }
 
 Status CudaBackend::finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_vocab) {
+  LS_TRY(finish_argmax_issue(n_rows, n_vocab));
+  return finish_argmax_wait(tokens);
+}
+
+Status CudaBackend::finish_argmax_issue(int32_t n_rows, int32_t n_vocab) {
   Impl& s = *impl_;
   if (n_rows != s.n_logits || n_vocab != static_cast<int32_t>(s.c.n_vocab))
     return make_error("cuda backend: finish_argmax of %d rows of %d for a step of %lld rows of %u",
@@ -1085,13 +1115,75 @@ Status CudaBackend::finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_voc
     ap.n = s.c.n_vocab;
     LS_TRY(argmax_f32_cuda(ap, s.stream));
   }
+  for (cudaEvent_t& e : s.ids_ready)
+    if (!e) LS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  s.ids_wait = s.ids_slot;
+  s.ids_slot ^= 1;
   if (s.n_logits > 0)
-    LS_CUDA_TRY(cudaMemcpyAsync(s.pinned + 4 * s.cap, s.best, s.n_logits * 4,
+    LS_CUDA_TRY(cudaMemcpyAsync(s.pinned + (4 + s.ids_wait) * s.cap, s.best, s.n_logits * 4,
                                 cudaMemcpyDeviceToHost, s.stream));
-  LS_TRY(issued());
-  LS_CUDA_TRY(cudaStreamSynchronize(s.stream));
-  std::memcpy(tokens, s.pinned + 4 * s.cap, static_cast<size_t>(s.n_logits) * 4);
+  LS_CUDA_TRY(cudaEventRecord(s.ids_ready[s.ids_wait], s.stream));
+  return issued();
+}
+
+Status CudaBackend::finish_argmax_wait(int32_t* tokens) {
+  Impl& s = *impl_;
+  LS_CUDA_TRY(cudaEventSynchronize(s.ids_ready[s.ids_wait]));
+  std::memcpy(tokens, s.pinned + (4 + s.ids_wait) * s.cap, static_cast<size_t>(s.n_logits) * 4);
+  s.chain_token = s.n_logits == 1 ? tokens[0] : -1;
   return ok();
+}
+
+// A chained step is the step begun, one position on, its token the argmax
+// on the device: nothing crosses from the host. The kernels before the
+// layers are those of begin() (the RoPE table, the embedding), after one that
+// moves the token and the position on (kernels/step_advance.cuh).
+bool CudaBackend::can_chain() const {
+  static const bool off = [] {  // A/B: LS_CHAIN_STEPS=0, every step from the host
+    const char* e = std::getenv("LS_CHAIN_STEPS");
+    return e && std::string(e) == "0";
+  }();
+  const Impl& s = *impl_;
+  if (off || !s.graphs || s.embd_on_host || s.batch.size() != 1 || s.n_logits != 1 ||
+      !s.batch.argmax_only)
+    return false;
+  const uint32_t next = static_cast<uint32_t>(s.batch.pos[0]) + 1;
+  return next < s.opt.n_ctx && s.kv.holds(static_cast<uint32_t>(s.batch.seq[0]), next, next + 1);
+}
+
+Status CudaBackend::begin_chained() {
+  Impl& s = *impl_;
+  if (!can_chain()) return make_error("cuda backend: this step cannot be chained");
+  s.batch.pos[0] += 1;
+  s.batch.token[0] = -1;  // on the device until the sampler's batch confirms it
+  s.max_pos = s.batch.pos[0];
+  LS_TRY(step_advance_cuda(s.tok, s.pos, s.best, 1, s.stream));
+  LS_TRY(rope_table_cuda(s.rope_params(), s.rope_cs, s.stream));
+  EmbedParams ep;
+  ep.table = s.g.token_embd.data;
+  ep.tokens = s.tok;
+  ep.type = s.g.token_embd.type;
+  ep.n_embd = s.c.n_embd;
+  ep.row_bytes = ggml_row_bytes(ep.type, s.c.n_embd);
+  ep.n_tok = 1;
+  ep.out = s.h;
+  LS_TRY(embed_rows_cuda(ep, s.stream));
+  s.pending_add = false;
+  s.chained = true;
+  return ok();
+}
+
+bool CudaBackend::adopt_chained(const Batch& b) {
+  Impl& s = *impl_;
+  if (!s.chained) return false;
+  s.chained = false;
+  const Batch& c = s.batch;
+  if (b.size() != 1 || b.seq[0] != c.seq[0] || b.pos[0] != c.pos[0] ||
+      b.token[0] != s.chain_token || b.logits[0] != 1 || !b.argmax_only ||
+      (!b.kv_table.empty() && b.kv_table != s.kv.table()))
+    return false;
+  s.batch.token[0] = b.token[0];
+  return true;
 }
 
 }  // namespace ls

@@ -109,6 +109,14 @@ class CudaBackend final : public Backend {
   // The argmax of each logits row computed on the GPU (kernels/argmax.cuh,
   // the rule of greedy_argmax); only n_logits ints cross to the host.
   Status finish_argmax(int32_t* tokens, int32_t n_rows, int32_t n_vocab) override;
+  // Chained steps (Backend::can_chain): a resident or streamed plan's step
+  // of one greedy sequence, its embedding table on the device, its next
+  // position in the context and in a block it holds; LS_CHAIN_STEPS=0 never.
+  bool can_chain() const override;
+  Status finish_argmax_issue(int32_t n_rows, int32_t n_vocab) override;
+  Status finish_argmax_wait(int32_t* tokens) override;
+  Status begin_chained() override;
+  bool adopt_chained(const Batch& b) override;
   // Device bytes held (weights, cache, activations, scratch).
   uint64_t device_bytes() const;
 

@@ -59,6 +59,8 @@ class CudaKvPool {
   // Whether slot seq holds a block for every position of [p0, p1); the
   // blocks it holds (for messages).
   bool holds(uint32_t seq, uint32_t p0, uint32_t p1) const;
+  // The block table the cache reads through (the host's mirror of the last set_table).
+  const std::vector<int32_t>& table() const { return table_; }
   uint32_t held(uint32_t seq) const;
 
   // Layer l's pool (row 0) and the table, for kv_store and attention.

@@ -13,8 +13,11 @@
 // from the row's length (chunk 0), paged through a block table as the engine's cache is.
 // --splits: the default kernel with chunks cut from the row's length at 4 to
 // 256 splits (powers of 2 and 24, 48, 96), for choosing attention_splits_dynamic's rule.
+// Kernel 6 is the row kernel of one token's short rows (kernels/
+// attention_decode_row.cuh: one split, no reduce pass); --short runs the
+// contexts 16, 64, 128 and 256, where it applies.
 // --shape 8b|70b runs that shape only, --ctx N that context only.
-// Usage: ls_bench_attention [kernels, e.g. 3,5] [--splits] [--shape 8b|70b] [--ctx N]
+// Usage: ls_bench_attention [kernels, e.g. 3,5,6] [--splits] [--short] [--shape 8b|70b] [--ctx N]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode_row.cuh"
 #include "kernels/attention_decode_tc.cuh"
 #include "tests/bench/bench_util.cuh"
 
@@ -35,11 +39,16 @@ using namespace ls;
 int main(int argc, char** argv) {
   std::vector<int> kernels = {3, 5};
   bool sweep = false;
+  bool short_rows = false;  // --short: the contexts of the row kernel
   std::string only_shape;  // --shape 8b|70b: that shape only
   int32_t only_ctx = 0;    // --ctx N: that context only
   for (int a = 1; a < argc; ++a) {
     if (std::string(argv[a]) == "--splits") {
       sweep = true;
+      continue;
+    }
+    if (std::string(argv[a]) == "--short") {
+      short_rows = true;
       continue;
     }
     if (std::string(argv[a]) == "--shape" || std::string(argv[a]) == "--ctx") {
@@ -66,8 +75,8 @@ int main(int argc, char** argv) {
     for (const char* c = argv[a]; *c;) {
       char* e;
       const long k = std::strtol(c, &e, 10);
-      if (e == c || (k != 3 && k != 5)) {
-        std::fprintf(stderr, "error: kernels must be a list of 3 and 5, got '%s'\n", argv[a]);
+      if (e == c || (k != 3 && k != 5 && k != 6)) {
+        std::fprintf(stderr, "error: kernels must be a list of 3, 5 and 6, got '%s'\n", argv[a]);
         return 2;
       }
       kernels.push_back(static_cast<int>(k));
@@ -87,8 +96,10 @@ int main(int argc, char** argv) {
     int32_t n_head, n_head_kv, hd;
   };
   const Shape shapes[] = {{"8b", 32, 8, 128}, {"70b", 64, 8, 128}};
-  const std::vector<int32_t> ctxs = only_ctx ? std::vector<int32_t>{only_ctx}
-                                             : std::vector<int32_t>{256, 1024, 4096, 16384, 32768};
+  const std::vector<int32_t> ctxs =
+      only_ctx     ? std::vector<int32_t>{only_ctx}
+      : short_rows ? std::vector<int32_t>{16, 64, 128, 256}
+                   : std::vector<int32_t>{256, 1024, 4096, 16384, 32768};
   const int32_t max_ctx = 32768;
   const size_t pool_bytes = size_t(3) << 30;  // K and V of all rotated layers
   std::mt19937_64 rng(7);
@@ -146,10 +157,15 @@ int main(int argc, char** argv) {
           if (ns * kAttentionMinChunk <= ctx) vars.push_back({0, true, ns});
       } else {
         for (int kern : kernels)
-          for (int dyn = 0; dyn < 2; ++dyn)
+          for (int dyn = 0; dyn < 2; ++dyn) {
+            if (kern == 6) {  // one split, whatever the rule
+              if (dyn && ctx <= kAttentionRowMax) vars.push_back({6, true, 1});
+              continue;
+            }
             vars.push_back({kern, dyn != 0,
                             dyn ? attention_splits_dynamic(1, sh.n_head, pos)
                                 : attention_splits(1, sh.n_head, pos)});
+          }
       }
       for (const Variant& v : vars) {
         AttentionParams p;
@@ -168,7 +184,8 @@ int main(int argc, char** argv) {
         p.chunk = v.dyn ? 0 : kAttentionChunk;
         p.n_split = v.n_split;
         p.max_pos = pos;  // the kernel and its form as decode picks them
-        p.kernel = v.kern;
+        p.kernel = v.kern == 6 ? 0 : v.kern;
+        p.row = v.kern == 6 ? 1 : 0;  // the others as before the row kernel
         const double us = graph_us(s, calls, [&](int i) {
           char* base = static_cast<char*>(pool) + static_cast<size_t>(i % layers) * layer;
           p.k_cache = base;
@@ -177,9 +194,11 @@ int main(int argc, char** argv) {
         });
         const double g = kv_bytes / (us * 1e-6) / 1e9;
         // k5 is the grouped kernel, or its tensor-core form for long splits: "k5tc".
-        const bool tc = v.kern != 3 && attention_decode_tc_applies(p);
+        const bool tc = v.kern != 3 && v.kern != 6 && attention_decode_tc_applies(p);
         char kname[8];
-        if (v.kern)
+        if (v.kern == 6)
+          std::snprintf(kname, sizeof kname, "row");
+        else if (v.kern)
           std::snprintf(kname, sizeof kname, "k%d%s", v.kern, tc ? "tc" : "");
         else
           std::snprintf(kname, sizeof kname, "dflt%s", tc ? "tc" : "");

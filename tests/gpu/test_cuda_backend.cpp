@@ -320,3 +320,114 @@ TEST_CASE("cuda backend: decode through CUDA graphs gives the same bits as direc
     CHECK(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)) == 0);
   }
 }
+
+namespace {
+
+// The resident layers as the compute actor issues a resident model's run.
+void issue_layers(const Model& m, Backend& be) {
+  std::vector<LayerView> v;
+  for (uint32_t l = 0; l < m.config().n_layer; ++l)
+    v.push_back(be.resident_layer(l).value_or(m.layer(l)));
+  REQUIRE(be.layers(0, v.data(), static_cast<uint32_t>(v.size())).ok());
+}
+
+}  // namespace
+
+// Chained steps (Backend::can_chain, begin_chained, adopt_chained): each
+// greedy step's successor begun on the device behind its head, as the
+// compute actor runs them, gives the tokens of steps begun from the host
+// one by one; a batch that is not the step begun (another token) drops it,
+// and the run then goes on as if it had never run.
+TEST_CASE("cuda backend: chained greedy steps give the tokens of steps begun from the host") {
+  LS_GPU_TEST_GUARD();
+  for (const char* quant : {"q4_k_m", "q8_0"}) {
+    CAPTURE(quant);
+    auto m = tiny_model(quant);
+    const int V = static_cast<int>(m->config().n_vocab);
+    CudaBackendOptions co;
+    co.n_ctx = 512;
+    auto plain = CudaBackend::create(*m, co);
+    auto chain = CudaBackend::create(*m, co);
+    REQUIRE(plain.has_value());
+    REQUIRE(chain.has_value());
+    // A 40-token prompt; decode to position 300, past the row kernel's 256.
+    Batch b;
+    for (int i = 0; i < 40; ++i) b.add((i * 53 + 7) % V, i, 0, i == 39);
+    b.argmax_only = true;
+    auto first = [&](Backend& be) {
+      REQUIRE(be.begin(b).ok());
+      issue_layers(*m, be);
+      int32_t t = -1;
+      REQUIRE(be.finish_argmax(&t, 1, V).ok());
+      return t;
+    };
+    std::vector<int32_t> want{first(**plain)};
+    for (int pos = 40; pos < 300; ++pos) {
+      Batch d;
+      d.add(want.back(), pos, 0, true);
+      d.argmax_only = true;
+      REQUIRE((*plain)->begin(d).ok());
+      issue_layers(*m, **plain);
+      int32_t t = -1;
+      REQUIRE((*plain)->finish_argmax(&t, 1, V).ok());
+      want.push_back(t);
+    }
+    // Chained: the prompt's step, then each step's head issued, the next
+    // step begun and its layers issued, then the token waited for.
+    // The prompt's step cannot chain (40 entries): its token, and the first
+    // decode step, begun from the host.
+    Backend& be = **chain;
+    std::vector<int32_t> got{first(be)};
+    CHECK_FALSE(be.can_chain());
+    {
+      Batch d;
+      d.add(got.back(), 40, 0, true);
+      d.argmax_only = true;
+      REQUIRE(be.begin(d).ok());
+      issue_layers(*m, be);
+    }
+    int chained = 0, dropped = 0;
+    for (int pos = 41; pos <= 300; ++pos) {
+      REQUIRE(be.can_chain());
+      REQUIRE(be.finish_argmax_issue(1, V).ok());
+      REQUIRE(be.begin_chained().ok());
+      issue_layers(*m, be);
+      int32_t t = -1;
+      REQUIRE(be.finish_argmax_wait(&t).ok());
+      got.push_back(t);
+      if (pos == 300) break;
+      Batch d;
+      d.add(t, pos, 0, true);
+      d.argmax_only = true;
+      if (pos == 120) {  // another token: the chained step is dropped, this one begun
+        Batch other = d;
+        other.token[0] = (t + 1) % V;
+        CHECK_FALSE(be.adopt_chained(other));
+        ++dropped;
+        REQUIRE(be.begin(d).ok());
+        issue_layers(*m, be);
+        continue;
+      }
+      REQUIRE(be.adopt_chained(d));
+      ++chained;
+    }
+    CHECK(chained == 258);
+    CHECK(dropped == 1);
+    REQUIRE(got.size() == want.size());
+    CHECK(got == want);
+    // Where it cannot chain: logits rows wanted, or the context's last position.
+    Batch rows;
+    rows.add(got.back(), 301, 0, true);
+    REQUIRE(be.begin(rows).ok());
+    CHECK_FALSE(be.can_chain());
+    issue_layers(*m, be);
+    std::vector<float> lg(V);
+    REQUIRE(be.finish(lg.data()).ok());
+    Batch last;
+    last.add(got.back(), 511, 0, true);
+    last.argmax_only = true;
+    REQUIRE(be.begin(last).ok());
+    CHECK_FALSE(be.can_chain());
+    CHECK_FALSE(be.begin_chained().ok());
+  }
+}

@@ -24,6 +24,7 @@
 
 #include "io/ggml_type.h"
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode_row.cuh"
 #include "kernels/gemv_q8.cuh"
 #include "kernels/half.h"
 #include "kernels/kv_store.cuh"
@@ -297,7 +298,7 @@ TEST_CASE(
         // in shared memory (AttentionParams::no_stage): the same bits too.
         DevBuf<float2> table_cs(static_cast<size_t>(cs.n_rot / 2));
         auto run = [&](int fused, std::vector<float>& out, std::vector<uint8_t>& kc,
-                       std::vector<uint8_t>& vc, int32_t tc = 0) {
+                       std::vector<uint8_t>& vc, int32_t tc = 0, bool row = false) {
           DevBuf<float> dq(q), dk(k), dv(v), dout(QW);
           DevBuf<uint8_t> dkc(cache0), dvc(cache0);
           const RopeCudaParams rp =
@@ -325,6 +326,13 @@ TEST_CASE(
           ap.n_split = n_split;
           ap.no_stage = fused == 3;
           ap.tc = tc;  // 0: the grouped kernel; 1: the tensor-core one (f16 caches)
+          ap.row = 0;
+          if (row) {  // the row kernel: one split, the row's length known
+            ap.row = 1;
+            ap.n_split = 1;
+            ap.max_pos = pos;
+            REQUIRE(attention_decode_row_applies(ap));
+          }
           REQUIRE(attention_fuses_rope(ap));
           if (fused == 1 || fused == 2) {
             ap.k_new = dk.p;
@@ -391,6 +399,27 @@ TEST_CASE(
           double num = 0, den = 0;
           for (size_t i = 0; i < t1.size(); ++i) {
             num += (double(t1[i]) - o2[i]) * (double(t1[i]) - o2[i]);
+            den += double(o2[i]) * o2[i];
+          }
+          CHECK(num <= 1e-9 * den);
+        }
+        // The row kernel (an f16 cache, rows of up to kAttentionRowMax
+        // positions; kernels/attention_decode_row.cuh): the same checks.
+        if (!cs.f32 && pos < kAttentionRowMax) {
+          std::vector<float> r1, r2, r3;
+          std::vector<uint8_t> kr1, vr1, kr2, vr2, kr3, vr3;
+          run(1, r1, kr1, vr1, 0, true);
+          run(0, r2, kr2, vr2, 0, true);
+          run(2, r3, kr3, vr3, 0, true);
+          CHECK(same_bits(r1, r2));
+          CHECK(same_bits(r3, r2));
+          CHECK(kr1 == kc2);
+          CHECK(vr1 == vc2);
+          CHECK(kr3 == kc2);
+          CHECK(vr2 == vc2);
+          double num = 0, den = 0;
+          for (size_t i = 0; i < r1.size(); ++i) {
+            num += (double(r1[i]) - o2[i]) * (double(r1[i]) - o2[i]);
             den += double(o2[i]) * o2[i];
           }
           CHECK(num <= 1e-9 * den);

@@ -22,6 +22,7 @@
 
 #include "kernels/argmax.cuh"
 #include "kernels/attention.cuh"
+#include "kernels/attention_decode_row.cuh"
 #include "kernels/attention_decode_tc.cuh"
 #include "kernels/attention_decode.cuh"
 #include "kernels/embed.cuh"
@@ -446,6 +447,12 @@ TEST_CASE(
   // positions, or 8 of 32 (chunk 0), each staged before the PDL wait.
   cases.push_back({"decode 1 token, 70b heads, pos 40", 64, 8, 128, 300, 1, {40}, {0}});
   cases.push_back({"decode 1 token, 70b heads, pos 200", 64, 8, 128, 300, 1, {200}, {0}});
+  // The row kernel's capacities (kernels/attention_decode_row.cuh: 32, 64
+  // and 256 rows) at their last positions, head_dim 64 with G 1 and 2.
+  cases.push_back({"decode 1 token, 8b heads, pos 31", 32, 8, 128, 300, 1, {31}, {0}});
+  cases.push_back({"decode 1 token, 8b heads, pos 255", 32, 8, 128, 300, 1, {255}, {0}});
+  cases.push_back({"decode 1 token, head_dim 64, G 1, pos 63", 4, 4, 64, 100, 2, {63}, {1}});
+  cases.push_back({"decode 1 token, head_dim 64, G 2, pos 100", 8, 4, 64, 200, 1, {100}, {0}});
   {
     Case c{"prefill 37 tokens causal", 8, 2, 64, 64, 1, {}, {}};
     for (int i = 0; i < 37; ++i) c.pos.push_back(i), c.seq.push_back(0);
@@ -549,6 +556,23 @@ TEST_CASE(
         CAPTURE(with_q8);
         run_checked(pk);
       }
+    }
+
+    // The row kernel (one token, rows of up to kAttentionRowMax positions, an
+    // f16 cache): a block per query head, no splits; out and its 8-bit form.
+    if (n_tok == 1 && max_pos < kAttentionRowMax && (cs.hd == 64 || cs.hd == 128)) {
+      AttentionParams pr = p;
+      pr.n_split = 1;
+      pr.max_pos = max_pos;
+      pr.row = 1;
+      pr.q8 = {q8q.p, q8ds.p};
+      REQUIRE(attention_decode_row_applies(pr));
+      run_checked(pr);
+      pr.row = 0;  // never, where it could
+      CHECK_FALSE(attention_decode_row_applies(pr));
+      pr.row = 1;
+      pr.n_split = 2;  // it takes one split only
+      CHECK_FALSE(attention_decode_row_applies(pr));
     }
 
     // Chunks from each row's own length (chunk 0): the count the rule gives,
