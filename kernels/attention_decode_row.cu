@@ -34,14 +34,15 @@ __device__ __forceinline__ void lds8(const __half* p, float (&f)[8]) {
   }
 }
 
-// Block: HD threads (a thread a dimension of the value phase); grid: n_head.
-template <int HD, int G>
-__global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, int32_t rows) {
-  constexpr int kWarps = HD / 32;
+// Block: NG groups of HD threads (a thread a dimension of the value phase,
+// each group a share of the rows); grid: n_head.
+template <int HD, int G, int NG>
+__global__ void __launch_bounds__(NG * HD) attention_row_kernel(AttentionParams p, int32_t rows) {
+  constexpr int kThreads = NG * HD, kWarps = kThreads / 32;
   // Score phase: kLpr lanes a row, 8 values (16 bytes) a lane, kRpw rows a
   // warp instruction, kStep rows a block step.
   constexpr int kPer = 8, kLpr = HD / kPer, kRpw = 32 / kLpr, kStep = kWarps * kRpw;
-  static_assert(kStep == 8, "head_dim 64 or 128: 8 rows a block step");
+  static_assert(kStep == 8 * NG, "head_dim 64 or 128: 8 rows a group's step");
   extern __shared__ __align__(16) unsigned char dyn_sh[];
   __half* const k_st = reinterpret_cast<__half*>(dyn_sh);  // (rows, HD)
   __half* const v_st = k_st + static_cast<size_t>(rows) * HD;
@@ -49,6 +50,7 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
   __shared__ __align__(16) float q_sh[HD];
   __shared__ int64_t row_sh[kAttentionRowMax];  // each position's cache row (this KV head's offset)
   __shared__ float red_sh[2][kWarps];
+  __shared__ float acc_sh[NG > 1 ? NG - 1 : 1][HD];  // groups 1.. value sums
   pdl_trigger();
   const int h = blockIdx.x, kvh = h / G;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -59,13 +61,13 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
   const int n = pos + 1;
   if (n > rows) __trap();  // the launch was sized for a shorter row (a caller's error)
   const int32_t KV = p.n_head_kv * HD;
-  for (int i = tid; i < n; i += HD)
+  for (int i = tid; i < n; i += kThreads)
     row_sh[i] = kv_page_row(p.pages, p.n_ctx, sq, i) * KV + static_cast<int64_t>(kvh) * HD;
   __syncthreads();
   const __half* const kc = static_cast<const __half*>(p.k_cache);
   const __half* const vc = static_cast<const __half*>(p.v_cache);
   auto stage = [&](int from, int below) {  // rows [from, below), 16 bytes a copy
-    for (int c = from * kLpr + tid; c < below * kLpr; c += HD) {
+    for (int c = from * kLpr + tid; c < below * kLpr; c += kThreads) {
       const int i = c / kLpr, part = (c % kLpr) * kPer;
       cp_async16(k_st + i * HD + part, kc + row_sh[i] + part);
       cp_async16(v_st + i * HD + part, vc + row_sh[i] + part);
@@ -102,11 +104,14 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
         kd[1] = k1;
       }
     }
-    const __half v = __float2half_rn(p.v_new[static_cast<int64_t>(kvh) * HD + tid]);
-    v_st[pos * HD + tid] = v;
-    if (leader) static_cast<__half*>(p.v_cache)[row_sh[pos] + tid] = v;
+    if (tid < HD) {
+      const __half v = __float2half_rn(p.v_new[static_cast<int64_t>(kvh) * HD + tid]);
+      v_st[pos * HD + tid] = v;
+      if (leader) static_cast<__half*>(p.v_cache)[row_sh[pos] + tid] = v;
+    }
   } else {
-    q_sh[tid] = p.q[qoff + tid];  // rotated, and the row at pos stored, by the kernel before
+    // Rotated, and the row at pos stored, by the kernel before.
+    if (tid < HD) q_sh[tid] = p.q[qoff + tid];
     stage(pos, pos + 1);
   }
   cp_async_wait<0>();
@@ -137,7 +142,7 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
 
   // Softmax over the row: its max, then p = exp(s - max) in place and their sum.
   float mx = -FLT_MAX;
-  for (int i = tid; i < n; i += HD) mx = fmaxf(mx, s_sh[i]);
+  for (int i = tid; i < n; i += kThreads) mx = fmaxf(mx, s_sh[i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if (lane == 0) red_sh[0][warp] = mx;
@@ -146,7 +151,7 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
 #pragma unroll
   for (int w = 1; w < kWarps; ++w) M = fmaxf(M, red_sh[0][w]);
   float sum = 0.0f;
-  for (int i = tid; i < n; i += HD) {
+  for (int i = tid; i < n; i += kThreads) {
     const float e = expf(s_sh[i] - M);
     s_sh[i] = e;
     sum += e;
@@ -159,33 +164,66 @@ __global__ void __launch_bounds__(HD) attention_row_kernel(AttentionParams p, in
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) L += red_sh[1][w];
 
-  // Values: dimension tid over every position, four chains.
-  const __half* const vp = v_st + tid;
+  // Values: group grp takes dimension d over positions grp, grp + NG, ..,
+  // in four chains; groups 1.. leave their sums to group 0, which adds them
+  // in group order.
+  const int grp = tid / HD, d = tid % HD;
+  const __half* const vp = v_st + d;
   float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  int i = 0;
-  for (; i + 4 <= n; i += 4)
+  int i = grp;
+  for (; i + 3 * NG < n; i += 4 * NG)
 #pragma unroll
-    for (int u = 0; u < 4; ++u) a[u] = fmaf(s_sh[i + u], __half2float(vp[(i + u) * HD]), a[u]);
-  for (; i < n; ++i) a[0] = fmaf(s_sh[i], __half2float(vp[i * HD]), a[0]);
-  const float acc = (a[0] + a[1]) + (a[2] + a[3]);
+    for (int u = 0; u < 4; ++u)
+      a[u] = fmaf(s_sh[i + u * NG], __half2float(vp[(i + u * NG) * HD]), a[u]);
+  for (; i < n; i += NG) a[0] = fmaf(s_sh[i], __half2float(vp[i * HD]), a[0]);
+  float acc = (a[0] + a[1]) + (a[2] + a[3]);
+  if constexpr (NG > 1) {
+    if (grp > 0) acc_sh[grp - 1][d] = acc;
+    __syncthreads();
+    if (grp > 0) return;
+#pragma unroll
+    for (int g = 0; g < NG - 1; ++g) acc += acc_sh[g][d];
+  }
   const float o = L > 0.0f ? acc / L : 0.0f;
-  p.out[qoff + tid] = o;
+  p.out[qoff + d] = o;
   // A warp's 32 values are one 8-bit block of out (HD a multiple of 32).
   if (p.q8.q)
-    act_q8_group<1>(&o, true, p.q8.q + qoff + tid, p.q8.ds + (qoff + tid) / kActQ8Block,
-                    lane == 0);
+    act_q8_group<1>(&o, true, p.q8.q + qoff + d, p.q8.ds + (qoff + d) / kActQ8Block, lane == 0);
+}
+
+// The groups a launch for rows of this capacity takes: one for 32, two for
+// 64, four for 128 and 256 (LS_ATTENTION_ROW_GROUPS=1|2|4 for all: A/B).
+int groups_for(int32_t rows) {
+  static const int env = [] {
+    const char* e = std::getenv("LS_ATTENTION_ROW_GROUPS");
+    const int g = e ? std::atoi(e) : 0;
+    return g == 1 || g == 2 || g == 4 ? g : 0;
+  }();
+  return env ? env : rows <= 32 ? 1 : rows <= 64 ? 2 : 4;
+}
+
+template <int HD, int G, int NG>
+Status launch_ng(const AttentionParams& p, int32_t rows, cudaStream_t stream) {
+  static const cudaError_t e = cudaFuncSetAttribute(
+      attention_row_kernel<HD, G, NG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      static_cast<int>(row_smem<HD>(kAttentionRowMax)));
+  LS_CUDA_TRY(e);
+  LS_CUDA_TRY(launch_pdl(attention_row_kernel<HD, G, NG>, dim3(static_cast<unsigned>(p.n_head)),
+                         dim3(NG * HD), row_smem<HD>(rows), stream, p, rows));
+  return ok();
 }
 
 template <int HD, int G>
 Status launch_g(const AttentionParams& p, cudaStream_t stream) {
-  static const cudaError_t e =
-      cudaFuncSetAttribute(attention_row_kernel<HD, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(row_smem<HD>(kAttentionRowMax)));
-  LS_CUDA_TRY(e);
   const int32_t rows = attention_decode_row_rows(p.max_pos);
-  LS_CUDA_TRY(launch_pdl(attention_row_kernel<HD, G>, dim3(static_cast<unsigned>(p.n_head)),
-                         dim3(HD), row_smem<HD>(rows), stream, p, rows));
-  return ok();
+  switch (groups_for(rows)) {
+    case 1:
+      return launch_ng<HD, G, 1>(p, rows, stream);
+    case 2:
+      return launch_ng<HD, G, 2>(p, rows, stream);
+    default:
+      return launch_ng<HD, G, 4>(p, rows, stream);
+  }
 }
 
 template <int HD>
@@ -213,7 +251,7 @@ bool shape_ok(int32_t head_dim, int32_t n_head, int32_t n_head_kv) {
 
 int32_t attention_decode_row_rows(int32_t max_pos) {
   const int32_t n = max_pos + 1;
-  return n <= 32 ? 32 : n <= 64 ? 64 : kAttentionRowMax;
+  return n <= 32 ? 32 : n <= 64 ? 64 : n <= 128 ? 128 : kAttentionRowMax;
 }
 
 bool attention_decode_row_wanted(int64_t n_tok, bool kv_f32, int32_t head_dim, int32_t n_head,

@@ -18,13 +18,17 @@
 //           partial dots summed by shuffles, 8 rows a block step;
 //   softmax the row's max and sum over the block (two barriers);
 //   values  a thread a dimension, over every position.
-// A block is head_dim threads. The G blocks of a KV head each copy its rows
+// A block is one, two or four groups of head_dim threads (rows of up to 32,
+// 64 and more positions), each group the values of a share of the rows,
+// group 0 adding the others' sums. The G blocks of a KV head each copy its rows
 // (the L2 serves the repeats); the first of them stores the token's key and
 // value rows into the cache, the others use their own rotated copy, the
 // same bits.
 //
 // Shared memory holds the row: AttentionParams::max_pos sets the capacity
-// of a launch (attention_decode_row_rows: 32, 64 or kAttentionRowMax rows),
+// of a launch (attention_decode_row_rows: 32, 64, 128 or kAttentionRowMax
+// rows: a launch's shared memory is what its rows need, so that the blocks
+// of the GEMV after it fit beside it on the SM),
 // and a captured graph is captured again when it changes
 // (model/cuda_backend.cu: attention_form). A position past the capacity
 // stops the kernel (a trap), never a write past it.
