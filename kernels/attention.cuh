@@ -96,7 +96,7 @@ struct AttentionParams {
   int32_t tc_table = -1;
   // One token over a short row on the row kernel (kernels/attention_decode_row.cuh:
   // a block per query head, no splits to merge): -1 the default (one split,
-  // an f16 cache, max_pos known and under kAttentionRowMax;
+  // an f16 cache, max_pos known and under attention_decode_row_max();
   // LS_ATTENTION_ROW=0 turns it off), 0 never, 1 wherever it can (tests).
   int32_t row = -1;
   // Also out in the 8-bit form of the decode GEMV (kernels/quantize_act.cuh),

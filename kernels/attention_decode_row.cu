@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(NG * HD) attention_row_kernel(AttentionParams 
 }
 
 // The groups a launch for rows of this capacity takes: one for 32, two for
-// 64, four for 128 and 256 (LS_ATTENTION_ROW_GROUPS=1|2|4 for all: A/B).
+// 64, four for more (LS_ATTENTION_ROW_GROUPS=1|2|4 for all: A/B).
 int groups_for(int32_t rows) {
   static const int env = [] {
     const char* e = std::getenv("LS_ATTENTION_ROW_GROUPS");
@@ -249,9 +249,18 @@ bool shape_ok(int32_t head_dim, int32_t n_head, int32_t n_head_kv) {
 
 }  // namespace
 
+int32_t attention_decode_row_max() {
+  static const int32_t cap = [] {
+    const char* e = std::getenv("LS_ATTENTION_ROW_MAX");
+    const int v = e ? std::atoi(e) : 0;
+    return v >= 1 && v <= kAttentionRowMax ? v : kAttentionRowDefault;
+  }();
+  return cap;
+}
+
 int32_t attention_decode_row_rows(int32_t max_pos) {
   const int32_t n = max_pos + 1;
-  return n <= 32 ? 32 : n <= 64 ? 64 : n <= 128 ? 128 : kAttentionRowMax;
+  return n <= 32 ? 32 : n <= 64 ? 64 : n <= 128 ? 128 : n <= 256 ? 256 : kAttentionRowMax;
 }
 
 bool attention_decode_row_wanted(int64_t n_tok, bool kv_f32, int32_t head_dim, int32_t n_head,
@@ -261,7 +270,7 @@ bool attention_decode_row_wanted(int64_t n_tok, bool kv_f32, int32_t head_dim, i
     return e && std::string(e) == "0";
   }();
   return !env_off && n_tok == 1 && !kv_f32 && shape_ok(head_dim, n_head, n_head_kv) &&
-         max_pos >= 0 && max_pos < kAttentionRowMax;
+         max_pos >= 0 && max_pos < attention_decode_row_max();
 }
 
 bool attention_decode_row_applies(const AttentionParams& p) {

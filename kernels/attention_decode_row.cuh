@@ -26,8 +26,7 @@
 // same bits.
 //
 // Shared memory holds the row: AttentionParams::max_pos sets the capacity
-// of a launch (attention_decode_row_rows: 32, 64, 128 or kAttentionRowMax
-// rows: a launch's shared memory is what its rows need, so that the blocks
+// of a launch (attention_decode_row_rows: 32, 64, 128, 256 or 384 rows: a launch's shared memory is what its rows need, so that the blocks
 // of the GEMV after it fit beside it on the SM),
 // and a captured graph is captured again when it changes
 // (model/cuda_backend.cu: attention_form). A position past the capacity
@@ -35,10 +34,11 @@
 //
 // Used (attention_decode_row_applies) for one token over an f16 cache,
 // head_dim 64 or 128, G in {1, 2, 4, 8}, one split and rows of at most
-// kAttentionRowMax positions, unless AttentionParams::row is 0 or
+// attention_decode_row_max() positions, unless AttentionParams::row is 0 or
 // LS_ATTENTION_ROW=0 (A/B); the backend then gives such a step one split
 // (attention_decode_row_wanted).
-// defines: kAttentionRowMax, attention_decode_row_rows, attention_decode_row_wanted,
+// defines: kAttentionRowMax, kAttentionRowDefault, attention_decode_row_max,
+//          attention_decode_row_rows, attention_decode_row_wanted,
 //          attention_decode_row_applies, attention_decode_row_cuda
 #pragma once
 
@@ -51,7 +51,13 @@
 
 namespace ls {
 
-inline constexpr int32_t kAttentionRowMax = 256;
+// The longest row a launch can hold (its shared memory: 192 KiB of f16 keys
+// and values at head_dim 128), and the longest the default gives it:
+// attention_decode_row_max(), kAttentionRowDefault unless
+// LS_ATTENTION_ROW_MAX=N (up to kAttentionRowMax) says otherwise (A/B).
+inline constexpr int32_t kAttentionRowMax = 384;
+inline constexpr int32_t kAttentionRowDefault = 256;
+int32_t attention_decode_row_max();
 
 // The rows a launch for a batch whose largest position is max_pos holds.
 int32_t attention_decode_row_rows(int32_t max_pos);

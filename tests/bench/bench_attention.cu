@@ -15,7 +15,7 @@
 // 256 splits (powers of 2 and 24, 48, 96), for choosing attention_splits_dynamic's rule.
 // Kernel 6 is the row kernel of one token's short rows (kernels/
 // attention_decode_row.cuh: one split, no reduce pass); --short runs the
-// contexts 16, 64, 128 and 256, where it applies.
+// contexts 16, 64, 128, 256 and 384, where it can apply.
 // --shape 8b|70b runs that shape only, --ctx N that context only.
 // Usage: ls_bench_attention [kernels, e.g. 3,5,6] [--splits] [--short] [--shape 8b|70b] [--ctx N]
 #include <cuda_fp16.h>
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   const Shape shapes[] = {{"8b", 32, 8, 128}, {"70b", 64, 8, 128}};
   const std::vector<int32_t> ctxs =
       only_ctx     ? std::vector<int32_t>{only_ctx}
-      : short_rows ? std::vector<int32_t>{16, 64, 128, 256}
+      : short_rows ? std::vector<int32_t>{16, 64, 128, 256, 384}
                    : std::vector<int32_t>{256, 1024, 4096, 16384, 32768};
   const int32_t max_ctx = 32768;
   const size_t pool_bytes = size_t(3) << 30;  // K and V of all rotated layers

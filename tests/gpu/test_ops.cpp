@@ -451,6 +451,7 @@ TEST_CASE(
   // and 256 rows) at their last positions, head_dim 64 with G 1 and 2.
   cases.push_back({"decode 1 token, 8b heads, pos 31", 32, 8, 128, 300, 1, {31}, {0}});
   cases.push_back({"decode 1 token, 8b heads, pos 255", 32, 8, 128, 300, 1, {255}, {0}});
+  cases.push_back({"decode 1 token, 70b heads, pos 383", 64, 8, 128, 400, 1, {383}, {0}});
   cases.push_back({"decode 1 token, head_dim 64, G 1, pos 63", 4, 4, 64, 100, 2, {63}, {1}});
   cases.push_back({"decode 1 token, head_dim 64, G 2, pos 100", 8, 4, 64, 200, 1, {100}, {0}});
   {

@@ -4,7 +4,8 @@
 # call 1) and a launch sized for 128 rows; its tests; the attention alone at
 # each group count; the resident 8b Q4_K_M (three forms, alternated rounds)
 # and Q8_0 against bench's device-memory bound, after 200 and 16,000 tokens
-# too. (llama.cpp's binary does not fit the call beside ours and the tree:
+# too; after 300 tokens, rows past the default's 256 on the row kernel
+# (LS_ATTENTION_ROW_MAX=384) against the splits. (llama.cpp's binary does not fit the call beside ours and the tree:
 # its figures on this kind of card are session 48's.)
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-06-s49/call2/run.sh $PWD   (timeout 590)
 # (carry .gpubin/bin.txz)
@@ -37,6 +38,10 @@ grep "device memory bound" $O/b8-f2-1.txt | cut -c1-200; el; pack
 for v in 0 1 2; do
   env $(form $v) timeout 60 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 200 -n 48 > $O/b8p200-f$v.txt 2>&1
   echo "8b after 200, form $v: $(rate $O/b8p200-f$v.txt)"
+done; el; pack
+for e in LS_X=1 LS_ATTENTION_ROW_MAX=384 LS_ATTENTION_ROW=0; do
+  env $e timeout 60 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 300 -n 48 > $O/b8p300-${e%%=*}.txt 2>&1
+  echo "8b after 300, $e: $(rate $O/b8p300-${e%%=*}.txt)"
 done; el; pack
 for v in 0 2; do
   env $(form $v) timeout 60 $L bench -m $M/8b-q8_0.gguf -n 128 > $O/b8q8-f$v.txt 2>&1
