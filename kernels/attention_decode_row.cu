@@ -37,7 +37,7 @@ __device__ __forceinline__ void lds8(const __half* p, float (&f)[8]) {
 // Block: NG groups of HD threads (a thread a dimension of the value phase,
 // each group a share of the rows); grid: n_head.
 template <int HD, int G, int NG>
-__global__ void __launch_bounds__(NG * HD) attention_row_kernel(AttentionParams p, int32_t rows) {
+__global__ void __launch_bounds__(NG* HD) attention_row_kernel(AttentionParams p, int32_t rows) {
   constexpr int kThreads = NG * HD, kWarps = kThreads / 32;
   // Score phase: kLpr lanes a row, 8 values (16 bytes) a lane, kRpw rows a
   // warp instruction, kStep rows a block step.
@@ -86,7 +86,8 @@ __global__ void __launch_bounds__(NG * HD) attention_row_kernel(AttentionParams 
     const bool leader = h % G == 0;
     if (tid < HD / 2) {
       const float2 qv = reinterpret_cast<const float2*>(p.q + qoff)[tid];
-      const float2 kv = reinterpret_cast<const float2*>(p.k_new + static_cast<int64_t>(kvh) * HD)[tid];
+      const float2 kv =
+          reinterpret_cast<const float2*>(p.k_new + static_cast<int64_t>(kvh) * HD)[tid];
       float q2[2] = {qv.x, qv.y}, k2[2] = {kv.x, kv.y};
       if (tid < n_pair) {
         const float2 cs = rope_cs_of(p.rope, 0, pos, tid);
@@ -191,15 +192,19 @@ __global__ void __launch_bounds__(NG * HD) attention_row_kernel(AttentionParams 
     act_q8_group<1>(&o, true, p.q8.q + qoff + d, p.q8.ds + (qoff + d) / kActQ8Block, lane == 0);
 }
 
-// The groups a launch for rows of this capacity takes: one for 32, two for
-// 64, four for more (LS_ATTENTION_ROW_GROUPS=1|2|4 for all: A/B).
+// The groups a launch for rows of this capacity takes: one for 32, four for
+// more (LS_ATTENTION_ROW_GROUPS=1|2|4 for all: A/B). Session 49, call 2 (an
+// H100, ls_bench_attention --short, us a call, 8b heads): one group 3.5,
+// 5.1, 7.4, 11.9, 16.5 at 16, 64, 128, 256, 384 positions; two 3.4, 4.3,
+// 5.5, 8.0, 10.6; four 3.5, 4.1, 4.9, 6.5, 8.1; the splits and their reduce
+// 6.5, 6.9, 7.3, 7.9, 8.6.
 int groups_for(int32_t rows) {
   static const int env = [] {
     const char* e = std::getenv("LS_ATTENTION_ROW_GROUPS");
     const int g = e ? std::atoi(e) : 0;
     return g == 1 || g == 2 || g == 4 ? g : 0;
   }();
-  return env ? env : rows <= 32 ? 1 : rows <= 64 ? 2 : 4;
+  return env ? env : rows <= 32 ? 1 : 4;
 }
 
 template <int HD, int G, int NG>

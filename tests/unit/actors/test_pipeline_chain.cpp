@@ -34,7 +34,8 @@ const Model& model() {
 // so begin_chained begins the next batch at once; adopt_chained compares.
 class HostChain final : public Backend {
  public:
-  HostChain(CpuBackend& be, uint32_t n_ctx, uint32_t n_seq) : be_(be), n_ctx_(n_ctx), n_seq_(n_seq) {}
+  HostChain(CpuBackend& be, uint32_t n_ctx, uint32_t n_seq)
+      : be_(be), n_ctx_(n_ctx), n_seq_(n_seq) {}
   const char* name() const override { return "host-chain"; }
   Status begin(const Batch& b) override {
     chained_ = false;
@@ -130,7 +131,8 @@ Run run(const std::vector<std::vector<int32_t>>& prompts, int n_out, int join_af
       FAIL("a greedy step gave rows");
       return std::nullopt;
     };
-    r.on_argmax = [&res, &joined, i, n_out, join_after](int64_t, int32_t tok) -> std::optional<int32_t> {
+    r.on_argmax = [&res, &joined, i, n_out, join_after](int64_t,
+                                                        int32_t tok) -> std::optional<int32_t> {
       res.tokens[i].push_back(tok);
       const int n = static_cast<int>(res.tokens[i].size());
       if (i == 0 && n == join_after) joined.set_value();
