@@ -10,6 +10,7 @@
 
 #include "kernels/act_q8_group.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/load8.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
@@ -20,27 +21,12 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kSub = kAttentionDecodeSub;
 
-// 8 consecutive values of a cache row as floats (16 bytes of f16, 32 of f32).
-__device__ __forceinline__ void load8(const __half* p, float (&f)[8]) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 v = __half22float2(h[i]);
-    f[2 * i] = v.x, f[2 * i + 1] = v.y;
-  }
-}
 // The cache's rounding of a value (kv_store's).
 __device__ __forceinline__ void store(__half* d, float x) {
   *d = __float2half_rn(x);
 }
 __device__ __forceinline__ void store(float* d, float x) {
   *d = x;
-}
-
-__device__ __forceinline__ void load8(const float* p, float (&f)[8]) {
-  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
-  f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w, f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
 }
 
 // See attention_decode.cuh for the phases; why each is shaped so: the

@@ -10,6 +10,7 @@
 
 #include "kernels/act_q8_group.cuh"
 #include "kernels/cp_async.cuh"
+#include "kernels/load8.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/rope_pair.cuh"
 #include "runtime/cuda_util.cuh"
@@ -21,17 +22,6 @@ namespace {
 template <int HD>
 constexpr size_t row_smem(int32_t rows) {
   return static_cast<size_t>(rows) * (2 * HD * sizeof(__half) + sizeof(float));
-}
-
-// 8 consecutive f16 values (16 bytes of shared memory) as floats.
-__device__ __forceinline__ void lds8(const __half* p, float (&f)[8]) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 v = __half22float2(h[i]);
-    f[2 * i] = v.x, f[2 * i + 1] = v.y;
-  }
 }
 
 // Block: NG groups of HD threads (a thread a dimension of the value phase,
@@ -127,7 +117,7 @@ __global__ void __launch_bounds__(NG* HD) attention_row_kernel(AttentionParams p
     const int i = base + slot;
     float kf[kPer];
     if (i < n) {
-      lds8(k_st + i * HD + dl * kPer, kf);
+      load8(k_st + i * HD + dl * kPer, kf);
     } else {
 #pragma unroll
       for (int j = 0; j < kPer; ++j) kf[j] = 0.0f;

@@ -477,6 +477,21 @@ struct CudaBackend::Impl {
   }
 
   // The step's rotation (its positions on the device).
+  // The embedding of the step's n tokens into h: rows of the device's
+  // table by the device's token ids (begin() points it at the host's rows
+  // where the table stays there).
+  EmbedParams embed_params(int64_t n) const {
+    EmbedParams ep;
+    ep.table = g.token_embd.data;
+    ep.tokens = tok;
+    ep.type = g.token_embd.type;
+    ep.n_embd = c.n_embd;
+    ep.row_bytes = ggml_row_bytes(ep.type, c.n_embd);
+    ep.n_tok = n;
+    ep.out = h;
+    return ep;
+  }
+
   RopeCudaParams rope_params() const {
     RopeCudaParams r;
     r.pos = pos;
@@ -727,9 +742,7 @@ Status CudaBackend::begin(const Batch& b) {
   }
   // Every layer's RoPE reads its cos and sin from this table.
   LS_TRY(rope_table_cuda(s.rope_params(), s.rope_cs, s.stream));
-  EmbedParams ep;
-  ep.table = s.g.token_embd.data;
-  ep.tokens = s.tok;
+  EmbedParams ep = s.embed_params(static_cast<int64_t>(n));
   if (s.embd_on_host) {
     // Gather the batch's rows (quantized, a few KB each) and decode them on the GPU.
     const uint64_t row = ggml_row_bytes(s.g.token_embd.type, s.c.n_embd);
@@ -744,11 +757,6 @@ Status CudaBackend::begin(const Batch& b) {
     ep.table = s.embd_dev;
     ep.tokens = s.iota;
   }
-  ep.type = s.g.token_embd.type;
-  ep.n_embd = s.c.n_embd;
-  ep.row_bytes = ggml_row_bytes(ep.type, s.c.n_embd);
-  ep.n_tok = static_cast<int64_t>(n);
-  ep.out = s.h;
   LS_TRY(embed_rows_cuda(ep, s.stream));
   s.pending_add = false;
   return ok();
@@ -1159,15 +1167,7 @@ Status CudaBackend::begin_chained() {
   s.max_pos = s.batch.pos[0];
   LS_TRY(step_advance_cuda(s.tok, s.pos, s.best, 1, s.stream));
   LS_TRY(rope_table_cuda(s.rope_params(), s.rope_cs, s.stream));
-  EmbedParams ep;
-  ep.table = s.g.token_embd.data;
-  ep.tokens = s.tok;
-  ep.type = s.g.token_embd.type;
-  ep.n_embd = s.c.n_embd;
-  ep.row_bytes = ggml_row_bytes(ep.type, s.c.n_embd);
-  ep.n_tok = 1;
-  ep.out = s.h;
-  LS_TRY(embed_rows_cuda(ep, s.stream));
+  LS_TRY(embed_rows_cuda(s.embed_params(1), s.stream));
   s.pending_add = false;
   s.chained = true;
   return ok();
