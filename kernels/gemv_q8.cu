@@ -309,21 +309,31 @@ struct V5<GgmlType::Q6_K> {
 //     qs[32 j .. + 31] (Q5_K: 5th bits 2j and 2j + 1 of qh).
 //   Q6_K: sub-blocks s and s + 2 with s = 4 (j >> 1) + (j & 1): low and high
 //     nibbles of ql[64 (j >> 1) + 32 (j & 1) ..], bit pairs of the same qh.
+// Each in two steps: load (the lane's raw bytes of one row into registers)
+// and decode (from those registers), so the direct form can issue a tile's
+// loads before the PDL wait (GemvQ8Params::early); decode2 is the two.
 template <GgmlType T>
 struct V5Pair;
 template <>
 struct V5Pair<GgmlType::Q4_K> {
+  struct Raw {
+    uint4 hd, q0, q1;
+  };
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 2 * j, s1 = 2 * j + 1;
   }
-  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+  static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q4_K>::kBlockBytes * (lane >> 2);
+    const uint4* qs = reinterpret_cast<const uint4*>(blk + 16 + 32 * (lane & 3));
+    r.hd = *reinterpret_cast<const uint4*>(blk);
+    r.q0 = qs[0];
+    r.q1 = qs[1];
+  }
+  static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
     const int j = lane & 3;
-    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
-    k_scale_min(hd, 2 * j, d0.a, d0.b);
-    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
-    uint32_t w[8];
-    lds_words16<8>(blk + 16 + 32 * j, w);
+    k_scale_min(r.hd, 2 * j, d0.a, d0.b);
+    k_scale_min(r.hd, 2 * j + 1, d1.a, d1.b);
+    const uint32_t w[8] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w, r.q1.x, r.q1.y, r.q1.z, r.q1.w};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       d0.q[k] = static_cast<int>(w[k] & 0x0F0F0F0Fu);
@@ -333,18 +343,28 @@ struct V5Pair<GgmlType::Q4_K> {
 };
 template <>
 struct V5Pair<GgmlType::Q5_K> {
+  struct Raw {
+    uint4 hd, h0, h1, q0, q1;
+  };
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 2 * j, s1 = 2 * j + 1;
   }
-  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+  static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q5_K>::kBlockBytes * (lane >> 2);
+    const uint4* qh = reinterpret_cast<const uint4*>(blk + 16);
+    const uint4* qs = reinterpret_cast<const uint4*>(blk + 48 + 32 * (lane & 3));
+    r.hd = *reinterpret_cast<const uint4*>(blk);
+    r.h0 = qh[0];
+    r.h1 = qh[1];
+    r.q0 = qs[0];
+    r.q1 = qs[1];
+  }
+  static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
     const int j = lane & 3;
-    const uint4 hd = *reinterpret_cast<const uint4*>(blk);
-    k_scale_min(hd, 2 * j, d0.a, d0.b);
-    k_scale_min(hd, 2 * j + 1, d1.a, d1.b);
-    uint32_t h[8], w[8];
-    lds_words16<8>(blk + 16, h);
-    lds_words16<8>(blk + 48 + 32 * j, w);
+    k_scale_min(r.hd, 2 * j, d0.a, d0.b);
+    k_scale_min(r.hd, 2 * j + 1, d1.a, d1.b);
+    const uint32_t h[8] = {r.h0.x, r.h0.y, r.h0.z, r.h0.w, r.h1.x, r.h1.y, r.h1.z, r.h1.w};
+    const uint32_t w[8] = {r.q0.x, r.q0.y, r.q0.z, r.q0.w, r.q1.x, r.q1.y, r.q1.z, r.q1.w};
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const uint32_t hb = h[k] >> (2 * j);
@@ -355,27 +375,58 @@ struct V5Pair<GgmlType::Q5_K> {
 };
 template <>
 struct V5Pair<GgmlType::Q6_K> {
+  // The 2-byte aligned ql and qh runs as the 9 aligned words that hold them
+  // (lds_words' form; the shift, the same for both, from the block's address).
+  struct Raw {
+    uint32_t ql[9], qh[9];
+    uint32_t sc0, sc1, d, sh;
+  };
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 4 * (j >> 1) + (j & 1), s1 = s0 + 2;
   }
-  static __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+  static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q6_K>::kBlockBytes * (lane >> 2);
     const int j = lane & 3, h = j >> 1, jj = j & 1, s0 = 4 * h + jj;
-    uint32_t ql[8], qh[8];
-    lds_words<8>(blk + 64 * h + 32 * jj, ql);
-    lds_words<8>(blk + 128 + 32 * h, qh);
+    const uintptr_t a = reinterpret_cast<uintptr_t>(blk);
+    r.sh = (static_cast<uint32_t>(a) & 3u) * 8u;
+    const uint32_t* ql = reinterpret_cast<const uint32_t*>((a + 64 * h + 32 * jj) & ~uintptr_t(3));
+    const uint32_t* qh = reinterpret_cast<const uint32_t*>((a + 128 + 32 * h) & ~uintptr_t(3));
+#pragma unroll
+    for (int i = 0; i < 9; ++i) r.ql[i] = ql[i], r.qh[i] = qh[i];
+    r.sc0 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s0);
+    r.sc1 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * (s0 + 2));
+    r.d = *reinterpret_cast<const uint16_t*>(blk + 208);
+  }
+  static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
+    const int jj = lane & 1;
 #pragma unroll
     for (int k = 0; k < 8; ++k) {  // unsigned quants: V5<Q6_K>::dot takes the − 32
-      const uint32_t hb = qh[k] >> (2 * jj);
-      d0.q[k] = static_cast<int>((ql[k] & 0x0F0F0F0Fu) | ((hb << 4) & 0x30303030u));
-      d1.q[k] = static_cast<int>(((ql[k] >> 4) & 0x0F0F0F0Fu) | (hb & 0x30303030u));
+      const uint32_t ql = __funnelshift_r(r.ql[k], r.ql[k + 1], r.sh);
+      const uint32_t hb = __funnelshift_r(r.qh[k], r.qh[k + 1], r.sh) >> (2 * jj);
+      d0.q[k] = static_cast<int>((ql & 0x0F0F0F0Fu) | ((hb << 4) & 0x30303030u));
+      d1.q[k] = static_cast<int>(((ql >> 4) & 0x0F0F0F0Fu) | (hb & 0x30303030u));
     }
-    const uint32_t sc0 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * s0);
-    const uint32_t sc1 = *reinterpret_cast<const uint16_t*>(blk + 192 + 2 * (s0 + 2));
-    d0.s0 = static_cast<int8_t>(sc0 & 0xFFu), d0.s1 = static_cast<int8_t>(sc0 >> 8);
-    d1.s0 = static_cast<int8_t>(sc1 & 0xFFu), d1.s1 = static_cast<int8_t>(sc1 >> 8);
-    d0.a = d1.a = lds_f16(blk + 208);
+    d0.s0 = static_cast<int8_t>(r.sc0 & 0xFFu), d0.s1 = static_cast<int8_t>(r.sc0 >> 8);
+    d1.s0 = static_cast<int8_t>(r.sc1 & 0xFFu), d1.s1 = static_cast<int8_t>(r.sc1 >> 8);
+    d0.a = d1.a = __half2float(__ushort_as_half(static_cast<unsigned short>(r.d)));
   }
+};
+template <GgmlType T>
+__device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
+  typename V5Pair<T>::Raw r;
+  V5Pair<T>::load(t, lane, r);
+  V5Pair<T>::decode(r, lane, d0, d1);
+}
+
+// The raw registers of one row a lane where a tile's loads are split from
+// its decode (two x-blocks a lane); nothing otherwise.
+template <GgmlType T, int XB>
+struct RawOf {
+  struct type {};
+};
+template <GgmlType T>
+struct RawOf<T, 2> {
+  using type = typename V5Pair<T>::Raw;
 };
 
 template <GgmlType T>
@@ -454,9 +505,22 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 
   // The first weights are on their way before the wait for x (the kernels
   // before this one write x; nothing in a step writes weights). kDirect
-  // issues nothing here: an L2 prefetch of each warp's first tile before the
-  // wait made the 8b Q4_K_M decode 4 % slower (session 13, call 2).
+  // issues nothing here by default: an L2 prefetch of each warp's first tile
+  // before the wait made the 8b Q4_K_M decode 4 % slower (session 13, call
+  // 2). With p.early (two x-blocks a lane) it loads its first tile's rows
+  // into the registers they are decoded from (raw), so the loads' latency
+  // passes while the kernel before ends.
   if (!kDirect && my_tiles > 0) issue(warp, wsm);
+  [[maybe_unused]] typename RawOf<T, XB>::type raw[KR];
+  [[maybe_unused]] bool preloaded = false;
+  if constexpr (kDirect && XB == 2) {
+    if (p.early && my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
+#pragma unroll
+      for (int r = 0; r < KR; ++r)
+        V5Pair<T>::load(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
+      preloaded = true;
+    }
+  }
   pdl_wait();
   for (int i = 0; i < my_tiles; ++i) {
     const int tile = warp + i * n_warps;
@@ -481,6 +545,12 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
       // Super-block (lane >> 2) of the tile; x-blocks 8 (lane >> 2) + s0, + s1.
       const int64_t xb8 = static_cast<int64_t>(tile) * kTileXB + 8 * (lane >> 2);
       if (xb8 < n_xb) {
+        if constexpr (kDirect) {  // the rows' loads first, then x's (the stage: as decoded)
+          if (!(preloaded && i == 0)) {
+#pragma unroll
+            for (int r = 0; r < KR; ++r) V5Pair<T>::load(tile_src(r), lane, raw[r]);
+          }
+        }
         int s0, s1;
         V5Pair<T>::subs(lane & 3, s0, s1);
         int xv[NT][2][8];
@@ -501,7 +571,10 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 #pragma unroll
         for (int r = 0; r < KR; ++r) {
           Dec d[2];
-          V5Pair<T>::decode2(tile_src(r), lane, d[0], d[1]);
+          if constexpr (kDirect)
+            V5Pair<T>::decode(raw[r], lane, d[0], d[1]);
+          else
+            decode2<T>(tile_src(r), lane, d[0], d[1]);
 #pragma unroll
           for (int t = 0; t < NT; ++t)
 #pragma unroll

@@ -220,7 +220,13 @@ int main(int argc, char** argv) {
           // one x-block a lane. v5x (Q8_0, the staged kernel): v5 its default
           // (the shape that fits the waves), v51 / v53 4 rows with one / two
           // stages (v53 the shape before session 20), v52 2 rows.
-          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 72, 78, 71}) {
+          // v7e / v78e: v7 / v78 with the first tile's loads before the PDL
+          // wait (GemvQ8Params::early; in a graph of 20, each call's loads
+          // overlap the call before's end).
+          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 72, 78, 780, 71}) {
+            const bool early = ver == 70 || ver == 780;
+            if (ver == 70) ver = 7;
+            if (ver == 780) ver = 78;
             const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;
@@ -249,12 +255,13 @@ int main(int argc, char** argv) {
                                 ver == 5 || ver == 71 || staged ? 1 : 2};
                 gp.version = ver == 7 || ver == 71 || ver == 72 || ver == 78 ? 7 : 0;
                 gp.stages = ver == 51 ? 1 : ver == 53 ? 2 : 0;
+                gp.early = early;
                 ST(gemv_q8_launch(t, gp, s));
               }
             });
             const double g = bytes / (us * 1e-6) / 1e9;
-            glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d %6.1f us %5.0f GB/s %.2f |",
-                                  ver, us, g, g / bw);
+            glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d%s %6.1f us %5.0f GB/s %.2f |",
+                                  ver, early ? "e" : "", us, g, g / bw);
           }
           multi_rows.push_back(gl);
           std::printf("%s\n", gl);
