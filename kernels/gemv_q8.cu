@@ -459,7 +459,7 @@ constexpr int min_blocks(int nt) {
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
 // g, in format T: the kernel's body, a function so that a launch can cover
 // matrices of two formats (gemv_q8_v5's T2).
-template <GgmlType T, int NT, int KR, int XB, bool kDirect>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kEarly>
 __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_t* W, float* Y,
                                              int64_t n_out, int64_t g, int64_t row_bytes,
                                              int stages, uint8_t* smem) {
@@ -504,17 +504,20 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
     for (int t = 0; t < NT; ++t) acc[r][t] = 0.f;
 
   // The first weights are on their way before the wait for x (the kernels
-  // before this one write x; nothing in a step writes weights). kDirect
-  // issues nothing here by default: an L2 prefetch of each warp's first tile
-  // before the wait made the 8b Q4_K_M decode 4 % slower (session 13, call
-  // 2). With p.early (two x-blocks a lane) it loads its first tile's rows
-  // into the registers they are decoded from (raw), so the loads' latency
-  // passes while the kernel before ends.
+  // before this one write x; nothing in a step writes weights). The direct
+  // form without kEarly issues nothing here: an L2 prefetch of each warp's
+  // first tile before the wait made the 8b Q4_K_M decode 4 % slower
+  // (session 13, call 2). kEarly (GemvQ8Params::early) loads its first
+  // tile's rows into the registers they are decoded from (raw), so their
+  // latency passes while the kernel before ends. A kernel of its own, so
+  // that the plain direct form keeps its registers and its code.
+  static_assert(!kEarly || (kDirect && XB == 2),
+                "early loads: the direct form, two x-blocks a lane");
   if (!kDirect && my_tiles > 0) issue(warp, wsm);
-  [[maybe_unused]] typename RawOf<T, XB>::type raw[KR];
+  [[maybe_unused]] typename RawOf<T, XB>::type raw[kEarly ? KR : 1];
   [[maybe_unused]] bool preloaded = false;
-  if constexpr (kDirect && XB == 2) {
-    if (p.early && my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
+  if constexpr (kEarly) {
+    if (my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
 #pragma unroll
       for (int r = 0; r < KR; ++r)
         V5Pair<T>::load(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
@@ -545,12 +548,6 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
       // Super-block (lane >> 2) of the tile; x-blocks 8 (lane >> 2) + s0, + s1.
       const int64_t xb8 = static_cast<int64_t>(tile) * kTileXB + 8 * (lane >> 2);
       if (xb8 < n_xb) {
-        if constexpr (kDirect) {  // the rows' loads first, then x's (the stage: as decoded)
-          if (!(preloaded && i == 0)) {
-#pragma unroll
-            for (int r = 0; r < KR; ++r) V5Pair<T>::load(tile_src(r), lane, raw[r]);
-          }
-        }
         int s0, s1;
         V5Pair<T>::subs(lane & 3, s0, s1);
         int xv[NT][2][8];
@@ -571,10 +568,14 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 #pragma unroll
         for (int r = 0; r < KR; ++r) {
           Dec d[2];
-          if constexpr (kDirect)
-            V5Pair<T>::decode(raw[r], lane, d[0], d[1]);
-          else
+          if constexpr (kEarly) {
+            if (preloaded && i == 0)
+              V5Pair<T>::decode(raw[r], lane, d[0], d[1]);
+            else
+              decode2<T>(tile_src(r), lane, d[0], d[1]);
+          } else {
             decode2<T>(tile_src(r), lane, d[0], d[1]);
+          }
 #pragma unroll
           for (int t = 0; t < NT; ++t)
 #pragma unroll
@@ -664,7 +665,8 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 // T2 (a launch over matrices of two formats, the q, k of a Q4_K_M layer in
 // Q4_K and its v in Q6_K or Q5_K): the segments with GemvQ8Params::Seg::alt set are
 // in T2. One launch instead of two: the second's ramp, tail and wait go.
-template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T,
+          bool kEarly = false>
 __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
@@ -690,11 +692,11 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
   if constexpr (T2 != T) {
     if (alt) {
-      gemv_q8_rows<T2, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
+      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly>(p, W, Y, n_out, g, row_bytes, stages, smem);
       return;
     }
   }
-  gemv_q8_rows<T, NT, KR, XB, kDirect>(p, W, Y, n_out, g, row_bytes, stages, smem);
+  gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly>(p, W, Y, n_out, g, row_bytes, stages, smem);
 }
 
 // Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in
@@ -786,7 +788,8 @@ double staged_fit(const GemvQ8Params& p) {
   return wave_fit(sh.groups, blocks_per_sm<T, 1, KR, 1, false, T>(sh.n_warps, sh.stages, sh.smem));
 }
 
-template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T>
+template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T,
+          bool kEarly = false>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
   const GemvShape sh = gemv_shape<T, NT, KR, XB, kDirect, T2>(p);
@@ -800,7 +803,7 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
                                                       static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
-  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2>,
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2, kEarly>,
                          dim3(static_cast<unsigned>(sh.groups)), dim3(32 * sh.n_warps), sh.smem,
                          stream, p, sh.stages));
   return ok();
@@ -830,15 +833,24 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
     return make_error("gemv_q8: version %d (0 or 7)", p.version);
   bool two_formats = false;
   for (int i = 0; i < p.n_more; ++i) two_formats = two_formats || p.more[i].alt;
+  // Early loads (GemvQ8Params::early): the direct form's default shape only.
+  if (p.early && (p.version != 7 || p.rows != 0 || p.lane_blocks == 1))
+    return make_error(
+        "gemv_q8: early loads only in version 7's default shape (4 rows, two x-blocks a lane)");
+  // The direct form's default shape (4 rows, two x-blocks a lane) at n_tok 1-2,
+  // of one format or two, with early loads or not.
+  auto direct4 = [&]<GgmlType T2>() -> Status {
+    if (p.n_tok == 1)
+      return p.early ? launch<T, 1, 4, 2, true, T2, true>(p, stream)
+                     : launch<T, 1, 4, 2, true, T2>(p, stream);
+    return p.early ? launch<T, 2, 4, 2, true, T2, true>(p, stream)
+                   : launch<T, 2, 4, 2, true, T2>(p, stream);
+  };
   if (two_formats) {  // the q, k (Q4_K) and v (Q6_K or Q5_K) of a Q4_K_M layer: v7, default shape
     if constexpr (T == GgmlType::Q4_K) {
       if (p.version == 7 && p.n_tok <= 2 && p.rows == 0 && p.lane_blocks != 1) {
-        if (p.alt_type == GgmlType::Q6_K)
-          return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q6_K>(p, stream)
-                              : launch<T, 2, 4, 2, true, GgmlType::Q6_K>(p, stream);
-        if (p.alt_type == GgmlType::Q5_K)
-          return p.n_tok == 1 ? launch<T, 1, 4, 2, true, GgmlType::Q5_K>(p, stream)
-                              : launch<T, 2, 4, 2, true, GgmlType::Q5_K>(p, stream);
+        if (p.alt_type == GgmlType::Q6_K) return direct4.template operator()<GgmlType::Q6_K>();
+        if (p.alt_type == GgmlType::Q5_K) return direct4.template operator()<GgmlType::Q5_K>();
       }
     }
     return make_error(
@@ -855,8 +867,7 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
                             : launch<T, 2, 4, 1, true>(p, stream);
       if (p.rows == 2) return launch<T, 1, 2, 2, true>(p, stream);
       if (p.rows == 8) return launch<T, 1, 8, 2, true>(p, stream);
-      return p.n_tok == 1 ? launch<T, 1, 4, 2, true>(p, stream)
-                          : launch<T, 2, 4, 2, true>(p, stream);
+      return direct4.template operator()<T>();
     }
   } else {
     if (p.version == 7) return make_error("gemv_q8: version 7 is for Q4_K, Q5_K and Q6_K");

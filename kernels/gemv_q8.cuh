@@ -32,8 +32,9 @@ struct GemvQ8Params {
   // default (two where a warp has more than one tile, unless one fits the
   // launch's waves clearly better: kernels/gemv_q8.cu), 1 or 2 to compare.
   int stages = 0;
-  // The direct form with two x-blocks a lane: its first tile's loads issued
-  // before the PDL wait (kernels/gemv_q8.cu); an A/B (LS_GEMV_EARLY=1).
+  // The direct form's default shape (version 7, 4 rows, two x-blocks a
+  // lane): its first tile's loads issued before the PDL wait, a kernel of
+  // its own (kernels/gemv_q8.cu); an error with any other shape.
   bool early = false;
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows

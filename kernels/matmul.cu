@@ -492,19 +492,13 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     if (gemv_env_version() == 5) p.lane_blocks = 1;  // A/B: one x-block per lane everywhere
     if (gemv_direct(w.type, n_tok)) {
       p.version = 7;
-      // A/B switches (session 50): LS_GEMV_EARLY=1 issues the first tile's
-      // loads before the PDL wait; LS_GEMV_ROWS8_MIN_IN=N runs the one-token
-      // launches of rows of at least N values with 8 rows a block.
+      // The first tile's loads before the PDL wait (GemvQ8Params::early):
+      // LS_GEMV_EARLY=1 (an A/B, session 50).
       static const bool early = [] {
         const char* e = std::getenv("LS_GEMV_EARLY");
         return e && std::string(e) == "1";
       }();
-      static const int64_t rows8 = [] {
-        const char* e = std::getenv("LS_GEMV_ROWS8_MIN_IN");
-        return e ? std::atoll(e) : int64_t{0};
-      }();
-      p.early = early;
-      if (rows8 > 0 && n_tok == 1 && n_more == 0 && w.n_in >= rows8) p.rows = 8;
+      p.early = early && p.lane_blocks != 1;
     }
     for (int i = 0; i < n_more; ++i) {
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};

@@ -220,13 +220,12 @@ int main(int argc, char** argv) {
           // one x-block a lane. v5x (Q8_0, the staged kernel): v5 its default
           // (the shape that fits the waves), v51 / v53 4 rows with one / two
           // stages (v53 the shape before session 20), v52 2 rows.
-          // v7e / v78e: v7 / v78 with the first tile's loads before the PDL
-          // wait (GemvQ8Params::early; in a graph of 20, each call's loads
-          // overlap the call before's end).
-          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 72, 78, 780, 71}) {
-            const bool early = ver == 70 || ver == 780;
+          // v7e: v7 with the first tile's loads before the PDL wait
+          // (GemvQ8Params::early; in a graph of 20, each call's loads overlap
+          // the call before's end).
+          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 72, 78, 71}) {
+            const bool early = ver == 70;
             if (ver == 70) ver = 7;
-            if (ver == 780) ver = 78;
             const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;

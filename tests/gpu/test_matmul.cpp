@@ -711,11 +711,12 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           // with two stages forced (the default picks by the waves: one stage
           // with several tiles a warp is the copy after the compute). The
           // direct form with its first tile loaded before the PDL wait (last
-          // column: GemvQ8Params::early), 4 and 8 rows.
-          const int variants[12][5] = {
-              {0, 1, 0, 0, 0}, {2, 1, 0, 0, 0}, {8, 1, 0, 0, 0}, {0, 2, 0, 0, 0},
-              {0, 2, 7, 0, 0}, {2, 2, 7, 0, 0}, {8, 2, 7, 0, 0}, {0, 1, 7, 0, 0},
-              {0, 1, 0, 1, 0}, {0, 1, 0, 2, 0}, {0, 2, 7, 0, 1}, {8, 2, 7, 0, 1}};
+          // column: GemvQ8Params::early), asked with two x-blocks a lane and
+          // with the default.
+          const int variants[12][5] = {{0, 1, 0, 0, 0}, {2, 1, 0, 0, 0}, {8, 1, 0, 0, 0},
+                                       {0, 2, 0, 0, 0}, {0, 2, 7, 0, 0}, {2, 2, 7, 0, 0},
+                                       {8, 2, 7, 0, 0}, {0, 1, 7, 0, 0}, {0, 1, 0, 1, 0},
+                                       {0, 1, 0, 2, 0}, {0, 2, 7, 0, 1}, {0, 0, 7, 0, 1}};
           for (const auto& vr : variants) {
             const int rows = vr[0], lb = vr[1], ver = vr[2], stages = vr[3];
             const bool early = vr[4] != 0;
@@ -726,10 +727,9 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
                 run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages, early);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " version ", ver, " stages ", stages, " early ", early, " n_in ", n_in,
-                 " n_out ", n_out, " n_tok ",
-                 n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse, " unwritten ",
-                 rq.unwritten);
+                 " version ", ver, " stages ", stages, " early ", early, " n_in ", n_in, " n_out ",
+                 n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse,
+                 " unwritten ", rq.unwritten);
             tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
           }
         }
@@ -750,6 +750,13 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
   CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
   bad.rows = 0;
   bad.lane_blocks = 3;
+  CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.n_tok = 1;
+  bad.lane_blocks = 0;
+  bad.early = true;  // early loads: only the direct form's default shape
+  CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
+  bad.version = 7;
+  bad.rows = 8;
   CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
   CUDA_CHECK(cudaStreamDestroy(s));
 }

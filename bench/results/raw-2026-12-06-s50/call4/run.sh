@@ -1,0 +1,52 @@
+#!/bin/bash
+# Session 50 call 4: early loads as a kernel of their own (the plain direct
+# GEMV unchanged from before the session): the GEMV test and the decode and
+# backend tests with LS_GEMV_EARLY=1, ls_bench_matmul --graph (v7 / v7e),
+# the 8b Q4_K_M against the plain form in alternated rounds, after 300 and
+# 16,000 tokens, and the 70b Q4_K_M fully resident (issue 20's lines).
+# Run: OUT=$OUT LIMIT=420 bash bench/results/raw-2026-12-06-s50/call4/run.sh $PWD   (timeout 440)
+# (carry .gpubin/bin.txz)
+set -u
+R=$1; O=$OUT/r; LIMIT=${LIMIT:-420}
+. "$R/scripts/gpu_call_lib.sh"
+unpack_bins
+L=$B/layerstream
+F=$M/70b-q4km.gguf
+( timeout 200 nice -n 10 $L synth -q -o $F --preset 70b --quant q4_k_m > $O/synth70.txt 2>&1; echo "rc=$?" >> $O/synth70.txt ) &
+SYN70=$!
+timeout 120 $L synth -q -o $M/8b-q4_k_m.gguf --preset 8b --quant q4_k_m > $O/synth.txt 2>&1; echo "synth 8b rc=$?"
+(cd $R && timeout 100 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*" > $O/tests-gemv.txt 2>&1)
+echo "gemv test rc=$?"; grep -E "test cases|assertions|Status" $O/tests-gemv.txt | tail -3
+grep -B2 -A12 "ERROR\|FAILED" $O/tests-gemv.txt | head -40
+(cd $R && LS_GEMV_EARLY=1 timeout 120 $B/ls_gpu_tests -tc="decode fused*,cuda backend*,*chained*,*graphs*" > $O/tests-early.txt 2>&1)
+echo "decode/backend tests with early loads rc=$?"; grep -E "test cases|assertions|Status" $O/tests-early.txt | tail -3
+grep -B2 -A12 "ERROR\|FAILED" $O/tests-early.txt | head -40; el; pack
+timeout 60 $B/ls_bench_matmul --graph > $O/graph8b.txt 2>&1
+grep -E "bound|graph x20" $O/graph8b.txt | sed 's/ v2 [^|]*|//; s/ v5 [^|]*|//; s/ v6 [^|]*|//; s/ v62 [^|]*|//; s/ v68 [^|]*|//; s/ v72 [^|]*|//; s/ v71 [^|]*|//' | cut -c1-300 | head -12
+el; pack
+wait $SYN70; tail -1 $O/synth70.txt; el
+for r in 1 2 3; do
+  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
+    n=$(echo $e | tr ' =' '__')
+    env $e timeout 40 $L bench -m $M/8b-q4_k_m.gguf -n 128 > $O/b8-$n-$r.txt 2>&1
+    echo "8b round $r, $e: $(rate $O/b8-$n-$r.txt)"
+  done
+done; el; pack
+for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
+  n=$(echo $e | tr ' =' '__')
+  env $e timeout 40 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 300 -n 48 > $O/b8p300-$n.txt 2>&1
+  echo "8b after 300, $e: $(rate $O/b8p300-$n.txt)"
+done; el; pack
+for r in 1 2; do
+  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
+    n=$(echo $e | tr ' =' '__')
+    left 40 && env $e timeout 60 $L bench -m $F -n 64 > $O/b70-$n-$r.txt 2>&1
+    echo "70b resident round $r, $e: $(rate $O/b70-$n-$r.txt)"
+  done
+done; grep "device memory bound" $O/b70-LS_X_1-1.txt | cut -c1-200; el; pack
+for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
+  n=$(echo $e | tr ' =' '__')
+  left 50 && env $e timeout 60 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b8-16k-$n.txt 2>&1
+  echo "8b after 16k, $e: $(rate $O/b8-16k-$n.txt)"
+done; el
+finish
