@@ -3,8 +3,8 @@
 # GEMV unchanged from before the session): the GEMV test and the decode and
 # backend tests with LS_GEMV_EARLY=1, ls_bench_matmul --graph (v7 / v7e),
 # the 8b Q4_K_M against the plain form in alternated rounds, after 300 and
-# 16,000 tokens, and the 70b Q4_K_M fully resident (issue 20's lines).
-# Run: OUT=$OUT LIMIT=420 bash bench/results/raw-2026-12-06-s50/call4/run.sh $PWD   (timeout 440)
+# 16,000 tokens, and, if time is left, the 70b Q4_K_M fully resident.
+# Run: OUT=$OUT LIMIT=200 bash bench/results/raw-2026-12-06-s50/call4/run.sh $PWD   (timeout 220)
 # (carry .gpubin/bin.txz)
 set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-420}
@@ -12,8 +12,6 @@ R=$1; O=$OUT/r; LIMIT=${LIMIT:-420}
 unpack_bins
 L=$B/layerstream
 F=$M/70b-q4km.gguf
-( timeout 200 nice -n 10 $L synth -q -o $F --preset 70b --quant q4_k_m > $O/synth70.txt 2>&1; echo "rc=$?" >> $O/synth70.txt ) &
-SYN70=$!
 timeout 120 $L synth -q -o $M/8b-q4_k_m.gguf --preset 8b --quant q4_k_m > $O/synth.txt 2>&1; echo "synth 8b rc=$?"
 (cd $R && timeout 100 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*" > $O/tests-gemv.txt 2>&1)
 echo "gemv test rc=$?"; grep -E "test cases|assertions|Status" $O/tests-gemv.txt | tail -3
@@ -24,7 +22,6 @@ grep -B2 -A12 "ERROR\|FAILED" $O/tests-early.txt | head -40; el; pack
 timeout 60 $B/ls_bench_matmul --graph > $O/graph8b.txt 2>&1
 grep -E "bound|graph x20" $O/graph8b.txt | sed 's/ v2 [^|]*|//; s/ v5 [^|]*|//; s/ v6 [^|]*|//; s/ v62 [^|]*|//; s/ v68 [^|]*|//; s/ v72 [^|]*|//; s/ v71 [^|]*|//' | cut -c1-300 | head -12
 el; pack
-wait $SYN70; tail -1 $O/synth70.txt; el
 for r in 1 2 3; do
   for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
     n=$(echo $e | tr ' =' '__')
@@ -37,16 +34,17 @@ for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
   env $e timeout 40 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 300 -n 48 > $O/b8p300-$n.txt 2>&1
   echo "8b after 300, $e: $(rate $O/b8p300-$n.txt)"
 done; el; pack
-for r in 1 2; do
-  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
-    n=$(echo $e | tr ' =' '__')
-    left 40 && env $e timeout 60 $L bench -m $F -n 64 > $O/b70-$n-$r.txt 2>&1
-    echo "70b resident round $r, $e: $(rate $O/b70-$n-$r.txt)"
-  done
-done; grep "device memory bound" $O/b70-LS_X_1-1.txt | cut -c1-200; el; pack
 for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
   n=$(echo $e | tr ' =' '__')
-  left 50 && env $e timeout 60 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b8-16k-$n.txt 2>&1
+  left 50 && env $e timeout 45 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b8-16k-$n.txt 2>&1
   echo "8b after 16k, $e: $(rate $O/b8-16k-$n.txt)"
-done; el
+done; el; pack
+if left 110; then
+  timeout $((LIMIT - SECONDS - 60)) $L synth -q -o $F --preset 70b --quant q4_k_m > $O/synth70.txt 2>&1; echo "synth 70b rc=$?"; el
+  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
+    n=$(echo $e | tr ' =' '__')
+    left 25 && env $e timeout 30 $L bench -m $F -n 48 > $O/b70-$n.txt 2>&1
+    echo "70b resident, $e: $(rate $O/b70-$n.txt)"
+  done; el
+fi
 finish
