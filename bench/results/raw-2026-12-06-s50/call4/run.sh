@@ -4,7 +4,7 @@
 # backend tests with LS_GEMV_EARLY=1, ls_bench_matmul --graph (v7 / v7e),
 # the 8b Q4_K_M against the plain form in alternated rounds, after 300 and
 # 16,000 tokens, and, if time is left, the 70b Q4_K_M fully resident.
-# Run: OUT=$OUT LIMIT=200 bash bench/results/raw-2026-12-06-s50/call4/run.sh $PWD   (timeout 220)
+# Run: OUT=$OUT LIMIT=420 bash bench/results/raw-2026-12-06-s50/call4/run.sh $PWD   (timeout 440; LIMIT 150 at least: the 16k and 70b runs are skipped where time is short)
 # (carry .gpubin/bin.txz)
 set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-420}
