@@ -429,6 +429,30 @@ struct RawOf<T, 2> {
   using type = typename V5Pair<T>::Raw;
 };
 
+// The rows of a tile the early form (kEarly) preloads: all KR where their
+// raw bytes take at most kEarlyWords registers a lane, else half, a
+// quarter... down to none; half that budget at n_tok 2 beside the second
+// token's x (but for Q4_K alone). Past these the kernels spilled (ptxas:
+// 40-236 bytes of stack for Q5_K, Q6_K and the q|k|v launch over Q4_K and
+// Q6_K with every row preloaded); within them none does.
+constexpr int kEarlyWords = 48;
+// A launch over two formats (kMixed: q, k in Q4_K, v in Q6_K or Q5_K) holds
+// both paths' registers: 36 words (it spilled 8-52 bytes at 48).
+constexpr int kEarlyWordsMixed = 36;
+template <GgmlType T, int NT, int KR, bool kEarly, bool kMixed>
+__host__ __device__ constexpr int early_rows() {
+  if constexpr (!kEarly) {
+    return 0;
+  } else {
+    constexpr int words = static_cast<int>(sizeof(typename V5Pair<T>::Raw) / 4);
+    const int budget =
+        (kMixed ? kEarlyWordsMixed : kEarlyWords) / (NT > 1 && (words > 12 || kMixed) ? 2 : 1);
+    int rows = KR;
+    while (rows > 0 && rows * words > budget) rows /= 2;
+    return rows;
+  }
+}
+
 template <GgmlType T>
 constexpr bool has_pair() {
   return T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K;
@@ -459,7 +483,7 @@ constexpr int min_blocks(int nt) {
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
 // g, in format T: the kernel's body, a function so that a launch can cover
 // matrices of two formats (gemv_q8_v5's T2).
-template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kEarly>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kEarly, bool kMixed = false>
 __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_t* W, float* Y,
                                              int64_t n_out, int64_t g, int64_t row_bytes,
                                              int stages, uint8_t* smem) {
@@ -510,16 +534,18 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
   // (session 13, call 2). kEarly (GemvQ8Params::early) loads its first
   // tile's rows into the registers they are decoded from (raw), so their
   // latency passes while the kernel before ends. A kernel of its own, so
-  // that the plain direct form keeps its registers and its code.
+  // that the plain direct form keeps its registers and its code. Only the
+  // first kPre rows (early_rows) where all KR would not fit the registers.
   static_assert(!kEarly || (kDirect && XB == 2),
                 "early loads: the direct form, two x-blocks a lane");
   if (!kDirect && my_tiles > 0) issue(warp, wsm);
-  [[maybe_unused]] typename RawOf<T, XB>::type raw[kEarly ? KR : 1];
+  constexpr int kPre = early_rows<T, NT, KR, kEarly, kMixed>();
+  [[maybe_unused]] typename RawOf<T, XB>::type raw[kPre > 0 ? kPre : 1];
   [[maybe_unused]] bool preloaded = false;
-  if constexpr (kEarly) {
+  if constexpr (kPre > 0) {
     if (my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
 #pragma unroll
-      for (int r = 0; r < KR; ++r)
+      for (int r = 0; r < kPre; ++r)
         V5Pair<T>::load(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
       preloaded = true;
     }
@@ -568,9 +594,9 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 #pragma unroll
         for (int r = 0; r < KR; ++r) {
           Dec d[2];
-          if constexpr (kEarly) {
-            if (preloaded && i == 0)
-              V5Pair<T>::decode(raw[r], lane, d[0], d[1]);
+          if constexpr (kPre > 0) {
+            if (r < kPre && preloaded && i == 0)
+              V5Pair<T>::decode(raw[r < kPre ? r : 0], lane, d[0], d[1]);
             else
               decode2<T>(tile_src(r), lane, d[0], d[1]);
           } else {
@@ -692,11 +718,12 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
   if constexpr (T2 != T) {
     if (alt) {
-      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly>(p, W, Y, n_out, g, row_bytes, stages, smem);
+      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true>(p, W, Y, n_out, g, row_bytes, stages,
+                                                          smem);
       return;
     }
   }
-  gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly>(p, W, Y, n_out, g, row_bytes, stages, smem);
+  gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly, T2 != T>(p, W, Y, n_out, g, row_bytes, stages, smem);
 }
 
 // Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in
