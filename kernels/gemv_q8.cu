@@ -453,6 +453,17 @@ __host__ __device__ constexpr int early_rows() {
   }
 }
 
+// The preloads ptxas measured spill-free (session 50): a change to a Raw or
+// to the budgets must be checked again (scripts/kernel_regs.py).
+static_assert(early_rows<GgmlType::Q4_K, 1, 4, true, false>() == 4 &&
+              early_rows<GgmlType::Q4_K, 2, 4, true, false>() == 4 &&
+              early_rows<GgmlType::Q5_K, 1, 4, true, false>() == 2 &&
+              early_rows<GgmlType::Q6_K, 1, 4, true, false>() == 2 &&
+              early_rows<GgmlType::Q6_K, 2, 4, true, false>() == 1 &&
+              early_rows<GgmlType::Q4_K, 1, 4, true, true>() == 2 &&
+              early_rows<GgmlType::Q6_K, 1, 4, true, true>() == 1 &&
+              early_rows<GgmlType::Q6_K, 2, 4, true, true>() == 0);
+
 template <GgmlType T>
 constexpr bool has_pair() {
   return T == GgmlType::Q4_K || T == GgmlType::Q5_K || T == GgmlType::Q6_K;
