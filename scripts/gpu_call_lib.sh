@@ -12,6 +12,10 @@
 #                  rounds (80 s each, at most M) as the time left holds
 #   rate FILE      a `layerstream bench` output's last row: tok/s, storage
 #                  GB/s and the ratio to its bound
+#   ab_runs TAG N ARGS...  `layerstream bench ARGS` under each setting of $AB
+#                  (settings separated by ';', each env assignments, e.g.
+#                  AB="LS_X=1;LS_GEMV_EARLY=1"), alternated, N rounds; each
+#                  run's output in $O/TAG-SETTING-ROUND.txt, its rate printed
 B=${B:-/tmp/b}; M=${M:-/tmp/ls-models}; F=${F:-$M/70b-q4km-tied.gguf}
 el() { echo "--- $(date -u +%T) (${SECONDS}s)"; }
 rate() { grep -E "^\| [0-9]" "$1" | tail -1 | awk -F'|' '{print $2, $3, $(NF-3)}'; }
@@ -37,4 +41,17 @@ spec_rounds() {
   echo "spec ($n rounds) rc=$?"; grep -E "^plain|^a0|ratio|median" "$O/spec.txt" | cut -c1-120
   grep -o "ids = plain\|differ$" "$O/spec.txt" | sort | uniq -c; el
   for f in /tmp/spec/*.err; do cp "$f" "$O/spec-$(basename "$f")" 2>/dev/null; done
+}
+ab_runs() {
+  local tag=$1 rounds=$2 r e n f
+  shift 2
+  local settings
+  IFS=';' read -ra settings <<< "$AB"
+  for r in $(seq "$rounds"); do
+    for e in "${settings[@]}"; do
+      n=$(echo "$e" | tr ' =' '__'); f=$O/$tag-$n-$r.txt
+      env $e timeout 60 "$B/layerstream" bench "$@" > "$f" 2>&1
+      echo "$tag round $r, $e: $(rate "$f")"
+    done
+  done
 }

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Session 50, call 2 and call 3 in one (device time was short): the direct
-# GEMV's early loads and 8-row down (call2/run.sh's runs), and issue 14's
-# llama.cpp check of the synthetic 70b at Q8_0 (call3/run.sh's), written in
+# Session 50, two planned calls in one (device time was short; the two were
+# never run alone): the direct GEMV's early loads and 8-row down, and issue
+# 14's llama.cpp check of the synthetic 70b at Q8_0, written in
 # the background into a RAM file system while the GPU tests run; the timed
 # runs start once it is read and removed.
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-06-s50/call2b/run.sh $PWD   (timeout 580)

@@ -22,29 +22,14 @@ grep -B2 -A12 "ERROR\|FAILED" $O/tests-early.txt | head -40; el; pack
 timeout 60 $B/ls_bench_matmul --graph > $O/graph8b.txt 2>&1
 grep -E "bound|graph x20" $O/graph8b.txt | sed 's/ v2 [^|]*|//; s/ v5 [^|]*|//; s/ v6 [^|]*|//; s/ v62 [^|]*|//; s/ v68 [^|]*|//; s/ v72 [^|]*|//; s/ v71 [^|]*|//' | cut -c1-300 | head -12
 el; pack
-for r in 1 2 3; do
-  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
-    n=$(echo $e | tr ' =' '__')
-    env $e timeout 40 $L bench -m $M/8b-q4_k_m.gguf -n 128 > $O/b8-$n-$r.txt 2>&1
-    echo "8b round $r, $e: $(rate $O/b8-$n-$r.txt)"
-  done
-done; el; pack
-for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
-  n=$(echo $e | tr ' =' '__')
-  env $e timeout 40 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 300 -n 48 > $O/b8p300-$n.txt 2>&1
-  echo "8b after 300, $e: $(rate $O/b8p300-$n.txt)"
-done; el; pack
-for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
-  n=$(echo $e | tr ' =' '__')
-  left 50 && env $e timeout 45 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b8-16k-$n.txt 2>&1
-  echo "8b after 16k, $e: $(rate $O/b8-16k-$n.txt)"
-done; el; pack
+AB="LS_X=1;LS_GEMV_EARLY=1"
+ab_runs b8 3 -m $M/8b-q4_k_m.gguf -n 128; el; pack
+ab_runs b8p300 1 -m $M/8b-q4_k_m.gguf --prompt-tokens 300 -n 48; el; pack
+if left 100; then
+  ab_runs b8-16k 1 -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384; el; pack
+fi
 if left 110; then
   timeout $((LIMIT - SECONDS - 60)) $L synth -q -o $F --preset 70b --quant q4_k_m > $O/synth70.txt 2>&1; echo "synth 70b rc=$?"; el
-  for e in "LS_X=1" "LS_GEMV_EARLY=1"; do
-    n=$(echo $e | tr ' =' '__')
-    left 25 && env $e timeout 30 $L bench -m $F -n 48 > $O/b70-$n.txt 2>&1
-    echo "70b resident, $e: $(rate $O/b70-$n.txt)"
-  done; el
+  left 60 && ab_runs b70 1 -m $F -n 48; el
 fi
 finish
