@@ -71,6 +71,8 @@ def main():
     ap.add_argument("--grep", default="", help="only kernels whose name contains this")
     ap.add_argument("--spills", action="store_true", help="only kernels that spill in either")
     a = ap.parse_args()
+    if not os.path.isfile(a.file):
+        sys.exit("kernel_regs: %s: no such file" % a.file)
     rel = os.path.relpath(os.path.abspath(a.file), ROOT)
     head = compile_info(ROOT, rel)
     base = {}
