@@ -79,6 +79,13 @@ struct SynthOptions {
   std::string vocab_path;  // empty: the built-in byte-level vocabulary
   int threads = 0;         // 0: all cores
   bool quiet = false;
+  // The layers' matrices left unwritten: holes of a sparse file, which read
+  // as zeros. The file is the whole model's, layout and size, but takes on
+  // disk only its embeddings, norms and head: for checking a reader (ours,
+  // llama.cpp's) on a model larger than the disk, e.g. the 70b at F32
+  // (282 GB). With every layer's output zero, each layer passes the
+  // residual through unchanged.
+  bool zero_layers = false;
 };
 
 // Write the model to `path` (via path.tmp, renamed at the end). With a vocab

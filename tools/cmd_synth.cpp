@@ -13,7 +13,7 @@ Command add_synth(CLI::App& app) {
     uint32_t layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0, vocab_size = 0, ctx = 0;
     uint64_t seed = 1;
     int threads = 0;
-    bool quiet = false, tied = false;
+    bool quiet = false, tied = false, zero_layers = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("-o,--output", a->out, "Output GGUF path")->required();
@@ -39,6 +39,10 @@ Command add_synth(CLI::App& app) {
       "own (as 8B and 70B). Tied, the random model's greedy output repeats the last token by a "
       "wide margin, so a benchmark's tokens do not flip with the arithmetic (a verify step's "
       "width); the bytes a token reads are the same");
+  sub->add_flag("--zero-layers", a->zero_layers,
+                "Leave the layers' matrices as holes of a sparse file (zeros): the whole model's "
+                "layout and size, but only its embeddings, norms and head on disk, to check a "
+                "reader on a model larger than the disk (each layer then passes its input through)");
   sub->add_flag("-q,--quiet", a->quiet, "No progress output");
   return [a, tied] {
     auto shape = synth_preset(a->preset);
@@ -67,6 +71,7 @@ Command add_synth(CLI::App& app) {
     opt.vocab_path = a->vocab;
     opt.threads = a->threads;
     opt.quiet = a->quiet;
+    opt.zero_layers = a->zero_layers;
     Status st = synth_write(opt, a->out);
     if (!st.ok()) {
       std::fprintf(stderr, "error: %s\n", st.error().message.c_str());

@@ -3,6 +3,9 @@
 // config's errors on malformed models.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -120,6 +123,48 @@ TEST_CASE("synth: the same seed writes the same file, whatever the thread count"
   const GgufTensor* tc = (*fc)->find_tensor("blk.0.attn_q.weight");
   CHECK(std::memcmp((*fa)->tensor_data(*ta).data(), (*fc)->tensor_data(*tc).data(), ta->bytes) != 0);
   for (auto& p : {pa, pb, pc}) fs::remove(p);
+}
+
+TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices as holes") {
+  SynthOptions a = small_options("q4_k_m"), z = a;
+  z.zero_layers = true;
+  const std::string pa = temp_path("zl_full.gguf"), pz = temp_path("zl_zero.gguf");
+  REQUIRE(synth_write(a, pa).ok());
+  REQUIRE(synth_write(z, pz).ok());
+  auto fa = GgufFile::open(pa), fz = GgufFile::open(pz);
+  REQUIRE(fa.has_value());
+  REQUIRE(fz.has_value());
+  REQUIRE((*fa)->file_size() == (*fz)->file_size());
+  uint64_t layer_bytes = 0;
+  int zeroed = 0, kept = 0;
+  for (const GgufTensor& t : (*fa)->tensors()) {
+    const GgufTensor* u = (*fz)->find_tensor(t.name);
+    REQUIRE(u != nullptr);
+    REQUIRE(u->offset == t.offset);
+    REQUIRE(u->type == t.type);
+    const auto da = (*fa)->tensor_data(t), dz = (*fz)->tensor_data(*u);
+    const bool matrix = t.name.starts_with("blk.") && t.shape.size() == 2;
+    if (matrix) {
+      layer_bytes += t.bytes;
+      ++zeroed;
+      CHECK_MESSAGE(std::all_of(dz.begin(), dz.end(), [](uint8_t b) { return b == 0; }), t.name);
+    } else {
+      ++kept;
+      CHECK_MESSAGE(std::memcmp(da.data(), dz.data(), t.bytes) == 0, t.name);
+    }
+  }
+  CHECK(zeroed == 8 * 7);
+  CHECK(kept > 8 * 2);  // the layers' norms, the embeddings, the head
+  // Holes: the file takes on disk about what is not the layers' matrices
+  // (file systems without holes, e.g. some overlays, store the zeros).
+  struct stat st{};
+  REQUIRE(::stat(pz.c_str(), &st) == 0);
+  const uint64_t on_disk = uint64_t(st.st_blocks) * 512;
+  if (on_disk >= (*fz)->file_size())
+    MESSAGE("this file system stores holes as zeros: sparseness not checked");
+  else
+    CHECK(on_disk < (*fz)->file_size() - layer_bytes + (1u << 20));
+  for (auto& p : {pa, pz}) fs::remove(p);
 }
 
 TEST_CASE("synth: q4_k_m follows llama.cpp's mixture rule") {
