@@ -48,14 +48,17 @@ trap 'rm -rf "$scratch"' EXIT
 tests="$root/$build/ls_unit_tests"
 start=$(date +%s)
 status=0
-# The whole suite on a machine of 2 or more cores: two processes, each half of
-# the cases in one shuffled order (doctest's --order-by=rand with a fixed seed,
-# then --first/--last), each in its own directory. One process kept 1.4 of
-# CI's 2 cores busy: 377 s alone, 286 s as two halves (session 48). Each
-# half's doctest summary counts every case as passed; its own cases are those
-# with a time line ('--duration'). SHARDS=1, or any doctest arguments, runs
-# one process; LS_SHARD_SEED picks another split (and order).
-shards=${SHARDS:-2}
+# The whole suite on a machine of 2 or more cores: the cases in one shuffled
+# order (doctest's --order-by=rand with a fixed seed), cut into SHARDS pieces
+# (--first/--last), each a process in its own directory, run by as many
+# workers as cores: a worker that ends a piece takes the next. Two halves
+# (sessions 48-50) ended apart: 280 and 415 s of cases on a fresh clone
+# (2026-12-07), the run's wall time the longer; pieces of about a minute end
+# within about one of each other. Each piece's doctest summary counts every
+# case as passed; its own cases are those with a time line ('--duration').
+# SHARDS=1, or any doctest arguments, runs one process; LS_SHARD_SEED picks
+# another order (and so other pieces).
+shards=${SHARDS:-12}
 if [ "$#" -gt 0 ] || [ "$jobs" -lt 2 ] || [ "$shards" -lt 2 ]; then
   mkdir -p "$scratch/all" && cd "$scratch/all"
   "$tests" "$@" || status=$?
@@ -65,24 +68,42 @@ fi
 seed=${LS_SHARD_SEED:-48}
 n=$("$tests" --count | sed -n 's/.*passing the current filters: \([0-9]*\).*/\1/p')
 [ -n "$n" ] || { echo "sanitize.sh: could not count the test cases" >&2; exit 1; }
-half=$(((n + 1) / 2))
-run_half() {  # run_half NAME FIRST [LAST]
-  mkdir -p "$scratch/$1" && cd "$scratch/$1"
-  local range=(--first="$2")
-  [ -z "${3:-}" ] || range+=(--last="$3")
-  "$tests" --order-by=rand --rand-seed="$seed" "${range[@]}" --duration=true \
-    > "$scratch/$1.log" 2>&1
+[ "$shards" -le "$n" ] || shards=$n
+# run_piece K: cases K·n/shards + 1 .. (K + 1)·n/shards of the order; its
+# output in piece-K.log, its exit status in piece-K.rc.
+run_piece() {
+  local k=$1 first=$(($1 * n / shards + 1)) last=$((($1 + 1) * n / shards))
+  mkdir -p "$scratch/$k" && cd "$scratch/$k"
+  local rc=0
+  "$tests" --order-by=rand --rand-seed="$seed" --first="$first" --last="$last" --duration=true \
+    > "$scratch/piece-$k.log" 2>&1 || rc=$?
+  echo "$rc" > "$scratch/piece-$k.rc"
 }
-run_half a 1 "$half" & pa=$!
-run_half b $((half + 1)) & pb=$!
-sa=0; sb=0
-wait "$pa" || sa=$?
-wait "$pb" || sb=$?
-for h in a b; do
-  ran=$(grep -cE '^[0-9]+\.[0-9]+ s: ' "$scratch/$h.log" || true)
-  echo "=== sanitize.sh $mode: half $h, $ran of $n cases (shuffled with seed $seed)"
-  cat "$scratch/$h.log"
+# Workers: each takes the next piece number from a counter under a lock.
+echo 0 > "$scratch/next"
+worker() {
+  local k
+  while true; do
+    k=$(flock "$scratch/next" bash -c 'k=$(cat "$1"); echo $((k + 1)) > "$1"; echo "$k"' _ "$scratch/next")
+    [ "$k" -lt "$shards" ] || return 0
+    run_piece "$k"
+  done
+}
+pids=()
+for _ in $(seq "$jobs"); do worker & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p"; done
+failed=()
+total=0
+for k in $(seq 0 $((shards - 1))); do
+  ran=$(grep -cE '^[0-9]+\.[0-9]+ s: ' "$scratch/piece-$k.log" || true)
+  total=$((total + ran))
+  rc=$(cat "$scratch/piece-$k.rc" 2>/dev/null || echo "none")
+  echo "=== sanitize.sh $mode: piece $((k + 1)) of $shards, $ran cases, exit $rc (shuffled with seed $seed)"
+  cat "$scratch/piece-$k.log"
+  [ "$rc" = 0 ] || failed+=("$((k + 1))")
 done
-[ "$sa" -eq 0 ] && [ "$sb" -eq 0 ] || status=1
-echo "sanitize.sh $mode: ls_unit_tests in two halves of $n cases: exit $sa and $sb in $(($(date +%s) - start)) s"
+[ "$total" -eq "$n" ] || { echo "sanitize.sh: the pieces ran $total of $n cases" >&2; status=1; }
+[ "${#failed[@]}" -eq 0 ] || status=1
+echo "sanitize.sh $mode: ls_unit_tests, $n cases in $shards pieces on $jobs workers:" \
+  "${#failed[@]} failed${failed:+ (pieces ${failed[*]})}, in $(($(date +%s) - start)) s"
 exit "$status"

@@ -35,7 +35,12 @@ if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
     arch=90-virtual
     echo "test.sh: no CUDA device: device code compiled to PTX only (CMAKE_CUDA_ARCHITECTURES=90-virtual; LS_CUDA_ARCH=90 for sm_90 code)"
   fi
-  cuda=(-DCMAKE_CUDA_ARCHITECTURES="$arch")
+  # PTX only: nothing built runs on a GPU, so CUDA code is only checked to
+  # compile, without optimisation (LS_CUDA_CHECK_ONLY; set either way, so
+  # that a cached value never leaks into a build that runs kernels).
+  check_only=OFF
+  [[ "$arch" == *virtual* ]] && check_only=ON
+  cuda=(-DCMAKE_CUDA_ARCHITECTURES="$arch" -DLS_CUDA_CHECK_ONLY="$check_only")
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda[@]}" "${launcher[@]}"
 cmake --build "$build" -j "$jobs"

@@ -126,7 +126,9 @@ TEST_CASE("synth: the same seed writes the same file, whatever the thread count"
 }
 
 TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices as holes") {
-  SynthOptions a = small_options("q4_k_m"), z = a;
+  SynthOptions a = small_options("q8_0");
+  a.shape.n_layer = 2;
+  SynthOptions z = a;
   z.zero_layers = true;
   const std::string pa = temp_path("zl_full.gguf"), pz = temp_path("zl_zero.gguf");
   REQUIRE(synth_write(a, pa).ok());
@@ -153,8 +155,8 @@ TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices a
       CHECK_MESSAGE(std::memcmp(da.data(), dz.data(), t.bytes) == 0, t.name);
     }
   }
-  CHECK(zeroed == 8 * 7);
-  CHECK(kept > 8 * 2);  // the layers' norms, the embeddings, the head
+  CHECK(zeroed == 2 * 7);
+  CHECK(kept > 2 * 2);  // the layers' norms, the embeddings, the head
   // Holes: the file takes on disk about what is not the layers' matrices
   // (file systems without holes, e.g. some overlays, store the zeros).
   struct stat st{};
