@@ -59,6 +59,24 @@ std::pair<double, double> moments(const GgufFile& f, const GgufTensor& t) {
   return {mean, std::sqrt(ss / n - mean * mean)};
 }
 
+// Writes a and b to temporary paths and opens both; they must be the same size.
+struct FilePair {
+  std::string path_a, path_b;
+  std::shared_ptr<GgufFile> a, b;
+};
+FilePair write_pair(const SynthOptions& a, const SynthOptions& b, const std::string& name) {
+  FilePair p{temp_path(name + "_a.gguf"), temp_path(name + "_b.gguf"), nullptr, nullptr};
+  REQUIRE(synth_write(a, p.path_a).ok());
+  REQUIRE(synth_write(b, p.path_b).ok());
+  auto fa = GgufFile::open(p.path_a), fb = GgufFile::open(p.path_b);
+  REQUIRE(fa.has_value());
+  REQUIRE(fb.has_value());
+  p.a = *fa;
+  p.b = *fb;
+  REQUIRE(p.a->file_size() == p.b->file_size());
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("synth: every quant type and mixture round-trips through the reader") {
@@ -105,23 +123,19 @@ TEST_CASE("synth: every quant type and mixture round-trips through the reader") 
 TEST_CASE("synth: the same seed writes the same file, whatever the thread count") {
   SynthOptions a = small_options("q4_k_m"), b = a;
   b.threads = 1;
-  const std::string pa = temp_path("seed_a.gguf"), pb = temp_path("seed_b.gguf");
-  REQUIRE(synth_write(a, pa).ok());
-  REQUIRE(synth_write(b, pb).ok());
-  auto fa = GgufFile::open(pa), fb = GgufFile::open(pb);
-  REQUIRE(fa.has_value());
-  REQUIRE(fb.has_value());
-  REQUIRE((*fa)->file_size() == (*fb)->file_size());
-  CHECK(std::memcmp((*fa)->base(), (*fb)->base(), (*fa)->file_size()) == 0);
+  const FilePair ab = write_pair(a, b, "seed");
+  const std::string &pa = ab.path_a, &pb = ab.path_b;
+  const GgufFile* fa = ab.a.get();
+  CHECK(std::memcmp(fa->base(), ab.b->base(), fa->file_size()) == 0);
   SynthOptions c = a;
   c.seed = 43;
   const std::string pc = temp_path("seed_c.gguf");
   REQUIRE(synth_write(c, pc).ok());
   auto fc = GgufFile::open(pc);
   REQUIRE(fc.has_value());
-  const GgufTensor* ta = (*fa)->find_tensor("blk.0.attn_q.weight");
+  const GgufTensor* ta = fa->find_tensor("blk.0.attn_q.weight");
   const GgufTensor* tc = (*fc)->find_tensor("blk.0.attn_q.weight");
-  CHECK(std::memcmp((*fa)->tensor_data(*ta).data(), (*fc)->tensor_data(*tc).data(), ta->bytes) != 0);
+  CHECK(std::memcmp(fa->tensor_data(*ta).data(), (*fc)->tensor_data(*tc).data(), ta->bytes) != 0);
   for (auto& p : {pa, pb, pc}) fs::remove(p);
 }
 
@@ -130,21 +144,18 @@ TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices a
   a.shape.n_layer = 2;
   SynthOptions z = a;
   z.zero_layers = true;
-  const std::string pa = temp_path("zl_full.gguf"), pz = temp_path("zl_zero.gguf");
-  REQUIRE(synth_write(a, pa).ok());
-  REQUIRE(synth_write(z, pz).ok());
-  auto fa = GgufFile::open(pa), fz = GgufFile::open(pz);
-  REQUIRE(fa.has_value());
-  REQUIRE(fz.has_value());
-  REQUIRE((*fa)->file_size() == (*fz)->file_size());
+  const FilePair az = write_pair(a, z, "zero_layers");
+  const std::string &pa = az.path_a, &pz = az.path_b;
+  const GgufFile* fa = az.a.get();
+  const GgufFile* fz = az.b.get();
   uint64_t layer_bytes = 0;
   int zeroed = 0, kept = 0;
-  for (const GgufTensor& t : (*fa)->tensors()) {
-    const GgufTensor* u = (*fz)->find_tensor(t.name);
+  for (const GgufTensor& t : fa->tensors()) {
+    const GgufTensor* u = fz->find_tensor(t.name);
     REQUIRE(u != nullptr);
     REQUIRE(u->offset == t.offset);
     REQUIRE(u->type == t.type);
-    const auto da = (*fa)->tensor_data(t), dz = (*fz)->tensor_data(*u);
+    const auto da = fa->tensor_data(t), dz = fz->tensor_data(*u);
     const bool matrix = t.name.starts_with("blk.") && t.shape.size() == 2;
     if (matrix) {
       layer_bytes += t.bytes;
@@ -162,10 +173,10 @@ TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices a
   struct stat st{};
   REQUIRE(::stat(pz.c_str(), &st) == 0);
   const uint64_t on_disk = uint64_t(st.st_blocks) * 512;
-  if (on_disk >= (*fz)->file_size())
+  if (on_disk >= fz->file_size())
     MESSAGE("this file system stores holes as zeros: sparseness not checked");
   else
-    CHECK(on_disk < (*fz)->file_size() - layer_bytes + (1u << 20));
+    CHECK(on_disk < fz->file_size() - layer_bytes + (1u << 20));
   for (auto& p : {pa, pz}) fs::remove(p);
 }
 
