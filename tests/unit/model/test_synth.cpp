@@ -170,7 +170,7 @@ TEST_CASE("synth: --zero-layers writes the same file with the layers' matrices a
   CHECK(kept > 2 * 2);  // the layers' norms, the embeddings, the head
   // Holes: the file takes on disk about what is not the layers' matrices
   // (file systems without holes, e.g. some overlays, store the zeros).
-  struct stat st{};
+  struct stat st = {};
   REQUIRE(::stat(pz.c_str(), &st) == 0);
   const uint64_t on_disk = uint64_t(st.st_blocks) * 512;
   if (on_disk >= fz->file_size())
