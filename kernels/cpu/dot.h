@@ -31,6 +31,7 @@ inline constexpr int kDotMaxTokens = 8;
 // computing (the dot), and pays for both. The dot spreads the prefetches
 // evenly over its loop (a byte cursor advancing bytes·32/n per 32 values),
 // so loads and arithmetic overlap. bytes = 0: nothing to fetch.
+// None: p null and bytes 0 (the default).
 struct RowPrefetch {
   const uint8_t* p = nullptr;
   int64_t bytes = 0;

@@ -71,9 +71,6 @@ struct Chunk {
   __m256 m;          // lane j: block j's min / offset factor (subtracted times ds)
 };
 
-LS_VNNI512 inline __m256 u8x8_to_ps(uint64_t bytes) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(bytes))));
-}
 // The upper 8 floats (extractf32x8 would need AVX-512 DQ).
 LS_VNNI512 inline __m256 hi256(__m512 v) {
   return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));

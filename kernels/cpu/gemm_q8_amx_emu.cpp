@@ -9,8 +9,9 @@
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
-#pragma GCC diagnostic ignored "-Wpsabi"  // 64-byte vectors without AVX-512: inlined, no ABI
 #endif
+// 64-byte vectors without AVX-512: inlined, no ABI (gcc and clang read this).
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 #include <cmath>
 #include <cstring>

@@ -165,15 +165,20 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
     // prompts over 64 tokens send all of them. A chunk is the step's cap
     // (decoding rows and prompt tokens beside them); 2 below 3 slots: prompts
     // wait for a step with room.
-    for (auto [n_seq, tiers, chunk, keep] :
-         {std::tuple{3u, "AAAA", 512, -1}, std::tuple{3u, "ABCA", 7, -1},
-          std::tuple{8u, "AAAA", 10, -1}, std::tuple{4u, "AHBH", 7, -1},
-          std::tuple{3u, "HCHA", 512, -1}, std::tuple{4u, "HHBH", 7, 1},
-          std::tuple{5u, "HHBH", 512, 2}, std::tuple{3u, "AHBH", 2, -1}}) {
-      const auto batch = run(sp, n_seq, tiers, act, chunk, keep);
+    struct Case {
+      unsigned n_seq;
+      const char* tiers;
+      int chunk, keep;
+    };
+    for (const Case& c : {Case{3u, "AAAA", 512, -1}, Case{3u, "ABCA", 7, -1},
+                          Case{8u, "AAAA", 10, -1}, Case{4u, "AHBH", 7, -1},
+                          Case{3u, "HCHA", 512, -1}, Case{4u, "HHBH", 7, 1},
+                          Case{5u, "HHBH", 512, 2}, Case{3u, "AHBH", 2, -1}}) {
+      const auto batch = run(sp, c.n_seq, c.tiers, act, c.chunk, c.keep);
       for (size_t i = 0; i < sp.size(); ++i) {
-        INFO(std::string(an) << " activations, " << n_seq << " slots, tiers " << tiers << ", chunk "
-                             << chunk << ", CPU layers kept " << keep << ", sequence " << i);
+        INFO(std::string(an) << " activations, " << c.n_seq << " slots, tiers " << c.tiers
+                             << ", chunk " << c.chunk << ", CPU layers kept " << c.keep
+                             << ", sequence " << i);
         CHECK(batch[i].tokens == alone[i].tokens);
         REQUIRE(batch[i].rows.size() == alone[i].rows.size());
         CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),
@@ -241,11 +246,15 @@ TEST_CASE("pipeline batch: the chunk form on a Q4_K_M model, batch equal to alon
   REQUIRE(alone[0].rows.size() == lanes[0].rows.size());
   CHECK(std::memcmp(alone[0].rows.data(), lanes[0].rows.data(),
                     lanes[0].rows.size() * sizeof(float)) != 0);
-  for (auto [n_seq, tiers, chunk] :
-       {std::tuple{8u, "AAAA", 2}, std::tuple{4u, "AHBH", 3}, std::tuple{5u, "HHBH", 512}}) {
-    const auto batch = run(sp, n_seq, tiers, CpuAct::Q8, chunk, -1, "q4_k_m");
+  struct Case {
+    unsigned n_seq;
+    const char* tiers;
+    int chunk;
+  };
+  for (const Case& c : {Case{8u, "AAAA", 2}, Case{4u, "AHBH", 3}, Case{5u, "HHBH", 512}}) {
+    const auto batch = run(sp, c.n_seq, c.tiers, CpuAct::Q8, c.chunk, -1, "q4_k_m");
     for (size_t i = 0; i < sp.size(); ++i) {
-      INFO(n_seq << " slots, tiers " << tiers << ", chunk " << chunk << ", sequence " << i);
+      INFO(c.n_seq << " slots, tiers " << c.tiers << ", chunk " << c.chunk << ", sequence " << i);
       CHECK(batch[i].tokens == alone[i].tokens);
       REQUIRE(batch[i].rows.size() == alone[i].rows.size());
       CHECK(std::memcmp(batch[i].rows.data(), alone[i].rows.data(),

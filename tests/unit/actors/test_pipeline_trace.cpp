@@ -234,7 +234,9 @@ std::map<std::string, int64_t> check_trace(const TracedRun& r, bool via_reader) 
   }
   REQUIRE(!phases.empty());
   int dangling = 0, complete = 0;
-  for (const auto& [id, ph] : phases) {
+  for (const auto& flow : phases) {
+    const uint64_t id = flow.first;
+    const auto& ph = flow.second;
     CAPTURE(id);
     CHECK(ph.count("s") == 1);
     CHECK(ph.at("s") == 1);

@@ -225,8 +225,10 @@ TEST_CASE("cpu_q8_chunks: every dot variant gives the portable dot's bits, 1-8 t
               CAPTURE(t0);
               std::vector<float> y = nan_vec(n_out * n_tok);
               for (int64_t r = 0; r < n_out; ++r) {
-                const RowPrefetch pf{r + 1 < n_out ? w.data() + (r + 1) * rb : nullptr,
-                                     static_cast<int64_t>(rb), 0};
+                // The last row has no next one: no prefetch, as the engine's.
+                const RowPrefetch pf = r + 1 < n_out ? RowPrefetch{w.data() + (r + 1) * rb,
+                                                                   static_cast<int64_t>(rb), 0}
+                                                     : RowPrefetch{};
                 fns[f](t, w.data() + r * rb, xv, t0, width, &y[t0 * n_out + r], n_out, pf);
               }
               CHECK(std::memcmp(&y[t0 * n_out], &want[t0 * n_out], sizeof(float) * n_out * width) ==
@@ -251,8 +253,10 @@ TEST_CASE("cpu_q8_chunks: the AMX GEMM gives each token its dot's bits, 1-64 tok
       const ActQ8View xv = c.buf.view(n);
       const std::vector<float>& want = c.want;
       const WeightView wv{t, c.w.data(), n, n_out};
-      for (const auto& [name, kernel] : kernels)
+      for (const auto& named : kernels)
         for (int64_t width : {1, 7, 16, 17, 32, 33, 64}) {
+          const auto& name = named.first;
+          const auto& kernel = named.second;
           CAPTURE(name);
           CAPTURE(tn(t));
           CAPTURE(extreme);

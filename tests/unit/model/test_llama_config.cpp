@@ -143,7 +143,8 @@ TEST_CASE(
   TempDir dir;
   const std::string p = synth_tiny(dir);
   auto f = *GgufFile::open(p);
-  for (const auto& [k, v] : f->metadata()) {
+  for (const auto& kv : f->metadata()) {
+    const std::string& k = kv.first;
     CAPTURE(k);
     CHECK(k.rfind("llama.rope.scaling.", 0) != 0);
     CHECK(k != "llama.rope.scale_linear");

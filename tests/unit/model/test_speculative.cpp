@@ -146,7 +146,9 @@ TEST_CASE("speculative: K settles near the best K from the costs it measures, fr
   // engine's first wide step allocates and faults in its scratch). Runs
   // from k_min 0 and 1, and with a draft that costs 0.08 of a plain step a
   // token (a draft model: the best K is then smaller).
-  for (auto [k_min, draft] : {std::pair{0, 0.0}, std::pair{1, 0.0}, std::pair{0, 0.08}}) {
+  for (const auto& c : {std::pair{0, 0.0}, std::pair{1, 0.0}, std::pair{0, 0.08}}) {
+    const int k_min = c.first;
+    const double draft = c.second;
     auto rate = [&](int k) {
       return (a * (1 - std::pow(a, k)) / (1 - a) + 1) / (k * draft + cost(k + 1));
     };

@@ -41,7 +41,8 @@ TEST_CASE("mailbox: pop_expecting hands over a message in each phase of its wait
   // about now), and after the poll window (expected long before).
   const std::pair<std::chrono::milliseconds, std::chrono::milliseconds> cases[] = {
       {5ms, 50ms}, {5ms, 5ms}, {30ms, 0ms}};
-  for (const auto& [after, expected] : cases) {
+  for (const auto& c : cases) {
+    const auto after = c.first, expected = c.second;
     CAPTURE(after.count());
     CAPTURE(expected.count());
     const Got g = send_and_wait(after, expected, 7);

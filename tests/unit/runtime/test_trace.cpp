@@ -371,7 +371,9 @@ TEST_CASE("trace: the Chrome trace has one track per actor, spans with args, and
     CHECK_MESSAGE(enclosed, "flow " << id << " " << ph << " is not inside its span");
   }
   CHECK(phases.size() == size_t(c.items));
-  for (const auto& [id, p] : phases) {
+  for (const auto& flow : phases) {
+    const auto id = flow.first;
+    const std::string& p = flow.second;
     std::string sorted = p;
     std::sort(sorted.begin(), sorted.end());
     CHECK_MESSAGE(sorted == "fst", "flow " << id << " has phases " << p);

@@ -146,7 +146,8 @@ TEST_CASE("export: f32 safetensors under HF names, Q/K rows un-permuted, config.
   CHECK(st.header.size() == names.size() + 1);  // + __metadata__
   CHECK(st.header.contains("__metadata__"));
   uint64_t at = 0;
-  for (auto& [gg, hf] : names) {
+  for (const auto& name : names) {
+    const std::string &gg = name.first, &hf = name.second;
     INFO(hf);
     REQUIRE(st.header.contains(hf));
     const GgufTensor* t = f.find_tensor(gg);
@@ -165,7 +166,8 @@ TEST_CASE("export: f32 safetensors under HF names, Q/K rows un-permuted, config.
   // head of d = 64 go back to GGUF's order under gguf[h*d + 2i + j] =
   // hf[h*d + j*d/2 + i].
   const uint64_t d = 64;
-  for (auto& [gg, hf] : names) {
+  for (const auto& name : names) {
+    const std::string &gg = name.first, &hf = name.second;
     INFO(hf);
     const GgufTensor& t = *f.find_tensor(gg);
     const float* got = st.data(hf);

@@ -167,7 +167,9 @@ TEST_CASE("decode --json-schema: the outputs keep to the schema, and those that 
     REQUIRE(j.is_object());
     CHECK(j.contains("name"));
     CHECK(j.contains("age"));
-    for (const auto& [k, v] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string k = item.key();
+      const nlohmann::json& v = item.value();
       CAPTURE(k);
       if (k == "name") {
         CHECK(v.is_string());
