@@ -170,10 +170,10 @@ TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alon
       const char* tiers;
       int chunk, keep;
     };
-    for (const Case& c : {Case{3u, "AAAA", 512, -1}, Case{3u, "ABCA", 7, -1},
-                          Case{8u, "AAAA", 10, -1}, Case{4u, "AHBH", 7, -1},
-                          Case{3u, "HCHA", 512, -1}, Case{4u, "HHBH", 7, 1},
-                          Case{5u, "HHBH", 512, 2}, Case{3u, "AHBH", 2, -1}}) {
+    for (const Case& c :
+         {Case{3u, "AAAA", 512, -1}, Case{3u, "ABCA", 7, -1}, Case{8u, "AAAA", 10, -1},
+          Case{4u, "AHBH", 7, -1}, Case{3u, "HCHA", 512, -1}, Case{4u, "HHBH", 7, 1},
+          Case{5u, "HHBH", 512, 2}, Case{3u, "AHBH", 2, -1}}) {
       const auto batch = run(sp, c.n_seq, c.tiers, act, c.chunk, c.keep);
       for (size_t i = 0; i < sp.size(); ++i) {
         INFO(std::string(an) << " activations, " << c.n_seq << " slots, tiers " << c.tiers

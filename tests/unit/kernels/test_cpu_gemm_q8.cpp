@@ -269,9 +269,9 @@ TEST_CASE("cpu_gemm_q8: the AVX2 dot with AVX-VNNI has the plain AVX2 dot's bits
           const int64_t t0 = n_tok - width;
           for (int64_t r = 0; r < n_out; ++r) {
             // The last row has no next one: no prefetch, as the engine's.
-            const RowPrefetch pf = r + 1 < n_out ? RowPrefetch{wb.data() + (r + 1) * rb,
-                                                               static_cast<int64_t>(rb), 0}
-                                                 : RowPrefetch{};
+            const RowPrefetch pf =
+                r + 1 < n_out ? RowPrefetch{wb.data() + (r + 1) * rb, static_cast<int64_t>(rb), 0}
+                              : RowPrefetch{};
             const uint8_t* row = wb.data() + r * rb;
             dot_q8_avx2_plain(t, row, xv, t0, width, &plain[t0 * n_out + r], n_out, pf);
             dot_q8_avx2_vnni(t, row, xv, t0, width, &vnni[t0 * n_out + r], n_out, pf);
