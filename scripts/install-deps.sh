@@ -10,7 +10,7 @@ pkgs=(
   libcli11-dev nlohmann-json3-dev
   python3                    # scripts/check_floors.py, the first step of scripts/test.sh
   curl                       # tests/serve/: the server's endpoints and raw SSE frames
-  clang libclang-rt-14-dev   # libFuzzer for the GGUF reader's fuzz target
+  clang libclang-rt-14-dev   # libFuzzer for the fuzzers; the ASan build (scripts/sanitize.sh)
 )
 # For the server's tests (tests/serve/), not the build: headless Chromium for
 # the chat page, Node and npm for the official openai client. Their tests
