@@ -3,7 +3,7 @@
 # print SKIPPED without a CUDA device), the QEMU NVMe tests (tests/qemu/,
 # CTest label qemu; skipped when QEMU cannot be installed), the GGUF
 # reader's and the safetensors parser's fuzzers for 60 s in all, and the unit
-# tests again under AddressSanitizer + UBSan. (ThreadSanitizer:
+# tests again under AddressSanitizer + UBSan, built with clang. (ThreadSanitizer:
 # scripts/sanitize.sh tsan, about 6 minutes of tests on 2 cores, run by hand.)
 # Usage: scripts/test.sh [build-dir]   (default: build)
 set -euo pipefail
