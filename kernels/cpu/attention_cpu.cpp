@@ -23,15 +23,16 @@
 namespace ls {
 
 void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t rows,
-                                  int64_t tasks) {
+                                  int64_t tasks, int64_t tokens) {
   if (threads > threads_ || group > group_ || head_dim > head_dim_) {
     threads_ = std::max(threads, threads_);
     group_ = std::max(group, group_);
     head_dim_ = std::max(head_dim, head_dim_);
-    // Scores, the running state, the block's partial and the transposed
-    // queries; rounded to 16 floats so threads do not share cache lines.
+    // Scores, the running state, the block's partial, a token's own state
+    // and the transposed queries; rounded to 16 floats so threads do not
+    // share cache lines.
     per_thread_ =
-        (scores_floats() + 2 * triple_floats() + int64_t{group_} * head_dim_ + 15) / 16 * 16;
+        (scores_floats() + 3 * triple_floats() + int64_t{group_} * head_dim_ + 15) / 16 * 16;
     thread_.assign(static_cast<size_t>(threads_ * per_thread_), 0.0f);
     split_floats_ = 0;  // the triple grew: resize below
     split_.clear();
@@ -48,7 +49,8 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
     rows_ = rows;
     fold_ = std::make_unique<RowFold[]>(static_cast<size_t>(rows_));
   }
-  if (static_cast<int64_t>(task0_.size()) < rows + 1) task0_.resize(static_cast<size_t>(rows + 1));
+  if (static_cast<int64_t>(units_.size()) < kUnitInts * tokens + 1)
+    units_.resize(static_cast<size_t>(kUnitInts * tokens + 1));
 }
 
 int attention_cpu_block_len(int64_t n_pos, int block) {
@@ -148,10 +150,11 @@ BlockSpan block_span(const Job& j, int64_t t, int h, int b, const void** k_run,
   return sp;
 }
 
-// A block to run: (token, key/value head, block).
+// A block to run: block b of key/value head h for the n tokens from t (of
+// one sequence; n > 1: a block their rows share, AttnCpuTuning::share).
 struct BlockId {
   int64_t t = -1;
-  int h = 0, b = 0;
+  int h = 0, b = 0, n = 1;
 };
 
 // Block `id` into triple; `next`, if any (t >= 0), is the block this thread
@@ -161,6 +164,8 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
   const AttnArgs& a = *j.a;
   AttnBlockArgs ba;
   ba.q = a.q + id.t * a.ldq + int64_t{id.h} * j.group * a.head_dim;
+  ba.tokens = id.n;
+  ba.ldq_tok = a.ldq;
   const BlockSpan sp = block_span(j, id.t, id.h, id.b, ba.k_run, ba.v_run);
   ba.n_pos = sp.n_pos;
   ba.run_shift = a.kv.pages.table ? a.kv.pages.shift : 30;
@@ -230,28 +235,38 @@ void prefetch_lines(const void* p, int64_t bytes) {
   for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 3);
 }
 
+// A partial triple's three parts: m (group), l (group), acc (group,
+// head_dim), each contiguous; a token's slice of a shared block's triple.
+struct Tri {
+  float* m;
+  float* l;
+  float* acc;
+};
+// Slice `slice` (of `group` rows) of a triple of `rows` rows at base.
+Tri tri(float* base, int rows, int slice, int group, int hd) {
+  const int64_t r0 = int64_t{slice} * group;
+  return {base + r0, base + rows + r0, base + 2 * int64_t{rows} + r0 * hd};
+}
+
 // state = merge(state, part) (attention_cpu.h), per query head of the group.
-[[gnu::noinline]] LS_ATTN_CLONES void merge(float* state, const float* part, int group, int hd) {
-  float *m = state, *l = state + group, *acc = state + 2 * group;
-  const float *pm = part, *pl = part + group, *pacc = part + 2 * group;
+[[gnu::noinline]] LS_ATTN_CLONES void merge(Tri state, Tri part, int group, int hd) {
   for (int g = 0; g < group; ++g) {
-    const float mx = std::max(m[g], pm[g]);
-    const float fa = std::exp(m[g] - mx), fb = std::exp(pm[g] - mx);
-    m[g] = mx;
-    l[g] = l[g] * fa + pl[g] * fb;
-    float* o = acc + int64_t{g} * hd;
-    const float* po = pacc + int64_t{g} * hd;
+    const float mx = std::max(state.m[g], part.m[g]);
+    const float fa = std::exp(state.m[g] - mx), fb = std::exp(part.m[g] - mx);
+    state.m[g] = mx;
+    state.l[g] = state.l[g] * fa + part.l[g] * fb;
+    float* o = state.acc + int64_t{g} * hd;
+    const float* po = part.acc + int64_t{g} * hd;
     for (int i = 0; i < hd; ++i) o[i] = o[i] * fa + po[i] * fb;
   }
 }
 
 // out = acc / l, per query head.
-[[gnu::noinline]] LS_ATTN_CLONES void finish(const float* state, int group, int hd, float* out) {
-  const float* l = state + group;
-  const float* acc = state + 2 * group;
+[[gnu::noinline]] LS_ATTN_CLONES void finish(Tri state, int group, int hd, float* out) {
   for (int g = 0; g < group; ++g) {
-    const float inv = 1.0f / l[g];
-    for (int i = 0; i < hd; ++i) out[int64_t{g} * hd + i] = acc[int64_t{g} * hd + i] * inv;
+    const float inv = 1.0f / state.l[g];
+    for (int i = 0; i < hd; ++i)
+      out[int64_t{g} * hd + i] = state.acc[int64_t{g} * hd + i] * inv;
   }
 }
 #undef LS_ATTN_CLONES
@@ -262,21 +277,152 @@ int64_t now_ns() {
       .count();
 }
 
+
 float* out_of(const AttnArgs& a, int64_t t, int h, int group) {
   return a.out + t * a.ldo + int64_t{h} * group * a.head_dim;
 }
 
+// Leading blocks that lie alike (the same positions) in the rows of tokens
+// at positions pa and pb of one sequence: each row is cut by its own length
+// (the block length, the halves of a tapered row's ends).
+int common_blocks(const Job& j, int32_t pa, int32_t pb) {
+  const int64_t na = int64_t{pa} + 1, nb = int64_t{pb} + 1;
+  const int64_t most = std::min(attention_cpu_blocks(na, j.blk, j.taper),
+                                attention_cpu_blocks(nb, j.blk, j.taper));
+  int b = 0;
+  for (; b < most; ++b) {
+    const AttnBlockRange x = attention_cpu_block(na, b, j.blk, j.taper);
+    const AttnBlockRange y = attention_cpu_block(nb, b, j.blk, j.taper);
+    if (x.p0 != y.p0 || x.n != y.n) break;
+  }
+  return b;
+}
+
+// The call's units and tasks, in AttentionCpuScratch::units(): per token t
+// (kTok ints at kTok·t) its unit's first token and size, the blocks its
+// unit shares, the first task of its own blocks and of its unit's shared
+// ones (split calls); after them the runs of tasks ("segments": a unit's
+// shared blocks, or a token's own), each one's first task, then its token,
+// tokens and first block. A unit is a run of consecutive tokens of one
+// sequence whose rows begin with `shared` blocks alike, at most `most`
+// tokens; a token with nothing to share is a unit of its own (shared 0).
+struct Units {
+  static constexpr int kTok = 5;
+  int64_t* p;
+  int64_t n_tok;
+  int64_t& first(int64_t t) const { return p[kTok * t]; }
+  int64_t& size(int64_t t) const { return p[kTok * t + 1]; }
+  int64_t& shared(int64_t t) const { return p[kTok * t + 2]; }
+  int64_t& own0(int64_t t) const { return p[kTok * t + 3]; }
+  int64_t& shared0(int64_t t) const { return p[kTok * t + 4]; }
+  // Segments: starts (n_seg + 1, the last the task count), then (t, n, b0).
+  int64_t* seg_start() const { return p + kTok * n_tok; }
+  int64_t* seg() const { return p + kTok * n_tok + 2 * n_tok + 1; }
+};
+static_assert(Units::kTok + 2 + 6 <= AttentionCpuScratch::kUnitInts, "units' room a token");
+
+// Forms the units (Units); returns how many.
+int64_t form_units(const Job& j, const Units& u, int most) {
+  const AttnArgs& a = *j.a;
+  int64_t n_units = 0;
+  for (int64_t t0 = 0; t0 < a.n_tok; ++n_units) {
+    int64_t n = 1;
+    int shared = 0;
+    while (t0 + n < a.n_tok && n < most && a.seq[t0 + n] == a.seq[t0]) {
+      int c = common_blocks(j, a.pos[t0], a.pos[t0 + n]);
+      if (n > 1) c = std::min(c, shared);
+      if (c == 0) break;
+      shared = c, ++n;
+    }
+    for (int64_t t = t0; t < t0 + n; ++t) u.first(t) = t0, u.size(t) = n, u.shared(t) = shared;
+    t0 += n;
+  }
+  return n_units;
+}
+
+// Lays out a split call's tasks: each unit's shared blocks (block-major:
+// block b of head h is its b·n_kv + h), then each of its tokens' own blocks
+// (the same order); returns the number of segments.
+int64_t lay_tasks(const Job& j, const Units& u) {
+  const AttnArgs& a = *j.a;
+  int64_t task = 0, n_seg = 0;
+  int64_t* start = u.seg_start();
+  int64_t* seg = u.seg();
+  auto add = [&](int64_t t, int64_t n, int64_t b0, int64_t blocks) {
+    start[n_seg] = task;
+    seg[3 * n_seg] = t, seg[3 * n_seg + 1] = n, seg[3 * n_seg + 2] = b0;
+    ++n_seg;
+    task += blocks * j.n_kv;
+  };
+  for (int64_t t0 = 0; t0 < a.n_tok; t0 += u.size(t0)) {
+    const int64_t n = u.size(t0), shared = u.shared(t0);
+    const int64_t sh0 = shared > 0 ? task : -1;
+    if (shared > 0) add(t0, n, 0, shared);
+    for (int64_t t = t0; t < t0 + n; ++t) {
+      u.shared0(t) = sh0;
+      u.own0(t) = task;
+      const int64_t own = n_blocks(j, a.pos[t]) - shared;
+      if (own > 0) add(t, 1, shared, own);
+    }
+  }
+  start[n_seg] = task;
+  return n_seg;
+}
+
 // A whole row on one thread: each block folded into the state as it is made.
 void run_row(const Job& j, int64_t t, int h, int thread) {
-  float* state = j.s->state(thread);
+  const int G = j.group, hd = j.a->head_dim;
+  const Tri state = tri(j.s->state(thread), G, 0, G, hd);
   float* part = j.s->part(thread);
   const int nb = n_blocks(j, j.a->pos[t]);
   for (int b = 0; b < nb; ++b) {
     const BlockId next = b + 1 < nb ? BlockId{t, h, b + 1} : BlockId{};
-    run_block(j, {t, h, b}, next, thread, b == 0 ? state : part, b == 0);
-    if (b > 0) merge(state, part, j.group, j.a->head_dim);
+    run_block(j, {t, h, b}, next, thread, b == 0 ? state.m : part, b == 0);
+    if (b > 0) merge(state, tri(part, G, 0, G, hd), G, hd);
   }
-  finish(state, j.group, j.a->head_dim, out_of(*j.a, t, h, j.group));
+  finish(state, G, hd, out_of(*j.a, t, h, G));
+}
+
+// A unit's rows of head h on one thread: its shared blocks for all its
+// tokens at once, folded in a state of all their rows; then per token its
+// slice of that state, folded on with the token's own blocks. The same
+// folds, in the same order, as each token's run_row.
+void run_unit_rows(const Job& j, const Units& u, int64_t t0, int h, int thread) {
+  const int64_t n = u.size(t0);
+  const int shared = static_cast<int>(u.shared(t0));
+  if (shared == 0) {
+    for (int64_t t = t0; t < t0 + n; ++t) run_row(j, t, h, thread);
+    return;
+  }
+  const AttnArgs& a = *j.a;
+  const int G = j.group, hd = a.head_dim, R = static_cast<int>(n) * G;
+  float* all = j.s->state(thread);
+  float* part = j.s->part(thread);
+  const int first_nb = n_blocks(j, a.pos[t0]);
+  for (int b = 0; b < shared; ++b) {
+    const BlockId next = b + 1 < shared        ? BlockId{t0, h, b + 1, static_cast<int>(n)}
+                         : shared < first_nb ? BlockId{t0, h, shared}
+                                             : BlockId{};
+    run_block(j, {t0, h, b, static_cast<int>(n)}, next, thread, b == 0 ? all : part, b == 0);
+    if (b > 0) merge(tri(all, R, 0, R, hd), tri(part, R, 0, R, hd), R, hd);
+  }
+  const Tri own = tri(j.s->own(thread), G, 0, G, hd);
+  for (int64_t t = t0; t < t0 + n; ++t) {
+    const Tri from = tri(all, R, static_cast<int>(t - t0), G, hd);
+    std::copy(from.m, from.m + G, own.m);
+    std::copy(from.l, from.l + G, own.l);
+    std::copy(from.acc, from.acc + int64_t{G} * hd, own.acc);
+    const int nb = n_blocks(j, a.pos[t]);
+    for (int b = shared; b < nb; ++b) {
+      const BlockId next = b + 1 < nb ? BlockId{t, h, b + 1}
+                           : t + 1 < t0 + n && shared < n_blocks(j, a.pos[t + 1])
+                               ? BlockId{t + 1, h, shared}
+                               : BlockId{};
+      run_block(j, {t, h, b}, next, thread, part, false);
+      merge(own, tri(part, G, 0, G, hd), G, hd);
+    }
+    finish(own, G, hd, out_of(a, t, h, G));
+  }
 }
 
 }  // namespace
@@ -319,36 +465,63 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       j.block = attention_block_portable;
       break;
   }
-  const int64_t rows = a.n_tok * j.n_kv;
+  // Tokens of one sequence that share blocks: at most kAttnShareRows query
+  // rows a block by default; none with group_split (its rows are parts of
+  // a group).
+  const int most = j.kv_div > 1 || tune.share == 1 ? 1
+                   : tune.share > 1               ? tune.share
+                                                  : std::max(1, kAttnShareRows / j.group);
+  scratch.reserve(pool.size(), j.group, a.head_dim, 0, 0, a.n_tok);
+  const Units u{scratch.units(), a.n_tok};
+  const int64_t n_units = form_units(j, u, most);
+  int64_t widest = 1;
+  for (int64_t t0 = 0; t0 < a.n_tok; t0 += u.size(t0))
+    if (u.shared(t0) > 0) widest = std::max(widest, u.size(t0));
+  const int rows_max = static_cast<int>(widest) * j.group;
+  const int64_t rows = a.n_tok * j.n_kv, unit_rows = n_units * j.n_kv;
   int64_t tasks = 0;
-  for (int64_t t = 0; t < a.n_tok; ++t) tasks += int64_t{n_blocks(j, a.pos[t])} * j.n_kv;
-  // Split rows into blocks only when rows alone leave threads idle (fewer
-  // than 4 per thread: rows differ in length) and some row has more than one
-  // block. The results are the same either way (the fold is the same).
-  const bool split =
-      pool.size() > 1 && rows < 4 * int64_t{pool.size()} && tasks > rows && j.kv_div == 1;
-  scratch.reserve(pool.size(), j.group, a.head_dim, split ? rows : 0, split ? tasks : 0);
-  const Job* jp = &j;
+  for (int64_t t0 = 0; t0 < a.n_tok; t0 += u.size(t0)) {
+    tasks += u.shared(t0) * j.n_kv;
+    for (int64_t t = t0; t < t0 + u.size(t0); ++t)
+      tasks += (n_blocks(j, a.pos[t]) - u.shared(t0)) * j.n_kv;
+  }
+  // Split rows into blocks only when a unit's rows alone leave threads idle
+  // (fewer than 4 per thread: rows differ in length) and some row has more
+  // than one block. The results are the same either way (the fold is the
+  // same).
+  const bool split = pool.size() > 1 && unit_rows < 4 * int64_t{pool.size()} &&
+                     tasks > unit_rows && j.kv_div == 1;
+  scratch.reserve(pool.size(), rows_max, a.head_dim, split ? rows : 0, split ? tasks : 0,
+                  a.n_tok);
   if (!split) {
-    pool.run(rows, [jp](int64_t r, int thread) {
-      run_row(*jp, r / jp->n_kv, static_cast<int>(r % jp->n_kv), thread);
+    // Task r: the rows of head r mod n_kv of the (r / n_kv)-th unit (their
+    // first tokens listed where a split call's segments go).
+    struct Rows {
+      const Job* j;
+      const Units* u;
+      const int64_t* unit0;
+    };
+    int64_t* unit0 = u.seg_start();
+    for (int64_t t0 = 0, k = 0; t0 < a.n_tok; t0 += u.size(t0)) unit0[k++] = t0;
+    const Rows rw{&j, &u, unit0};
+    const Rows* rp = &rw;
+    pool.run(unit_rows, [rp](int64_t r, int thread) {
+      const int64_t n_kv = rp->j->n_kv;
+      run_unit_rows(*rp->j, *rp->u, rp->unit0[r / n_kv], static_cast<int>(r % n_kv), thread);
     });
     return;
   }
-  // One task per block, block-major: token t's tasks start at task0[t], and
-  // block b of its head h is task task0[t] + b·n_head_kv + h, whose partial
-  // is split_part(i). Block-major so that the tasks running at once read
-  // all the heads of the same positions: whole rows of the cache, a
-  // contiguous stretch of memory, rather than one head's 1/n_head_kv of
-  // rows spread over the whole context (whose neighbours the hardware
-  // prefetchers would fetch for nothing). A row's partials are folded in
-  // block order, as its blocks finish (Split::one).
-  int64_t* task0 = scratch.task0();
+  // One task per block, block-major within each run of tasks (lay_tasks):
+  // the tasks running at once read all the heads of the same positions:
+  // whole rows of the cache, a contiguous stretch of memory, rather than one
+  // head's 1/n_head_kv of rows spread over the whole context (whose
+  // neighbours the hardware prefetchers would fetch for nothing). A row's
+  // partials are folded in block order, as its blocks finish (Split::one).
+  const int64_t n_seg = lay_tasks(j, u);
+  assert(u.seg_start()[n_seg] == tasks);
   AttentionCpuScratch::RowFold* fold = scratch.fold();
-  task0[0] = 0;
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int nb = n_blocks(j, a.pos[t]);
-    task0[t + 1] = task0[t] + int64_t{nb} * j.n_kv;
     for (int h = 0; h < j.n_kv; ++h) {
       AttentionCpuScratch::RowFold& f = fold[t * j.n_kv + h];
       f.pending.store(nb, std::memory_order_relaxed);
@@ -363,11 +536,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     for (int64_t i = 0; i < scratch.done_capacity(); ++i) scratch.done()[i].v.store(0);
     stamp = scratch.next_stamp();
   }
-  // Task i: block b of token t's head h, its partial into split_part(i),
-  // then the row's fold: as blocks finish (fold_as_done), or all of it by
-  // the row's last block to finish.
+  // Task i: one block, of one token or of a unit's tokens, its partial into
+  // split_part(i), then the fold of each of its rows: as blocks finish
+  // (fold_as_done), or all of a row by its last block to finish.
   struct Split {
     const Job* j;
+    const Units* u;
+    int64_t n_seg;
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
     int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
@@ -375,31 +550,51 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
-      const int64_t* task0 = j->s->task0();
-      const int64_t t = std::upper_bound(task0, task0 + j->a->n_tok + 1, i) - task0 - 1;
-      const int n_kv = j->n_kv;
-      return {t, static_cast<int>((i - task0[t]) % n_kv), static_cast<int>((i - task0[t]) / n_kv)};
+      const int64_t* start = u->seg_start();
+      const int64_t s = std::upper_bound(start, start + n_seg + 1, i) - start - 1;
+      const int64_t* sg = u->seg() + 3 * s;
+      const int64_t k = i - start[s];
+      return {sg[0], static_cast<int>(k % j->n_kv), static_cast<int>(sg[2] + k / j->n_kv),
+              static_cast<int>(sg[1])};
+    }
+    // Row (t, h)'s block c: its task, and its partial (a slice of a shared
+    // block's).
+    int64_t task_of(int64_t t, int h, int c) const {
+      const int64_t shared = u->shared(t);
+      return c < shared ? u->shared0(t) + int64_t{c} * j->n_kv + h
+                        : u->own0(t) + (c - shared) * j->n_kv + h;
+    }
+    Tri part_of(int64_t t, int h, int c) const {
+      const int G = j->group, hd = j->a->head_dim;
+      float* p = j->s->split_part(task_of(t, h, c));
+      if (c >= u->shared(t)) return tri(p, G, 0, G, hd);
+      return tri(p, static_cast<int>(u->size(t)) * G, static_cast<int>(t - u->first(t)), G, hd);
     }
     void one(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
-      const int nb = n_blocks(*j, j->a->pos[b.t]);
-      const int n_kv = j->n_kv;
+      const int G = j->group, hd = j->a->head_dim;
       int64_t* tr = times ? times + 4 * i : nullptr;
       if (tr) tr[0] = thread, tr[1] = now_ns();
       prefetch_for_write(j->s->split_part(i),
-                         int64_t{j->group} * (j->a->head_dim + 2) * int64_t{sizeof(float)},
+                         int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)},
                          j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i), cold);
       if (tr) tr[2] = now_ns();
-      AttentionCpuScratch::RowFold& f = j->s->fold()[b.t * n_kv + b.h];
-      const int64_t first = j->s->task0()[b.t] + b.h;
-      float* state = j->s->split_part(first);
-      auto part = [&](int c) { return j->s->split_part(first + int64_t{c} * n_kv); };
+      if (as_done) j->s->done()[i].v.store(stamp);
+      for (int64_t t = b.t; t < b.t + b.n; ++t) fold_row(t, b.h);
+    }
+    // Row (t, h) after one of its blocks is done.
+    void fold_row(int64_t t, int h) const {
+      const int nb = n_blocks(*j, j->a->pos[t]);
+      const int G = j->group, hd = j->a->head_dim;
+      AttentionCpuScratch::RowFold& f = j->s->fold()[t * j->n_kv + h];
+      const Tri state = part_of(t, h, 0);
+      float* out = out_of(*j->a, t, h, G);
       if (!as_done) {
         // acq_rel: the folding thread sees every other block's partial.
         if (f.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-        for (int c = 1; c < nb; ++c) merge(state, part(c), j->group, j->a->head_dim);
-        finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+        for (int c = 1; c < nb; ++c) merge(state, part_of(t, h, c), G, hd);
+        finish(state, G, hd, out);
         return;
       }
       // Fold as blocks finish: whoever holds the row's lock folds the done
@@ -410,22 +605,30 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       // frontier after letting go: seq_cst on both sides (done, then the
       // lock; the lock, then done), so one of the two always sees the other.
       AttentionCpuScratch::Done* done = j->s->done();
-      auto is_done = [&](int c) { return done[first + int64_t{c} * n_kv].v.load() == stamp; };
-      done[i].v.store(stamp);
-      const int64_t triple_bytes =
-          int64_t{j->group} * (j->a->head_dim + 2) * int64_t{sizeof(float)};
+      auto is_done = [&](int c) { return done[task_of(t, h, c)].v.load() == stamp; };
       const bool w = j->block == attention_block_avx512;
+      auto fetch = [&](const Tri& x, bool write) {
+        const int64_t ml = int64_t{G} * int64_t{sizeof(float)};
+        const int64_t acc = ml * hd;
+        if (write) {
+          prefetch_for_write(x.m, ml, w), prefetch_for_write(x.l, ml, w);
+          prefetch_for_write(x.acc, acc, w);
+        } else {
+          prefetch_lines(x.m, ml), prefetch_lines(x.l, ml), prefetch_lines(x.acc, acc);
+        }
+      };
       while (f.lock.exchange(1) == 0) {
         int c = f.frontier;
-        if (fold_pf && c > 0 && c < nb && is_done(c)) prefetch_for_write(state, triple_bytes, w);
+        if (fold_pf && c > 0 && c < nb && is_done(c)) fetch(state, true);
         for (; c < nb && is_done(c); ++c) {
           if (c == 0) continue;
-          if (fold_pf) prefetch_lines(part(c), triple_bytes);
-          merge(state, part(c), j->group, j->a->head_dim);
+          const Tri part = part_of(t, h, c);
+          if (fold_pf) fetch(part, false);
+          merge(state, part, G, hd);
         }
         f.frontier = c;
         if (c == nb) {
-          finish(state, j->group, j->a->head_dim, out_of(*j->a, b.t, b.h, j->group));
+          finish(state, G, hd, out);
           return;  // the lock stays taken: nothing is left to fold
         }
         f.lock.store(0);
@@ -455,9 +658,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   const int64_t n_next =
       n_first > 0 && tasks - n_first > hold ? std::min(n_pool, tasks - n_first) : 0;
   claim->store(n_first + n_next, std::memory_order_relaxed);
-  const Split sp{
-      &j,    claim,       tasks, hold, n_first, n_next, tune.fold_as_done, tune.fold_prefetch,
-      stamp, tune.task_ns};
+  const Split sp{&j,      &u,      n_seg,   claim,
+                 tasks,   hold,    n_first, n_next,
+                 tune.fold_as_done, tune.fold_prefetch, stamp, tune.task_ns};
   const Split* spp = &sp;
   pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;

@@ -42,6 +42,17 @@
 // its critical path (63 merges of other cores' partials), folding as they
 // finish 1.5 us (bench/results/raw-2026-12-04-s26/call3).
 //
+// Tokens of one sequence (a verify step's K + 1, a prompt chunk) see the
+// same positions up to the shortest one's row: consecutive tokens of a
+// sequence in the batch make a unit whose leading blocks, those that lie
+// alike in every token's row (the same positions, as each token's own
+// partition cuts them), are computed once for all the unit's tokens, their
+// query rows together (AttnCpuTuning::share); each token's remaining blocks
+// run alone. Each token's row is still the same fold of the same partials,
+// so its bits are those of the token alone; the keys and values of a shared
+// block are read once, not once per token (a width-8 verify step at a 4k
+// context read 134 MB of a 70b layer's cache where 17 MB are distinct).
+//
 // A paged cache (kernels/kv_pages.h) is read through its block table: a
 // block's positions are runs of the cache's blocks (16 positions, which
 // divide every block length here), each run's address from the table; the
@@ -132,8 +143,14 @@ inline constexpr int kAttnPfDefault = kAttnPfKeysL1 | kAttnPfValues | kAttnPfNex
 inline constexpr int kAttnAheadRows = 8;
 inline constexpr int kAttnAheadTiled = kAttnBlock;
 
+// Query rows (tokens · group) a shared block computes at most by default
+// (AttnCpuTuning::share): 8 tokens of a 70b's group of 8, 16 of a group of
+// 4; the scores scratch of a thread is this many rows of kAttnBlock floats.
+inline constexpr int kAttnShareRows = 64;
+
 // Knobs of attention_cpu, for the bench to sweep. Results depend on block
-// (the reduction's shape), never on ahead (a prefetch distance).
+// (the reduction's shape), never on ahead (a prefetch distance), nor on
+// share (which tokens read a block together).
 struct AttnCpuTuning {
   int block = 0;  // positions per block, a multiple of 16 in 16..kAttnBlock; 0: by row length
   int ahead = 0;  // key rows prefetched ahead of the scores loop; 0: the default (kAttnAhead*)
@@ -200,6 +217,10 @@ struct AttnCpuTuning {
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.
   int64_t* task_ns = nullptr;
+  // Tokens of one sequence that share a block's reads, at most; 1: none
+  // (each token reads its blocks alone); 0: the default, kAttnShareRows
+  // query rows (at least one token).
+  int share = 0;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
@@ -208,21 +229,26 @@ struct AttnCpuTuning {
 // counter per row.
 class AttentionCpuScratch {
  public:
-  // Room for `threads` pool threads, a group of `group` query heads of
-  // head_dim, and split calls of up to `rows` (token, head) rows and `tasks`
-  // blocks in all.
-  void reserve(int threads, int group, int head_dim, int64_t rows, int64_t tasks);
+  // Room for `threads` pool threads, blocks of up to `group` query rows (a
+  // GQA group, or the group of each token of a shared block) of head_dim,
+  // split calls of up to `rows` (token, head) rows and `tasks` blocks in
+  // all, and calls of up to `tokens` tokens (the units of tokens that share
+  // blocks, and their tasks: attention_cpu.cpp).
+  void reserve(int threads, int group, int head_dim, int64_t rows, int64_t tasks,
+               int64_t tokens = 0);
 
   // (group, kAttnBlock) scores of a block.
   float* scores(int thread) { return thread_.data() + thread * per_thread_; }
   // A row's running triple and a block's partial triple: m (group), l
-  // (group), acc (group, head_dim).
+  // (group), acc (group, head_dim); and a token's own running triple where
+  // its unit's shared blocks were folded in state.
   float* state(int thread) { return scores(thread) + scores_floats(); }
   float* part(int thread) { return state(thread) + triple_floats(); }
+  float* own(int thread) { return part(thread) + triple_floats(); }
   // (head_dim, group): the group's queries transposed, for tiled keys.
-  float* q_t(int thread) { return part(thread) + triple_floats(); }
+  float* q_t(int thread) { return own(thread) + triple_floats(); }
   // Split path: task i's partial triple and whether it is done, each row's
-  // fold (below), each token's first task.
+  // fold (below).
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }
   // A task is done in a call when its flag holds the call's stamp (so the
   // flags need no reset: that loop took a line from another core per task).
@@ -244,7 +270,10 @@ class AttentionCpuScratch {
   };
   RowFold* fold() { return fold_.get(); }
   std::atomic<int64_t>* claim() { return &claim_->v; }  // split path: the next task
-  int64_t* task0() { return task0_.data(); }
+  static constexpr int kUnitInts = 13;
+  // Per token its unit and tasks, per run of tasks where it starts
+  // (attention_cpu.cpp's layout, kUnitInts a token).
+  int64_t* units() { return units_.data(); }
 
  private:
   int64_t triple_floats() const { return int64_t{group_} * (head_dim_ + 2); }
@@ -260,7 +289,7 @@ class AttentionCpuScratch {
     std::atomic<int64_t> v{0};
   };
   std::unique_ptr<Counter> claim_ = std::make_unique<Counter>();
-  std::vector<int64_t> task0_;  // (n_tok + 1)
+  std::vector<int64_t> units_;  // (kUnitInts · tokens + 1)
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the

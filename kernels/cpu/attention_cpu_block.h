@@ -1,6 +1,7 @@
 // One block of kernels/cpu/attention_cpu.h: the query heads of one GQA group
-// (one token, one key/value head) over up to kAttnBlock consecutive
-// positions, giving the partial triple the blocks are merged from:
+// (one key/value head; one token, or several of one sequence) over up to
+// kAttnBlock consecutive positions, giving the partial triple the blocks are
+// merged from:
 //     s[g][p] = scale · q_g · k_p            (into scores, then in place:)
 //     m[g]    = max_p s[g][p]
 //     e[g][p] = exp(s[g][p] - m[g]),   l[g] = Σ_p e[g][p]
@@ -33,7 +34,13 @@ inline constexpr int kAttnMinRun = 4;
 inline constexpr int kAttnMaxRuns = kAttnBlock / kAttnMinRun;
 
 struct AttnBlockArgs {
-  const float* q = nullptr;  // (group, head_dim): the group's query heads
+  // The group's query heads (group, head_dim) of each of `tokens` tokens of
+  // one sequence, token i's at q + i·ldq_tok: a block of positions that all
+  // of them see is read once for all (attention_cpu.h, AttnCpuTuning::share).
+  // Scores and the triple hold tokens · group rows, token-major.
+  const float* q = nullptr;
+  int tokens = 1;
+  int64_t ldq_tok = 0;
   // Where the block's positions lie, at this head: runs of 2^run_shift
   // consecutive positions (a paged cache's blocks; one run of the whole
   // block for a contiguous cache), run r's first key at k_run[r] and value
@@ -61,10 +68,10 @@ struct AttnBlockArgs {
   const void* next_k[kAttnMaxRuns];
   int next_runs = 0;
   int64_t next_run_bytes = 0, next_last_bytes = 0;
-  float* scores = nullptr;  // (group, kAttnBlock) scratch
-  float* q_t = nullptr;     // (head_dim, group) scratch: q transposed (tiled keys)
-  // The partial triple, out: m (group), l (group), acc (group, head_dim),
-  // contiguous in that order.
+  float* scores = nullptr;  // (tokens · group, kAttnBlock) scratch
+  float* q_t = nullptr;     // (head_dim, 8) scratch: a run's q transposed (tiled keys)
+  // The partial triple, out: m (R), l (R), acc (R, head_dim), contiguous in
+  // that order, R = tokens · group.
   float* triple = nullptr;
 };
 

@@ -18,7 +18,10 @@
 // so the value loop finds its block in cache. The value loop runs over tiles of R·W dims: NG × R
 // accumulators in registers, each position's value tile converted once and FMA'd with each head's
 // broadcast weight. With tiled keys (AttnKv::k_tiled) the scores loop is block_scores_tiled
-// instead: a lane per position, no horizontal sums.
+// instead: a lane per position, no horizontal sums. A block of several tokens of one sequence
+// (AttnBlockArgs::tokens) runs the scores loop per token (each token's query rows contiguous)
+// and the softmax and value loops over all tokens · group rows: a row's arithmetic is the
+// same whatever rows run beside it, so its bits are those of its token alone.
 // defines (internal): attn_block<V>
 #pragma once
 
@@ -48,8 +51,9 @@ LS_ATTN_TARGET inline void prefetch_row(const T* p, int64_t bytes, bool l2) {
   }
 }
 
-// Scores of query heads g0..g0+NG-1 over the block; fetch: this is the first
-// pass over the keys (prefetch them, and the values).
+// Scores of the NG query rows at q (head_dim apart) over the block, into the
+// score rows at s (kAttnBlock apart); fetch: this is the first pass over the
+// keys (prefetch them, and the values).
 //
 // Tiles of NG heads × P positions, NG·P = W where the group allows: per
 // W-dim chunk, P key vectors converted once and NG query vectors loaded
@@ -60,13 +64,11 @@ LS_ATTN_TARGET inline void prefetch_row(const T* p, int64_t bytes, bool l2) {
 // past n_pos and drops those scores, so every score is the same arithmetic
 // wherever its position falls.
 template <class V, class T, int NG>
-LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, int g0, bool fetch) {
+LS_ATTN_TARGET void block_scores(const AttnBlockArgs& a, const float* q, float* s, bool fetch) {
   using F = typename V::F;
   constexpr int P = V::W >= NG ? V::W / NG : 1;
   const int hd = a.head_dim, n = a.n_pos;
   const int64_t row_bytes = int64_t{hd} * static_cast<int64_t>(sizeof(T));
-  const float* q = a.q + int64_t{g0} * hd;
-  float* s = a.scores + int64_t{g0} * kAttnBlock;
   const int ahead = a.ahead;
   const bool keys = fetch && (a.prefetch & (kAttnPfKeysL1 | kAttnPfKeysL2));
   const bool keys_l2 = !(a.prefetch & kAttnPfKeysL1);
@@ -150,8 +152,8 @@ LS_ATTN_TARGET inline void tiled_step(const T* const* kp, const float* qt, int h
   for (int i = 0; i < NG * PV; ++i) V::store(to[i], V::mul(acc[i], sc));
 }
 
-// Scores of query heads g0..g0+NG-1 over tiled keys (AttnKv::k_tiled): a
-// lane per position. Per dim d, PV vectors of W positions' keys (W
+// Scores of the NG query rows at q over tiled keys (AttnKv::k_tiled), into
+// the score rows at s: a lane per position. Per dim d, PV vectors of W positions' keys (W
 // consecutive values of row d of their tile) are converted once and FMA'd
 // with each head's broadcast q[g][d] into NG × PV accumulators: no
 // horizontal sums, no scalar stores, and one load of keys per W·NG FMAs
@@ -163,13 +165,13 @@ LS_ATTN_TARGET inline void tiled_step(const T* const* kp, const float* qt, int h
 // keys of the step `ahead` positions on (at least the next) and its own
 // positions' value rows (to L2), spread over its dims (tiled_step).
 template <class V, class T, int NG, int PV>
-LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetch) {
+LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, const float* q, float* s,
+                                       bool fetch) {
   constexpr int W = V::W, kStep = PV * W;
   static_assert(kAttnKTile % W == 0, "a vector's positions lie in one tile");
   const int hd = a.head_dim, n = a.n_pos;
-  float* s = a.scores + int64_t{g0} * kAttnBlock;
   for (int d = 0; d < hd; ++d)
-    for (int g = 0; g < NG; ++g) a.q_t[d * NG + g] = a.q[int64_t{g0 + g} * hd + d];
+    for (int g = 0; g < NG; ++g) a.q_t[d * NG + g] = q[int64_t{g} * hd + d];
   const bool keys = fetch && (a.prefetch & (kAttnPfKeysL1 | kAttnPfKeysL2));
   const bool keys_l2 = !(a.prefetch & kAttnPfKeysL1);
   const bool values_first = fetch && (a.prefetch & kAttnPfValuesFirst);
@@ -235,21 +237,23 @@ LS_ATTN_TARGET void block_scores_tiled(const AttnBlockArgs& a, int g0, bool fetc
 // Tiled scores with as many position vectors as the accumulators allow, up
 // to 4 (64 positions a step at W = 16: short blocks waste little).
 template <class V, class T, int NG>
-LS_ATTN_TARGET void block_scores_tiled_ng(const AttnBlockArgs& a, int g0, bool fetch) {
+LS_ATTN_TARGET void block_scores_tiled_ng(const AttnBlockArgs& a, const float* q, float* s,
+                                          bool fetch) {
   constexpr int pv = V::kTiledAcc / NG < 1 ? 1 : V::kTiledAcc / NG > 4 ? 4 : V::kTiledAcc / NG;
-  block_scores_tiled<V, T, NG, pv>(a, g0, fetch);
+  block_scores_tiled<V, T, NG, pv>(a, q, s, fetch);
 }
 
-// m, l and e = exp(s - m) in place, per query head. Scores past n_pos (up to
+// m, l and e = exp(s - m) in place, per query row (every token's heads). Scores past n_pos (up to
 // the next multiple of W) are set to -inf, so whole vectors can be used:
 // they become e = 0 and add nothing.
 template <class V>
 LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
   using F = typename V::F;
   const int n = a.n_pos, n_pad = (n + V::W - 1) / V::W * V::W;
+  const int rows = a.group * a.tokens;
   float* m = a.triple;
-  float* l = m + a.group;
-  for (int g = 0; g < a.group; ++g) {
+  float* l = m + rows;
+  for (int g = 0; g < rows; ++g) {
     float* s = a.scores + int64_t{g} * kAttnBlock;
     for (int p = n; p < n_pad; ++p) s[p] = -INFINITY;
     F mx = V::set1(-INFINITY);
@@ -267,7 +271,8 @@ LS_ATTN_TARGET void block_softmax(const AttnBlockArgs& a) {
   }
 }
 
-// acc of query heads g0..g0+NG-1: tiles of R·W dims (head_dim % (R·W) == 0).
+// acc of query rows g0..g0+NG-1 (of every token's rows): tiles of R·W dims
+// (head_dim % (R·W) == 0).
 // fetch: prefetch the next block's keys (AttnBlockArgs::next_k) into L2,
 // a line per (tile, position) iteration while any is left.
 template <class V, class T, int NG, int R>
@@ -275,7 +280,7 @@ LS_ATTN_TARGET void block_values(const AttnBlockArgs& a, int g0, bool fetch) {
   using F = typename V::F;
   const int hd = a.head_dim;
   const float* e = a.scores + int64_t{g0} * kAttnBlock;
-  float* acc = a.triple + 2 * a.group + int64_t{g0} * hd;
+  float* acc = a.triple + 2 * a.group * a.tokens + int64_t{g0} * hd;
   // The next block's key lines, one per (tile, position) iteration until
   // none is left (a 70B block's keys are as many lines as the loop has
   // iterations at AVX-512's tiles: one a position, four passes).
@@ -326,28 +331,34 @@ LS_ATTN_TARGET void block_values_ng(const AttnBlockArgs& a, int g0, bool fetch) 
 
 template <class V, class T>
 LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
-  // The group in runs of 8, 4, 2, 1 query heads (a group of 3: 2 + 1); of
-  // at most V::kTiledNg for tiled keys.
-  for (int g0 = 0; g0 < a.group;) {
-    const int left = a.group - g0, most = a.k_tiled ? V::kTiledNg : 8;
-    const int ng = left >= 8 && most >= 8 ? 8 : left >= 4 && most >= 4 ? 4 : left >= 2 ? 2 : 1;
-    const bool fetch = g0 == 0;
-    if (a.k_tiled) {
-      if (ng == 8) block_scores_tiled_ng<V, T, 8>(a, g0, fetch);
-      if (ng == 4) block_scores_tiled_ng<V, T, 4>(a, g0, fetch);
-      if (ng == 2) block_scores_tiled_ng<V, T, 2>(a, g0, fetch);
-      if (ng == 1) block_scores_tiled_ng<V, T, 1>(a, g0, fetch);
-    } else {
-      if (ng == 8) block_scores<V, T, 8>(a, g0, fetch);
-      if (ng == 4) block_scores<V, T, 4>(a, g0, fetch);
-      if (ng == 2) block_scores<V, T, 2>(a, g0, fetch);
-      if (ng == 1) block_scores<V, T, 1>(a, g0, fetch);
+  // Each token's group in runs of 8, 4, 2, 1 query heads (a group of 3:
+  // 2 + 1); of at most V::kTiledNg for tiled keys. The first run fetches.
+  for (int tok = 0; tok < a.tokens; ++tok)
+    for (int g0 = 0; g0 < a.group;) {
+      const int left = a.group - g0, most = a.k_tiled ? V::kTiledNg : 8;
+      const int ng = left >= 8 && most >= 8 ? 8 : left >= 4 && most >= 4 ? 4 : left >= 2 ? 2 : 1;
+      const bool fetch = tok == 0 && g0 == 0;
+      const float* q = a.q + tok * a.ldq_tok + int64_t{g0} * a.head_dim;
+      float* s = a.scores + (int64_t{tok} * a.group + g0) * kAttnBlock;
+      if (a.k_tiled) {
+        if (ng == 8) block_scores_tiled_ng<V, T, 8>(a, q, s, fetch);
+        if (ng == 4) block_scores_tiled_ng<V, T, 4>(a, q, s, fetch);
+        if (ng == 2) block_scores_tiled_ng<V, T, 2>(a, q, s, fetch);
+        if (ng == 1) block_scores_tiled_ng<V, T, 1>(a, q, s, fetch);
+      } else {
+        if (ng == 8) block_scores<V, T, 8>(a, q, s, fetch);
+        if (ng == 4) block_scores<V, T, 4>(a, q, s, fetch);
+        if (ng == 2) block_scores<V, T, 2>(a, q, s, fetch);
+        if (ng == 1) block_scores<V, T, 1>(a, q, s, fetch);
+      }
+      g0 += ng;
     }
-    g0 += ng;
-  }
   block_softmax<V>(a);
-  for (int g0 = 0; g0 < a.group;) {
-    const int left = a.group - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+  // The value loop over every token's rows: a row's sums are the same in any
+  // run (one chain per value, positions in order).
+  const int rows = a.group * a.tokens;
+  for (int g0 = 0; g0 < rows;) {
+    const int left = rows - g0, ng = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
     const bool fetch = g0 == 0;
     if (ng == 8) block_values_ng<V, T, 8>(a, g0, fetch);
     if (ng == 4) block_values_ng<V, T, 4>(a, g0, fetch);

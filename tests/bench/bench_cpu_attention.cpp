@@ -46,6 +46,13 @@
 // --group-split 1,2: each KV head's query heads as this many rows, run
 // whole (AttnCpuTuning::group_split; "/gN" in the prefetch column).
 //
+// --tokens 1,8: the call's tokens, of one sequence at the context's last
+// positions (a verify step of K + 1 tokens, a prompt chunk); "/tN" in the
+// prefetch column. The KV MB and GB/s count the cache once, as the distinct
+// bytes. --share on,off: those tokens read the blocks their rows have
+// alike once for all (AttnCpuTuning::share, the default) or each alone
+// ("/x" in the prefetch column).
+//
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
 //
@@ -76,7 +83,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
-//          [--group-split 1,2]
+//          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -214,8 +221,11 @@ struct Timeline {
   int pool_threads = 0;                                // the pool's size
   std::vector<double> whole, short_of;  // call us: every pool thread took a block, or not
   void add(int64_t c0, int64_t c1) {
-    const size_t n = ns.size() / 4;
-    if (n == 0 || ns[0] < 0) return;  // not a split call
+    // The call's tasks: the first entries (sized for the most a call may
+    // have; one whose tokens share blocks has fewer).
+    size_t n = 0;
+    while (n < ns.size() / 4 && ns[4 * n] >= 0) ++n;
+    if (n == 0) return;  // not a split call
     struct Thr {
       int64_t first = -1, last_end = 0, busy = 0, fold = 0;
     };
@@ -318,7 +328,8 @@ int main(int argc, char** argv) {
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
-  std::vector<bool> fold_pfs = {false}, statics = {true};  // the kernel's defaults
+  std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true};  // the kernel's defaults
+  std::vector<int> n_toks = {1};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -346,17 +357,19 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--block" || a == "--ahead" || a == "--hold" || a == "--cold-ahead" ||
-               a == "--group-split") {
+               a == "--group-split" || a == "--tokens") {
       std::vector<int>& v = a == "--block"         ? blocks
                             : a == "--ahead"       ? aheads
                             : a == "--hold"        ? holds
                             : a == "--group-split" ? gsplits
+                            : a == "--tokens"      ? n_toks
                                                    : colds;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
         if (n < (a == "--hold" ? -1 : 0) || (a == "--block" && (n % 16 != 0 || n > kAttnBlock)) ||
-            (a == "--group-split" && (n < 1 || (kHead / kHeadKv) % n != 0))) {
+            (a == "--group-split" && (n < 1 || (kHead / kHeadKv) % n != 0)) ||
+            (a == "--tokens" && (n < 1 || n > 64))) {
           std::fprintf(stderr, "%s: '%s' is not a valid value\n", a.c_str(), x.c_str());
           return 2;
         }
@@ -373,7 +386,7 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
-               a == "--start") {
+               a == "--start" || a == "--share") {
       // Two-way lists: done,end (true: done), static,claim (true: static)
       // and off,on (true: on).
       const bool fold = a == "--fold", start = a == "--start";
@@ -383,6 +396,7 @@ int main(int argc, char** argv) {
                              : start            ? statics
                              : a == "--pin"     ? pins
                              : a == "--fold-pf" ? fold_pfs
+                             : a == "--share"   ? shares
                                                 : tapers;
       v.clear();
       for (const auto& x : split(next())) {
@@ -456,7 +470,8 @@ int main(int argc, char** argv) {
       "buffer in turn (reads come from DRAM)\n\n",
       elems * 2 / 1e9, kHead, kHeadKv, kHeadDim);
 
-  std::vector<float> q(kHead * kHeadDim), out(kHead * kHeadDim);
+  const int most_tok = *std::max_element(n_toks.begin(), n_toks.end());
+  std::vector<float> q(static_cast<size_t>(most_tok) * kHead * kHeadDim), out(q.size());
   for (size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
   std::printf("%6s %3s %-8s %-6s %4s %4s %8s %7s %9s %9s %9s %9s %10s %6s %6s\n", "ctx", "thr",
               "isa", "layout", "blk", "ahd", "pf", "layers", "KV MB", "us med", "min", "max",
@@ -532,7 +547,10 @@ int main(int argc, char** argv) {
                         for (bool fold_pf : fold_pfs)
                           for (bool stat : statics)
                             for (int gs : gsplits)
+                              for (int nt : n_toks)
+                              for (bool share : shares)
                               for (const std::string& pf : prefetches) {
+                                if (nt > ctx) continue;
                                 AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold,
                                                    fold_as_done};
                                 tune.cold_ahead = cold;
@@ -540,6 +558,7 @@ int main(int argc, char** argv) {
                                 tune.fold_prefetch = fold_pf;
                                 tune.static_start = stat;
                                 tune.group_split = gs;
+                                tune.share = share ? 0 : 1;
                                 // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                                 const std::string pf_name =
                                     (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
@@ -547,17 +566,21 @@ int main(int argc, char** argv) {
                                     (cold == 0 ? "" : "/c" + std::to_string(cold)) +
                                     (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
                                     (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
-                                    (pinned ? "/p" : "");
+                                    (nt > 1 ? "/t" + std::to_string(nt) : "") +
+                                    (share ? "" : "/x") + (pinned ? "/p" : "");
                                 AttentionCpuScratch scratch;
-                                const int32_t pos = static_cast<int32_t>(ctx - 1), seq = 0;
+                                // nt tokens of sequence 0 at the context's last positions.
+                                std::vector<int32_t> pos(static_cast<size_t>(nt)), seq(pos.size(), 0);
+                                for (int t = 0; t < nt; ++t)
+                                  pos[static_cast<size_t>(t)] = static_cast<int32_t>(ctx - nt + t);
                                 AttnArgs a;
                                 a.n_head = kHead;
                                 a.n_head_kv = kHeadKv;
                                 a.head_dim = kHeadDim;
                                 a.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-                                a.n_tok = 1;
-                                a.pos = &pos;
-                                a.seq = &seq;
+                                a.n_tok = nt;
+                                a.pos = pos.data();
+                                a.seq = seq.data();
                                 a.q = q.data();
                                 a.ldq = kHead * kHeadDim;
                                 a.out = out.data();
@@ -593,7 +616,8 @@ int main(int argc, char** argv) {
                                 if (timeline) {
                                   tl.ns.assign(
                                       static_cast<size_t>(
-                                          4 * attention_cpu_blocks(ctx, blk, taper) * kHeadKv),
+                                          4 * attention_cpu_blocks(ctx, blk, taper) * kHeadKv *
+                                          nt),
                                       -1);
                                   tt.task_ns = tl.ns.data();
                                 }

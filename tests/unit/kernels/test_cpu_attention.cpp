@@ -552,6 +552,91 @@ TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
     }
 }
 
+TEST_CASE(
+    "cpu_attention: tokens of one sequence share their common blocks: fewer tasks, the bits of "
+    "each token alone") {
+  // A verify step's or a prompt chunk's tokens (consecutive positions of one
+  // sequence) read the blocks their rows have alike once for all of them
+  // (AttnCpuTuning::share). Each token's result must be its bits alone and
+  // with sharing off, for both the rows path (many units) and split calls
+  // (AttnCpuTuning::task_ns counts the split tasks: with sharing a unit's
+  // common blocks are one task a head, so fewer), whatever the threads, the
+  // block length and the taper; windows that cross a block edge or the
+  // short-row limit (1,024) share fewer blocks or none.
+  std::mt19937 rng(41);
+  ThreadPool p1(1), p3(3), p16(16);
+  const int n_kv = 2, hd = 64;
+  const bool subset = test::sanitizer_subset();
+  int shared_calls = 0;
+  for (bool tiled : {false, true})
+    for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
+      for (int group : {1, 4, 8}) {
+        // f32 caches change the loads, not the sharing: one group (CI time).
+        if ((type == AttnKvType::F32 && group != 8) || (subset && group == 4)) continue;
+        const int n_head = group * n_kv;
+        const Cache c = make_cache(2, 2304, n_kv, hd, type, rng, false, tiled);
+        for (int p0 : {40, 1018, 1500, 2290}) {
+          Tokens tk;  // 8 tokens of sequence 1 from p0 (fewer where the cache ends), then one of 0
+          for (int p = p0; p < std::min(p0 + 8, 2304); ++p) tk.seq.push_back(1), tk.pos.push_back(p);
+          tk.seq.push_back(0), tk.pos.push_back(p0);
+          const int64_t n = static_cast<int64_t>(tk.pos.size());
+          const auto q = make_q(n, n_head, hd, 1.0f, rng);
+          const int64_t ld = int64_t{n_head} * hd + 16;
+          for (auto [blk, taper] : {std::pair{0, true}, {64, false}, {128, true}}) {
+            for (CpuIsa isa : supported_isas()) {
+              const std::string what = name(isa, c, group, "from ") + std::to_string(p0) +
+                                       " block " + std::to_string(blk) +
+                                       (taper ? "" : " uniform");
+              AttnCpuTuning on;
+              on.block = blk, on.taper = taper;
+              AttnCpuTuning off = on;
+              off.share = 1;
+              const auto shared = run_pools(c, n_head, tk, q, isa, {&p3, &p16}, what, on);
+              const auto alone_all = run_pools(c, n_head, tk, q, isa, {&p16}, what, off);
+              CHECK_MESSAGE(std::memcmp(shared.data(), alone_all.data(), shared.size() * 4) == 0,
+                            what << ": sharing changed the bits");
+              for (int64_t t = 0; t < n; ++t) {
+                if (subset && t % 3 != 0) continue;
+                const Tokens one{{tk.pos[t]}, {tk.seq[t]}};
+                const std::vector<float> q1(q.begin() + t * ld, q.begin() + (t + 1) * ld);
+                const auto alone = run_pools(c, n_head, one, q1, isa, {&p1}, "alone", on);
+                CHECK_MESSAGE(std::memcmp(alone.data(), shared.data() + t * ld, ld * 4) == 0,
+                              what << ": token " << t << " alone differs from the batch");
+              }
+              // Split calls (16 threads, 2 units of 2 rows): count the tasks.
+              auto tasks = [&](AttnCpuTuning t) {
+                std::vector<int64_t> ns(4 * 4096, -1);
+                t.task_ns = ns.data();
+                AttentionCpuScratch scratch;
+                std::vector<float> out;
+                const AttnArgs a = args(c, n_head, tk, q, out);
+                attention_cpu(p16, a, scratch, isa, t);
+                int64_t k = 0;
+                while (k < 4096 && ns[4 * k] >= 0) ++k;
+                return k;
+              };
+              if (p0 < 1000) continue;  // rows of one block or two: no split
+              int64_t expect_off = 0;
+              for (int64_t t = 0; t < n; ++t)
+                expect_off += attention_cpu_blocks(int64_t{tk.pos[t]} + 1, blk, taper) * n_kv;
+              const int64_t with = tasks(on), without = tasks(off);
+              CHECK_MESSAGE(without == expect_off, what << ": " << without << " tasks unshared");
+              // From 1,500 every window of 8 shares the blocks below its first
+              // token's last one or two.
+              if (p0 >= 1500) {
+                CHECK_MESSAGE(with < without / 2,
+                              what << ": " << with << " tasks shared, " << without << " not");
+                ++shared_calls;
+              } else {
+                CHECK_MESSAGE(with <= without, what << ": sharing added tasks");
+              }
+            }
+          }
+        }
+      }
+  CHECK(shared_calls > 0);
+}
+
 TEST_CASE("cpu_attention: the 70B shape (64 heads, 8 KV heads, head_dim 128) at 1k and 4k") {
   std::mt19937 rng(17);
   ThreadPool p1(1), p3(3), p16(16);
