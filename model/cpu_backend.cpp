@@ -42,6 +42,10 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   const int64_t blocks = attention_cpu_max_blocks(n_ctx);
   attn_scratch_.reserve(pool_->size(), static_cast<int>(c.n_head / c.n_head_kv),
                         static_cast<int>(c.head_dim), c.n_head_kv, c.n_head_kv * blocks);
+  // LS_ATTN_SHARE=n: tokens of one sequence that read a block together at
+  // most (AttnCpuTuning::share; 1: each alone): an A/B switch, the same bits.
+  if (const char* e = std::getenv("LS_ATTN_SHARE"); e && std::atoi(e) > 0)
+    attn_tune_.share = std::atoi(e);
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {
@@ -223,7 +227,7 @@ Status CpuBackend::layer(uint32_t il, const LayerView& w) {
   at.out = att_.data();
   at.ldo = E;
   at.kv = kv_.attn(il);
-  attention_cpu(*pool_, at, attn_scratch_);
+  attention_cpu(*pool_, at, attn_scratch_, cpu_isa_active(), attn_tune_);
   op_times_.lap(CpuOp::Attention);
   matmuls(att_.data(), n, {{w.wo, o_.data()}});
   op_times_.lap(CpuOp::Wo);
