@@ -572,10 +572,16 @@ TEST_CASE(
     for (AttnKvType type : {AttnKvType::F16, AttnKvType::F32})
       for (int group : {1, 4, 8}) {
         // f32 caches change the loads, not the sharing: one group (CI time).
-        if ((type == AttnKvType::F32 && group != 8) || (subset && group == 4)) continue;
+        // Under the sanitizers the engine's layout (tiled keys), groups 1
+        // and 8, a window across the short-row limit and one past it, two
+        // block settings: a sixth of the runs (38 s of ASan otherwise).
+        if ((type == AttnKvType::F32 && group != 8) ||
+            (subset && (group == 4 || !tiled || type == AttnKvType::F32)))
+          continue;
         const int n_head = group * n_kv;
         const Cache c = make_cache(2, 2304, n_kv, hd, type, rng, false, tiled);
         for (int p0 : {40, 1018, 1500, 2290}) {
+          if (subset && (p0 == 40 || p0 == 2290)) continue;
           Tokens tk;  // 8 tokens of sequence 1 from p0 (fewer where the cache ends), then one of 0
           for (int p = p0; p < std::min(p0 + 8, 2304); ++p) tk.seq.push_back(1), tk.pos.push_back(p);
           tk.seq.push_back(0), tk.pos.push_back(p0);
@@ -583,6 +589,7 @@ TEST_CASE(
           const auto q = make_q(n, n_head, hd, 1.0f, rng);
           const int64_t ld = int64_t{n_head} * hd + 16;
           for (auto [blk, taper] : {std::pair{0, true}, {64, false}, {128, true}}) {
+            if (subset && blk == 128) continue;
             for (CpuIsa isa : supported_isas()) {
               const std::string what = name(isa, c, group, "from ") + std::to_string(p0) +
                                        " block " + std::to_string(blk) +
