@@ -58,8 +58,9 @@
 // divide every block length here), each run's address from the table; the
 // arithmetic, and so the result, is the same as over a contiguous cache.
 //
-// Split: with many (token, head) rows (prefill) a task is a whole row; with
-// few (decode: one token × 8 heads) each block is a task, so one token uses
+// Split: with many (unit, head) rows (prefill) a task is a unit's rows of a
+// head; with few (decode: one token × 8 heads; a verify step's unit × 8
+// heads) each block is a task, so one token uses
 // every thread at long contexts, the tasks in block-major order (those
 // running at once read whole rows of the same positions, contiguous
 // memory). A context of at most one block length is one block: no split,
