@@ -3,9 +3,10 @@
 // attention_ref_f32 stays the oracle), at the speed of reading the cache
 // from memory.
 //
-// Work unit: (token, key/value head, block of positions). All the
-// query heads of the head's GQA group are computed together, so each key and
-// value of the head is read once per token, not once per query head; f16
+// Work unit: (token, key/value head, block of positions), or (tokens of one
+// sequence, head, block) below. All the query heads of the head's GQA group
+// are computed together, so each key and value of the head is read once per
+// token, not once per query head; f16
 // rows are converted in registers as they are read (AVX-512 _mm512_cvtph_ps,
 // AVX2+F16C _mm256_cvtph_ps, portable fp16_to_fp32), nothing converted in
 // advance.
