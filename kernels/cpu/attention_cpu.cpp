@@ -483,12 +483,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     if (u.shared(t0) > 0) widest = std::max(widest, u.size(t0));
   const int rows_max = static_cast<int>(widest) * j.group;
   const int64_t rows = a.n_tok * j.n_kv, unit_rows = n_units * j.n_kv;
-  int64_t tasks = 0;
-  for (int64_t t0 = 0; t0 < a.n_tok; t0 += u.size(t0)) {
-    tasks += u.shared(t0) * j.n_kv;
-    for (int64_t t = t0; t < t0 + u.size(t0); ++t)
-      tasks += (n_blocks(j, a.pos[t]) - u.shared(t0)) * j.n_kv;
-  }
+  // A split call's tasks (laid out here either way: the count decides).
+  const int64_t n_seg = lay_tasks(j, u);
+  const int64_t tasks = u.seg_start()[n_seg];
   // Split rows into blocks only when a unit's rows alone leave threads idle
   // (fewer than 4 per thread: rows differ in length) and some row has more
   // than one block. The results are the same either way (the fold is the
@@ -499,7 +496,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                   a.n_tok);
   if (!split) {
     // Task r: the rows of head r mod n_kv of the (r / n_kv)-th unit (their
-    // first tokens listed where a split call's segments go).
+    // first tokens listed over the split layout's segments, unused here).
     struct Rows {
       const Job* j;
       const Units* u;
@@ -521,8 +518,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // head's 1/n_head_kv of rows spread over the whole context (whose
   // neighbours the hardware prefetchers would fetch for nothing). A row's
   // partials are folded in block order, as its blocks finish (Split::one).
-  const int64_t n_seg = lay_tasks(j, u);
-  assert(u.seg_start()[n_seg] == tasks);
   AttentionCpuScratch::RowFold* fold = scratch.fold();
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int nb = n_blocks(j, a.pos[t]);
