@@ -31,9 +31,8 @@ void AttentionCpuScratch::reserve(int threads, int group, int head_dim, int64_t 
     // Scores, the running state, the block's partial, a token's own state
     // and the transposed queries; rounded to 16 floats so threads do not
     // share cache lines.
-    per_thread_ = (scores_floats() + 3 * triple_floats() + int64_t{group_} * head_dim_ +
-                   2 * int64_t{kAttnBlock + kAttnKTile} * head_dim_ + 15) /
-                  16 * 16;
+    per_thread_ =
+        (scores_floats() + 3 * triple_floats() + int64_t{group_} * head_dim_ + 15) / 16 * 16;
     thread_.assign(static_cast<size_t>(threads_ * per_thread_), 0.0f);
     split_floats_ = 0;  // the triple grew: resize below
     split_.clear();
@@ -121,7 +120,6 @@ struct Job {
   int cold_ahead;    // of a cold block (AttnCpuTuning::cold_ahead; 0: ahead)
   int prefetch;      // kAttnPf* bits
   int64_t kv_bytes;  // of one element
-  bool widen;        // AttnCpuTuning::widen
 };
 
 int n_blocks(const Job& j, int32_t pos) {
@@ -192,7 +190,6 @@ void run_block(const Job& j, BlockId id, BlockId next, int thread, float* triple
   ba.scale = a.scale;
   ba.scores = j.s->scores(thread);
   ba.q_t = j.s->q_t(thread);
-  ba.wide = j.widen ? j.s->wide(thread) : nullptr;
   ba.triple = triple;
   j.block(ba);
 }
@@ -457,7 +454,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // A key row layout keeps its own (short) distance for every block.
   j.cold_ahead = a.kv.k_tiled ? std::max(0, tune.cold_ahead) : 0;
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
-  j.widen = tune.widen;
   switch (attention_cpu_isa(isa, a.head_dim)) {
     case CpuIsa::Avx512:
       j.block = attention_block_avx512;

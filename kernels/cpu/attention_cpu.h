@@ -223,15 +223,6 @@ struct AttnCpuTuning {
   // (each token reads its blocks alone); 0: the default, kAttnShareRows
   // query rows (at least one token).
   int share = 0;
-  // A shared f16 block converted to f32 once (attention_cpu_body.h's
-  // block_widened) rather than by each of its tokens' loops. The same bits.
-  // Off by default: on the 2-core dev machine (Zen, AVX2) a verify step's 8
-  // tokens of a 70b layer took 12.8-13.2 ms at 4k and 49.3 at 16k with it,
-  // 10.1-12.6 and 40.2-41.1 without (the fastest of 9 calls, two rounds;
-  // bench/results/2026-12-07-s53.md): the f32 copy doubles what the loops
-  // read from L2. On the Xeon, whose f16 conversion takes two uops on the
-  // FMA ports, not measured yet (ls_bench_cpu_attention --widen on,off).
-  bool widen = false;
 };
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
@@ -258,9 +249,6 @@ class AttentionCpuScratch {
   float* own(int thread) { return part(thread) + triple_floats(); }
   // (head_dim, group): the group's queries transposed, for tiled keys.
   float* q_t(int thread) { return own(thread) + triple_floats(); }
-  // A shared f16 block's keys and values in f32: 2 · (kAttnBlock +
-  // kAttnKTile) · head_dim floats.
-  float* wide(int thread) { return q_t(thread) + int64_t{group_} * head_dim_; }
   // Split path: task i's partial triple and whether it is done, each row's
   // fold (below).
   float* split_part(int64_t i) { return split_.data() + i * triple_floats(); }

@@ -69,10 +69,6 @@ struct AttnBlockArgs {
   int next_runs = 0;
   int64_t next_run_bytes = 0, next_last_bytes = 0;
   float* scores = nullptr;  // (tokens · group, kAttnBlock) scratch
-  // An f16 block of several tokens converted to f32 once, here (scratch of
-  // 2 · (kAttnBlock + kAttnKTile) · head_dim floats; null: converted as
-  // read, by each token's loops: AttnCpuTuning::widen).
-  float* wide = nullptr;
   float* q_t = nullptr;     // (head_dim, 8) scratch: a run's q transposed (tiled keys)
   // The partial triple, out: m (R), l (R), acc (R, head_dim), contiguous in
   // that order, R = tokens · group.

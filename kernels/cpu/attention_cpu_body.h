@@ -368,64 +368,9 @@ LS_ATTN_TARGET void block_typed(const AttnBlockArgs& a) {
   }
 }
 
-// An f16 block of several tokens (AttnBlockArgs::wide): its keys and values
-// converted to f32 once, into the thread's scratch in the same layout (key
-// tiles whole, or rows of head_dim; one run), then the f32 body over them.
-// Each token's scores and each run of rows of the value loop otherwise
-// convert every element again (8 tokens of a 70b's group: 8 and 8 times),
-// and a conversion takes the FMA ports' slots. The values are the same f32
-// numbers either way, so the same bits.
-// elems (a multiple of V::W) f16 values to f32. (A function, not a lambda:
-// clang gives a lambda no target attribute of the function around it.)
-template <class V>
-LS_ATTN_TARGET inline void convert_f16(const uint16_t* from, float* to, int64_t elems) {
-  for (int64_t i = 0; i < elems; i += V::W) V::store(to + i, V::load(from + i));
-}
-
-template <class V>
-LS_ATTN_TARGET void block_widened(const AttnBlockArgs& a) {
-  const int hd = a.head_dim, n = a.n_pos;
-  float* const wk = a.wide;
-  float* const wv = a.wide + int64_t{kAttnBlock + kAttnKTile} * hd;
-  // Rows (or key tiles) one at a time, each prefetched a few ahead.
-  constexpr int kAhead = 4;
-  const int64_t tile = int64_t{kAttnKTile} * hd;
-  if (a.k_tiled) {
-    const int tiles = (n + kAttnKTile - 1) / kAttnKTile;
-    for (int i = 0; i < tiles; ++i) {
-      if (i + kAhead < tiles)
-        prefetch_row<V>(kv_row<uint16_t>(a, a.k_run, (i + kAhead) * kAttnKTile), tile * 2, false);
-      convert_f16<V>(kv_row<uint16_t>(a, a.k_run, i * kAttnKTile), wk + i * tile, tile);
-    }
-  } else {
-    for (int p = 0; p < n; ++p) {
-      if (p + kAhead * 4 < n)
-        prefetch_row<V>(kv_row<uint16_t>(a, a.k_run, p + kAhead * 4), int64_t{hd} * 2, false);
-      convert_f16<V>(kv_row<uint16_t>(a, a.k_run, p), wk + int64_t{p} * hd, hd);
-    }
-  }
-  for (int p = 0; p < n; ++p) {
-    if (p + kAhead * 4 < n)
-      prefetch_row<V>(kv_row<uint16_t>(a, a.v_run, p + kAhead * 4), int64_t{hd} * 2, false);
-    convert_f16<V>(kv_row<uint16_t>(a, a.v_run, p), wv + int64_t{p} * hd, hd);
-  }
-  AttnBlockArgs w = a;
-  w.type = AttnKvType::F32;
-  w.k_run[0] = wk;
-  w.v_run[0] = wv;
-  w.run_shift = 30;
-  w.ld_pos = hd;
-  // The block is in cache now: only the next block's keys are worth fetching.
-  w.prefetch = a.prefetch & kAttnPfNextKeys;
-  block_typed<V, float>(w);
-}
-
 template <class V>
 LS_ATTN_TARGET void attn_block(const AttnBlockArgs& a) {
-  if (a.type == AttnKvType::F16) {
-    if (a.tokens > 1 && a.wide) return block_widened<V>(a);
-    return block_typed<V, uint16_t>(a);
-  }
+  if (a.type == AttnKvType::F16) return block_typed<V, uint16_t>(a);
   return block_typed<V, float>(a);
 }
 

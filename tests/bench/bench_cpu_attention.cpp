@@ -51,9 +51,7 @@
 // prefetch column. The KV MB and GB/s count the cache once, as the distinct
 // bytes. --share on,off: those tokens read the blocks their rows have
 // alike once for all (AttnCpuTuning::share, the default) or each alone
-// ("/x" in the prefetch column). --widen on,off: a shared block converted
-// to f32 once (AttnCpuTuning::widen; "/w1" in the prefetch column) or by
-// each token's loops (the default).
+// ("/x" in the prefetch column).
 //
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
@@ -85,7 +83,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
-//          [--group-split 1,2] [--tokens 1,8] [--share on,off] [--widen on,off]
+//          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -330,8 +328,7 @@ int main(int argc, char** argv) {
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
-  std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true},
-                    widens = {false};  // the kernel's defaults
+  std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true};  // the kernel's defaults
   std::vector<int> n_toks = {1};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
@@ -389,7 +386,7 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
-               a == "--start" || a == "--share" || a == "--widen") {
+               a == "--start" || a == "--share") {
       // Two-way lists: done,end (true: done), static,claim (true: static)
       // and off,on (true: on).
       const bool fold = a == "--fold", start = a == "--start";
@@ -400,7 +397,6 @@ int main(int argc, char** argv) {
                              : a == "--pin"     ? pins
                              : a == "--fold-pf" ? fold_pfs
                              : a == "--share"   ? shares
-                             : a == "--widen"   ? widens
                                                 : tapers;
       v.clear();
       for (const auto& x : split(next())) {
@@ -553,7 +549,6 @@ int main(int argc, char** argv) {
                             for (int gs : gsplits)
                               for (int nt : n_toks)
                               for (bool share : shares)
-                              for (bool widen : widens)
                               for (const std::string& pf : prefetches) {
                                 if (nt > ctx) continue;
                                 AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold,
@@ -564,7 +559,6 @@ int main(int argc, char** argv) {
                                 tune.static_start = stat;
                                 tune.group_split = gs;
                                 tune.share = share ? 0 : 1;
-                                tune.widen = widen;
                                 // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                                 const std::string pf_name =
                                     (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
@@ -573,8 +567,7 @@ int main(int argc, char** argv) {
                                     (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
                                     (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
                                     (nt > 1 ? "/t" + std::to_string(nt) : "") +
-                                    (share ? "" : "/x") + (widen ? "/w1" : "") +
-                                    (pinned ? "/p" : "");
+                                    (share ? "" : "/x") + (pinned ? "/p" : "");
                                 AttentionCpuScratch scratch;
                                 // nt tokens of sequence 0 at the context's last positions.
                                 std::vector<int32_t> pos(static_cast<size_t>(nt)), seq(pos.size(), 0);
