@@ -569,6 +569,15 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     return make_error("cuda backend: head_dim %u is not a multiple of 32 up to %d", c.head_dim,
                       kAttentionMaxHeadDim);
   LS_CUDA_TRY(cudaSetDevice(0));
+  // LS_L2_FETCH=32|64|128: the L2's largest fetch from device memory, in
+  // bytes (cudaLimitMaxL2FetchGranularity, a hint); not set: the driver's.
+  // An A/B (session 54): the weights are read whole, once a step.
+  if (const char* e = std::getenv("LS_L2_FETCH")) {
+    const int v = std::atoi(e);
+    if (v != 32 && v != 64 && v != 128)
+      return make_error("LS_L2_FETCH=%s: want 32, 64 or 128 (bytes)", e);
+    LS_CUDA_TRY(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, static_cast<size_t>(v)));
+  }
   LS_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
 
   // Weights: one arena, each tensor 256-aligned; tied output shares token_embd.
