@@ -1,0 +1,44 @@
+#!/bin/bash
+# Session 54, call 9: issue 20, the 8b Q4_K_M resident decode with two new
+# A/B switches: the direct GEMV's weight loads with the streaming hint
+# (LS_GEMV_STREAM=1: ld.global.cs) and the L2's fetch granularity
+# (LS_L2_FETCH=128). The new binary's direct GEMVs also compile to fewer
+# registers by default (Q4_K 80 against 109: ptxas, scripts/kernel_regs.py),
+# so the base binary (f3af8ba, .gpubin/bin-base.txz) runs beside it.
+# Settings alternated, three rounds; then the GPU tests of the GEMVs with
+# the hint on and off; then 8b Q8_0 (staged GEMV: only the fetch applies).
+# Run: OUT=$OUT LIMIT=400 bash bench/results/raw-2026-12-07-s54/call9/run.sh $PWD
+#      (timeout 430; carry .gpubin/bin.txz .gpubin/bin-base.txz)
+set -u
+R=$1; O=$OUT/r; LIMIT=${LIMIT:-400}
+. "$R/scripts/gpu_call_lib.sh"
+unpack_bins
+B0=/tmp/b0; mkdir -p $B0; tar -xJf "$R/.gpubin/bin-base.txz" -C $B0 || exit 2
+timeout 90 $B/layerstream synth -q -o $M/8b-q4_k_m.gguf --preset 8b --quant q4_k_m > $O/synth.txt 2>&1
+echo "synth rc=$?"; el
+S=("$B0/layerstream|LS_X=1" "$B/layerstream|LS_X=1" "$B/layerstream|LS_GEMV_STREAM=1"
+   "$B/layerstream|LS_L2_FETCH=128" "$B/layerstream|LS_GEMV_STREAM=1 LS_L2_FETCH=128")
+N=(base new new-stream new-l2f128 new-both)
+runs() {  # model tag rounds settings...
+  local m=$1 tag=$2 rounds=$3 r i; shift 3
+  for r in $(seq $rounds); do
+    for i in "$@"; do
+      left 25 || return 0
+      local bin=${S[$i]%%|*} env=${S[$i]#*|} f=$O/$tag-${N[$i]}-$r.txt
+      env $env timeout 60 $bin bench -m $m -n 128 > $f 2>&1
+      echo "$tag round $r ${N[$i]}: $(rate $f)"
+    done
+  done
+}
+runs $M/8b-q4_k_m.gguf q4km 3 0 1 2 3 4; el; pack
+left 120 && {
+  timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests.txt 2>&1
+  echo "tests rc=$?"; grep -E "test cases|assertions" $O/tests.txt
+  LS_GEMV_STREAM=1 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests-stream.txt 2>&1
+  echo "tests (stream) rc=$?"; grep -E "test cases|assertions" $O/tests-stream.txt; el; pack
+}
+left 100 && {
+  timeout 90 $B/layerstream synth -q -o $M/8b-q8_0.gguf --preset 8b --quant q8_0 > $O/synth8.txt 2>&1
+  echo "synth q8_0 rc=$?"; runs $M/8b-q8_0.gguf q80 2 0 1 3; el
+}
+finish
