@@ -4,17 +4,29 @@
 # (LS_GEMV_STREAM=1: ld.global.cs) and the L2's fetch granularity
 # (LS_L2_FETCH=128). The new binary's direct GEMVs also compile to fewer
 # registers by default (Q4_K 80 against 109: ptxas, scripts/kernel_regs.py),
-# so the base binary (f3af8ba, .gpubin/bin-base.txz) runs beside it.
-# Settings alternated, three rounds; then the GPU tests of the GEMVs with
-# the hint on and off; then 8b Q8_0 (staged GEMV: only the fetch applies).
-# Run: OUT=$OUT LIMIT=400 bash bench/results/raw-2026-12-07-s54/call9/run.sh $PWD
-#      (timeout 430; carry .gpubin/bin.txz .gpubin/bin-base.txz)
+# so the base binary (f3af8ba's layerstream, .gpubin/bin-base.txz) runs
+# beside it. The tree and both binaries exceed what a call carries, so two
+# calls on one warm machine: PHASE=new (carry .gpubin/bin.txz): the new
+# binary's four settings alternated, three rounds, and the GPU tests of the
+# GEMVs with the hint on and off; PHASE=base (carry .gpubin/bin-base.txz,
+# the new binary still in /tmp/b from the first): base against new,
+# alternated, three rounds, then 8b Q8_0 (staged GEMV: only the fetch
+# applies) base, new, new with the fetch at 128.
+# Run: PHASE=new OUT=$OUT LIMIT=400 bash bench/results/raw-2026-12-07-s54/call9/run.sh $PWD
+#      (timeout 430; carry .gpubin/bin.txz), then PHASE=base (carry .gpubin/bin-base.txz)
 set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-400}
 . "$R/scripts/gpu_call_lib.sh"
-unpack_bins
-B0=/tmp/b0; mkdir -p $B0; tar -xJf "$R/.gpubin/bin-base.txz" -C $B0 || exit 2
-timeout 90 $B/layerstream synth -q -o $M/8b-q4_k_m.gguf --preset 8b --quant q4_k_m > $O/synth.txt 2>&1
+PHASE=${PHASE:-new}
+B0=/tmp/b0; mkdir -p $M $O
+if [ $PHASE = new ]; then
+  unpack_bins
+else
+  mkdir -p $B0; tar -xJf "$R/.gpubin/bin-base.txz" -C $B0 || exit 2
+  [ -x $B/layerstream ] || { echo "no new binary in $B: run PHASE=new first on this machine"; exit 2; }
+  nvidia-smi --query-gpu=name --format=csv,noheader; el
+fi
+[ -f $M/8b-q4_k_m.gguf ] || timeout 90 $B/layerstream synth -q -o $M/8b-q4_k_m.gguf --preset 8b --quant q4_k_m > $O/synth.txt 2>&1
 echo "synth rc=$?"; el
 S=("$B0/layerstream|LS_X=1" "$B/layerstream|LS_X=1" "$B/layerstream|LS_GEMV_STREAM=1"
    "$B/layerstream|LS_L2_FETCH=128" "$B/layerstream|LS_GEMV_STREAM=1 LS_L2_FETCH=128")
@@ -30,15 +42,19 @@ runs() {  # model tag rounds settings...
     done
   done
 }
-runs $M/8b-q4_k_m.gguf q4km 3 0 1 2 3 4; el; pack
+if [ $PHASE = new ]; then
+runs $M/8b-q4_k_m.gguf q4km 3 1 2 3 4; el; pack
 left 120 && {
   timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests.txt 2>&1
   echo "tests rc=$?"; grep -E "test cases|assertions" $O/tests.txt
   LS_GEMV_STREAM=1 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests-stream.txt 2>&1
   echo "tests (stream) rc=$?"; grep -E "test cases|assertions" $O/tests-stream.txt; el; pack
 }
+else
+runs $M/8b-q4_k_m.gguf q4km 3 0 1; el; pack
 left 100 && {
   timeout 90 $B/layerstream synth -q -o $M/8b-q8_0.gguf --preset 8b --quant q8_0 > $O/synth8.txt 2>&1
   echo "synth q8_0 rc=$?"; runs $M/8b-q8_0.gguf q80 2 0 1 3; el
 }
+fi
 finish
