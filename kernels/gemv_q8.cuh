@@ -36,10 +36,6 @@ struct GemvQ8Params {
   // lane): its first tile's loads issued before the PDL wait, a kernel of
   // its own (kernels/gemv_q8.cu); an error with any other shape.
   bool early = false;
-  // The direct form's weight loads with the streaming hint (ld.global.cs:
-  // evict first in L1 and L2; kernels/gemv_q8.cu's ldw): an A/B
-  // (LS_GEMV_STREAM=1), not measured yet. The same bits.
-  bool stream = false;
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
   // of (w, y, n_out) above, then those of each more[i].

@@ -499,13 +499,6 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
         return e && std::string(e) == "1";
       }();
       p.early = early && p.lane_blocks != 1;
-      // The weights' loads with the streaming hint (GemvQ8Params::stream):
-      // LS_GEMV_STREAM=1 (an A/B, session 54).
-      static const bool stream_hint = [] {
-        const char* e = std::getenv("LS_GEMV_STREAM");
-        return e && std::string(e) == "1";
-      }();
-      p.stream = stream_hint;
     }
     for (int i = 0; i < n_more; ++i) {
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};
