@@ -312,13 +312,14 @@ struct V5<GgmlType::Q6_K> {
 // Each in two steps: load (the lane's raw bytes of one row into registers)
 // and decode (from those registers), so the direct form can issue a tile's
 // loads before the PDL wait (GemvQ8Params::early); decode2 is the two.
-// A weight word, loaded with the streaming hint (ld.global.cs: evict first
-// in L1 and L2): the weights are read once a step, x and the activations
-// again and again. Session 54 (H100, 8b Q4_K_M, the same code otherwise):
-// +1.3-2.2 % tok/s.
-template <class W>
+// A weight word: from global memory (kGlobal: the direct form) with the
+// streaming hint (ld.global.cs: evict first in L1 and L2), as the weights
+// are read once a step and x and the activations again and again; from a
+// shared-memory stage (the staged form) a plain load.
+template <bool kGlobal, class W>
 __device__ __forceinline__ W ldw(const W* p) {
-  return __ldcs(p);
+  if constexpr (kGlobal) return __ldcs(p);
+  return *p;
 }
 
 template <GgmlType T>
@@ -331,12 +332,13 @@ struct V5Pair<GgmlType::Q4_K> {
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 2 * j, s1 = 2 * j + 1;
   }
+  template <bool kGlobal>
   static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q4_K>::kBlockBytes * (lane >> 2);
     const uint4* qs = reinterpret_cast<const uint4*>(blk + 16 + 32 * (lane & 3));
-    r.hd = ldw(reinterpret_cast<const uint4*>(blk));
-    r.q0 = ldw(qs);
-    r.q1 = ldw(qs + 1);
+    r.hd = ldw<kGlobal>(reinterpret_cast<const uint4*>(blk));
+    r.q0 = ldw<kGlobal>(qs);
+    r.q1 = ldw<kGlobal>(qs + 1);
   }
   static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
     const int j = lane & 3;
@@ -358,15 +360,16 @@ struct V5Pair<GgmlType::Q5_K> {
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 2 * j, s1 = 2 * j + 1;
   }
+  template <bool kGlobal>
   static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q5_K>::kBlockBytes * (lane >> 2);
     const uint4* qh = reinterpret_cast<const uint4*>(blk + 16);
     const uint4* qs = reinterpret_cast<const uint4*>(blk + 48 + 32 * (lane & 3));
-    r.hd = ldw(reinterpret_cast<const uint4*>(blk));
-    r.h0 = ldw(qh);
-    r.h1 = ldw(qh + 1);
-    r.q0 = ldw(qs);
-    r.q1 = ldw(qs + 1);
+    r.hd = ldw<kGlobal>(reinterpret_cast<const uint4*>(blk));
+    r.h0 = ldw<kGlobal>(qh);
+    r.h1 = ldw<kGlobal>(qh + 1);
+    r.q0 = ldw<kGlobal>(qs);
+    r.q1 = ldw<kGlobal>(qs + 1);
   }
   static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
     const int j = lane & 3;
@@ -393,6 +396,7 @@ struct V5Pair<GgmlType::Q6_K> {
   static __device__ __forceinline__ void subs(int j, int& s0, int& s1) {
     s0 = 4 * (j >> 1) + (j & 1), s1 = s0 + 2;
   }
+  template <bool kGlobal>
   static __device__ __forceinline__ void load(const uint8_t* t, int lane, Raw& r) {
     const uint8_t* blk = t + V5<GgmlType::Q6_K>::kBlockBytes * (lane >> 2);
     const int j = lane & 3, h = j >> 1, jj = j & 1, s0 = 4 * h + jj;
@@ -401,10 +405,10 @@ struct V5Pair<GgmlType::Q6_K> {
     const uint32_t* ql = reinterpret_cast<const uint32_t*>((a + 64 * h + 32 * jj) & ~uintptr_t(3));
     const uint32_t* qh = reinterpret_cast<const uint32_t*>((a + 128 + 32 * h) & ~uintptr_t(3));
 #pragma unroll
-    for (int i = 0; i < 9; ++i) r.ql[i] = ldw(ql + i), r.qh[i] = ldw(qh + i);
-    r.sc0 = ldw(reinterpret_cast<const unsigned short*>(blk + 192 + 2 * s0));
-    r.sc1 = ldw(reinterpret_cast<const unsigned short*>(blk + 192 + 2 * (s0 + 2)));
-    r.d = ldw(reinterpret_cast<const unsigned short*>(blk + 208));
+    for (int i = 0; i < 9; ++i) r.ql[i] = ldw<kGlobal>(ql + i), r.qh[i] = ldw<kGlobal>(qh + i);
+    r.sc0 = ldw<kGlobal>(reinterpret_cast<const unsigned short*>(blk + 192 + 2 * s0));
+    r.sc1 = ldw<kGlobal>(reinterpret_cast<const unsigned short*>(blk + 192 + 2 * (s0 + 2)));
+    r.d = ldw<kGlobal>(reinterpret_cast<const unsigned short*>(blk + 208));
   }
   static __device__ __forceinline__ void decode(const Raw& r, int lane, Dec& d0, Dec& d1) {
     const int jj = lane & 1;
@@ -420,10 +424,11 @@ struct V5Pair<GgmlType::Q6_K> {
     d0.a = d1.a = __half2float(__ushort_as_half(static_cast<unsigned short>(r.d)));
   }
 };
-template <GgmlType T>
+// kGlobal: t is in global memory (the direct form), else a shared stage.
+template <GgmlType T, bool kGlobal>
 __device__ __forceinline__ void decode2(const uint8_t* t, int lane, Dec& d0, Dec& d1) {
   typename V5Pair<T>::Raw r;
-  V5Pair<T>::load(t, lane, r);
+  V5Pair<T>::template load<kGlobal>(t, lane, r);
   V5Pair<T>::decode(r, lane, d0, d1);
 }
 
@@ -566,7 +571,7 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
     if (my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
 #pragma unroll
       for (int r = 0; r < kPre; ++r)
-        V5Pair<T>::load(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
+        V5Pair<T>::template load<true>(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
       preloaded = true;
     }
   }
@@ -618,9 +623,9 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
             if (r < kPre && preloaded && i == 0)
               V5Pair<T>::decode(raw[r < kPre ? r : 0], lane, d[0], d[1]);
             else
-              decode2<T>(tile_src(r), lane, d[0], d[1]);
+              decode2<T, kDirect>(tile_src(r), lane, d[0], d[1]);
           } else {
-            decode2<T>(tile_src(r), lane, d[0], d[1]);
+            decode2<T, kDirect>(tile_src(r), lane, d[0], d[1]);
           }
 #pragma unroll
           for (int t = 0; t < NT; ++t)
