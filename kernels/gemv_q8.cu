@@ -315,7 +315,10 @@ struct V5<GgmlType::Q6_K> {
 // A weight word: from global memory (kGlobal: the direct form) with the
 // streaming hint (ld.global.cs: evict first in L1 and L2), as the weights
 // are read once a step and x and the activations again and again; from a
-// shared-memory stage (the staged form) a plain load.
+// shared-memory stage (the staged form) a plain load. Session 54 (H100,
+// 8b Q4_K_M decode, the same registers as before): 450.9-452.1 tok/s
+// against 438.8-440.8 with plain loads, 69.1-69.4 % of the bound against
+// 67.4-67.7 %.
 template <bool kGlobal, class W>
 __device__ __forceinline__ W ldw(const W* p) {
   if constexpr (kGlobal) return __ldcs(p);
