@@ -12,6 +12,9 @@
 # the new binary still in /tmp/b from the first): base against new,
 # alternated, three rounds, then 8b Q8_0 (staged GEMV: only the fetch
 # applies) base, new, new with the fetch at 128.
+# Call 11 (the L2 fetch at 128 by default): SKIP_RUNS=1 SKIP_TESTS=1
+# PHASE=new (unpack only), then ROUNDS=5 LONG=1 PHASE=base (also after a
+# 16k prompt, base and new, one each).
 # Call 10 (the hint always on, no switch; the same registers as the base):
 # SKIP_RUNS=1 PHASE=new (tests only), then WITH_L2F=1 PHASE=base.
 # Run: PHASE=new OUT=$OUT LIMIT=400 bash bench/results/raw-2026-12-07-s54/call9/run.sh $PWD
@@ -46,14 +49,21 @@ runs() {  # model tag rounds settings...
 }
 if [ $PHASE = new ]; then
 [ -n "${SKIP_RUNS:-}" ] || { runs $M/8b-q4_k_m.gguf q4km 3 1 2 3 4; el; pack; }
-left 120 && {
+[ -n "${SKIP_TESTS:-}" ] || left 120 && [ -z "${SKIP_TESTS:-}" ] && {
   timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests.txt 2>&1
   echo "tests rc=$?"; grep -E "test cases|assertions" $O/tests.txt
   LS_GEMV_STREAM=1 timeout 60 $B/ls_gpu_tests -tc="cuda matmul: gemv v5*,decode fused*,cuda matmul: model-sized*" > $O/tests-stream.txt 2>&1
   echo "tests (stream) rc=$?"; grep -E "test cases|assertions" $O/tests-stream.txt; el; pack
 }
 else
-runs $M/8b-q4_k_m.gguf q4km 3 0 1 ${WITH_L2F:+3}; el; pack
+runs $M/8b-q4_k_m.gguf q4km ${ROUNDS:-3} 0 1 ${WITH_L2F:+3}; el; pack
+[ -n "${LONG:-}" ] && left 90 && {
+  for i in 0 1; do
+    f=$O/q4km16k-${N[$i]}.txt
+    env ${S[$i]#*|} timeout 80 ${S[$i]%%|*} bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $f 2>&1
+    echo "q4km after 16k ${N[$i]}: $(rate $f)"
+  done; el; pack
+}
 left 100 && {
   timeout 90 $B/layerstream synth -q -o $M/8b-q8_0.gguf --preset 8b --quant q8_0 > $O/synth8.txt 2>&1
   echo "synth q8_0 rc=$?"; runs $M/8b-q8_0.gguf q80 2 0 1 3; el
