@@ -12,6 +12,8 @@
 # the new binary still in /tmp/b from the first): base against new,
 # alternated, three rounds, then 8b Q8_0 (staged GEMV: only the fetch
 # applies) base, new, new with the fetch at 128.
+# Call 12 (.L2::256B on the direct loads; the base is now call 11's new
+# binary, acf9fb3): as call 11.
 # Call 11 (the L2 fetch at 128 by default): SKIP_RUNS=1 SKIP_TESTS=1
 # PHASE=new (unpack only), then ROUNDS=5 LONG=1 PHASE=base (also after a
 # 16k prompt, base and new, one each).
