@@ -319,35 +319,9 @@ struct V5<GgmlType::Q6_K> {
 // 8b Q4_K_M decode, the same registers as before): 450.9-452.1 tok/s
 // against 438.8-440.8 with plain loads, 69.1-69.4 % of the bound against
 // 67.4-67.7 %.
-// The global loads also ask the L2 to fetch the 256 bytes around the word
-// (.L2::256B): a warp's rows are read whole, in runs of 1-2 KB.
-template <bool kGlobal>
-__device__ __forceinline__ uint4 ldw(const uint4* p) {
-  if constexpr (kGlobal) {
-    uint4 r;
-    asm("ld.global.cs.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-        : "l"(p));
-    return r;
-  }
-  return *p;
-}
-template <bool kGlobal>
-__device__ __forceinline__ uint32_t ldw(const uint32_t* p) {
-  if constexpr (kGlobal) {
-    uint32_t r;
-    asm("ld.global.cs.L2::256B.u32 %0, [%1];" : "=r"(r) : "l"(p));
-    return r;
-  }
-  return *p;
-}
-template <bool kGlobal>
-__device__ __forceinline__ unsigned short ldw(const unsigned short* p) {
-  if constexpr (kGlobal) {
-    unsigned short r;
-    asm("ld.global.cs.L2::256B.u16 %0, [%1];" : "=h"(r) : "l"(p));
-    return r;
-  }
+template <bool kGlobal, class W>
+__device__ __forceinline__ W ldw(const W* p) {
+  if constexpr (kGlobal) return __ldcs(p);
   return *p;
 }
 
