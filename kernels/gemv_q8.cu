@@ -535,6 +535,9 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
   const int my_tiles = warp < n_tiles ? (n_tiles - warp + n_warps - 1) / n_warps : 0;
 
   // Copy tile `tile` of the KR rows into stage st; one commit group per tile.
+  // The weights under the L2's evict-first policy, as the direct form's
+  // streaming loads (ldw).
+  const uint64_t policy = kDirect ? 0 : l2_evict_first_policy();
   auto issue = [&](int tile, uint8_t* st) {
     const int64_t off = static_cast<int64_t>(tile) * kTB;
     const int64_t len = row_bytes - off < kTB ? row_bytes - off : kTB;
@@ -544,7 +547,8 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
       const uintptr_t a0 = g0 & ~uintptr_t(15);
       const int n16 = static_cast<int>((g0 + len - a0 + 15) >> 4);
       for (int c = lane; c < n16; c += 32)
-        cp_async16(st + r * kSR + 16 * c, reinterpret_cast<const void*>(a0 + 16 * uintptr_t(c)));
+        cp_async16_evict_first(st + r * kSR + 16 * c,
+                               reinterpret_cast<const void*>(a0 + 16 * uintptr_t(c)), policy);
     }
     cp_async_commit();
   };

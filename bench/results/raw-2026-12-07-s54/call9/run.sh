@@ -12,6 +12,8 @@
 # the new binary still in /tmp/b from the first): base against new,
 # alternated, three rounds, then 8b Q8_0 (staged GEMV: only the fetch
 # applies) base, new, new with the fetch at 128.
+# Call 13 (the staged GEMV's cp.async under an L2 evict-first policy; base
+# acf9fb3): PHASE=new (tests), then ROUNDS=1 Q80_ROUNDS=4 PHASE=base.
 # Call 12 (.L2::256B on the direct loads; the base is now call 11's new
 # binary, acf9fb3): as call 11.
 # Call 11 (the L2 fetch at 128 by default): SKIP_RUNS=1 SKIP_TESTS=1
@@ -68,7 +70,7 @@ runs $M/8b-q4_k_m.gguf q4km ${ROUNDS:-3} 0 1 ${WITH_L2F:+3}; el; pack
 }
 left 100 && {
   timeout 90 $B/layerstream synth -q -o $M/8b-q8_0.gguf --preset 8b --quant q8_0 > $O/synth8.txt 2>&1
-  echo "synth q8_0 rc=$?"; runs $M/8b-q8_0.gguf q80 2 0 1 3; el
+  echo "synth q8_0 rc=$?"; runs $M/8b-q8_0.gguf q80 ${Q80_ROUNDS:-2} 0 1 3; el
 }
 fi
 finish
