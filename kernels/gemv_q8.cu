@@ -536,7 +536,9 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 
   // Copy tile `tile` of the KR rows into stage st; one commit group per tile.
   // The weights under the L2's evict-first policy, as the direct form's
-  // streaming loads (ldw).
+  // streaming loads (ldw). Session 54 (H100, 8b Q8_0 decode): 313.5-314.1
+  // tok/s against 307.7-308.0 without it, 83.3-83.9 % of the bound against
+  // 82.1-82.4 %.
   const uint64_t policy = kDirect ? 0 : l2_evict_first_policy();
   auto issue = [&](int tile, uint8_t* st) {
     const int64_t off = static_cast<int64_t>(tile) * kTB;
