@@ -52,6 +52,7 @@
 #include "model/kv_blocks.h"
 #include "model/kv_cache.h"
 #include "runtime/cuda_util.cuh"
+#include "runtime/env.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -576,10 +577,10 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
   // 307.9-308.2 (Q8_0). LS_L2_FETCH=32|64|128 sets another, 0 leaves the
   // driver's (A/B).
   {
-    const char* e = std::getenv("LS_L2_FETCH");
-    const int v = e ? std::atoi(e) : 128;
+    const int64_t v = env_int("LS_L2_FETCH", 128, 0);
     if (v != 0 && v != 32 && v != 64 && v != 128)
-      return make_error("LS_L2_FETCH=%s: want 0 (the driver's), 32, 64 or 128 (bytes)", e);
+      return make_error("LS_L2_FETCH=%lld: want 0 (the driver's), 32, 64 or 128 (bytes)",
+                        static_cast<long long>(v));
     if (v != 0)
       LS_CUDA_TRY(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, static_cast<size_t>(v)));
   }
