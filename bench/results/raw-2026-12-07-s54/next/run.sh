@@ -9,7 +9,10 @@
 #   PHASE=main (carry .gpubin/bin.txz): the runs below
 # (1) 8b Q4_K_M and Q8_0 resident: `layerstream bench -n 128` (default;
 #     LS_L2_FETCH=0: the L2's fetch left to the driver) and llama-bench
-#     -p 0 -n 128 -ngl 99 -r 3, alternated, three rounds.
+#     -p 0 -n 128 -ngl 99 -r 3, alternated, three rounds; for Q4_K_M also
+#     LS_GEMV_EARLY=1 (session 50's early loads, which lost 5 % on an H100
+#     before the weights were streamed and won 4 % on an H200 in a form that
+#     spilled).
 # (2) On an H200: the 70b Q4_K_M fully resident (issue 20's third line),
 #     ours and llama.cpp's, one round each.
 # (3) After a 16k prompt (issue 20's last line), ours, one run.
@@ -36,6 +39,8 @@ for q in q4_k_m q8_0; do
     echo "layerstream 8b $q round $r: $(rate $O/b8-$q-$r.txt)"
     LS_L2_FETCH=0 timeout 60 $L bench -m $M/8b-$q.gguf -n 128 > $O/b8-$q-f0-$r.txt 2>&1
     echo "layerstream 8b $q round $r, LS_L2_FETCH=0: $(rate $O/b8-$q-f0-$r.txt)"
+    [ $q = q4_k_m ] && { LS_GEMV_EARLY=1 timeout 60 $L bench -m $M/8b-$q.gguf -n 128 > $O/b8-$q-early-$r.txt 2>&1
+      echo "layerstream 8b $q round $r, LS_GEMV_EARLY=1: $(rate $O/b8-$q-early-$r.txt)"; }
     [ -x $LB ] && left 40 && { timeout 60 $LB -m $M/8b-$q.gguf -p 0 -n 128 -ngl 99 -r 3 > $O/lc-$q-$r.txt 2>&1
       echo "llama.cpp 8b $q round $r: $(grep -E 'tg128' $O/lc-$q-$r.txt | cut -c1-160)"; }
   done; el; pack
