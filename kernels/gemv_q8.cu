@@ -511,7 +511,8 @@ constexpr int min_blocks(int nt) {
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
 // g, in format T: the kernel's body, a function so that a launch can cover
 // matrices of two formats (gemv_q8_v5's T2).
-template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kEarly, bool kMixed = false>
+template <GgmlType T, int NT, int KR, int XB, bool kDirect, bool kEarly, bool kMixed = false,
+          bool kStream = true>
 __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_t* W, float* Y,
                                              int64_t n_out, int64_t g, int64_t row_bytes,
                                              int stages, uint8_t* smem) {
@@ -580,7 +581,7 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
     if (my_tiles > 0 && int64_t{warp} * kTileXB + 8 * (lane >> 2) < n_xb) {
 #pragma unroll
       for (int r = 0; r < kPre; ++r)
-        V5Pair<T>::template load<true>(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
+        V5Pair<T>::template load<kStream>(rowp[r] + static_cast<int64_t>(warp) * kTB, lane, raw[r]);
       preloaded = true;
     }
   }
@@ -632,9 +633,9 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
             if (r < kPre && preloaded && i == 0)
               V5Pair<T>::decode(raw[r < kPre ? r : 0], lane, d[0], d[1]);
             else
-              decode2<T, kDirect>(tile_src(r), lane, d[0], d[1]);
+              decode2<T, kDirect && kStream>(tile_src(r), lane, d[0], d[1]);
           } else {
-            decode2<T, kDirect>(tile_src(r), lane, d[0], d[1]);
+            decode2<T, kDirect && kStream>(tile_src(r), lane, d[0], d[1]);
           }
 #pragma unroll
           for (int t = 0; t < NT; ++t)
@@ -726,7 +727,7 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
 // Q4_K and its v in Q6_K or Q5_K): the segments with GemvQ8Params::Seg::alt set are
 // in T2. One launch instead of two: the second's ramp, tail and wait go.
 template <GgmlType T, int NT, int KR, int XB, bool kDirect = false, GgmlType T2 = T,
-          bool kEarly = false>
+          bool kEarly = false, bool kStream = true>
 __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
@@ -752,12 +753,13 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
   if constexpr (T2 != T) {
     if (alt) {
-      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true>(p, W, Y, n_out, g, row_bytes, stages,
+      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true, kStream>(p, W, Y, n_out, g, row_bytes, stages,
                                                           smem);
       return;
     }
   }
-  gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly, T2 != T>(p, W, Y, n_out, g, row_bytes, stages, smem);
+  gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly, T2 != T, kStream>(p, W, Y, n_out, g, row_bytes,
+                                                                  stages, smem);
 }
 
 // Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in
@@ -850,7 +852,7 @@ double staged_fit(const GemvQ8Params& p) {
 }
 
 template <GgmlType T, int NT, int KR, int XB = 1, bool kDirect = false, GgmlType T2 = T,
-          bool kEarly = false>
+          bool kEarly = false, bool kStream = true>
 Status launch(const GemvQ8Params& p, cudaStream_t stream) {
   constexpr int kSR = V5Tile<T, XB>::kStageRow;
   const GemvShape sh = gemv_shape<T, NT, KR, XB, kDirect, T2>(p);
@@ -864,7 +866,7 @@ Status launch(const GemvQ8Params& p, cudaStream_t stream) {
                                                       static_cast<int>(kMaxSmem));
     LS_CUDA_TRY(e);
   }
-  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2, kEarly>,
+  LS_CUDA_TRY(launch_pdl(gemv_q8_v5<T, NT, KR, XB, kDirect, T2, kEarly, kStream>,
                          dim3(static_cast<unsigned>(sh.groups)), dim3(32 * sh.n_warps), sh.smem,
                          stream, p, sh.stages));
   return ok();
@@ -900,12 +902,18 @@ Status launch_type(const GemvQ8Params& p, cudaStream_t stream) {
         "gemv_q8: early loads only in version 7's default shape (4 rows, two x-blocks a lane)");
   // The direct form's default shape (4 rows, two x-blocks a lane) at n_tok 1-2,
   // of one format or two, with early loads or not.
+  // Its weight loads with the streaming hint (the default) or plain
+  // (GemvQ8Params::plain_loads): kernels of their own, so each keeps the
+  // registers ptxas gives it alone.
   auto direct4 = [&]<GgmlType T2>() -> Status {
-    if (p.n_tok == 1)
-      return p.early ? launch<T, 1, 4, 2, true, T2, true>(p, stream)
-                     : launch<T, 1, 4, 2, true, T2>(p, stream);
-    return p.early ? launch<T, 2, 4, 2, true, T2, true>(p, stream)
-                   : launch<T, 2, 4, 2, true, T2>(p, stream);
+    auto go = [&]<bool kStream>() -> Status {
+      if (p.n_tok == 1)
+        return p.early ? launch<T, 1, 4, 2, true, T2, true, kStream>(p, stream)
+                       : launch<T, 1, 4, 2, true, T2, false, kStream>(p, stream);
+      return p.early ? launch<T, 2, 4, 2, true, T2, true, kStream>(p, stream)
+                     : launch<T, 2, 4, 2, true, T2, false, kStream>(p, stream);
+    };
+    return p.plain_loads ? go.template operator()<false>() : go.template operator()<true>();
   };
   if (two_formats) {  // the q, k (Q4_K) and v (Q6_K or Q5_K) of a Q4_K_M layer: v7, default shape
     if constexpr (T == GgmlType::Q4_K) {

@@ -36,6 +36,10 @@ struct GemvQ8Params {
   // lane): its first tile's loads issued before the PDL wait, a kernel of
   // its own (kernels/gemv_q8.cu); an error with any other shape.
   bool early = false;
+  // The direct form's default shape with plain weight loads rather than the
+  // streaming hint (kernels/gemv_q8.cu's ldw): an A/B (LS_GEMV_STREAM=0),
+  // for a machine the hint has not been measured on. The same bits.
+  bool plain_loads = false;
   // Further matrices of the same type, n_in and row_bytes that read the same
   // x, run by the same launch (q, k, v; gate, up): the grid covers the rows
   // of (w, y, n_out) above, then those of each more[i].

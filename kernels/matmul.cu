@@ -499,6 +499,13 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
         return e && std::string(e) == "1";
       }();
       p.early = early && p.lane_blocks != 1;
+      // LS_GEMV_STREAM=0: plain weight loads (GemvQ8Params::plain_loads; an
+      // A/B, session 54).
+      static const bool plain = [] {
+        const char* e = std::getenv("LS_GEMV_STREAM");
+        return e && std::string(e) == "0";
+      }();
+      p.plain_loads = plain;
     }
     for (int i = 0; i < n_more; ++i) {
       p.more[i] = {static_cast<const uint8_t*>(more[i].data), y_more[i], more[i].n_out};

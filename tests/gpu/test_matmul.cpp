@@ -557,7 +557,7 @@ struct ActQ8Buf {
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
                           const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s, int version = 0,
-                          int stages = 0, bool early = false) {
+                          int stages = 0, bool early = false, bool plain = false) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -575,6 +575,7 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
   p.version = version;
   p.stages = stages;
   p.early = early;
+  p.plain_loads = plain;
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -712,25 +713,38 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           // with several tiles a warp is the copy after the compute). The
           // direct form with its first tile loaded before the PDL wait (last
           // column: GemvQ8Params::early), asked with two x-blocks a lane and
-          // with the default.
-          const int variants[12][5] = {{0, 1, 0, 0, 0}, {2, 1, 0, 0, 0}, {8, 1, 0, 0, 0},
-                                       {0, 2, 0, 0, 0}, {0, 2, 7, 0, 0}, {2, 2, 7, 0, 0},
-                                       {8, 2, 7, 0, 0}, {0, 1, 7, 0, 0}, {0, 1, 0, 1, 0},
-                                       {0, 1, 0, 2, 0}, {0, 2, 7, 0, 1}, {0, 0, 7, 0, 1}};
+          // with the default. The direct form's default shape with plain
+          // weight loads, not the streaming hint (sixth column:
+          // GemvQ8Params::plain_loads), with and without early loads.
+          const int variants[14][6] = {
+              {0, 1, 0, 0, 0, 0}, {2, 1, 0, 0, 0, 0}, {8, 1, 0, 0, 0, 0}, {0, 2, 0, 0, 0, 0},
+              {0, 2, 7, 0, 0, 0}, {2, 2, 7, 0, 0, 0}, {8, 2, 7, 0, 0, 0}, {0, 1, 7, 0, 0, 0},
+              {0, 1, 0, 1, 0, 0}, {0, 1, 0, 2, 0, 0}, {0, 2, 7, 0, 1, 0}, {0, 0, 7, 0, 1, 0},
+              {0, 2, 7, 0, 0, 1}, {0, 2, 7, 0, 1, 1}};
+          std::vector<float> hinted[2];  // the direct default shape's y, hinted, by early
           for (const auto& vr : variants) {
             const int rows = vr[0], lb = vr[1], ver = vr[2], stages = vr[3];
-            const bool early = vr[4] != 0;
+            const bool early = vr[4] != 0, plain = vr[5] != 0;
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
             if (ver == 7 && (n_tok > 2 || !is_k_quant(t))) continue;
             const std::vector<float> y =
-                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages, early);
+                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages, early,
+                       plain);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " version ", ver, " stages ", stages, " early ", early, " n_in ", n_in, " n_out ",
+                 " version ", ver, " stages ", stages, " early ", early, " plain ", plain,
+                 " n_in ", n_in, " n_out ",
                  n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse,
                  " unwritten ", rq.unwritten);
             tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
+            // The loads' hint changes where the bytes are cached, never a value.
+            if (ver == 7 && rows == 0 && lb == 2 && stages == 0) {
+              if (!plain)
+                hinted[early] = y;
+              else
+                CHECK_MESSAGE(y == hinted[early], "plain loads differ from hinted ones");
+            }
           }
         }
       }
