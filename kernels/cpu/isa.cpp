@@ -39,10 +39,17 @@ std::optional<CpuIsa> env_isa() {
 #if defined(__x86_64__) || defined(__i386__)
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14, the sanitizer build's
 // compiler, has no "f16c" in __builtin_cpu_supports. It needs no OS state of
-// its own beyond AVX's, which the "avx2" check covers.
+// its own beyond AVX's, which the "avx2" check covers. Read once: in a
+// virtual machine CPUID traps to the hypervisor (2.5 us on the dev VM), and
+// the CPU backend asks cpu_isa_active() for every matmul and attention call;
+// read per call (sessions 52-53), it cost the bench's 1k read-alone rows
+// about 25 us a call (ten a thread) and the engine a few a layer.
 bool cpu_has_f16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  }();
+  return has;
 }
 #endif
 
@@ -86,9 +93,12 @@ bool cpu_isa_supported(CpuIsa isa) {
 }
 
 CpuIsa cpu_isa_best() {
-  if (cpu_isa_supported(CpuIsa::Avx512)) return CpuIsa::Avx512;
-  if (cpu_isa_supported(CpuIsa::Avx2)) return CpuIsa::Avx2;
-  return CpuIsa::Portable;
+  static const CpuIsa best = [] {
+    if (cpu_isa_supported(CpuIsa::Avx512)) return CpuIsa::Avx512;
+    if (cpu_isa_supported(CpuIsa::Avx2)) return CpuIsa::Avx2;
+    return CpuIsa::Portable;
+  }();
+  return best;
 }
 
 CpuIsa cpu_isa_active() {
