@@ -5,7 +5,12 @@
 # llama-bench (c392e5094, .gpubin/lcpp-bench.txz, 32 MB) and our binaries
 # (.gpubin/bin.txz) no longer fit one call's carry with the tree, so two
 # calls on one warm machine (start the second within 30 s of the first):
-#   PHASE=ll   (carry .gpubin/lcpp-bench.txz): llama-bench into /tmp/ll
+#   PHASE=ll   (carry .gpubin/lcpp-bench.txz): llama-bench into /tmp/ll.
+#              The tree (38 MB, with ../shared 46) and llama-bench (32 MB)
+#              are over the carry limit too: move model/weights and
+#              bench/results/raw-2026-12-0[1-5]* aside (mv to /tmp/aside)
+#              for this call and back right after (absent files travel as
+#              absent; nothing here needs them), as session 28 did.
 #   PHASE=main (carry .gpubin/bin.txz): the runs below
 # (1) 8b Q4_K_M and Q8_0 resident: `layerstream bench -n 128` (default;
 #     LS_L2_FETCH=0: the L2's fetch left to the driver) and llama-bench
