@@ -23,8 +23,8 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
 __device__ __forceinline__ void cp_async16_evict_first(void* smem, const void* gmem,
                                                        uint64_t policy) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s),
-               "l"(gmem), "l"(policy)
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "l"(policy)
                : "memory");
 }
 // 8 bytes (through L1: the .cg form takes only 16), for rows whose blocks

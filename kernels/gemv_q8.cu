@@ -758,13 +758,13 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   }
   if constexpr (T2 != T) {
     if (alt) {
-      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true, kStream>(p, W, Y, n_out, g, row_bytes, stages,
-                                                          smem);
+      gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true, kStream>(p, W, Y, n_out, g, row_bytes,
+                                                                   stages, smem);
       return;
     }
   }
   gemv_q8_rows<T, NT, KR, XB, kDirect, kEarly, T2 != T, kStream>(p, W, Y, n_out, g, row_bytes,
-                                                                  stages, smem);
+                                                                 stages, smem);
 }
 
 // Wave fit (session 20). A launch of G blocks, B of which fit an SM, runs in

@@ -716,11 +716,11 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
           // with the default. The direct form's default shape with plain
           // weight loads, not the streaming hint (sixth column:
           // GemvQ8Params::plain_loads), with and without early loads.
-          const int variants[14][6] = {
-              {0, 1, 0, 0, 0, 0}, {2, 1, 0, 0, 0, 0}, {8, 1, 0, 0, 0, 0}, {0, 2, 0, 0, 0, 0},
-              {0, 2, 7, 0, 0, 0}, {2, 2, 7, 0, 0, 0}, {8, 2, 7, 0, 0, 0}, {0, 1, 7, 0, 0, 0},
-              {0, 1, 0, 1, 0, 0}, {0, 1, 0, 2, 0, 0}, {0, 2, 7, 0, 1, 0}, {0, 0, 7, 0, 1, 0},
-              {0, 2, 7, 0, 0, 1}, {0, 2, 7, 0, 1, 1}};
+          const int variants[14][6] = {{0, 1, 0, 0, 0, 0}, {2, 1, 0, 0, 0, 0}, {8, 1, 0, 0, 0, 0},
+                                       {0, 2, 0, 0, 0, 0}, {0, 2, 7, 0, 0, 0}, {2, 2, 7, 0, 0, 0},
+                                       {8, 2, 7, 0, 0, 0}, {0, 1, 7, 0, 0, 0}, {0, 1, 0, 1, 0, 0},
+                                       {0, 1, 0, 2, 0, 0}, {0, 2, 7, 0, 1, 0}, {0, 0, 7, 0, 1, 0},
+                                       {0, 2, 7, 0, 0, 1}, {0, 2, 7, 0, 1, 1}};
           std::vector<float> hinted[2];  // the direct default shape's y, hinted, by early
           for (const auto& vr : variants) {
             const int rows = vr[0], lb = vr[1], ver = vr[2], stages = vr[3];
@@ -728,15 +728,13 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
             if (rows != 0 && n_tok != 1) continue;
             if (lb == 2 && (!is_k_quant(t) || n_tok > 2)) continue;
             if (ver == 7 && (n_tok > 2 || !is_k_quant(t))) continue;
-            const std::vector<float> y =
-                run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s, ver, stages, early,
-                       plain);
+            const std::vector<float> y = run_v5(t, dw, n_in, n_out, dx, n_tok, rows, lb, xq, dy, s,
+                                                ver, stages, early, plain);
             const RunResult rq = compare(y, ref_q8, scale), rf = compare(y, ref, scale);
             INFO(std::string(ls::ggml_type_name(t)), " v5 rows ", rows, " lane_blocks ", lb,
-                 " version ", ver, " stages ", stages, " early ", early, " plain ", plain,
-                 " n_in ", n_in, " n_out ",
-                 n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse, " vs f32 ref ", rf.nmse,
-                 " unwritten ", rq.unwritten);
+                 " version ", ver, " stages ", stages, " early ", early, " plain ", plain, " n_in ",
+                 n_in, " n_out ", n_out, " n_tok ", n_tok, " nmse vs q8 ref ", rq.nmse,
+                 " vs f32 ref ", rf.nmse, " unwritten ", rq.unwritten);
             tally.add(rq, rf, q8_bound_violations(hw, x, n_tok, y, ref));
             // The loads' hint changes where the bytes are cached, never a value.
             if (ver == 7 && rows == 0 && lb == 2 && stages == 0) {
