@@ -96,6 +96,51 @@ JsonDecimal shifted(JsonDecimal d, int k) {
   return d;
 }
 
+// An integer's magnitude as a digit string (d an integer: exp >= 0).
+std::string int_digits(const JsonDecimal& d) {
+  return d.zero() ? std::string("0") : d.digits + std::string(static_cast<size_t>(d.exp), '0');
+}
+
+// floor(n / c) for an integer n (either sign) and c >= 1, exactly.
+JsonDecimal floor_div(const JsonDecimal& n, uint64_t c) {
+  std::string q;
+  unsigned __int128 r = 0;
+  for (char ch : int_digits(n)) {
+    r = r * 10 + static_cast<unsigned>(ch - '0');
+    q += static_cast<char>('0' + static_cast<int>(r / c));
+    r %= c;
+  }
+  JsonDecimal m = normalized(false, q, 0);
+  if (!n.neg) return m;
+  // -|n| / c: the quotient's magnitude, one more where something is left.
+  return negated(r != 0 ? int_step(m, 1) : m);
+}
+
+// n x c for an integer n and c >= 1, exactly.
+JsonDecimal times(const JsonDecimal& n, uint64_t c) {
+  const std::string a = int_digits(n);
+  std::string out(a.size() + 20, '0');
+  unsigned __int128 carry = 0;
+  size_t k = out.size();
+  for (size_t i = a.size(); i-- > 0;) {
+    const unsigned __int128 v = static_cast<unsigned __int128>(a[i] - '0') * c + carry;
+    out[--k] = static_cast<char>('0' + static_cast<int>(v % 10));
+    carry = v / 10;
+  }
+  while (carry != 0) {
+    out[--k] = static_cast<char>('0' + static_cast<int>(carry % 10));
+    carry /= 10;
+  }
+  return normalized(n.neg, out, 0);
+}
+
+// Whether integer n is a multiple of c.
+bool divides(uint64_t c, const JsonDecimal& n) {
+  unsigned __int128 r = 0;
+  for (char ch : int_digits(n)) r = (r * 10 + static_cast<unsigned>(ch - '0')) % c;
+  return r == 0;
+}
+
 // One end of a range: a value, open or closed.
 struct End {
   JsonDecimal v;
@@ -114,6 +159,17 @@ bool meets(End lo, End hi, const JsonNumberBounds& b, int g) {
   if (b.has_max) {
     const int c = json_decimal_compare(b.max, hi.v);
     if (c < 0 || (c == 0 && b.max_open)) hi = End{b.max, b.max_open};
+  }
+  if (b.step != 0) {
+    // The multiples of step (whole numbers, so on every grid): the least
+    // above the lower end against the greatest below the upper one.
+    JsonDecimal i = ceil_of(lo.v);
+    if (lo.open && json_decimal_compare(i, lo.v) == 0) i = int_step(i, 1);
+    JsonDecimal j = floor_of(hi.v);
+    if (hi.open && json_decimal_compare(j, hi.v) == 0) j = int_step(j, -1);
+    const JsonDecimal x = times(negated(floor_div(negated(i), b.step)), b.step);
+    const JsonDecimal y = times(floor_div(j, b.step), b.step);
+    return json_decimal_compare(x, y) <= 0;
   }
   JsonDecimal x = shifted(ceil_of(shifted(lo.v, g)), -g);
   if (lo.open && json_decimal_compare(x, lo.v) == 0) x = shifted(int_step(shifted(x, g), 1), -g);
@@ -215,6 +271,7 @@ bool JsonNumberBounds::inside(std::string_view text) const {
   if (!v) return false;
   const int lo = has_min ? json_decimal_compare(*v, min) : 1;
   const int hi = has_max ? json_decimal_compare(*v, max) : -1;
+  if (step != 0 && !(v->zero() || (v->exp >= 0 && divides(step, *v)))) return false;
   return (lo > 0 || (lo == 0 && !min_open)) && (hi < 0 || (hi == 0 && !max_open));
 }
 

@@ -46,11 +46,19 @@ int json_decimal_compare(const JsonDecimal& a, const JsonDecimal& b);
 struct JsonNumberBounds {
   static constexpr int kMaxIntDigits = 21;
   static constexpr int kMaxFracDigits = 40;
+  // Under multipleOf the numbers keep within +-2^53 (model/json_schema.cpp
+  // adds the bounds), where a client's validator, dividing in doubles, sees
+  // the multiples the automaton writes as multiples too; the largest
+  // multipleOf taken is that too.
+  static constexpr uint64_t kMaxStep = 9007199254740992ull;
   bool has_min = false, has_max = false;
   bool min_open = false, max_open = false;  // exclusiveMinimum / exclusiveMaximum
   JsonDecimal min, max;
+  // multipleOf, a whole number from 1 to kMaxStep (0: none): the numbers
+  // are its integer multiples, exactly (a number's text is a decimal).
+  uint64_t step = 0;
 
-  bool any() const { return has_min || has_max; }
+  bool any() const { return has_min || has_max || step != 0; }
   // Some number (an integer, when integer_only) lies inside.
   bool satisfiable(bool integer_only) const { return can_finish("", integer_only); }
   // prefix: a number's text so far ("", "-", "12", "0.", "-3.25"), read by

@@ -125,6 +125,7 @@ class Compiler {
                                                               "maximum",
                                                               "exclusiveMinimum",
                                                               "exclusiveMaximum",
+                                                              "multipleOf",
                                                               "format",
                                                               "pattern",
                                                               "discriminator"};
@@ -232,9 +233,31 @@ class Compiler {
     return *d;
   }
 
-  // minimum / exclusiveMinimum, maximum / exclusiveMaximum: the tighter of each pair.
+  // minimum / exclusiveMinimum, maximum / exclusiveMaximum: the tighter of
+  // each pair; multipleOf, a whole number (a fraction such as 0.01 is
+  // refused: its multiples are decimals a client's validator divides in
+  // doubles, where 0.07 / 0.01 is not 7).
   Expected<JsonNumberBounds> bounds_of(const json& s, const std::string& path) {
     JsonNumberBounds b;
+    if (s.contains("multipleOf")) {
+      const json& m = s.at("multipleOf");
+      const double x = m.is_number() ? m.get<double>() : 0;
+      if (!m.is_number() || !(x > 0))
+        return make_error("json schema: 'multipleOf' at %s must be a number above 0",
+                          where(path).c_str());
+      if (x != std::floor(x) || x > static_cast<double>(JsonNumberBounds::kMaxStep))
+        return make_error(
+            "json schema: 'multipleOf' at %s is %s; only whole numbers from 1 to 2^53 are "
+            "supported",
+            where(path).c_str(), m.dump().c_str());
+      b.step = m.is_number_unsigned() ? m.get<uint64_t>() : static_cast<uint64_t>(x);
+      // Within +-2^53 (JsonNumberBounds::kMaxStep says why): the bounds below
+      // tighten these where they are inside.
+      static const JsonDecimal kTop = *JsonDecimal::parse("9007199254740992");
+      b.has_min = b.has_max = true;
+      b.min = JsonDecimal{true, kTop.digits, kTop.exp};
+      b.max = kTop;
+    }
     for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
       if (!s.contains(key)) continue;
       auto v = bound(s, key, path);

@@ -144,6 +144,7 @@ bool valid(const json& v, const json& s, const json& root) {
     if (s.contains("maximum") && !(x <= s["maximum"].get<double>())) return false;
     if (s.contains("exclusiveMinimum") && !(x > s["exclusiveMinimum"].get<double>())) return false;
     if (s.contains("exclusiveMaximum") && !(x < s["exclusiveMaximum"].get<double>())) return false;
+    if (s.contains("multipleOf") && std::fmod(x, s["multipleOf"].get<double>()) != 0) return false;
   }
   if (v.is_string()) {
     if (s.contains("format") && !format_ok(s["format"], v.get<std::string>())) return false;
@@ -375,6 +376,12 @@ json random_schema(std::mt19937& rng, int depth, bool with_ref) {
       if (pick(3))
         s[pick(2) ? "maximum" : "exclusiveMaximum"] =
             integer ? json(lo + width) : json((lo + width) * q);
+      // A step of 1-3 where the range holds a multiple of it for sure: at
+      // least three whole numbers inside (integers, open ends or not), or
+      // no bounds.
+      const bool bounded = s.contains("minimum") || s.contains("exclusiveMinimum") ||
+                           s.contains("maximum") || s.contains("exclusiveMaximum");
+      if (pick(3) == 0 && ((integer && width >= 5) || !bounded)) s["multipleOf"] = 1 + pick(3);
       return s;
     }
     case 3:
@@ -548,8 +555,13 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
        "supported"},
       {R"({"type":"object","properties":{"name":{"type":"string","propertyNames":{}}}})",
        "json schema: 'propertyNames' at /properties/name is not supported"},
-      {R"({"type":"array","items":{"type":"integer","multipleOf":3}})",
-       "json schema: 'multipleOf' at /items is not supported"},
+      {R"({"type":"array","items":{"type":"number","multipleOf":0.01}})",
+       "json schema: 'multipleOf' at /items is 0.01; only whole numbers from 1 to 2^53 are "
+       "supported"},
+      {R"({"type":"integer","multipleOf":0})",
+       "json schema: 'multipleOf' at the top level must be a number above 0"},
+      {R"({"type":"integer","minimum":1,"maximum":4,"multipleOf":5})",
+       "json schema: no JSON value matches the schema"},
       {R"({"type":"number","minimum":0,"exclusiveMinimum":true})",
        "json schema: 'exclusiveMinimum' at the top level must be a number (draft 4's boolean"},
       {R"({"type":"number","maximum":1e30})",
@@ -569,8 +581,8 @@ TEST_CASE("json schema: unsupported keywords are refused by name and JSON pointe
        "json schema: 'patternProperties' at the top level is not supported"},
       {R"({"prefixItems":[{"type":"string"}]})",
        "json schema: 'prefixItems' at the top level is not supported"},
-      {R"({"$defs":{"a~b/c":{"type":"number","multipleOf":2}},"$ref":"#/$defs/a~0b~1c"})",
-       "json schema: 'multipleOf' at /$defs/a~0b~1c is not supported"},
+      {R"({"$defs":{"a~b/c":{"type":"number","propertyNames":{}}},"$ref":"#/$defs/a~0b~1c"})",
+       "json schema: 'propertyNames' at /$defs/a~0b~1c is not supported"},
       {R"({"oneOf":[{"type":"object","properties":{"a":{}}},{"type":"object"}]})",
        "json schema: 'oneOf' at the top level has two branches that can both be an object"},
       {R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})",
@@ -714,6 +726,21 @@ TEST_CASE("json schema: the automaton accepts the valid documents of each schema
        {"-1.5", "-1.25", "-1.0000001"},
        {"-1", "-1.6", "-1.0", "1"}},
       {R"({"type":["number","null"],"minimum":0})", {"null", "0", "3.25", "-0"}, {"-0.5", "-1"}},
+      // multipleOf (whole numbers): its multiples only, within the bounds; a
+      // number may write them with zeros after the point.
+      // Within +-2^53, where a validator dividing in doubles agrees.
+      {R"({"type":"integer","multipleOf":3})",
+       {"0", "3", "-6", "9007199254740990", "-9007199254740990", "-0"},
+       {"1", "4", "-7", "3.0", "1e3", "9007199254740993", "300000000000000000000"}},
+      {R"({"type":"integer","multipleOf":5,"minimum":-12,"exclusiveMaximum":20})",
+       {"-10", "0", "15"},
+       {"-15", "20", "-12", "7"}},
+      {R"({"type":"number","multipleOf":4,"minimum":1.5,"maximum":9})",
+       {"4", "8", "8.000", "4.0"},
+       {"0", "12", "6", "4.5", "8.0001"}},
+      {R"({"type":"integer","multipleOf":1000000000000000})",
+       {"0", "1000000000000000", "-9000000000000000"},
+       {"1", "999999999999999", "1000000000000001", "10000000000000000"}},
       // An open bound holds after a validator rounds to double: 0.25 minus
       // 1e-40 rounds to 0.25, so it is not written under exclusiveMaximum 0.25.
       {R"({"type":"number","exclusiveMaximum":0.25})",
@@ -994,6 +1021,32 @@ TEST_CASE("json number bounds: exact decimals; open and closed ends; a prefix fi
   CHECK(n.can_finish("-1.50", false));
   CHECK_FALSE(n.can_finish("-1", true));  // no integer there
   CHECK_FALSE(n.satisfiable(true));
+  // multipleOf 7 in [-20, 30): -14, -7, 0, ..., 28; prefixes that reach one.
+  JsonNumberBounds m;
+  m.has_min = m.has_max = true;
+  m.min = d("-20");
+  m.max = d("30");
+  m.max_open = true;
+  m.step = 7;
+  CHECK(m.inside("21"));
+  CHECK(m.inside("-14.000"));
+  CHECK(m.inside("-0"));
+  CHECK_FALSE(m.inside("22"));
+  CHECK_FALSE(m.inside("35"));
+  CHECK_FALSE(m.inside("-21"));
+  CHECK_FALSE(m.inside("7.5"));
+  CHECK(m.can_finish("2", true));        // 21, 28
+  CHECK_FALSE(m.can_finish("3", true));  // 3, 30.. are out or not multiples
+  CHECK(m.can_finish("-1", true));       // -14
+  CHECK_FALSE(m.can_finish("-2", true));
+  CHECK(m.can_finish("14.", false));  // 14.0
+  CHECK_FALSE(m.can_finish("14.1", false));
+  CHECK(m.satisfiable(true));
+  // A step past the range: none.
+  JsonNumberBounds none = m;
+  none.step = 50;
+  none.min = d("1");
+  CHECK_FALSE(none.satisfiable(false));
   // A range narrower than the 40 digits after the point can write: none.
   JsonNumberBounds t;
   t.has_min = t.has_max = true;
