@@ -59,6 +59,7 @@
 #include "kernels/mmq_q8.cuh"
 #include "kernels/mmq_stream.cuh"
 #include "kernels/quantize_act.cuh"
+#include "runtime/env.h"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -516,6 +517,16 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
       }
     }
     p.n_more = n_more;
+    // LS_GEMV_ROWS=2|8: the direct form's rows a block at one token, where
+    // the launch is of one format and without early loads (an A/B, session
+    // 54: more bytes in flight a warp for the H200's bandwidth).
+    static const int rows = [] {
+      const int64_t r = env_int("LS_GEMV_ROWS", 0, 0);
+      return r == 2 || r == 8 ? static_cast<int>(r) : 0;
+    }();
+    bool mixed = false;
+    for (int i = 0; i < n_more; ++i) mixed = mixed || p.more[i].alt;
+    if (rows != 0 && p.version == 7 && n_tok == 1 && !mixed && !p.early) p.rows = rows;
     return gemv_q8_launch(w.type, p, stream);
   }
   GemvParams p{static_cast<const uint8_t*>(w.data),

@@ -17,8 +17,10 @@
 #     -p 0 -n 128 -ngl 99 -r 3, alternated, three rounds; for Q4_K_M also
 #     LS_GEMV_EARLY=1 (session 50's early loads, which lost 5 % on an H100
 #     before the weights were streamed and won 4 % on an H200 in a form that
-#     spilled), and LS_GEMV_STREAM=0 (plain weight loads: the hint's
-#     A/B, in kernels of their own; first on an H200 if one comes).
+#     spilled), LS_GEMV_STREAM=0 (plain weight loads: the hint's A/B, in
+#     kernels of their own; first on an H200 if one comes) and
+#     LS_GEMV_ROWS=8 (8 rows a block in the direct form's one-format
+#     launches: twice the bytes in flight a warp).
 # First: ls_gpu_tests -tc="cuda matmul: gemv v5*" (the plain loads' bits
 # against the hinted ones: a new check, never run on a GPU yet).
 # (2) On an H200: the 70b Q4_K_M fully resident (issue 20's third line),
@@ -52,7 +54,9 @@ for q in q4_k_m q8_0; do
     [ $q = q4_k_m ] && { LS_GEMV_EARLY=1 timeout 60 $L bench -m $M/8b-$q.gguf -n 128 > $O/b8-$q-early-$r.txt 2>&1
       echo "layerstream 8b $q round $r, LS_GEMV_EARLY=1: $(rate $O/b8-$q-early-$r.txt)"
       LS_GEMV_STREAM=0 timeout 60 $L bench -m $M/8b-$q.gguf -n 128 > $O/b8-$q-plain-$r.txt 2>&1
-      echo "layerstream 8b $q round $r, LS_GEMV_STREAM=0: $(rate $O/b8-$q-plain-$r.txt)"; }
+      echo "layerstream 8b $q round $r, LS_GEMV_STREAM=0: $(rate $O/b8-$q-plain-$r.txt)"
+      LS_GEMV_ROWS=8 timeout 60 $L bench -m $M/8b-$q.gguf -n 128 > $O/b8-$q-rows8-$r.txt 2>&1
+      echo "layerstream 8b $q round $r, LS_GEMV_ROWS=8: $(rate $O/b8-$q-rows8-$r.txt)"; }
     [ -x $LB ] && left 40 && { timeout 60 $LB -m $M/8b-$q.gguf -p 0 -n 128 -ngl 99 -r 3 > $O/lc-$q-$r.txt 2>&1
       echo "llama.cpp 8b $q round $r: $(grep -E 'tg128' $O/lc-$q-$r.txt | cut -c1-160)"; }
   done; el; pack
