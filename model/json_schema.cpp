@@ -312,7 +312,8 @@ class Compiler {
       if (n.format == JsonStringFormat::None && !format_re)
         return make_error(
             "json schema: 'format' %s at %s is not supported (date, time, date-time, uuid, "
-            "email, hostname, ipv4, ipv6, duration and uri are)",
+            "email, hostname, ipv4, ipv6, duration, uri, uri-reference, json-pointer and "
+            "relative-json-pointer are)",
             f.dump().c_str(), where(path).c_str());
       // Date, time and uuid fix the length, or most of it: lengths beside
       // them could leave a string no way to end.

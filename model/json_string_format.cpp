@@ -56,6 +56,13 @@ namespace {
 // PCHAR adds ':' and '@'.
 #define LS_URI_U "(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})"
 #define LS_URI_P "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"
+// A relative reference's first segment: PCHAR but ':' (RFC 3986's
+// segment-nz-nc, so that it does not read as a scheme).
+#define LS_URI_NC "(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})"
+// What follows a URI's path, and a relative reference's: query, fragment.
+#define LS_URI_QF "(?:\\?(?:" LS_URI_P "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?"
+// A JSON pointer (RFC 6901): "/"-separated tokens, '~' escaped as ~0 or ~1.
+#define LS_POINTER "(?:/(?:[^~/]|~[01])*)*"
 
 struct NamedPattern {
   std::string_view name;
@@ -87,6 +94,18 @@ constexpr NamedPattern kPatterns[] = {
       "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P "+(?:/" LS_URI_P "*)*)?(?:\\?(?:" LS_URI_P
       "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?$",
       0}},
+    // A URI, or a relative reference (RFC 3986, 4.1): a network path, an
+    // absolute or a relative one (its first segment without ':'), or none,
+    // then the query and the fragment.
+    {"uri-reference",
+     {"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
+      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P "+(?:/" LS_URI_P "*)*)?|(?://(?:(?:" LS_URI_U
+      "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_NC
+      "+(?:/" LS_URI_P "*)*)?)" LS_URI_QF "$",
+      0}},
+    {"json-pointer", {"^" LS_POINTER "$", 0}},
+    // A non-negative integer, then '#' or a JSON pointer (draft 2019-09).
+    {"relative-json-pointer", {"^(?:0|[1-9][0-9]*)(?:#|" LS_POINTER ")$", 0}},
 };
 
 #undef LS_HEX4
@@ -95,6 +114,9 @@ constexpr NamedPattern kPatterns[] = {
 #undef LS_DUR_TIME
 #undef LS_URI_U
 #undef LS_URI_P
+#undef LS_URI_NC
+#undef LS_URI_QF
+#undef LS_POINTER
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // JSON schema string formats given as patterns (model/json_string_format.h:
-// email, hostname, ipv4, ipv6, duration, uri): known strings in and out,
+// email, hostname, ipv4, ipv6, duration, uri, uri-reference, json-pointer,
+// relative-json-pointer): known strings in and out,
 // and random walks through the schema's byte automaton whose finished
 // strings an independent check must take (inet_pton for the addresses, a
 // reading of each RFC's grammar written here for the others), with no dead
@@ -160,7 +161,45 @@ bool uri_ok(const std::string& u) {
   return uri_chars(u, p, end_p, ":@/");  // the path
 }
 
+// A relative reference (RFC 3986, 4.2): "//" authority path, "/" path, a
+// path whose first segment has no ':', or none; then query and fragment.
+bool relative_ref_ok(const std::string& u) {
+  const size_t hash = u.find('#');
+  const size_t end_q = hash == std::string::npos ? u.size() : hash;
+  if (hash != std::string::npos && !uri_chars(u, hash + 1, u.size(), ":@/?")) return false;
+  const size_t q = u.find('?');
+  const size_t end_p = q == std::string::npos || q > end_q ? end_q : q;
+  if (end_p < end_q && !uri_chars(u, end_p + 1, end_q, ":@/?")) return false;
+  const std::string path = u.substr(0, end_p);
+  if (path.compare(0, 2, "//") == 0) return uri_ok("x:" + u);  // the authority's rules
+  const size_t slash = path.find('/');
+  if (path.empty() || path[0] == '/') return uri_chars(path, 0, path.size(), ":@/");
+  // The first segment: no ':'.
+  const size_t first = slash == std::string::npos ? path.size() : slash;
+  return uri_chars(path, 0, first, "@") && uri_chars(path, first, path.size(), ":@/");
+}
+
+// RFC 6901: empty, or "/" tokens in which '~' is followed by 0 or 1.
+bool json_pointer_ok(const std::string& v) {
+  if (!v.empty() && v[0] != '/') return false;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] == '~' && (i + 1 == v.size() || (v[i + 1] != '0' && v[i + 1] != '1'))) return false;
+  return true;
+}
+
+// A non-negative integer without leading zeros, then '#' or a JSON pointer.
+bool relative_json_pointer_ok(const std::string& v) {
+  size_t i = 0;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) ++i;
+  if (i == 0 || (v[0] == '0' && i > 1)) return false;
+  const std::string rest = v.substr(i);
+  return rest == "#" || json_pointer_ok(rest);
+}
+
 bool format_ok(const std::string& f, const std::string& v) {
+  if (f == "uri-reference") return uri_ok(v) || relative_ref_ok(v);
+  if (f == "json-pointer") return json_pointer_ok(v);
+  if (f == "relative-json-pointer") return relative_json_pointer_ok(v);
   if (f == "email") return email_ok(v);
   if (f == "hostname") return hostname_ok(v);
   if (f == "ipv4") return ip_ok(AF_INET, v);
@@ -199,6 +238,16 @@ const Known kKnown[] = {
       "http://h?q/?#f/?"},
      {"http", "1http://h", "http://h:80a/", "http://h/a b", "http://h/%7", "http://h/%zz",
       "http://h#a#b", "://h", "http://[::1]/"}},
+    {"uri-reference",
+     {"http://example.com/a?b#c", "", "a/b/c", "../up", "/abs/path?q=1", "//host:8/p", "?q", "#f",
+      "a@b/c:d", "mailto:a@b.co"},
+     {"a b", "1a:b", "/%zz", "//h:8a/", "#a#b", "a/b c"}},
+    {"json-pointer",
+     {"", "/", "/a", "/a/b", "/a~0b", "/a~1b", "/0/1", "/ ", "//"},
+     {"a", "/a~", "/a~2", "~0", "a/b"}},
+    {"relative-json-pointer",
+     {"0", "1#", "2/a", "10/a~1b", "0/"},
+     {"", "#", "01", "-1", "1a", "1/~", "/a"}},
 };
 
 }  // namespace
@@ -233,6 +282,9 @@ TEST_CASE("json schema formats as patterns: random walks finish, and what they f
       {"ipv6", "0129afAF:g."},
       {"duration", "PYMWDTHS019."},
       {"uri", "aZ09+.-:/?#@%Ff[]!$&'()*,;=~_ "},
+      {"uri-reference", "aZ09+.-:/?#@%Ff!$&=~_ "},
+      {"json-pointer", "/~01a "},
+      {"relative-json-pointer", "0129#/~a"},
   };
   std::mt19937 rng(20261206);
   for (const auto& [format, alphabet] : alphabets) {
@@ -296,5 +348,6 @@ TEST_CASE("json schema formats as patterns: lengths beside them, and refusals") 
   REQUIRE_FALSE(other.has_value());
   CHECK(other.error().message.find("'format' \"idn-email\" at the top level is not supported "
                                    "(date, time, date-time, uuid, email, hostname, ipv4, ipv6, "
-                                   "duration and uri are)") != std::string::npos);
+                                   "duration, uri, uri-reference, json-pointer and "
+                                   "relative-json-pointer are)") != std::string::npos);
 }
