@@ -90,18 +90,19 @@ constexpr NamedPattern kPatterns[] = {
       ")?|" LS_DUR_TIME "|[0-9]+W)$",
       0}},
     {"uri",
-     {"^[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
-      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P "+(?:/" LS_URI_P "*)*)?(?:\\?(?:" LS_URI_P
-      "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?$",
+     {"^[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U
+      "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P
+      "+(?:/" LS_URI_P "*)*)?(?:\\?(?:" LS_URI_P "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?$",
       0}},
     // A URI, or a relative reference (RFC 3986, 4.1): a network path, an
     // absolute or a relative one (its first segment without ':'), or none,
     // then the query and the fragment.
     {"uri-reference",
-     {"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
-      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P "+(?:/" LS_URI_P "*)*)?|(?://(?:(?:" LS_URI_U
-      "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_NC
-      "+(?:/" LS_URI_P "*)*)?)" LS_URI_QF "$",
+     {"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U
+      "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P
+      "+(?:/" LS_URI_P "*)*)?|(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
+      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_NC "+(?:/" LS_URI_P "*)*)?)" LS_URI_QF
+      "$",
       0}},
     {"json-pointer", {"^" LS_POINTER "$", 0}},
     // A non-negative integer, then '#' or a JSON pointer (draft 2019-09).
