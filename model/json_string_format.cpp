@@ -59,6 +59,11 @@ namespace {
 // A relative reference's first segment: PCHAR but ':' (RFC 3986's
 // segment-nz-nc, so that it does not read as a scheme).
 #define LS_URI_NC "(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{2})"
+// After the scheme: "//" authority and a path, an absolute path, a path
+// whose first segment is of FIRST's characters, or none.
+#define LS_URI_HIER(FIRST)                                                                   \
+  "(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P \
+  "+(?:/" LS_URI_P "*)*)?|" FIRST "+(?:/" LS_URI_P "*)*)?"
 // What follows a URI's path, and a relative reference's: query, fragment.
 #define LS_URI_QF "(?:\\?(?:" LS_URI_P "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?"
 // A JSON pointer (RFC 6901): "/"-separated tokens, '~' escaped as ~0 or ~1.
@@ -89,19 +94,12 @@ constexpr NamedPattern kPatterns[] = {
      {"^P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)(?:" LS_DUR_TIME
       ")?|" LS_DUR_TIME "|[0-9]+W)$",
       0}},
-    {"uri",
-     {"^[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U
-      "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P
-      "+(?:/" LS_URI_P "*)*)?(?:\\?(?:" LS_URI_P "|[/?])*)?(?:#(?:" LS_URI_P "|[/?])*)?$",
-      0}},
+    {"uri", {"^[A-Za-z][A-Za-z0-9+.-]*:" LS_URI_HIER(LS_URI_P) LS_URI_QF "$", 0}},
     // A URI, or a relative reference (RFC 3986, 4.1): a network path, an
     // absolute or a relative one (its first segment without ':'), or none,
     // then the query and the fragment.
     {"uri-reference",
-     {"^(?:[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U
-      "*(?::[0-9]*)?(?:/" LS_URI_P "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_P
-      "+(?:/" LS_URI_P "*)*)?|(?://(?:(?:" LS_URI_U "|:)*@)?" LS_URI_U "*(?::[0-9]*)?(?:/" LS_URI_P
-      "*)*|/(?:" LS_URI_P "+(?:/" LS_URI_P "*)*)?|" LS_URI_NC "+(?:/" LS_URI_P "*)*)?)" LS_URI_QF
+     {"^(?:[A-Za-z][A-Za-z0-9+.-]*:" LS_URI_HIER(LS_URI_P) "|" LS_URI_HIER(LS_URI_NC) ")" LS_URI_QF
       "$",
       0}},
     {"json-pointer", {"^" LS_POINTER "$", 0}},
@@ -116,6 +114,7 @@ constexpr NamedPattern kPatterns[] = {
 #undef LS_URI_U
 #undef LS_URI_P
 #undef LS_URI_NC
+#undef LS_URI_HIER
 #undef LS_URI_QF
 #undef LS_POINTER
 
