@@ -100,7 +100,7 @@ constexpr NamedPattern kPatterns[] = {
     // then the query and the fragment.
     {"uri-reference",
      {"^(?:[A-Za-z][A-Za-z0-9+.-]*:" LS_URI_HIER(LS_URI_P) "|" LS_URI_HIER(LS_URI_NC) ")" LS_URI_QF
-      "$",
+                                                                                      "$",
       0}},
     {"json-pointer", {"^" LS_POINTER "$", 0}},
     // A non-negative integer, then '#' or a JSON pointer (draft 2019-09).
