@@ -5,13 +5,22 @@
 // the Release run (ctest) keeps the whole grid. CMakeLists.txt defines
 // LS_TEST_SANITIZER_SUBSET for those two build types;
 // LS_TEST_FULL_SWEEPS=1 in the environment runs the whole grid there too.
-// defines: sanitizer_subset()
+// defines: kSanitizerBuild, sanitizer_subset()
 #pragma once
 
 #include <cstdlib>
 #include <cstring>
 
 namespace ls::test {
+
+// Whether this is one of those builds, whatever the compiler (clang 14, the
+// ASan build's, defines none of GCC's __SANITIZE_ADDRESS__ and the like): for
+// the tests' time bounds.
+#ifdef LS_TEST_SANITIZER_SUBSET
+inline constexpr bool kSanitizerBuild = true;
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
 
 inline bool sanitizer_subset() {
 #ifdef LS_TEST_SANITIZER_SUBSET

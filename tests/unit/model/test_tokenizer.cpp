@@ -19,6 +19,7 @@
 #include "model/tokenizer.h"
 #include "model/unicode.h"
 #include "tests/unit/ls_binary.h"
+#include "tests/unit/sanitizer_subset.h"
 
 using namespace ls;
 
@@ -300,11 +301,7 @@ TEST_CASE("tokenizer: random text round-trips") {
 
 TEST_CASE("tokenizer: encoding a few KB takes milliseconds") {
   // Sanitizers slow this code 5-20x; the bounds are for optimized builds.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  constexpr double kSlowdown = 20;
-#else
-  constexpr double kSlowdown = 1;
-#endif
+  constexpr double kSlowdown = ls::test::kSanitizerBuild ? 20 : 1;
   Loaded bpe = load_vocab("llama-bpe");
   Loaded spm = load_vocab("llama-spm");
   if (!bpe.tok || !spm.tok) return;

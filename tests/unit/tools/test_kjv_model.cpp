@@ -31,6 +31,7 @@
 #include "model/json_schema_grammar.h"  // defines: JsonSchemaGrammar
 #include "model/tokenizer.h"            // defines: Tokenizer, detokenize()
 #include "tests/unit/ls_binary.h"       // defines: LS_BINARY
+#include "tests/unit/sanitizer_subset.h"  // defines: kSanitizerBuild
 
 using namespace ls;
 
@@ -39,11 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The time bound is for optimized builds; sanitizers slow the kernels 5-20x.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr double kSlowdown = 20;
-#else
-constexpr double kSlowdown = 1;
-#endif
+constexpr double kSlowdown = ls::test::kSanitizerBuild ? 20 : 1;
 
 const std::string kSource = LS_SOURCE_DIR;
 const std::string kValid = kSource + "/tests/data/kjv/valid.txt";
