@@ -49,6 +49,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -522,7 +523,10 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     // 54: more bytes in flight a warp for the H200's bandwidth).
     static const int rows = [] {
       const int64_t r = env_int("LS_GEMV_ROWS", 0, 0);
-      return r == 2 || r == 8 ? static_cast<int>(r) : 0;
+      if (r == 0 || r == 2 || r == 8) return static_cast<int>(r);
+      std::fprintf(stderr, "LS_GEMV_ROWS=%lld: want 2 or 8; using the default (4)\n",
+                   static_cast<long long>(r));
+      return 0;
     }();
     bool mixed = false;
     for (int i = 0; i < n_more; ++i) mixed = mixed || p.more[i].alt;

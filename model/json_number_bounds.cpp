@@ -1,6 +1,8 @@
 #include "model/json_number_bounds.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace ls {
 
@@ -101,8 +103,9 @@ std::string int_digits(const JsonDecimal& d) {
   return d.zero() ? std::string("0") : d.digits + std::string(static_cast<size_t>(d.exp), '0');
 }
 
-// floor(n / c) for an integer n (either sign) and c >= 1, exactly.
-JsonDecimal floor_div(const JsonDecimal& n, uint64_t c) {
+// An integer's magnitude divided by c >= 1 by long division: the quotient's
+// digits (leading zeros kept) and the remainder.
+std::pair<std::string, uint64_t> divide_magnitude(const JsonDecimal& n, uint64_t c) {
   std::string q;
   unsigned __int128 r = 0;
   for (char ch : int_digits(n)) {
@@ -110,7 +113,13 @@ JsonDecimal floor_div(const JsonDecimal& n, uint64_t c) {
     q += static_cast<char>('0' + static_cast<int>(r / c));
     r %= c;
   }
-  JsonDecimal m = normalized(false, q, 0);
+  return {std::move(q), static_cast<uint64_t>(r)};
+}
+
+// floor(n / c) for an integer n (either sign) and c >= 1, exactly.
+JsonDecimal floor_div(const JsonDecimal& n, uint64_t c) {
+  auto [q, r] = divide_magnitude(n, c);
+  JsonDecimal m = normalized(false, std::move(q), 0);
   if (!n.neg) return m;
   // -|n| / c: the quotient's magnitude, one more where something is left.
   return negated(r != 0 ? int_step(m, 1) : m);
@@ -136,9 +145,7 @@ JsonDecimal times(const JsonDecimal& n, uint64_t c) {
 
 // Whether integer n is a multiple of c.
 bool divides(uint64_t c, const JsonDecimal& n) {
-  unsigned __int128 r = 0;
-  for (char ch : int_digits(n)) r = (r * 10 + static_cast<unsigned>(ch - '0')) % c;
-  return r == 0;
+  return divide_magnitude(n, c).second == 0;
 }
 
 // One end of a range: a value, open or closed.
