@@ -40,6 +40,7 @@
 #include <cstdint>
 
 #include "kernels/kv_pages.h"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/rope.cuh"
 #include "runtime/status.h"
@@ -116,6 +117,9 @@ struct AttentionParams {
   const float* k_new = nullptr;
   const float* v_new = nullptr;
   RopeCudaParams rope{};
+  // The o GEMV's weights, asked of the L2 before the wait by the decode
+  // kernels (kernels/l2_prefetch.cuh).
+  L2Prefetch pf{};
 };
 
 inline constexpr int32_t kAttentionChunk = 256;

@@ -68,6 +68,7 @@ __global__ void __launch_bounds__(kThreads, 4) attention_decode_kernel(Attention
   T* const k_st = reinterpret_cast<T*>(dyn_sh);
   T* const v_st = k_st + kSmallN * HD;
   pdl_trigger();
+  l2_prefetch_issue(p.pf);  // the o GEMV's weights (kernels/l2_prefetch.cuh)
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

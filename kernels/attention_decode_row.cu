@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(NG* HD) attention_row_kernel(AttentionParams p
   __shared__ float red_sh[2][kWarps];
   __shared__ float acc_sh[NG > 1 ? NG - 1 : 1][HD];  // groups 1.. value sums
   pdl_trigger();
+  l2_prefetch_issue(p.pf);  // the o GEMV's weights (kernels/l2_prefetch.cuh)
   const int h = blockIdx.x, kvh = h / G;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int slot = lane / kLpr, dl = lane % kLpr;

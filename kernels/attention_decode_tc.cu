@@ -60,6 +60,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __half* const st = reinterpret_cast<__half*>(smem_raw);
   pdl_trigger();
+  l2_prefetch_issue(p.pf);  // the o GEMV's weights (kernels/l2_prefetch.cuh)
   const int s = blockIdx.x, kvh = blockIdx.y;
   const int64_t t = blockIdx.z;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, c = lane & 3;

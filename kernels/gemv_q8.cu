@@ -737,6 +737,7 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
     gemv_q8_v5(GemvQ8Params p, int stages) {
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
   pdl_trigger();
+  l2_prefetch_issue(p.pf);  // the next GEMV's first weights (kernels/l2_prefetch.cuh)
   // The matrix of this block's rows: the first, or one of p.more.
   const uint8_t* W = p.w;
   float* Y = p.y;

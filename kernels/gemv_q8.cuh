@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "io/ggml_type.h"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 
@@ -57,6 +58,10 @@ struct GemvQ8Params {
   static constexpr int kMaxMore = 2;
   Seg more[kMaxMore] = {};
   int n_more = 0;
+  // The next GEMV's weights, asked of the L2 as the launch starts
+  // (kernels/l2_prefetch.cuh), so the HBM streams them through this one's
+  // last wave and the next one's ramp.
+  L2Prefetch pf{};
 };
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.

@@ -151,6 +151,7 @@ struct MatmulContext::Impl {
   int64_t mq_cap = 0;  // values
   const float* xq_src = nullptr;
   int64_t xq_n_in = 0, xq_n_tok = 0;
+  L2Prefetch next_pf;  // set_next_prefetch
   // cuBLAS, when it loads.
   void* lib = nullptr;
   cublasHandle_t handle = nullptr;
@@ -365,6 +366,10 @@ void MatmulContext::note_gemv_x(const float* x, int64_t n_in, int64_t n_tok) {
   impl_->xq_n_tok = n_tok;
 }
 
+void MatmulContext::set_next_prefetch(const L2Prefetch& pf) {
+  impl_->next_pf = pf;
+}
+
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
                        int64_t n_out, int64_t n_tok, float* y, cudaStream_t stream, int64_t ldy) {
   MatmulContext::Impl& im = *ctx.impl();
@@ -459,6 +464,8 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
                 float* const* y_more = nullptr, int n_more = 0) {
   MatmulContext::Impl& im = *ctx.impl();
   const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
+  const L2Prefetch pf = im.next_pf;  // for this launch only (set_next_prefetch)
+  im.next_pf = L2Prefetch{};
   if (n_tok > kGemvMaxTok) {  // f32 x only (pick_path): kGemvMaxTok tokens a launch
     if (im.act_q8)
       return make_error("matmul: the 8-bit GEMV takes n_tok <= %d, got %lld", kGemvMaxTok,
@@ -518,6 +525,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
       }
     }
     p.n_more = n_more;
+    p.pf = pf;
     // LS_GEMV_ROWS=2|8: the direct form's rows a block at one token, where
     // the launch is of one format and without early loads (an A/B, session
     // 54: more bytes in flight a warp for the H200's bandwidth).
@@ -740,7 +748,10 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     if (im.path == MatmulPath::Mmq && n_rest > 0) return mmq_refused(n_tok, rest_w[0].type);
     if (n_m > 0) {
       LS_TRY(run_mmq(im, mw, my, n_m, x, n_tok, stream));
-      if (n_rest == 0) return ok();
+      if (n_rest == 0) {
+        im.next_pf = L2Prefetch{};  // set for a GEMV that did not come
+        return ok();
+      }
       w = rest_w;
       y = rest_y;
       n_w = n_rest;
@@ -767,6 +778,7 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     }
     return ok();
   }
+  im.next_pf = L2Prefetch{};                // set for a GEMV that did not come (set_next_prefetch)
   if (im.prefill == PrefillPath::Legacy) {  // as before 2026-11-30: x converted per weight
     for (int i = 0; i < n_w; ++i) LS_TRY(check_slices(im, w[i]));
     for (int i = 0; i < n_w; ++i) {

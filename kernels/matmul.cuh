@@ -17,6 +17,7 @@
 
 #include <memory>
 
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "kernels/ref/matmul.h"  // WeightView
 #include "runtime/status.h"
@@ -92,6 +93,10 @@ class MatmulContext {
   bool takes_q8(const WeightView& w, int64_t n_tok) const;
   ActQ8Device gemv_x() const;
   void note_gemv_x(const float* x, int64_t n_in, int64_t n_tok);
+  // The next matmul, where it is an 8-bit decode GEMV, asks the L2 for pf as
+  // its launch starts (GemvQ8Params::pf: the weights of the GEMV after it);
+  // any next matmul drops it, so it never reaches a later one.
+  void set_next_prefetch(const L2Prefetch& pf);
   struct Impl;
   Impl* impl() { return impl_.get(); }
 

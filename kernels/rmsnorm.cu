@@ -1,4 +1,6 @@
 // RMSNorm (+ fused residual add, + 8-bit quantization) kernels: see rmsnorm.cuh.
+#include <algorithm>
+
 #include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/reduce.cuh"
@@ -8,6 +10,16 @@
 namespace ls {
 namespace {
 
+// Blocks past n_out that only issue a share of p.pf: one block (a decode
+// token's norm) would leave one SM's copy engine to ask for megabytes.
+int64_t pf_blocks(const L2Prefetch& pf, int64_t n_out) {
+  uint64_t total = 0;
+  for (int i = 0; i < pf.n; ++i) total += pf.bytes[i];
+  const int64_t want =
+      static_cast<int64_t>(std::min<uint64_t>((total + (128 << 10) - 1) >> 17, 128));
+  return want > n_out ? want - n_out : 0;
+}
+
 // v2: 256 threads, a strided loop over the row (any n).
 constexpr int kThreads = 256;
 // v3: the row in registers, kVec float4s a thread, up to 1024 threads.
@@ -16,6 +28,8 @@ constexpr int kVecThreads = 1024;
 __global__ void __launch_bounds__(kThreads) rmsnorm_f32_kernel(RmsNormParams p) {
   __shared__ float sh[32];
   pdl_trigger();
+  l2_prefetch_issue(p.pf);
+  if (blockIdx.x >= p.n_out) return;  // a block that only prefetches (pf_blocks)
   pdl_wait();
   const int64_t m = blockIdx.x;
   const int64_t r = p.rows ? p.rows[m] : m;
@@ -57,6 +71,8 @@ template <int kVec>
 __global__ void __launch_bounds__(kVecThreads) rmsnorm_vec_kernel(RmsNormParams p) {
   __shared__ float sh[32];
   pdl_trigger();
+  l2_prefetch_issue(p.pf);
+  if (blockIdx.x >= p.n_out) return;  // a block that only prefetches (pf_blocks)
   // The norm weight, which no kernel of a step writes, is loaded before the
   // wait, so its round trip to memory overlaps the kernel before instead of
   // following the reduction.
@@ -128,7 +144,7 @@ Status rmsnorm_f32_cuda(const RmsNormParams& p, cudaStream_t stream) {
   if (p.q8.q && (p.n % kActQ8Block != 0 || !p.q8.ds))
     return make_error("rmsnorm: the 8-bit output needs n (%lld) a multiple of %d and ds",
                       static_cast<long long>(p.n), kActQ8Block);
-  const dim3 grid(static_cast<unsigned>(p.n_out));
+  const dim3 grid(static_cast<unsigned>(p.n_out + pf_blocks(p.pf, p.n_out)));
   const int64_t n4 = p.n / 4;
   const bool aligned = p.n % 32 == 0 && reinterpret_cast<uintptr_t>(p.h) % 16 == 0 &&
                        (!p.add || reinterpret_cast<uintptr_t>(p.add) % 16 == 0) &&

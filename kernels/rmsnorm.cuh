@@ -4,7 +4,8 @@
 // "h += ffn_out" is done by the next layer's (or the head's) norm kernel.
 // The rows map lets the head normalise only the entries that want logits.
 // Layout: h, add: (n_rows, n) row-major f32; y: (n_out, n); w: (n).
-// Grid: one block per output row; the sum of squares is a block reduction in
+// Grid: one block per output row (and, with pf set, up to 128 in all that
+// only issue the prefetch: kernels/l2_prefetch.cuh); the sum of squares is a block reduction in
 // f32 (the CPU reference sums in f64: differences are rounding, ~1e-7
 // relative).
 // Versions: v1, 256 threads, one read of h for the sum and one for the scale
@@ -27,6 +28,7 @@
 
 #include <cstdint>
 
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 
@@ -43,6 +45,8 @@ struct RmsNormParams {
   float eps = 1e-5f;
   // Also y quantized (n_out, n) into q8 (kernels/quantize_act.cuh); needs n % 32 == 0.
   ActQ8Device q8{nullptr, nullptr};
+  // The next GEMV's weights, asked of the L2 before the wait (kernels/l2_prefetch.cuh).
+  L2Prefetch pf{};
 };
 
 Status rmsnorm_f32_cuda(const RmsNormParams& p, cudaStream_t stream);

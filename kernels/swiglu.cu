@@ -13,6 +13,7 @@ __device__ __forceinline__ float silu_mul(float g, float u) {
 
 __global__ void swiglu_f32_kernel(SwigluParams p) {
   pdl_trigger();
+  l2_prefetch_issue(p.pf);
   pdl_wait();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t i0 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/quantize_act.cuh"
 #include "runtime/status.h"
 
@@ -25,6 +26,8 @@ struct SwigluParams {
   int64_t n = 0;
   // Also out quantized into q8: the rows' width must be a multiple of 32 (n_ff is).
   ActQ8Device q8{nullptr, nullptr};
+  // The next GEMV's weights, asked of the L2 before the wait (kernels/l2_prefetch.cuh).
+  L2Prefetch pf{};
 };
 
 Status swiglu_f32_cuda(const SwigluParams& p, cudaStream_t stream);

@@ -244,6 +244,12 @@ struct CudaBackend::Impl {
   std::unique_ptr<MatmulContext> mm;
   int64_t max_weight_elems = 0;
 
+  // The L2 prefetch of the next GEMV's weights in decode steps
+  // (kernels/l2_prefetch.cuh), bytes a kernel: pf_chain for the kernels
+  // between GEMVs (the norms, attention, SwiGLU), pf_gemv for a GEMV (of the
+  // one after it). LS_L2_PREFETCH / LS_L2_PREFETCH_GEMV in MiB, 0 off (A/B).
+  uint64_t pf_chain = 0, pf_gemv = 0;
+
   uint8_t* arena = nullptr;  // weights: globals then layers
   uint64_t arena_bytes = 0;
   GlobalView g;                   // device pointers (token_embd: host pointers when embd_on_host)
@@ -514,6 +520,15 @@ struct CudaBackend::Impl {
   // The head: final norm of the rows that want logits (into xn, packed),
   // then the output matmul of rows [r0, r0 + logits_rows(cap)) of them into
   // logits, by head_rows.
+  // The first bytes of ws (in order) up to cap, for a decode batch of n.
+  L2Prefetch prefetch_of(std::initializer_list<WeightView> ws, uint64_t cap, int64_t n) const {
+    L2Prefetch pf;
+    if (n > kGemvMaxTok) return pf;  // the GEMM path: weights are reused across rows
+    for (const WeightView& w : ws)
+      cap = l2_prefetch_add(pf, w.data, ggml_row_bytes(w.type, w.n_in) * uint64_t(w.n_out), cap);
+    return pf;
+  }
+
   Status head_norm() {
     RmsNormParams np;
     np.h = h;
@@ -524,6 +539,7 @@ struct CudaBackend::Impl {
     np.n = c.n_embd;
     np.n_out = n_logits;
     np.eps = c.rms_eps;
+    np.pf = prefetch_of({g.output}, pf_chain, n_logits);
     LS_TRY(rmsnorm_f32_cuda(np, stream));
     pending_add = false;
     return ok();
@@ -584,6 +600,9 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
     if (v != 0)
       LS_CUDA_TRY(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, static_cast<size_t>(v)));
   }
+  // The L2 prefetch (Impl::pf_chain, pf_gemv), MiB.
+  s.pf_chain = static_cast<uint64_t>(env_int("LS_L2_PREFETCH", 16, 0)) << 20;
+  s.pf_gemv = static_cast<uint64_t>(env_int("LS_L2_PREFETCH_GEMV", 4, 0)) << 20;
   LS_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
 
   // Weights: one arena, each tensor 256-aligned; tied output shares token_embd.
@@ -814,7 +833,10 @@ int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
 }
 
 // One layer's kernels on s.stream (see the top of this file).
-Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
+// next: the layer after it in the same graph, whose q, k, v weights the
+// down GEMV asks the L2 for (nullptr: none).
+Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
+                     const LayerView* next = nullptr) {
   const LlamaConfig& c = s.c;
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0) return ok();
@@ -839,8 +861,10 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   np.n_out = n;
   np.eps = c.rms_eps;
   np.q8 = q8_for({w.wq, w.wk, w.wv});
+  np.pf = s.prefetch_of({w.wq, w.wk, w.wv}, s.pf_chain, n);
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
+  mm.set_next_prefetch(s.prefetch_of({w.wo}, s.pf_gemv, n));
   {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
     const WeightView qkv[3] = {w.wq, w.wk, w.wv};
     float* const out[3] = {s.q, s.k, s.v};
@@ -901,15 +925,19 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
     LS_TRY(rope_kv_store_cuda(rk, s.stream));
   }
   ap.q8 = q8_for({w.wo});  // the o GEMV's x, made by the attention kernel
+  ap.pf = s.prefetch_of({w.wo}, s.pf_chain, n);
   LS_TRY(attention_cuda(ap, s.stream));
   if (ap.q8.q) mm.note_gemv_x(s.att, ap.n_head * ap.head_dim, n);
+  mm.set_next_prefetch(s.prefetch_of({w.w_gate, w.w_up}, s.pf_gemv, n));
   LS_TRY(s.matmul(w.wo, s.att, n, s.o, ap.q8.q != nullptr));
 
   np.add = s.o;  // h += attention output, fused with the feed-forward norm
   np.w = w.ffn_norm;
   np.q8 = q8_for({w.w_gate, w.w_up});
+  np.pf = s.prefetch_of({w.w_gate, w.w_up}, s.pf_chain, n);
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
+  mm.set_next_prefetch(s.prefetch_of({w.w_down}, s.pf_gemv, n));
   {
     const WeightView gu[2] = {w.w_gate, w.w_up};
     float* const out[2] = {s.gate, s.up};
@@ -921,8 +949,10 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w) {
   sp.out = s.gate;
   sp.n = n * F;
   sp.q8 = q8_for({w.w_down});
+  sp.pf = s.prefetch_of({w.w_down}, s.pf_chain, n);
   LS_TRY(swiglu_f32_cuda(sp, s.stream));
   if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
+  if (next) mm.set_next_prefetch(s.prefetch_of({next->wq, next->wk, next->wv}, s.pf_gemv, n));
   LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));
   s.pending_add = true;
   return ok();
@@ -957,7 +987,8 @@ Status CudaBackend::layers(uint32_t first, const LayerView* w, uint32_t count) {
   const int64_t n = static_cast<int64_t>(s.batch.size());
   if (n == 0 || count == 0) return ok();
   if (!s.graphs || n > kGemvMaxTok) {
-    for (uint32_t i = 0; i < count; ++i) LS_TRY(enqueue_layer(s, first + i, w[i]));
+    for (uint32_t i = 0; i < count; ++i)
+      LS_TRY(enqueue_layer(s, first + i, w[i], i + 1 < count ? &w[i + 1] : nullptr));
     return ok();
   }
   const int32_t n_split = layer_split_count(s, n);
@@ -974,7 +1005,8 @@ Status CudaBackend::layers(uint32_t first, const LayerView* w, uint32_t count) {
     LS_CUDA_TRY(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal));
     const Status st = [&]() -> Status {
       const PdlScope pdl;  // the kernels overlap their neighbours (kernels/pdl.cuh)
-      for (uint32_t i = 0; i < count; ++i) LS_TRY(enqueue_layer(s, first + i, w[i]));
+      for (uint32_t i = 0; i < count; ++i)
+        LS_TRY(enqueue_layer(s, first + i, w[i], i + 1 < count ? &w[i + 1] : nullptr));
       return ok();
     }();
     cudaGraph_t g = nullptr;

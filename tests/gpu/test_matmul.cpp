@@ -51,6 +51,7 @@
 #include "kernels/act_q8.h"
 #include "kernels/gemv_q.cuh"
 #include "kernels/gemv_q8.cuh"
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/mmq_q8.cuh"
 #include "kernels/quantize_act.cuh"
@@ -557,7 +558,8 @@ struct ActQ8Buf {
 std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t n_out,
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
                           const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s, int version = 0,
-                          int stages = 0, bool early = false, bool plain = false) {
+                          int stages = 0, bool early = false, bool plain = false,
+                          const ls::L2Prefetch& pf = {}) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -576,6 +578,7 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
   p.stages = stages;
   p.early = early;
   p.plain_loads = plain;
+  p.pf = pf;
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -770,6 +773,48 @@ TEST_CASE("cuda matmul: gemv v5 (int8 x, dp4a) against both references, odd shap
   bad.version = 7;
   bad.rows = 8;
   CHECK_FALSE(ls::gemv_q8_launch(GgmlType::Q4_K, bad, s).ok());
+  CUDA_CHECK(cudaStreamDestroy(s));
+}
+
+// An L2 prefetch in a GEMV launch (GemvQ8Params::pf, kernels/l2_prefetch.cuh)
+// is a hint: the same bits as without, for the direct form (Q4_K, Q6_K) and
+// the staged one (Q8_0), with ranges of odd sizes over another buffer, over
+// the weight itself, and three ranges whose chunks cross from one into the
+// next; and no error from the launch (a fault in a bulk prefetch would be
+// one).
+TEST_CASE("cuda matmul: an L2 prefetch in a GEMV launch changes no bit") {
+  cudaStream_t s;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  DeviceBuf other(3 << 20);
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q8_0}) {
+    const int64_t n_in = 4096, n_out = 333;
+    const std::vector<uint8_t> w = random_weight(t, n_in, n_out);
+    DeviceBuf dw(w.size());
+    CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+    for (int64_t n_tok : {1, 2, 5}) {
+      const std::vector<float> x = random_floats(n_tok * n_in);
+      DeviceBuf dx(x.size() * sizeof(float)),
+          dy(static_cast<size_t>(n_tok * n_out) * sizeof(float));
+      CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+      ActQ8Buf xq(n_tok * n_in);
+      const std::vector<float> y0 = run_v5(t, dw, n_in, n_out, dx, n_tok, 0, 0, xq, dy, s);
+      const char* o = static_cast<const char*>(other.p);
+      ls::L2Prefetch one, self, three;
+      CHECK(ls::l2_prefetch_add(one, o + 3, (3 << 20) - 3, 1 << 30) > 0);
+      ls::l2_prefetch_add(self, dw.p, w.size(), 1 << 30);
+      uint64_t budget = (2 << 20) + 12345;
+      budget = ls::l2_prefetch_add(three, o, 40000, budget);
+      budget = ls::l2_prefetch_add(three, o + 65536 + 7, 1 << 20, budget);
+      budget = ls::l2_prefetch_add(three, dw.p, w.size(), budget);
+      REQUIRE(three.n == 3);
+      for (const ls::L2Prefetch* pf : {&one, &self, &three}) {
+        const std::vector<float> y =
+            run_v5(t, dw, n_in, n_out, dx, n_tok, 0, 0, xq, dy, s, 0, 0, false, false, *pf);
+        INFO(ls::ggml_type_name(t), " n_tok ", n_tok, " ranges ", pf->n);
+        CHECK_MESSAGE(y == y0, "a prefetch changed the GEMV's result");
+      }
+    }
+  }
   CUDA_CHECK(cudaStreamDestroy(s));
 }
 
