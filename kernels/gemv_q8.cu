@@ -728,6 +728,39 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
   }
 }
 
+// GemvQ8Params::ahead: the rows of row group blockIdx + ahead / (KR *
+// row_bytes) of the launch (in whichever of its matrices that falls), asked
+// of the L2, trimmed to 16-byte bounds inside them (the instruction's rule).
+template <int KR>
+__device__ __forceinline__ void prefetch_ahead(const GemvQ8Params& p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  int64_t t = blockIdx.x + p.ahead / (KR * p.row_bytes);
+  const uint8_t* W = p.w;
+  int64_t n_out = p.n_out, row_bytes = p.row_bytes;
+  bool found = false;
+#pragma unroll
+  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {  // as gemv_q8_v5 finds its own
+    if (!found && i < p.n_more && t >= (n_out + KR - 1) / KR) {
+      t -= (n_out + KR - 1) / KR;
+      W = p.more[i].w, n_out = p.more[i].n_out;
+      if (p.more[i].alt) row_bytes = p.more[i].row_bytes;
+    } else {
+      found = true;
+    }
+  }
+  if (t * KR >= n_out) return;  // past the launch's last row
+  const int64_t r1 = t * KR + KR < n_out ? t * KR + KR : n_out;
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(W + t * KR * row_bytes) + 15) & ~uintptr_t(15);
+  const uintptr_t e = reinterpret_cast<uintptr_t>(W + r1 * row_bytes) & ~uintptr_t(15);
+  if (e > a)
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a),
+                 "r"(static_cast<uint32_t>(e - a))
+                 : "memory");
+#else
+  (void)p;
+#endif
+}
+
 // T2 (a launch over matrices of two formats, the q, k of a Q4_K_M layer in
 // Q4_K and its v in Q6_K or Q5_K): the segments with GemvQ8Params::Seg::alt set are
 // in T2. One launch instead of two: the second's ramp, tail and wait go.
@@ -738,6 +771,7 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   extern __shared__ __align__(16) uint8_t smem[];  // (n_warps, stages, KR, kSR)
   pdl_trigger();
   l2_prefetch_issue(p.pf);  // the next GEMV's first weights (kernels/l2_prefetch.cuh)
+  if (p.ahead > 0 && threadIdx.x == 0) prefetch_ahead<KR>(p);
   // The matrix of this block's rows: the first, or one of p.more.
   const uint8_t* W = p.w;
   float* Y = p.y;

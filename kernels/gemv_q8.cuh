@@ -62,6 +62,13 @@ struct GemvQ8Params {
   // (kernels/l2_prefetch.cuh), so the HBM streams them through this one's
   // last wave and the next one's ramp.
   L2Prefetch pf{};
+  // Each block asks the L2 for the rows of the block `ahead` bytes of
+  // weights after its own (one bulk prefetch by its first thread; 0 off):
+  // the bytes in flight are the L2's, not the registers of blocks that
+  // wait for their loads, so they stay in flight through every block's
+  // reduction, exit and the next block's start. The previous kernel's pf
+  // covers the launch's first `ahead` bytes.
+  int64_t ahead = 0;
 };
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.

@@ -559,7 +559,7 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
                           const DeviceBuf& dx, int64_t n_tok, int rows, int lane_blocks,
                           const ActQ8Buf& xq, const DeviceBuf& dy, cudaStream_t s, int version = 0,
                           int stages = 0, bool early = false, bool plain = false,
-                          const ls::L2Prefetch& pf = {}) {
+                          const ls::L2Prefetch& pf = {}, int64_t ahead = 0) {
   const size_t ny = static_cast<size_t>(n_tok * n_out);
   CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, ny * sizeof(float), s));
   CUDA_CHECK(cudaMemsetAsync(xq.q.p, 0x55, static_cast<size_t>(n_tok * n_in), s));
@@ -579,6 +579,7 @@ std::vector<float> run_v5(GgmlType t, const DeviceBuf& dw, int64_t n_in, int64_t
   p.early = early;
   p.plain_loads = plain;
   p.pf = pf;
+  p.ahead = ahead;
   st = ls::gemv_q8_launch(t, p, s);
   REQUIRE_MESSAGE(st.ok(), (st.ok() ? "" : st.error().message));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -812,6 +813,14 @@ TEST_CASE("cuda matmul: an L2 prefetch in a GEMV launch changes no bit") {
             run_v5(t, dw, n_in, n_out, dx, n_tok, 0, 0, xq, dy, s, 0, 0, false, false, *pf);
         INFO(ls::ggml_type_name(t), " n_tok ", n_tok, " ranges ", pf->n);
         CHECK_MESSAGE(y == y0, "a prefetch changed the GEMV's result");
+      }
+      // Each block prefetching the rows further on (GemvQ8Params::ahead):
+      // within the matrix, and past its end (the last blocks' asks fall off).
+      for (int64_t ahead : {int64_t{1}, int64_t{100000}, int64_t{1} << 40}) {
+        const std::vector<float> y =
+            run_v5(t, dw, n_in, n_out, dx, n_tok, 0, 0, xq, dy, s, 0, 0, false, false, {}, ahead);
+        INFO(ls::ggml_type_name(t), " n_tok ", n_tok, " ahead ", ahead);
+        CHECK_MESSAGE(y == y0, "a prefetch ahead changed the GEMV's result");
       }
     }
   }

@@ -5,9 +5,12 @@
 # LS_L2_PREFETCH MiB from the kernels between GEMVs (norms, attention,
 # SwiGLU; default 16), LS_L2_PREFETCH_GEMV MiB from a GEMV (default 4).
 # (1) the GPU tests the change touches (the new bits check of a prefetching
-#     GEMV launch, the GEMV variants, the fused decode, graphs, the backend);
+#     GEMV launch, the GEMV variants, the fused decode, graphs, the backend),
+#     and the engine's again with the prefetch ahead on;
 # (2) the 8b Q4_K_M resident, `bench -n 128`: default, both off, each alone,
-#     larger (32 / 8), alternated, three rounds; Q8_0 default and off, two;
+#     each block prefetching 8 / 16 MiB ahead of its own rows (LS_GEMV_AHEAD,
+#     with the launch's first as many bytes from the kernel before),
+#     alternated, three rounds; Q8_0 default and off, two;
 # (3) after a 16k prompt, default and off, one run each;
 # (4) if time is left, session 54's A/B switches beside the default, two
 #     rounds: LS_GEMV_EARLY=1, LS_GEMV_STREAM=0, LS_GEMV_ROWS=8.
@@ -16,14 +19,17 @@ set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-540}
 . "$R/scripts/gpu_call_lib.sh"
 unpack_bins
-timeout 200 $B/ls_gpu_tests -tc="*L2 prefetch*,cuda matmul: gemv v5*,decode fused*,*graphs*,*chained*,cuda backend*" \
+timeout 150 $B/ls_gpu_tests -tc="*L2 prefetch*,cuda matmul: gemv v5*,decode fused*,*graphs*,*chained*,cuda backend*" \
   > $O/tests.txt 2>&1
 echo "gpu tests rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $O/tests.txt | head -8; el
+LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8 timeout 90 $B/ls_gpu_tests -tc="decode fused*,cuda backend*,*chained*" \
+  > $O/tests-ahead.txt 2>&1
+echo "gpu tests with LS_GEMV_AHEAD=8 rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $O/tests-ahead.txt | head -8; el
 L=$B/layerstream
 for q in q4_k_m q8_0; do
   timeout 90 $L synth -q -o $M/8b-$q.gguf --preset 8b --quant $q > $O/synth-$q.txt 2>&1; echo "synth $q rc=$?"
 done; el
-AB="LS_L2_PREFETCH=16;LS_L2_PREFETCH=0 LS_L2_PREFETCH_GEMV=0;LS_L2_PREFETCH_GEMV=0;LS_L2_PREFETCH=0;LS_L2_PREFETCH=32 LS_L2_PREFETCH_GEMV=8"
+AB="LS_L2_PREFETCH=16;LS_L2_PREFETCH=0 LS_L2_PREFETCH_GEMV=0;LS_L2_PREFETCH_GEMV=0;LS_L2_PREFETCH=0;LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8;LS_GEMV_AHEAD=16 LS_L2_PREFETCH_GEMV=16"
 ab_runs q4 3 -m $M/8b-q4_k_m.gguf -n 128; el; pack
 AB="LS_L2_PREFETCH=16;LS_L2_PREFETCH=0 LS_L2_PREFETCH_GEMV=0"
 left 60 && { ab_runs q8 2 -m $M/8b-q8_0.gguf -n 128; el; pack; }
