@@ -5,7 +5,7 @@
 # LS_L2_PREFETCH MiB from the kernels between GEMVs (norms, attention,
 # SwiGLU; default 16), LS_L2_PREFETCH_GEMV MiB from a GEMV (default 4).
 # (1) the GPU tests the change touches (the new bits check of a prefetching
-#     GEMV launch, the GEMV variants, the fused decode, graphs, the backend),
+#     GEMV launch, the fused decode, graphs, the backend),
 #     and the engine's again with the prefetch ahead on;
 # (2) the 8b Q4_K_M resident, `bench -n 128`: default, both off, each alone,
 #     each block prefetching 8 / 16 MiB ahead of its own rows (LS_GEMV_AHEAD,
@@ -19,10 +19,10 @@ set -u
 R=$1; O=$OUT/r; LIMIT=${LIMIT:-540}
 . "$R/scripts/gpu_call_lib.sh"
 unpack_bins
-timeout 150 $B/ls_gpu_tests -tc="*L2 prefetch*,cuda matmul: gemv v5*,decode fused*,*graphs*,*chained*,cuda backend*" \
+timeout 150 $B/ls_gpu_tests -tc="*L2 prefetch*,decode fused*,*graphs*,*chained*,cuda backend*" \
   > $O/tests.txt 2>&1
 echo "gpu tests rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $O/tests.txt | head -8; el
-LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8 timeout 90 $B/ls_gpu_tests -tc="decode fused*,cuda backend*,*chained*" \
+left 480 && LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8 timeout 90 $B/ls_gpu_tests -tc="decode fused*,cuda backend*,*chained*" \
   > $O/tests-ahead.txt 2>&1
 echo "gpu tests with LS_GEMV_AHEAD=8 rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $O/tests-ahead.txt | head -8; el
 L=$B/layerstream
