@@ -27,20 +27,23 @@ left 380 && LS_L2_PREFETCH=16 LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8 timeout 90 $
   > $O/tests-ahead.txt 2>&1
 echo "gpu tests with LS_GEMV_AHEAD=8 rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $O/tests-ahead.txt | head -8; el
 L=$B/layerstream
-for q in q4_k_m q8_0; do
+for q in q4_k_m; do
   timeout 90 $L synth -q -o $M/8b-$q.gguf --preset 8b --quant $q > $O/synth-$q.txt 2>&1; echo "synth $q rc=$?"
 done; el
 ON="LS_L2_PREFETCH=16 LS_L2_PREFETCH_GEMV=4"; OFF="LS_L2_PREFETCH=0 LS_L2_PREFETCH_GEMV=0"
 AB="$ON;$OFF;LS_L2_PREFETCH=16 LS_L2_PREFETCH_GEMV=0;LS_L2_PREFETCH=0 LS_L2_PREFETCH_GEMV=4;LS_L2_PREFETCH=16 LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8;LS_L2_PREFETCH=16 LS_GEMV_AHEAD=16 LS_L2_PREFETCH_GEMV=16"
-ab_runs q4 3 -m $M/8b-q4_k_m.gguf -n 128; el; pack
+ab_runs q4 ${ROUNDS:-3} -m $M/8b-q4_k_m.gguf -n 128; el; pack
 AB="$ON;$OFF"
-left 60 && { ab_runs q8 2 -m $M/8b-q8_0.gguf -n 128; el; pack; }
 for e in "$ON" "$OFF"; do
   left 100 || break
   n=$(echo "$e" | tr ' =' '__')
   env $e timeout 100 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b16k-$n.txt 2>&1
   echo "after 16k, $e: $(rate $O/b16k-$n.txt)"
 done; el
+if left 90; then
+  timeout 90 $L synth -q -o $M/8b-q8_0.gguf --preset 8b --quant q8_0 > $O/synth-q8_0.txt 2>&1
+  echo "synth q8_0 rc=$?"; ab_runs q8 2 -m $M/8b-q8_0.gguf -n 128; el; pack
+fi
 AB="$OFF;$OFF LS_GEMV_EARLY=1;$OFF LS_GEMV_STREAM=0;$OFF LS_GEMV_ROWS=8"
 left 100 && { ab_runs old 2 -m $M/8b-q4_k_m.gguf -n 128; el; }
 finish
