@@ -728,26 +728,43 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
   }
 }
 
+// Row group g of a launch: the matrix it falls in (the first, or one of
+// p.more) and its index there. Unrolled, so p.more[i] is read from the
+// parameter space: a loop with a run-time index made every thread copy p to
+// local memory (128 bytes).
+struct LaunchSeg {
+  const uint8_t* W;
+  float* Y;
+  int64_t n_out, g, row_bytes;
+  bool alt;
+};
+template <int KR>
+__device__ __forceinline__ LaunchSeg launch_seg(const GemvQ8Params& p, int64_t g) {
+  LaunchSeg s{p.w, p.y, p.n_out, g, p.row_bytes, false};
+  bool found = false;
+#pragma unroll
+  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {
+    if (!found && i < p.n_more && s.g >= (s.n_out + KR - 1) / KR) {
+      s.g -= (s.n_out + KR - 1) / KR;
+      s.W = p.more[i].w, s.Y = p.more[i].y, s.n_out = p.more[i].n_out;
+      s.alt = p.more[i].alt;
+      if (s.alt) s.row_bytes = p.more[i].row_bytes;
+    } else {
+      found = true;
+    }
+  }
+  return s;
+}
+
 // GemvQ8Params::ahead: the rows of row group blockIdx + ahead / (KR *
 // row_bytes) of the launch (in whichever of its matrices that falls), asked
 // of the L2, trimmed to 16-byte bounds inside them (the instruction's rule).
 template <int KR>
 __device__ __forceinline__ void prefetch_ahead(const GemvQ8Params& p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  int64_t t = blockIdx.x + p.ahead / (KR * p.row_bytes);
-  const uint8_t* W = p.w;
-  int64_t n_out = p.n_out, row_bytes = p.row_bytes;
-  bool found = false;
-#pragma unroll
-  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {  // as gemv_q8_v5 finds its own
-    if (!found && i < p.n_more && t >= (n_out + KR - 1) / KR) {
-      t -= (n_out + KR - 1) / KR;
-      W = p.more[i].w, n_out = p.more[i].n_out;
-      if (p.more[i].alt) row_bytes = p.more[i].row_bytes;
-    } else {
-      found = true;
-    }
-  }
+  const LaunchSeg s = launch_seg<KR>(p, blockIdx.x + p.ahead / (KR * p.row_bytes));
+  const uint8_t* W = s.W;
+  const int64_t t = s.g, n_out = s.n_out, row_bytes = s.row_bytes;
   if (t * KR >= n_out) return;  // past the launch's last row
   const int64_t r1 = t * KR + KR < n_out ? t * KR + KR : n_out;
   const uintptr_t a = (reinterpret_cast<uintptr_t>(W + t * KR * row_bytes) + 15) & ~uintptr_t(15);
@@ -773,24 +790,11 @@ __global__ void __launch_bounds__(kThreads, kDirect ? 4 : min_blocks(NT))
   l2_prefetch_issue(p.pf);  // the next GEMV's first weights (kernels/l2_prefetch.cuh)
   if (p.ahead > 0 && threadIdx.x == 0) prefetch_ahead<KR>(p);
   // The matrix of this block's rows: the first, or one of p.more.
-  const uint8_t* W = p.w;
-  float* Y = p.y;
-  int64_t n_out = p.n_out, g = blockIdx.x, row_bytes = p.row_bytes;
-  bool alt = false;
-  // Unrolled, so p.more[i] is read from the parameter space: a loop with a
-  // run-time index made every thread copy p to local memory (128 bytes).
-  bool found = false;
-#pragma unroll
-  for (int i = 0; i < GemvQ8Params::kMaxMore; ++i) {
-    if (!found && i < p.n_more && g >= (n_out + KR - 1) / KR) {
-      g -= (n_out + KR - 1) / KR;
-      W = p.more[i].w, Y = p.more[i].y, n_out = p.more[i].n_out;
-      alt = p.more[i].alt;
-      if (alt) row_bytes = p.more[i].row_bytes;
-    } else {
-      found = true;
-    }
-  }
+  const LaunchSeg s = launch_seg<KR>(p, blockIdx.x);
+  const uint8_t* W = s.W;
+  float* Y = s.Y;
+  const int64_t n_out = s.n_out, g = s.g, row_bytes = s.row_bytes;
+  [[maybe_unused]] const bool alt = s.alt;
   if constexpr (T2 != T) {
     if (alt) {
       gemv_q8_rows<T2, NT, KR, XB, kDirect, kEarly, true, kStream>(p, W, Y, n_out, g, row_bytes,
