@@ -528,7 +528,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     p.pf = pf;
     // LS_GEMV_AHEAD=MiB: each block prefetches the rows that many bytes
     // ahead of its own (GemvQ8Params::ahead; session 55, an A/B: off by default).
-    static const int64_t ahead = env_int("LS_GEMV_AHEAD", 0, 0) << 20;
+    static const int64_t ahead = env_mib("LS_GEMV_AHEAD", 0, 1024);
     p.ahead = ahead;
     // LS_GEMV_ROWS=2|8: the direct form's rows a block at one token, where
     // the launch is of one format and without early loads (an A/B, session

@@ -601,8 +601,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(const Model& m,
       LS_CUDA_TRY(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, static_cast<size_t>(v)));
   }
   // The L2 prefetch (Impl::pf_chain, pf_gemv), MiB.
-  s.pf_chain = static_cast<uint64_t>(env_int("LS_L2_PREFETCH", 0, 0)) << 20;
-  s.pf_gemv = static_cast<uint64_t>(env_int("LS_L2_PREFETCH_GEMV", 0, 0)) << 20;
+  s.pf_chain = static_cast<uint64_t>(env_mib("LS_L2_PREFETCH", 0, 1024));
+  s.pf_gemv = static_cast<uint64_t>(env_mib("LS_L2_PREFETCH_GEMV", 0, 1024));
   LS_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
 
   // Weights: one arena, each tensor 256-aligned; tied output shares token_embd.

@@ -156,3 +156,22 @@ TEST_CASE("env_int: a whole number at least min, else the default (said so)") {
   CHECK(env_int(k, 16, 0) == 16);
   unsetenv(k);
 }
+
+TEST_CASE("env_mib: MiB as bytes, within 0..max, else the default (said so)") {
+  // runtime/env.h: the L2 prefetch sizes (LS_L2_PREFETCH, LS_GEMV_AHEAD, ...):
+  // a huge value must not overflow the shift into bytes.
+  const char* k = "LS_TEST_ENV_MIB";
+  unsetenv(k);
+  CHECK(env_mib(k, 4, 1024) == int64_t{4} << 20);
+  setenv(k, "16", 1);
+  CHECK(env_mib(k, 4, 1024) == int64_t{16} << 20);
+  setenv(k, "0", 1);
+  CHECK(env_mib(k, 4, 1024) == 0);
+  setenv(k, "1025", 1);
+  CHECK(env_mib(k, 4, 1024) == int64_t{4} << 20);
+  setenv(k, "99999999999999999", 1);
+  CHECK(env_mib(k, 0, 1024) == 0);
+  setenv(k, "8MiB", 1);
+  CHECK(env_mib(k, 2, 1024) == int64_t{2} << 20);
+  unsetenv(k);
+}
