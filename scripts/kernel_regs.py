@@ -98,7 +98,9 @@ def main():
         bb = base.get(b) if b else None
         if a.spills and not (h[1] or (bb and bb[1])):
             continue
-        short = d.split("(")[0] if len(d) > 90 else d
+        # Long names without their parameter list (the last parenthesis),
+        # keeping the template arguments, which tell the kernels apart.
+        short = d[:d.rfind("(")] if len(d) > 90 and d.endswith(")") else d
         line = "%-90s %s" % (short[:90], fmt % h)
         if a.base:
             line += "  " + (fmt % bb if bb else "(none)")
