@@ -517,33 +517,45 @@ constexpr int min_blocks(int nt) {
 // keep the stage.)
 // GemvQ8Params::glu: after a block has stored its KR rows of gate or up,
 // the block that completes a chunk of 32 rows of both (2 · 32 / KR blocks
-// count it) makes the chunk's silu(gate) · up and its 8-bit form, one warp
-// a token, as the SwiGLU kernel does (the same bits), and sets the counter
-// back to zero for the next launch. Why: the SwiGLU kernel between the
-// gate/up and down GEMVs of every layer is a launch, a PDL wait and a
-// chain of dependent loads on the step's critical path; here its work
-// hides behind the blocks still reading weights, but for the last chunk's.
-// The usual last-block pattern: each block's stores are fenced before its
-// count, the last block fences after it and reads through the L2 (__ldcg).
+// count it) makes the chunk's silu(gate) · up and its 8-bit form, as the
+// SwiGLU kernel does (the same bits), and sets the counter back to zero for
+// the next launch. Why: the SwiGLU kernel between the gate/up and down
+// GEMVs of every layer is a launch, a PDL wait and a chain of dependent
+// loads on the step's critical path; here its work hides behind the blocks
+// still reading weights, but for the last chunk's. Only warp 0 takes part
+// (its first KR · NT lanes stored the rows; the other warps have left), so
+// no block-wide barrier holds a block that has finished its loads: the
+// usual last-block pattern, each lane's stores fenced before the count,
+// the last block's reads after it through the L2 (__ldcg), all NT tokens'
+// loads issued before their arithmetic.
 template <int NT, int KR>
 __device__ __forceinline__ void glu_epilogue(const GemvQ8Params& p, int64_t row0) {
   static_assert(32 % KR == 0, "a chunk of 32 rows is whole row groups");
-  __shared__ bool last;
-  __threadfence();  // this block's rows of y, visible before its count says so
-  __syncthreads();
+  static_assert(KR * NT <= 32, "warp 0 stores the launch's rows");
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
   const int64_t chunk = row0 / 32;
-  if (threadIdx.x == 0) last = atomicAdd(p.glu.count + chunk, 1u) == 2 * 32 / KR - 1;
-  __syncthreads();
-  if (!last) return;
+  __threadfence();  // this lane's rows of y, visible before the count says so
+  __syncwarp();
+  unsigned last = 0;
+  if (lane == 0) last = atomicAdd(p.glu.count + chunk, 1u) == 2 * 32 / KR - 1;
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
   __threadfence();
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  for (int t = warp; t < NT; t += blockDim.x >> 5) {
+  float g[NT], u[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
     const int64_t i = t * p.n_out + chunk * 32 + lane;
-    const float v = silu_mul(__ldcg(p.y + i), __ldcg(p.more[0].y + i));
+    g[t] = __ldcg(p.y + i);
+    u[t] = __ldcg(p.more[0].y + i);
+  }
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const int64_t i = t * p.n_out + chunk * 32 + lane;
+    const float v = silu_mul(g[t], u[t]);
     p.glu.out[i] = v;
     act_q8_group<1>(&v, true, p.glu.q8.q + i, p.glu.q8.ds + i / kActQ8Block, lane == 0);
   }
-  if (threadIdx.x == 0) p.glu.count[chunk] = 0;
+  if (lane == 0) p.glu.count[chunk] = 0;
 }
 
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
