@@ -99,13 +99,11 @@
 #include <cstring>
 
 #include "kernels/act_q8.h"
-#include "kernels/act_q8_group.cuh"
 #include "kernels/cp_async.cuh"
 #include "kernels/gemv_q.cuh"
 #include "kernels/pdl.cuh"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_decode.cuh"
-#include "kernels/silu_mul.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
@@ -515,49 +513,6 @@ constexpr int min_blocks(int nt) {
 // (lds_words) end at most 4 bytes past a range that ends 14 or more bytes
 // before the block's end. (Q8_0 and Q4_0 would read past their block: they
 // keep the stage.)
-// GemvQ8Params::glu: after a block has stored its KR rows of gate or up,
-// the block that completes a chunk of 32 rows of both (2 · 32 / KR blocks
-// count it) makes the chunk's silu(gate) · up and its 8-bit form, as the
-// SwiGLU kernel does (the same bits), and sets the counter back to zero for
-// the next launch. Why: the SwiGLU kernel between the gate/up and down
-// GEMVs of every layer is a launch, a PDL wait and a chain of dependent
-// loads on the step's critical path; here its work hides behind the blocks
-// still reading weights, but for the last chunk's. Only warp 0 takes part
-// (its first KR · NT lanes stored the rows; the other warps have left), so
-// no block-wide barrier holds a block that has finished its loads: the
-// usual last-block pattern, each lane's stores fenced before the count,
-// the last block's reads after it through the L2 (__ldcg), all NT tokens'
-// loads issued before their arithmetic.
-template <int NT, int KR>
-__device__ __forceinline__ void glu_epilogue(const GemvQ8Params& p, int64_t row0) {
-  static_assert(32 % KR == 0, "a chunk of 32 rows is whole row groups");
-  static_assert(KR * NT <= 32, "warp 0 stores the launch's rows");
-  if (threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
-  const int64_t chunk = row0 / 32;
-  __threadfence();  // this lane's rows of y, visible before the count says so
-  __syncwarp();
-  unsigned last = 0;
-  if (lane == 0) last = atomicAdd(p.glu.count + chunk, 1u) == 2 * 32 / KR - 1;
-  if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  __threadfence();
-  float g[NT], u[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const int64_t i = t * p.n_out + chunk * 32 + lane;
-    g[t] = __ldcg(p.y + i);
-    u[t] = __ldcg(p.more[0].y + i);
-  }
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    const int64_t i = t * p.n_out + chunk * 32 + lane;
-    const float v = silu_mul(g[t], u[t]);
-    p.glu.out[i] = v;
-    act_q8_group<1>(&v, true, p.glu.q8.q + i, p.glu.q8.ds + i / kActQ8Block, lane == 0);
-  }
-  if (lane == 0) p.glu.count[chunk] = 0;
-}
-
 // The rows of one matrix of the launch (W, Y, n_out, row_bytes), row group
 // g, in format T: the kernel's body, a function so that a launch can cover
 // matrices of two formats (gemv_q8_v5's T2).
@@ -771,7 +726,6 @@ __device__ __forceinline__ void gemv_q8_rows(const GemvQ8Params& p, const uint8_
       Y[t * n_out + row] = s;
     }
   }
-  if (p.glu.count) glu_epilogue<NT, KR>(p, row0);
 }
 
 // Row group g of a launch: the matrix it falls in (the first, or one of
@@ -1091,12 +1045,6 @@ Status gemv_q8_launch(GgmlType type, const GemvQ8Params& p, cudaStream_t stream)
       return make_error("gemv_q8: matrix %d's rows are not %s rows of %lld values", i + 1,
                         ggml_type_name(p.alt_type), static_cast<long long>(p.n_in));
   }
-  if (p.glu.count &&
-      (p.n_more != 1 || p.more[0].alt || p.more[0].n_out != p.n_out || p.n_out % 32 != 0 ||
-       !p.glu.out || !p.glu.q8.q || !p.glu.q8.ds))
-    return make_error(
-        "gemv_q8: the SwiGLU epilogue takes one launch of gate and up, one format, the same n_out "
-        "(a multiple of 32), and its outputs");
   if (reinterpret_cast<uintptr_t>(p.w) % 16 || reinterpret_cast<uintptr_t>(p.x.q) % 16 ||
       reinterpret_cast<uintptr_t>(p.x.ds) % 8)
     return make_error("gemv_q8: W and x.q must be 16-byte aligned, x.ds 8-byte");

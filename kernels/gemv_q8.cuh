@@ -69,19 +69,6 @@ struct GemvQ8Params {
   // reduction, exit and the next block's start. The previous kernel's pf
   // covers the launch's first `ahead` bytes.
   int64_t ahead = 0;
-  // SwiGLU in the launch's epilogue (count set): a launch of two matrices of
-  // the same n_out (a multiple of 32), gate (w, y) and up (more[0]), also
-  // writes out = silu(gate) · up and its 8-bit form q8, the down GEMV's x,
-  // so no SwiGLU kernel runs between them. The last block to finish each
-  // 32 rows of both (count: a counter per 32 rows, zero before the launch
-  // and left zero after it) computes them from y and more[0].y, the same
-  // bits as swiglu_f32_cuda. out may be y.
-  struct Glu {
-    float* out = nullptr;
-    ActQ8Device q8{nullptr, nullptr};
-    uint32_t* count = nullptr;
-  };
-  Glu glu{};
 };
 
 // The types v5 has kernels for: those of Q4_K_M and Q8_0 models.

@@ -53,7 +53,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <utility>
 
 #include "kernels/dequant.cuh"
 #include "kernels/gemv_q.cuh"
@@ -144,11 +143,6 @@ struct MatmulContext::Impl {
   int8_t* xq = nullptr;
   float2* xds = nullptr;
   int64_t xq_cap = 0;
-  // A second scratch of the same size: a gate|up launch with the SwiGLU
-  // epilogue (set_next_glu) reads x from the first while it writes down's x
-  // into this one, and the two swap after it.
-  int8_t* xq_alt = nullptr;
-  float2* xds_alt = nullptr;
   // 8-bit x of the int8 GEMM (kernels/mmq_q8.cuh), block-major: (n_in / 32,
   // mmq_x_ld(n_tok), 32) and (n_in / 32, mmq_x_ld(n_tok)), grown
   // stream-ordered to the largest batch seen.
@@ -158,18 +152,6 @@ struct MatmulContext::Impl {
   const float* xq_src = nullptr;
   int64_t xq_n_in = 0, xq_n_tok = 0;
   L2Prefetch next_pf;  // set_next_prefetch
-  // set_next_glu: the epilogue the next GEMV launch takes, whether the last
-  // one took it, and the launch's counters (a zeroed uint32 per 32 rows of
-  // up to xq_cap rows, reserved with xq).
-  GemvQ8Params::Glu next_glu;
-  bool glu_taken = false;
-  uint32_t* glu_count = nullptr;
-  // What a set_next_* asked of the next matmul, dropped where that is not
-  // an 8-bit GEMV, so it never reaches a later one.
-  void drop_next() {
-    next_pf = L2Prefetch{};
-    next_glu = GemvQ8Params::Glu{};
-  }
   // cuBLAS, when it loads.
   void* lib = nullptr;
   cublasHandle_t handle = nullptr;
@@ -242,9 +224,6 @@ MatmulContext::~MatmulContext() {
   if (impl_->join) cudaEventDestroy(impl_->join);
   cudaFree(impl_->xq);
   cudaFree(impl_->xds);
-  cudaFree(impl_->xq_alt);
-  cudaFree(impl_->xds_alt);
-  cudaFree(impl_->glu_count);
   cudaFree(impl_->mq);
   cudaFree(impl_->mds);
   if (impl_->handle) impl_->destroy(impl_->handle);
@@ -338,22 +317,14 @@ Status MatmulContext::reserve_gemv_x(int64_t max_n_in) {
   // Rounded up to whole 1024-value tiles; cudaMalloc keeps q 16-byte aligned.
   const int64_t cap = (max_n_in + 1023) / 1024 * 1024;
   LS_CUDA_TRY(cudaStreamSynchronize(im.stream));  // the old scratch may still be read
-  for (void* b : {static_cast<void*>(im.xq), static_cast<void*>(im.xds),
-                  static_cast<void*>(im.xq_alt), static_cast<void*>(im.xds_alt),
-                  static_cast<void*>(im.glu_count)})
-    cudaFree(b);
-  im.xq = im.xq_alt = nullptr;
-  im.xds = im.xds_alt = nullptr;
-  im.glu_count = nullptr;
+  cudaFree(im.xq);
+  cudaFree(im.xds);
+  im.xq = nullptr;
+  im.xds = nullptr;
   im.xq_cap = 0;
   im.xq_src = nullptr;
   LS_CUDA_TRY(cudaMalloc(&im.xq, static_cast<size_t>(kGemvMaxTok * cap)));
   LS_CUDA_TRY(cudaMalloc(&im.xds, static_cast<size_t>(kGemvMaxTok * cap / 32) * sizeof(float2)));
-  LS_CUDA_TRY(cudaMalloc(&im.xq_alt, static_cast<size_t>(kGemvMaxTok * cap)));
-  LS_CUDA_TRY(
-      cudaMalloc(&im.xds_alt, static_cast<size_t>(kGemvMaxTok * cap / 32) * sizeof(float2)));
-  LS_CUDA_TRY(cudaMalloc(&im.glu_count, static_cast<size_t>(cap / 32) * sizeof(uint32_t)));
-  LS_CUDA_TRY(cudaMemset(im.glu_count, 0, static_cast<size_t>(cap / 32) * sizeof(uint32_t)));
   im.xq_cap = cap;
   return ok();
 }
@@ -397,28 +368,6 @@ void MatmulContext::note_gemv_x(const float* x, int64_t n_in, int64_t n_tok) {
 
 void MatmulContext::set_next_prefetch(const L2Prefetch& pf) {
   impl_->next_pf = pf;
-}
-
-namespace {
-// LS_GEMV_GLU=1: SwiGLU in the gate|up launch's epilogue; off (a kernel of
-// its own) until a device has measured it (session 56).
-bool glu_env_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("LS_GEMV_GLU");
-    return e && std::string(e) == "1";
-  }();
-  return on;
-}
-}  // namespace
-
-void MatmulContext::set_next_glu(float* out) {
-  impl_->glu_taken = false;
-  impl_->next_glu = GemvQ8Params::Glu{};
-  if (glu_env_on() && out) impl_->next_glu.out = out;
-}
-
-bool MatmulContext::glu_taken() const {
-  return impl_->glu_taken;
 }
 
 Status matmul_gemm_f16(MatmulContext& ctx, const void* w16, const void* x16, int64_t n_in,
@@ -516,8 +465,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
   MatmulContext::Impl& im = *ctx.impl();
   const int64_t row_bytes = static_cast<int64_t>(ggml_row_bytes(w.type, w.n_in));
   const L2Prefetch pf = im.next_pf;  // for this launch only (set_next_prefetch)
-  const GemvQ8Params::Glu glu = im.next_glu;  // the same (set_next_glu)
-  im.drop_next();
+  im.next_pf = L2Prefetch{};
   if (n_tok > kGemvMaxTok) {  // f32 x only (pick_path): kGemvMaxTok tokens a launch
     if (im.act_q8)
       return make_error("matmul: the 8-bit GEMV takes n_tok <= %d, got %lld", kGemvMaxTok,
@@ -578,15 +526,6 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     }
     p.n_more = n_more;
     p.pf = pf;
-    // The SwiGLU epilogue where this is a gate|up launch (GemvQ8Params::glu).
-    // Down's x goes to the other scratch, which is current after the launch.
-    const bool glu_here = glu.out && n_more == 1 && !p.more[0].alt &&
-                          more[0].n_out == w.n_out && w.n_out % 32 == 0 && w.n_out <= im.xq_cap;
-    if (glu_here) {
-      p.glu = glu;
-      p.glu.q8 = ActQ8Device{im.xq_alt, im.xds_alt};
-      p.glu.count = im.glu_count;
-    }
     // LS_GEMV_AHEAD=MiB: each block prefetches the rows that many bytes
     // ahead of its own (GemvQ8Params::ahead; session 55, an A/B: off by default).
     static const int64_t ahead = env_mib("LS_GEMV_AHEAD", 0, 1024);
@@ -604,14 +543,7 @@ Status run_gemv(MatmulContext& ctx, const WeightView& w, const float* x, int64_t
     bool mixed = false;
     for (int i = 0; i < n_more; ++i) mixed = mixed || p.more[i].alt;
     if (rows != 0 && p.version == 7 && n_tok == 1 && !mixed && !p.early) p.rows = rows;
-    LS_TRY(gemv_q8_launch(w.type, p, stream));
-    if (glu_here) {
-      std::swap(im.xq, im.xq_alt);
-      std::swap(im.xds, im.xds_alt);
-      im.xq_src = nullptr;  // until note_gemv_x names down's x
-      im.glu_taken = true;
-    }
-    return ok();
+    return gemv_q8_launch(w.type, p, stream);
   }
   GemvParams p{static_cast<const uint8_t*>(w.data),
                x,
@@ -821,7 +753,7 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     if (n_m > 0) {
       LS_TRY(run_mmq(im, mw, my, n_m, x, n_tok, stream));
       if (n_rest == 0) {
-        im.drop_next();  // set for a GEMV that did not come
+        im.next_pf = L2Prefetch{};  // set for a GEMV that did not come
         return ok();
       }
       w = rest_w;
@@ -850,7 +782,7 @@ Status matmul_cuda_shared_x(MatmulContext& ctx, const WeightView* w, float* cons
     }
     return ok();
   }
-  im.drop_next();  // set for a GEMV that did not come (set_next_prefetch)
+  im.next_pf = L2Prefetch{};                // set for a GEMV that did not come (set_next_prefetch)
   if (im.prefill == PrefillPath::Legacy) {  // as before 2026-11-30: x converted per weight
     for (int i = 0; i < n_w; ++i) LS_TRY(check_slices(im, w[i]));
     for (int i = 0; i < n_w; ++i) {

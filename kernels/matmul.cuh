@@ -97,16 +97,6 @@ class MatmulContext {
   // its launch starts (GemvQ8Params::pf: the weights of the GEMV after it);
   // any next matmul drops it, so it never reaches a later one.
   void set_next_prefetch(const L2Prefetch& pf);
-  // The next matmul, where it is a gate|up pair in one 8-bit GEMV launch
-  // (matmul_cuda_shared_x of two weights of one type and n_out), also writes
-  // out = silu(gate) · up, and its 8-bit form into the scratch that
-  // gemv_x() returns after it (GemvQ8Params::glu); glu_taken() then says
-  // whether it did (else the caller runs the SwiGLU kernel into gemv_x()).
-  // Either way the caller notes out (note_gemv_x) for the down matmul.
-  // LS_GEMV_GLU=1 turns it on (off until measured). Like
-  // set_next_prefetch, any next matmul drops it.
-  void set_next_glu(float* out);
-  bool glu_taken() const;
   struct Impl;
   Impl* impl() { return impl_.get(); }
 

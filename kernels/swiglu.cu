@@ -1,12 +1,15 @@
 // SwiGLU kernel (+ 8-bit quantization of its output): see swiglu.cuh.
 #include "kernels/act_q8_group.cuh"
 #include "kernels/pdl.cuh"
-#include "kernels/silu_mul.cuh"
 #include "kernels/swiglu.cuh"
 #include "runtime/cuda_util.cuh"
 
 namespace ls {
 namespace {
+
+__device__ __forceinline__ float silu_mul(float g, float u) {
+  return __fmul_rn(__fdiv_rn(g, 1.0f + expf(-g)), u);
+}
 
 __global__ void swiglu_f32_kernel(SwigluParams p) {
   pdl_trigger();

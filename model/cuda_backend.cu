@@ -938,28 +938,22 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
   LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   mm.set_next_prefetch(s.prefetch_of({w.w_down}, s.pf_gemv, n));
-  // SwiGLU and down's 8-bit x: in the gate|up launch's epilogue where it is
-  // one 8-bit GEMV launch (MatmulContext::set_next_glu), else a kernel.
-  const ActQ8Device down_q8 = q8_for({w.w_down});
-  mm.set_next_glu(down_q8.q ? s.gate : nullptr);  // nullptr: none, and glu_taken() false
   {
     const WeightView gu[2] = {w.w_gate, w.w_up};
     float* const out[2] = {s.gate, s.up};
     LS_TRY(matmul_cuda_shared_x(mm, gu, out, 2, s.xn, n, s.stream, np.q8.q != nullptr));
   }
-  if (!mm.glu_taken()) {
-    SwigluParams sp;
-    sp.gate = s.gate;
-    sp.up = s.up;
-    sp.out = s.gate;
-    sp.n = n * F;
-    sp.q8 = down_q8;  // gemv_x(): no epilogue took it, so no swap
-    sp.pf = s.prefetch_of({w.w_down}, s.pf_chain, n);
-    LS_TRY(swiglu_f32_cuda(sp, s.stream));
-  }
-  if (down_q8.q) mm.note_gemv_x(s.gate, F, n);
+  SwigluParams sp;
+  sp.gate = s.gate;
+  sp.up = s.up;
+  sp.out = s.gate;
+  sp.n = n * F;
+  sp.q8 = q8_for({w.w_down});
+  sp.pf = s.prefetch_of({w.w_down}, s.pf_chain, n);
+  LS_TRY(swiglu_f32_cuda(sp, s.stream));
+  if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
   if (next) mm.set_next_prefetch(s.prefetch_of({next->wq, next->wk, next->wv}, s.pf_gemv, n));
-  LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, down_q8.q != nullptr));
+  LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));
   s.pending_add = true;
   return ok();
 }

@@ -9,7 +9,6 @@
 //                            then attention (splits of 256 and of the row's length)
 //   GEMV of several matrices one launch = one launch each (Q4_K, Q6_K, Q8_0;
 //                            and v7 over Q4_K and Q6_K rows together)
-//   gate|up GEMV + SwiGLU epilogue = the same launch, then the swiglu kernel
 //   programmatic dependent launch: a captured chain of those kernels inside a
 //                            PdlScope = the same chain launched plainly
 // (Each op's accuracy against the f64/f32 CPU reference is in test_ops.cpp
@@ -492,92 +491,6 @@ TEST_CASE("decode fused: a GEMV launch over several matrices equals one launch e
       p.n_more = 3;
       CHECK_FALSE(gemv_q8_launch(t, p, nullptr).ok());
     }
-}
-
-// The SwiGLU epilogue of a gate|up launch (GemvQ8Params::glu) against the
-// same launch without it and the SwiGLU kernel after it: gate, up, out and
-// the 8-bit out bit for bit, in every form the launch can take (v7 direct
-// and staged K-quants, staged Q8_0, one to five tokens, 2, 4 and 8 rows a
-// block), three launches in a row (the counters are left zero for the
-// next), and the launch refused where its shape cannot hold it.
-TEST_CASE("decode fused: SwiGLU in the gate|up GEMV's epilogue equals the SwiGLU kernel after it") {
-  LS_GPU_TEST_GUARD();
-  std::mt19937 rng(13);
-  struct Case {
-    GgmlType t;
-    int version, n_tok, rows;
-    int64_t n_in, n_ff;
-  };
-  const Case cases[] = {
-      {GgmlType::Q4_K, 7, 1, 0, 512, 96},   {GgmlType::Q4_K, 7, 2, 0, 4096, 1024},
-      {GgmlType::Q4_K, 7, 1, 2, 512, 64},   {GgmlType::Q4_K, 7, 1, 8, 512, 64},
-      {GgmlType::Q4_K, 0, 3, 0, 512, 160},  {GgmlType::Q6_K, 7, 1, 0, 1024, 224},
-      {GgmlType::Q8_0, 0, 1, 0, 1024, 4096}, {GgmlType::Q8_0, 0, 5, 0, 512, 96},
-      {GgmlType::Q8_0, 0, 1, 2, 512, 32}};
-  for (const Case& cs : cases) {
-    INFO(ggml_type_name(cs.t), " v", cs.version, " n_tok ", cs.n_tok, " rows ", cs.rows, " n_in ",
-         cs.n_in, " n_ff ", cs.n_ff);
-    const int n_tok = cs.n_tok;
-    const int64_t n_in = cs.n_in, F = cs.n_ff;
-    const int64_t rb = static_cast<int64_t>(ggml_row_bytes(cs.t, n_in));
-    DevBuf<float> dx(rand_floats(rng, n_tok * n_in));
-    Q8Buf xq(n_tok * n_in);
-    REQUIRE(quantize_act_q8_cuda(dx.p, n_tok, n_in, xq.dev(), nullptr).ok());
-    DevBuf<uint8_t> wg(random_rows(rng, cs.t, n_in, F)), wu(random_rows(rng, cs.t, n_in, F));
-    // The reference: gate|up without the epilogue, then the SwiGLU kernel.
-    DevBuf<float> g1(n_tok * F), u1(n_tok * F), out1(n_tok * F);
-    Q8Buf q1(n_tok * F);
-    GemvQ8Params p{wg.p, xq.dev(), g1.p, n_in, F, rb, n_tok};
-    p.version = cs.version;
-    p.rows = cs.rows;
-    p.more[0] = {wu.p, u1.p, F};
-    p.n_more = 1;
-    REQUIRE(gemv_q8_launch(cs.t, p, nullptr).ok());
-    SwigluParams sp;
-    sp.gate = g1.p;
-    sp.up = u1.p;
-    sp.out = out1.p;
-    sp.n = n_tok * F;
-    sp.q8 = q1.dev();
-    REQUIRE(swiglu_f32_cuda(sp, nullptr).ok());
-    // The epilogue, out in place of gate as the backend has it.
-    DevBuf<float> g2(n_tok * F), u2(n_tok * F);
-    DevBuf<uint32_t> count(std::vector<uint32_t>(static_cast<size_t>(F / 32), 0));
-    Q8Buf q2(n_tok * F);
-    GemvQ8Params e = p;
-    e.y = g2.p;
-    e.more[0].y = u2.p;
-    e.glu.out = g2.p;
-    e.glu.q8 = q2.dev();
-    e.glu.count = count.p;
-    for (int round = 0; round < 3; ++round) {
-      INFO("round ", round);
-      g2.poison();
-      q2.q.poison();
-      q2.ds.poison();
-      REQUIRE(gemv_q8_launch(cs.t, e, nullptr).ok());
-      CHECK(same_bits(out1.download(), g2.download()));
-      CHECK(same_bits(u1.download(), u2.download()));
-      CHECK(q1.q.download() == q2.q.download());
-      const auto d1 = q1.ds.download(), d2 = q2.ds.download();
-      CHECK(std::memcmp(d1.data(), d2.data(), d1.size() * sizeof(float2)) == 0);
-      const auto c = count.download();
-      CHECK(std::all_of(c.begin(), c.end(), [](uint32_t v) { return v == 0; }));
-    }
-    // Shapes it cannot take: three matrices, n_out not a multiple of 32,
-    // gate and up of different n_out.
-    GemvQ8Params bad = e;
-    bad.more[1] = bad.more[0];
-    bad.n_more = 2;
-    CHECK_FALSE(gemv_q8_launch(cs.t, bad, nullptr).ok());
-    bad = e;
-    bad.n_out = F - 1;
-    bad.more[0].n_out = F - 1;
-    CHECK_FALSE(gemv_q8_launch(cs.t, bad, nullptr).ok());
-    bad = e;
-    bad.more[0].n_out = F - 32;
-    CHECK_FALSE(gemv_q8_launch(cs.t, bad, nullptr).ok());
-  }
 }
 
 TEST_CASE("decode fused: one v7 launch over Q4_K and Q6_K (or Q5_K) rows equals a launch each") {

@@ -6,13 +6,13 @@
 #     static, sm_90; the 8b Q4_K_M and Q8_0 synthesized beside the build;
 # (2) ls_bench_matmul --graph: each decode GEMV form alone in a graph, against
 #     the D2D bound of the same run;
-# (3) the 8b Q4_K_M, `bench -n 128`: the default (every L2 prefetch off,
-#     SwiGLU a kernel), the GEMV's prefetch of 4 MiB (call 1's one gain on
-#     the H100), SwiGLU in the gate|up epilogue (LS_GEMV_GLU=1, call 3),
-#     both, and the norms' 16 MiB with the GEMV's 4, alternated with
-#     `llama-bench -p 0 -n 128 -ngl 99 -r 3` on the same file, two rounds;
-# (4) after a 16k prompt, the default and LS_GEMV_GLU=1; (5) Q8_0 the same
-#     with llama-bench; (6) ncu of one decode step if time is left;
+# (3) the 8b Q4_K_M, `bench -n 128`: the default (every L2 prefetch off)
+#     and session 55's prefetches on this machine (the GEMV's 4 MiB, call
+#     1's one gain on the H100; the norms' 16 MiB with it; each block 8 MiB
+#     ahead), alternated with `llama-bench -p 0 -n 128 -ngl 99 -r 3` on the
+#     same file, two rounds;
+# (4) after a 16k prompt, the default and the GEMV's 4 MiB; (5) Q8_0 the
+#     same with llama-bench; (6) ncu of one decode step if time is left;
 # (7) llama-bench back compressed, in 15 MB parts, for later calls.
 # Run: OUT=$OUT LIMIT=550 bash bench/results/raw-2026-12-07-s56/call2/run.sh $PWD (timeout 580;
 # carry .gpubin/bin.txz and .gpubin/llsrc.txz)
@@ -37,21 +37,21 @@ lcb() {  # llama-bench on file $1, output $2
 }
 left 200 && { timeout 60 $B/ls_bench_matmul --graph > $O/graph8b.txt 2>&1; echo "graph rc=$?";
   grep -E "^bound|q4_K ffn gate|q6_K ffn down|q4_K attn q\|k|q8_0 ffn gate" $O/graph8b.txt | head -6 | cut -c1-150; el; }
-OFF="LS_X=1"; G4="LS_L2_PREFETCH_GEMV=4"; GLU="LS_GEMV_GLU=1"
-AB="$OFF;$G4;$GLU;$GLU $G4;LS_L2_PREFETCH=16 $G4"
+OFF="LS_X=1"; G4="LS_L2_PREFETCH_GEMV=4"
+AB="$OFF;$G4;LS_L2_PREFETCH=16 $G4;LS_L2_PREFETCH=16 LS_GEMV_AHEAD=8 LS_L2_PREFETCH_GEMV=8"
 for r in 1 2; do
   left 120 || break
   ab_runs q4r$r 1 -m $M/8b-q4_k_m.gguf -n 128
   grep "device memory bound" $O/q4r$r-*.txt | head -1 | cut -c1-170
   lcb $M/8b-q4_k_m.gguf $O/lc-q4-$r.txt
 done; el; pack
-for e in "$OFF" "$GLU"; do
+for e in "$OFF" "$G4"; do
   left 100 || break
   n=$(echo "$e" | tr ' =' '__')
   env $e timeout 100 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 64 -c 16384 > $O/b16k-$n.txt 2>&1
   echo "after 16k, $e: $(rate $O/b16k-$n.txt)"
 done; el
-AB="$OFF;$GLU"
+AB="$OFF;$G4"
 for r in 1 2; do
   left 70 || break
   ab_runs q8r$r 1 -m $M/8b-q8_0.gguf -n 128
