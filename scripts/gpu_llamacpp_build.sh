@@ -22,6 +22,12 @@
 # MiB. Session 28 moved model/weights and raw-2026-12-0[123]* out of the
 # working tree for the one call that carried llama-batched-bench, and back
 # after it (untracked deletions travel as absent files).
+# Session 56 built llama-bench alone this way (bench/results/raw-2026-12-07-s56/
+# call2/run.sh: 229 s on the machine, 90-real): it came back as one 10.4 MB
+# part, kept here as .gpubin/llama-bench.txz, and a call carries it beside
+# .gpubin/bin.txz and the tree (62.5 of the 64 MiB; move model/weights/*.gguf
+# aside for that call if the device tool says the tree is too large), as
+# raw-2026-12-07-s56/call4/run.sh does.
 # Environment: TARGETS (default "llama-batched-bench llama-bench"), JOBS
 # (default 15).
 set -euo pipefail
