@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 targets=(layerstream ls_bench_cpu_attention ls_bench_cpu_matmul ls_gpu_tests ls_unit_tests ls_bench_matmul
-         ls_bench_attention ls_bench_kv_read)
+         ls_bench_attention ls_bench_kv_read ls_bench_grid_barrier)
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
