@@ -15,6 +15,7 @@
 //   persistent  one cooperative kernel of every block that fits, with a
 //               grid barrier between stages (arrive: one red.release.gpu a
 //               block; wait: ld.acquire.gpu until every block arrived);
+//               (also with a 64 ns pause between a waiting block's polls);
 //   prefetch    the same, and before it arrives at a barrier each block
 //               asks the L2 for its first two chunks of the next stream
 //               (cp.async.bulk.prefetch.L2), so the HBM streams through
@@ -112,12 +113,16 @@ __device__ __forceinline__ void barrier_arrive(unsigned* bar) {
   if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
 }
 
-__device__ __forceinline__ void barrier_wait(const unsigned* bar, unsigned target) {
+// sleep_ns > 0: a pause between polls, so ~1,300 polling threads do not
+// crowd the L2 slice that holds the count (0: poll back to back).
+__device__ __forceinline__ void barrier_wait(const unsigned* bar, unsigned target, int sleep_ns) {
   if (threadIdx.x == 0) {
     unsigned v = 0;
-    do {
+    for (;;) {
       asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-    } while (v < target);
+      if (v >= target) break;
+      if (sleep_ns > 0) __nanosleep(static_cast<unsigned>(sleep_ns));
+    }
   }
   __syncthreads();
 }
@@ -135,7 +140,7 @@ __device__ __forceinline__ void prefetch_l2(const uint8_t* p, uint32_t bytes) {
 __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stages, int n_stages,
                                                               const uint8_t* w, float* act,
                                                               unsigned* bar, uint32_t* sink,
-                                                              bool prefetch) {
+                                                              bool prefetch, int sleep_ns) {
   const unsigned nb = gridDim.x;
   for (int s = 0; s < n_stages; ++s) {
     const Stage st = stages[s];
@@ -158,7 +163,7 @@ __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stage
       }
     }
     barrier_arrive(bar);
-    barrier_wait(bar, (static_cast<unsigned>(s) + 1) * nb);
+    barrier_wait(bar, (static_cast<unsigned>(s) + 1) * nb, sleep_ns);
   }
 }
 
@@ -259,20 +264,30 @@ int main() {
     CK(cudaGraphExecDestroy(ge));
     CK(cudaGraphDestroy(g));
     report("kernels (PDL, one graph)", var.name, k.med, bytes);
-    // persistent: one cooperative launch, with and without the prefetch.
+    // persistent: one cooperative launch; polling back to back or with a
+    // 64 ns pause; with the prefetch (back to back).
     CK(cudaMemcpy(dstages, st.data(), st.size() * sizeof(Stage), cudaMemcpyHostToDevice));
-    for (bool pf : {false, true}) {
+    struct Form {
+      const char* name;
+      bool prefetch;
+      int sleep_ns;
+    };
+    const Form forms[] = {{"persistent (grid barrier)", false, 0},
+                          {"persistent, 64 ns between polls", false, 64},
+                          {"persistent + L2 prefetch", true, 0}};
+    for (const Form& f : forms) {
       int n_stages = static_cast<int>(st.size());
       const uint8_t* cw = w;
-      bool prefetch = pf;
-      void* args[] = {&dstages, &n_stages, &cw, &act, &bar, &sink, &prefetch};
+      bool prefetch = f.prefetch;
+      int sleep_ns = f.sleep_ns;
+      void* args[] = {&dstages, &n_stages, &cw, &act, &bar, &sink, &prefetch, &sleep_ns};
       // Each timed call also zeroes the barrier's count (a memset of 4 bytes).
       const Stats p = time_it(s, 2, 5, [&](int) {
         CK(cudaMemsetAsync(bar, 0, sizeof(unsigned), s));
         CK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_kernel), dim3(nb),
                                        dim3(kThreads), args, 0, s));
       });
-      report(pf ? "persistent + L2 prefetch" : "persistent (grid barrier)", var.name, p.med, bytes);
+      report(f.name, var.name, p.med, bytes);
     }
   }
   CK(cudaFree(w));
