@@ -769,10 +769,7 @@ __device__ __forceinline__ void prefetch_ahead(const GemvQ8Params& p) {
   const int64_t r1 = t * KR + KR < n_out ? t * KR + KR : n_out;
   const uintptr_t a = (reinterpret_cast<uintptr_t>(W + t * KR * row_bytes) + 15) & ~uintptr_t(15);
   const uintptr_t e = reinterpret_cast<uintptr_t>(W + r1 * row_bytes) & ~uintptr_t(15);
-  if (e > a)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(a),
-                 "r"(static_cast<uint32_t>(e - a))
-                 : "memory");
+  if (e > a) l2_prefetch_bytes(reinterpret_cast<const void*>(a), static_cast<uint32_t>(e - a));
 #else
   (void)p;
 #endif

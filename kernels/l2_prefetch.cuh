@@ -18,7 +18,7 @@
 // instruction's rule; l2_prefetch_add keeps to it by trimming). A block
 // takes chunk blockIdx of the ranges cut into one chunk per block (at least
 // kL2PrefetchMinChunk bytes each), so the launch's first blocks issue them.
-// defines: L2Prefetch, kL2PrefetchMinChunk, l2_prefetch_add(), l2_prefetch_issue()
+// defines: l2_prefetch_bytes, L2Prefetch, kL2PrefetchMinChunk, l2_prefetch_add(), l2_prefetch_issue()
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,16 @@ inline uint64_t l2_prefetch_add(L2Prefetch& pf, const void* p, uint64_t bytes, u
 }
 
 #ifdef __CUDACC__
+// One cp.async.bulk.prefetch.L2 of [p, p + bytes): p 16-byte aligned, bytes a
+// multiple of 16 (the instruction's rules). Nothing below sm_90.
+__device__ __forceinline__ void l2_prefetch_bytes(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // This block's share of pf: thread 0 issues it. Call it from every block of
 // a launch (a flat grid or not), before the PDL wait.
 __device__ __forceinline__ void l2_prefetch_issue(const L2Prefetch& pf) {
@@ -79,10 +89,8 @@ __device__ __forceinline__ void l2_prefetch_issue(const L2Prefetch& pf) {
     const uint64_t end = base + pf.bytes[i];
     if (lo < end && hi > base) {
       const uint64_t s = lo > base ? lo : base, e = hi < end ? hi : end;
-      const char* src = static_cast<const char*>(pf.p[i]) + (s - base);
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src),
-                   "r"(static_cast<uint32_t>(e - s))
-                   : "memory");
+      l2_prefetch_bytes(static_cast<const char*>(pf.p[i]) + (s - base),
+                        static_cast<uint32_t>(e - s));
     }
     base = end;
   }

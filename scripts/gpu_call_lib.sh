@@ -12,6 +12,9 @@
 #                  rounds (80 s each, at most M) as the time left holds
 #   rate FILE      a `layerstream bench` output's last row: tok/s, storage
 #                  GB/s and the ratio to its bound
+#   ncu_step MODEL  ncu of one decode step of MODEL, each kernel alone
+#                  (scripts/ncu_step_summary.py's table printed; the log
+#                  kept as $O/ncu-step.csv.xz), if 70 s are left
 #   ab_runs TAG N ARGS...  `layerstream bench ARGS` under each setting of $AB
 #                  (settings separated by ';', each env assignments, e.g.
 #                  AB="LS_X=1;LS_GEMV_EARLY=1"), alternated, N rounds; each
@@ -54,4 +57,15 @@ ab_runs() {
       echo "$tag round $r, $e: $(rate "$f")"
     done
   done
+}
+ncu_step() {
+  local ncu
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  left 70 && [ -n "$ncu" ] || return 0
+  timeout $((LIMIT - SECONDS - 10)) "$ncu" --clock-control none \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv --log-file "$O/ncu-step.csv" \
+    "$B/layerstream" decode -m "$1" -p Hello -n 3 --temp 0 > /dev/null 2>&1
+  echo "ncu step rc=$?"
+  python3 "$R/scripts/ncu_step_summary.py" "$O/ncu-step.csv" 2>&1 | head -14 | cut -c1-150
+  xz -T4 "$O/ncu-step.csv"; el
 }

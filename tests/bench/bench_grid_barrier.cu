@@ -22,8 +22,9 @@
 //               the wait.
 // Each way also runs with the streams alone (no chains), and with no
 // bytes at all: an empty stage costs one PDL boundary, or one barrier.
-// Each figure: us a layer (the median of 5 runs of 32 layers), the streamed
-// GB/s, and the ratio to the D2D bound measured in the same run.
+// Each figure: us a layer (of 32 layers: the median of 10 graph launches,
+// or of 5 cooperative ones), the streamed GB/s, and the ratio to the D2D
+// bound measured in the same run.
 // What it answers: if a barrier costs what a PDL boundary does, or the
 // persistent kernel's streams run no closer to the bound, the persistent
 // step is not worth its complexity.
@@ -35,6 +36,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/l2_prefetch.cuh"
 #include "kernels/pdl.cuh"
 #include "tests/bench/bench_util.cuh"
 
@@ -127,14 +129,6 @@ __device__ __forceinline__ void barrier_wait(const unsigned* bar, unsigned targe
   __syncthreads();
 }
 
-__device__ __forceinline__ void prefetch_l2(const uint8_t* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p, (void)bytes;
-#endif
-}
-
 // The whole run in one launch: stage s's work, then a barrier (the count
 // after stage s is (s + 1) blocks' worth; bar starts at zero).
 __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stages, int n_stages,
@@ -158,7 +152,7 @@ __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stage
         if (stages[u].bytes == 0) continue;
         const int64_t n = stages[u].bytes / kChunk;
         for (int64_t c = blockIdx.x, k = 0; c < n && k < 2; c += nb, ++k)
-          prefetch_l2(w + stages[u].offset + c * kChunk, static_cast<uint32_t>(kChunk));
+          l2_prefetch_bytes(w + stages[u].offset + c * kChunk, static_cast<uint32_t>(kChunk));
         break;
       }
     }
@@ -242,13 +236,12 @@ int main() {
   for (const Variant& var : variants) {
     const std::vector<Stage> st = layer_stages(var.chains, var.bytes);
     const int64_t bytes = streamed_bytes(st);
-    // kernels: one a stage, PDL, in one graph.
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    // kernels: one a stage, PDL, in one graph (bench_util's graph_us: us a call).
+    double us_stage = 0;
     {
       const PdlScope pdl;
-      for (const Stage& x : st) {
+      us_stage = graph_us(s, static_cast<int>(st.size()), [&](int i) {
+        const Stage& x = st[static_cast<size_t>(i)];
         if (x.chain)
           CK(launch_pdl(chain_kernel, dim3(1), dim3(kThreads), 0, s, act));
         else if (x.bytes > 0)
@@ -256,14 +249,10 @@ int main() {
                         dim3(kThreads), 0, s, static_cast<const uint8_t*>(w + x.offset), sink));
         else
           CK(launch_pdl(empty_kernel, dim3(1), dim3(kThreads), 0, s));
-      }
+      });
     }
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    const Stats k = time_it(s, 2, 5, [&](int) { CK(cudaGraphLaunch(ge, s)); });
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    report("kernels (PDL, one graph)", var.name, k.med, bytes);
+    report("kernels (PDL, one graph)", var.name, us_stage * static_cast<double>(st.size()) / 1e3,
+           bytes);
     // persistent: one cooperative launch; polling back to back or with a
     // 64 ns pause; with the prefetch (back to back).
     CK(cudaMemcpy(dstages, st.data(), st.size() * sizeof(Stage), cudaMemcpyHostToDevice));

@@ -30,10 +30,5 @@ left 60 && { timeout 100 $L bench -m $M/8b-q4_k_m.gguf --prompt-tokens 16000 -n 
   echo "after 16k: $(rate $O/b16k.txt)"; el; }
 left 50 && { timeout 60 $B/ls_bench_matmul --graph > $O/graph8b.txt 2>&1; echo "graph rc=$?";
   grep -E "^bound" $O/graph8b.txt | head -1; grep "graph x20" $O/graph8b.txt | head -15 | grep -o "^  graph x20 n_tok=1 .\{19\}\|v7 .\{25\}" | paste - - ; el; pack; }
-NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-if left 70 && [ -n "$NCU" ]; then
-  timeout $((LIMIT - SECONDS - 10)) $NCU --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum --csv \
-    --log-file $O/ncu-8b.csv $L decode -m $M/8b-q4_k_m.gguf -p Hello -n 3 --temp 0 > /dev/null 2>&1
-  echo "ncu 8b rc=$?"; python3 $R/scripts/ncu_step_summary.py $O/ncu-8b.csv 2>&1 | head -14 | cut -c1-150; xz -T4 $O/ncu-8b.csv; el
-fi
+ncu_step $M/8b-q4_k_m.gguf
 finish
