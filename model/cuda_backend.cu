@@ -832,6 +832,28 @@ int32_t layer_split_count(const CudaBackend::Impl& s, int64_t n) {
   return row_attention(s, n) ? 1 : attention_split_count(s.c, n, s.max_pos);
 }
 
+// LS_STEP_OMIT (a measurement switch, never for output): the kernels a
+// layer leaves out, a sum of 1 (the two norms), 2 (attention, with its
+// RoPE and KV store) and 4 (SwiGLU). A decode step's time with and without
+// them, replayed in its graph, is what they cost there, PDL overlap and
+// boundaries included, where ncu times each alone with its caches flushed
+// ("time variants that leave one stage out": the device notes). The GEMVs
+// then read stale inputs: the tokens are not the model's, and the first
+// use says so on stderr.
+int step_omit() {
+  static const int v = [] {
+    const int x = static_cast<int>(env_int("LS_STEP_OMIT", 0, 0) & 7);
+    if (x)
+      std::fprintf(stderr,
+                   "LS_STEP_OMIT=%d: each layer leaves out%s%s%s, for timing; the output is not "
+                   "the model's\n",
+                   x, x & 1 ? " the norms" : "", x & 2 ? " attention" : "",
+                   x & 4 ? " SwiGLU" : "");
+    return x;
+  }();
+  return v;
+}
+
 // One layer's kernels on s.stream (see the top of this file).
 // next: the layer after it in the same graph, whose q, k, v weights the
 // down GEMV asks the L2 for (nullptr: none).
@@ -862,7 +884,8 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
   np.eps = c.rms_eps;
   np.q8 = q8_for({w.wq, w.wk, w.wv});
   np.pf = s.prefetch_of({w.wq, w.wk, w.wv}, s.pf_chain, n);
-  LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  const int omit = step_omit();
+  if (!(omit & 1)) LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   mm.set_next_prefetch(s.prefetch_of({w.wo}, s.pf_gemv, n));
   {  // q, k, v read the same xn: one f16 conversion of it (and overlap) for prefill
@@ -922,11 +945,11 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
     kp.n_embd_kv = static_cast<int32_t>(KV);
     kp.n_ctx = static_cast<int32_t>(s.opt.n_ctx);
     kp.f32 = s.kv_f32;
-    LS_TRY(rope_kv_store_cuda(rk, s.stream));
+    if (!(omit & 2)) LS_TRY(rope_kv_store_cuda(rk, s.stream));
   }
   ap.q8 = q8_for({w.wo});  // the o GEMV's x, made by the attention kernel
   ap.pf = s.prefetch_of({w.wo}, s.pf_chain, n);
-  LS_TRY(attention_cuda(ap, s.stream));
+  if (!(omit & 2)) LS_TRY(attention_cuda(ap, s.stream));
   if (ap.q8.q) mm.note_gemv_x(s.att, ap.n_head * ap.head_dim, n);
   mm.set_next_prefetch(s.prefetch_of({w.w_gate, w.w_up}, s.pf_gemv, n));
   LS_TRY(s.matmul(w.wo, s.att, n, s.o, ap.q8.q != nullptr));
@@ -935,7 +958,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
   np.w = w.ffn_norm;
   np.q8 = q8_for({w.w_gate, w.w_up});
   np.pf = s.prefetch_of({w.w_gate, w.w_up}, s.pf_chain, n);
-  LS_TRY(rmsnorm_f32_cuda(np, s.stream));
+  if (!(omit & 1)) LS_TRY(rmsnorm_f32_cuda(np, s.stream));
   if (np.q8.q) mm.note_gemv_x(s.xn, E, n);
   mm.set_next_prefetch(s.prefetch_of({w.w_down}, s.pf_gemv, n));
   {
@@ -950,7 +973,7 @@ Status enqueue_layer(CudaBackend::Impl& s, uint32_t il, const LayerView& w,
   sp.n = n * F;
   sp.q8 = q8_for({w.w_down});
   sp.pf = s.prefetch_of({w.w_down}, s.pf_chain, n);
-  LS_TRY(swiglu_f32_cuda(sp, s.stream));
+  if (!(omit & 4)) LS_TRY(swiglu_f32_cuda(sp, s.stream));
   if (sp.q8.q) mm.note_gemv_x(s.gate, F, n);
   if (next) mm.set_next_prefetch(s.prefetch_of({next->wq, next->wk, next->wv}, s.pf_gemv, n));
   LS_TRY(s.matmul(w.w_down, s.gate, n, s.o, sp.q8.q != nullptr));

@@ -16,10 +16,20 @@
 //               grid barrier between stages (arrive: one red.release.gpu a
 //               block; wait: ld.acquire.gpu until every block arrived);
 //               (also with a 64 ns pause between a waiting block's polls);
-//   prefetch    the same, and before it arrives at a barrier each block
-//               asks the L2 for its first two chunks of the next stream
-//               (cp.async.bulk.prefetch.L2), so the HBM streams through
-//               the wait.
+//   hierarchical  the same with a two-level barrier: a block arrives at its
+//               group's count (32 blocks a group, each count on a line of
+//               its own); the group's last arrival counts the group at the
+//               top, waits for every group, then releases its group by a
+//               flag of the group's own. So no address sees more than ~40
+//               arrivals or pollers; the flat barrier's 1,320 pollers of
+//               one word crowd the L2 slice that must also take the
+//               arrivals (session 57: 4.1 us a barrier against 0.53 us a
+//               PDL boundary).
+//   prefetch    the hierarchical barrier, and before a block arrives the
+//               first blocks ask the L2 for their first chunk of the next
+//               stream (cp.async.bulk.prefetch.L2), 4 or 16 MB in all, so
+//               the HBM streams through the wait. (Session 56's form, two
+//               chunks a block, asked for 42 MB, most of the L2.)
 // Each way also runs with the streams alone (no chains), and with no
 // bytes at all: an empty stage costs one PDL boundary, or one barrier.
 // Each figure: us a layer (of 32 layers: the median of 10 graph launches,
@@ -54,7 +64,11 @@ struct Stage {
   int64_t offset = 0;  // into the weights (a stream)
   int64_t bytes = 0;   // 0: a chain (or, with chains off, an empty stage)
   bool chain = false;
+  int next_stream = -1;  // the next stage that streams bytes (-1: none)
 };
+
+constexpr int kGroup = 32;       // blocks a group of the hierarchical barrier
+constexpr int kLineWords = 32;   // 128 bytes: each count or flag on a line of its own
 
 // One 16 KB chunk read by the block's 128 threads. The loads' values feed a
 // store that never happens (the sum is never that value), so none is dropped.
@@ -110,31 +124,58 @@ __global__ void __launch_bounds__(kThreads) empty_kernel() {
   pdl_wait();
 }
 
-__device__ __forceinline__ void barrier_arrive(unsigned* bar) {
-  __syncthreads();  // the block's work is done (and, with release, visible)
-  if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
-// sleep_ns > 0: a pause between polls, so ~1,300 polling threads do not
-// crowd the L2 slice that holds the count (0: poll back to back).
-__device__ __forceinline__ void barrier_wait(const unsigned* bar, unsigned target, int sleep_ns) {
+// Flat: every block counts itself at bar[0] and polls it until the phase's
+// count (phase p: p blocks' worth; bar starts at zero). sleep_ns > 0: a
+// pause between polls (0: back to back).
+__device__ __forceinline__ void flat_barrier(unsigned* bar, unsigned p, int sleep_ns) {
+  __syncthreads();  // the block's work is done (and, with release, visible)
   if (threadIdx.x == 0) {
-    unsigned v = 0;
-    for (;;) {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-      if (v >= target) break;
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+    const unsigned target = p * gridDim.x;
+    while (ld_acquire(bar) < target)
       if (sleep_ns > 0) __nanosleep(static_cast<unsigned>(sleep_ns));
+  }
+  __syncthreads();
+}
+
+// Hierarchical: bar[0] the top count, then per group g its count at line
+// 1 + g and its release flag at line 1 + n_groups + g.
+__device__ __forceinline__ void group_barrier(unsigned* bar, unsigned p) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned g = blockIdx.x / kGroup, n_groups = (gridDim.x + kGroup - 1) / kGroup;
+    const unsigned size = min(static_cast<unsigned>(kGroup), gridDim.x - g * kGroup);
+    unsigned* count = bar + kLineWords * (1 + g);
+    unsigned* flag = bar + kLineWords * (1 + n_groups + g);
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(count) : "memory");
+    if (old + 1 == p * size) {  // the group's last: count it at the top, wait, release the group
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+      while (ld_acquire(bar) < p * n_groups) {
+      }
+      asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(p) : "memory");
+    } else {
+      while (ld_acquire(flag) < p) {
+      }
     }
   }
   __syncthreads();
 }
 
-// The whole run in one launch: stage s's work, then a barrier (the count
-// after stage s is (s + 1) blocks' worth; bar starts at zero).
+// The whole run in one launch: stage s's work, then a barrier (phase s + 1).
+// pf_blocks > 0: before the barrier, blocks below pf_blocks ask the L2 for
+// their first chunk of the next stream.
 __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stages, int n_stages,
                                                               const uint8_t* w, float* act,
                                                               unsigned* bar, uint32_t* sink,
-                                                              bool prefetch, int sleep_ns) {
+                                                              bool hier, int pf_blocks,
+                                                              int sleep_ns) {
   const unsigned nb = gridDim.x;
   for (int s = 0; s < n_stages; ++s) {
     const Stage st = stages[s];
@@ -145,19 +186,15 @@ __global__ void __launch_bounds__(kThreads) persistent_kernel(const Stage* stage
       for (int64_t c = blockIdx.x; c < n; c += nb) read_chunk(w + st.offset, c, sink);
     }
     if (s + 1 == n_stages) break;
-    if (prefetch && threadIdx.x == 0) {
-      // The first two of this block's chunks of the next stream, from here
-      // on, while the barrier waits.
-      for (int u = s + 1; u < n_stages; ++u) {
-        if (stages[u].bytes == 0) continue;
-        const int64_t n = stages[u].bytes / kChunk;
-        for (int64_t c = blockIdx.x, k = 0; c < n && k < 2; c += nb, ++k)
-          l2_prefetch_bytes(w + stages[u].offset + c * kChunk, static_cast<uint32_t>(kChunk));
-        break;
-      }
+    if (static_cast<int>(blockIdx.x) < pf_blocks && threadIdx.x == 0 && st.next_stream > s) {
+      const Stage& u = stages[st.next_stream];
+      if (static_cast<int64_t>(blockIdx.x) < u.bytes / kChunk)
+        l2_prefetch_bytes(w + u.offset + blockIdx.x * kChunk, static_cast<uint32_t>(kChunk));
     }
-    barrier_arrive(bar);
-    barrier_wait(bar, (static_cast<unsigned>(s) + 1) * nb, sleep_ns);
+    if (hier)
+      group_barrier(bar, static_cast<unsigned>(s) + 1);
+    else
+      flat_barrier(bar, static_cast<unsigned>(s) + 1, sleep_ns);
   }
 }
 
@@ -177,6 +214,10 @@ std::vector<Stage> layer_stages(bool chains, bool bytes) {
       off += s.bytes;
       v.push_back(s);
     }
+  for (int i = static_cast<int>(v.size()) - 1, nxt = -1; i >= 0; --i) {
+    v[static_cast<size_t>(i)].next_stream = nxt;
+    if (v[static_cast<size_t>(i)].bytes > 0) nxt = i;
+  }
   return v;
 }
 
@@ -207,7 +248,9 @@ int main() {
   CK(cudaMalloc(&act, kActFloats * sizeof(float)));
   std::vector<float> ones(kActFloats, 1.0f);
   CK(cudaMemcpy(act, ones.data(), kActFloats * sizeof(float), cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&bar, sizeof(unsigned)));
+  // The barriers' words: the top count and two lines a group, for the most blocks.
+  const size_t bar_bytes = sizeof(unsigned) * kLineWords * (1 + 2 * (4096 / kGroup + 1));
+  CK(cudaMalloc(&bar, bar_bytes));
   CK(cudaMalloc(&sink, sizeof(uint32_t)));
   CK(cudaMalloc(&dstages, full.size() * sizeof(Stage)));
   int per_sm = 0;
@@ -253,28 +296,35 @@ int main() {
     }
     report("kernels (PDL, one graph)", var.name, us_stage * static_cast<double>(st.size()) / 1e3,
            bytes);
-    // persistent: one cooperative launch; polling back to back or with a
-    // 64 ns pause; with the prefetch (back to back).
+    // persistent: one cooperative launch, under each barrier form.
     CK(cudaMemcpy(dstages, st.data(), st.size() * sizeof(Stage), cudaMemcpyHostToDevice));
     struct Form {
       const char* name;
-      bool prefetch;
+      bool hier;
+      int per_sm;  // blocks an SM (0: all that fit)
+      int pf_mb;   // the prefetch's MB a barrier (0: none)
       int sleep_ns;
     };
-    const Form forms[] = {{"persistent (grid barrier)", false, 0},
-                          {"persistent, 64 ns between polls", false, 64},
-                          {"persistent + L2 prefetch", true, 0}};
+    const Form forms[] = {{"persistent (flat barrier)", false, 0, 0, 0},
+                          {"persistent, flat, 64 ns between polls", false, 0, 0, 64},
+                          {"persistent (hierarchical barrier)", true, 0, 0, 0},
+                          {"persistent, hierarchical, 2 blocks an SM", true, 2, 0, 0},
+                          {"persistent, hierarchical + 4 MB L2 prefetch", true, 0, 4, 0},
+                          {"persistent, hierarchical + 16 MB L2 prefetch", true, 0, 16, 0}};
     for (const Form& f : forms) {
       int n_stages = static_cast<int>(st.size());
       const uint8_t* cw = w;
-      bool prefetch = f.prefetch;
+      bool hier = f.hier;
+      int pf_blocks = static_cast<int>(int64_t{f.pf_mb} * 1'000'000 / kChunk);
       int sleep_ns = f.sleep_ns;
-      void* args[] = {&dstages, &n_stages, &cw, &act, &bar, &sink, &prefetch, &sleep_ns};
-      // Each timed call also zeroes the barrier's count (a memset of 4 bytes).
+      const int blocks = f.per_sm > 0 ? std::min(f.per_sm, per_sm) * prop.multiProcessorCount : nb;
+      void* args[] = {&dstages, &n_stages, &cw, &act, &bar, &sink, &hier, &pf_blocks, &sleep_ns};
+      // Each timed call also zeroes the barriers' words (a memset).
       const Stats p = time_it(s, 2, 5, [&](int) {
-        CK(cudaMemsetAsync(bar, 0, sizeof(unsigned), s));
-        CK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_kernel), dim3(nb),
-                                       dim3(kThreads), args, 0, s));
+        CK(cudaMemsetAsync(bar, 0, bar_bytes, s));
+        CK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(persistent_kernel),
+                                       dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args,
+                                       0, s));
       });
       report(f.name, var.name, p.med, bytes);
     }
