@@ -247,10 +247,13 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool
 }
 
 // Checks out against ref (and the padding), under the f16 arithmetic's
-// bound where f16 (and then also the root mean square of error / S_i, at
-// most 2^-9: the bound is a worst case, this is what the roundings give
-// typically, about 2^-11 · sqrt(kAttnF16Chain)); returns the largest
-// error/bound.
+// bound where f16, and then also the root mean square of error / S_i: at
+// most 2^-8. The bound is a worst case (the kernel's errors reach about 1 %
+// of it); typically the roundings give 3e-5 to 3e-4 of S_i with queries of
+// sd 1, and 1.8e-3 to 2.5e-3 with sd 8, a peaked softmax, where rounding
+// q · scale to f16 alone gives about 1e-3, as it does on the GPU (an f16
+// emulation of the kernel's arithmetic, session 58).
+// Returns the largest error/bound.
 double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
              const std::string& what, bool f16 = false) {
   double worst = 0, sq = 0;
@@ -276,8 +279,8 @@ double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
   }
   CHECK_MESSAGE(bad == 0, what << ": " << bad << " values outside the bound");
   if (f16 && n > 0)
-    CHECK_MESSAGE(std::sqrt(sq / n) <= 0x1p-9,
-                  what << ": rms of error / S_i " << std::sqrt(sq / n) << " > 2^-9");
+    CHECK_MESSAGE(std::sqrt(sq / n) <= 0x1p-8,
+                  what << ": rms of error / S_i " << std::sqrt(sq / n) << " > 2^-8");
   return worst;
 }
 
