@@ -7,7 +7,9 @@
 #     --read beside it, a --timeline at 1k each way.
 # (2) Session 57's thread-pool patch against main's pool (raw-2026-12-07-s57/
 #     next/run.sh's first part), four rounds.
-# (3) On an H200 with time left: session 57's call 4 (issue 20's lines).
+# (3) The GPU tests that hold the CPU backend and hybrid plans to the GPU's
+#     tokens, with LS_ATTN_F16=1 (the CPU's attention in f16; bin.txz, 7c73f9b).
+# (4) On an H200 with time left: session 57's call 4 (issue 20's lines).
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-07-s58/call1/run.sh $PWD (timeout 590;
 # carry .gpubin/fp16.txz, .gpubin/old-attn.txz, .gpubin/pool-attn.txz, .gpubin/bin.txz,
 # .gpubin/llama-bench.txz; model/weights/*.gguf moved aside)
@@ -32,13 +34,20 @@ timeout 60 $B/ls_bench_cpu_attention_fp16 --ctx 1024,4096 --reps 41 --f16 off,on
   > $A/fp16-tl.txt 2>&1
 grep -E "^ +(1024|4096) |timeline|calls where" $A/fp16-tl.txt
 echo "--- ${SECONDS}s"
-for r in 1 2 3 4; do
+for r in 1 2 3; do
   for v in pool old; do
     timeout 40 $B/ls_bench_cpu_attention_$v --ctx 1024,2048,4096 --reps 31 > $A/$v-$r.txt 2>&1
     echo "$v round $r: host $(awk '/^ +16 /{print $2; exit}' $A/$v-$r.txt) GB/s; $(row $A/$v-$r.txt)"
   done
 done
 echo "--- ${SECONDS}s"
+tar -xJf "$R/.gpubin/bin.txz" -C $B ./ls_gpu_tests || exit 2
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+mkdir -p $R/.ut && cd $R/.ut
+LS_ATTN_F16=1 timeout 150 $B/ls_gpu_tests -tc="*match the CPU*,*hybrid plans*,*agree with the CPU*" \
+  > $A/gpu-tests.txt 2>&1
+echo "gpu tests (LS_ATTN_F16=1) rc=$?"; grep -E "test cases|assertions|ERROR|FAILED" $A/gpu-tests.txt | head
+cd /tmp; echo "--- ${SECONDS}s"
 (cd $OUT && tar -czf attn.tgz attn && rm -rf attn)
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && [ $((LIMIT - SECONDS)) -ge 220 ]; then
   mkdir -p $OUT/h200 && OUT=$OUT/h200 LIMIT=$((LIMIT - SECONDS)) bash "$R/bench/results/raw-2026-12-07-s57/call4/run.sh" "$R"
