@@ -84,7 +84,8 @@
 // defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning,
 // AttentionCpuScratch,
 //          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
-//          attention_cpu(), attention_cpu_isa(), kAttnF16Chain, kAttnF16Default,
+//          attention_cpu(), attention_cpu_isa(), kAttnF16ChainK, kAttnF16ChainV,
+//          kAttnF16Default,
 //          attention_cpu_f16_default(),
 //          attention_cpu_uses_f16()
 #pragma once
@@ -233,11 +234,15 @@ struct AttnCpuTuning {
   int f16 = -1;
 };
 
-// Products (scores) or positions (values) an f16 lane of the half-precision
-// variant sums before it is widened to f32: 16 keeps its rounding near that
-// of the f16 cache itself (relative 2^-11 each; the tests' bound says how
-// much).
-inline constexpr int kAttnF16Chain = 16;
+// Products (scores: dims) and positions (values) an f16 lane of the
+// half-precision variant sums before it is widened to f32. 16 dims keep a
+// score's rounding near that of the f16 cache itself (relative 2^-11
+// each); the values' chains, of weights at most 1, can be longer: in an f16
+// emulation of the kernel, chains of 128 positions gave the same error as
+// 16 (session 58), and 32 halve the 16's widening. The tests' bound says
+// how much error they may add.
+inline constexpr int kAttnF16ChainK = 16;
+inline constexpr int kAttnF16ChainV = 32;
 // Whether half-precision arithmetic is the default where it can run (off
 // until it is measured on a CPU that has it: session 58).
 inline constexpr bool kAttnF16Default = false;

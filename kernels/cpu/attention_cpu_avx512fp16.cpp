@@ -10,20 +10,21 @@
 // 32 to an instruction, and only short partial sums are widened:
 //   scores: a vector holds dim d of two key tiles (32 positions: row d of
 //           each tile, 16 positions, in each half); each head's FMA takes
-//           q[d] · scale in f16, broadcast. After kChain dims (each lane a
-//           chain of kChain products) the halves are widened and added into
-//           the two tiles' f32 scores: per score, head_dim / kChain f16
+//           q[d] · scale in f16, broadcast. After kChainK dims (each lane
+//           a chain of kChainK products) the halves are widened and added
+//           into the two tiles' f32 scores: per score, head_dim / kChainK f16
 //           chains summed in f32, in dim order.
 //   softmax: the f32 one of the AVX-512 variant (attention_softmax_avx512),
 //           then e rounded to f16 (in place in the scores rows, as pairs).
 //   values: each position's value row, 32 dims a vector, FMA'd with the
-//           head's broadcast f16 e; every kChain positions the f16 sums are
+//           head's broadcast f16 e; every kChainV positions the f16 sums are
 //           widened and added into the f32 accumulator, in position order.
 // Both phases use about 0.55-0.65 of the f32 variant's FMA-port
 // instructions.
 // Error: q · scale and e rounded to f16 (as the GPU's tensor-core attention
-// does), and each f16 chain's roundings (kChain terms, relative 2^-11 each);
-// the tests bound it against the f64 reference (tests/test_attention_cpu).
+// does), and each f16 chain's roundings (kChainK or kChainV terms, relative
+// 2^-11 each); tests/unit/kernels/test_cpu_attention.cpp bounds it against
+// the f64 reference.
 // Every score and value is the same arithmetic wherever its block, thread or
 // neighbouring heads fall, as in the f32 variants.
 //
@@ -44,7 +45,7 @@
 namespace ls {
 namespace {
 
-constexpr int kChain = kAttnF16Chain;  // attention_cpu.h
+constexpr int kChainK = kAttnF16ChainK, kChainV = kAttnF16ChainV;  // attention_cpu.h
 
 // Row p of a block's runs (kv_row of attention_cpu_block.h, not called: see
 // the top).
@@ -88,10 +89,10 @@ LS_FP16_TARGET inline void scores_step(const uint16_t* const* k, const uint32_t*
                                        float* const* out, const uint16_t* const* pk, bool pk_l2,
                                        const uint16_t* const* pv) {
   constexpr int T = kAttnKTile;  // 16
-  for (int d0 = 0; d0 < hd; d0 += kChain) {
+  for (int d0 = 0; d0 < hd; d0 += kChainK) {
     __m512h h[NG * PV];
     for (int i = 0; i < NG * PV; ++i) h[i] = _mm512_setzero_ph();
-    for (int d = d0; d < d0 + kChain && d < hd; ++d) {
+    for (int d = d0; d < d0 + kChainK && d < hd; ++d) {
       if (d % 2 == 0) {
         for (int j = 0; j < 2 * PV; ++j) {
           if (pk && pk[j]) prefetch(pk[j] + int64_t{d} * T, pk_l2);
@@ -213,11 +214,11 @@ LS_FP16_TARGET void block_values(const AttnBlockArgs& a, int g0, bool fetch) {
   const char* line = runs ? static_cast<const char*>(a.next_k[0]) : nullptr;
   int64_t left = runs ? (runs > 1 ? a.next_run_bytes : a.next_last_bytes) : 0;
   for (int d0 = 0; d0 < hd; d0 += R * 32) {
-    for (int p0 = 0; p0 < n; p0 += kChain) {
+    for (int p0 = 0; p0 < n; p0 += kChainV) {
       __m512h o[NG][R];
       for (int g = 0; g < NG; ++g)
         for (int r = 0; r < R; ++r) o[g][r] = _mm512_setzero_ph();
-      for (int p = p0; p < p0 + kChain && p < n; ++p) {
+      for (int p = p0; p < p0 + kChainV && p < n; ++p) {
         if (line) {
           prefetch(line, true);
           line += 64, left -= 64;

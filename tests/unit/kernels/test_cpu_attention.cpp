@@ -24,10 +24,11 @@
 // final division. First order in u, which is far below any term here. The
 // largest ratio error/bound seen is printed.
 // The f16 arithmetic (avx512-fp16, kernels/cpu/attention_cpu_avx512fp16.cpp)
-// adds, with u16 = 2^-11 and C = kAttnF16Chain: q·scale rounded (u16·A) and
-// f16 chains of C products (C·u16·A) in the scores, so 2·(C + 1)·u16·A; e
-// rounded (u16) and chains of C positions (C·u16) in the values:
-//     + (2·(C + 1)·A + C + 1) · u16 · S_i
+// adds, with u16 = 2^-11, K = kAttnF16ChainK and V = kAttnF16ChainV:
+// q·scale rounded (u16·A) and f16 chains of K products (K·u16·A) in the
+// scores, so 2·(K + 1)·u16·A; e rounded (u16) and chains of V positions
+// (V·u16) in the values:
+//     + (2·(K + 1)·A + V + 1) · u16 · S_i
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -228,7 +229,7 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool
       for (int32_t p = 0; p <= pos; ++p) l += (w[p] = std::exp(s[p] - mx));
       for (int32_t p = 0; p <= pos; ++p) w[p] /= l;
       const double k = (2 * (hd + 2) * amax + 2 * chain + 3 * nb + 16) * u;
-      const double k16 = (2 * (kAttnF16Chain + 1) * amax + kAttnF16Chain + 1) * 0x1p-11;
+      const double k16 = (2 * (kAttnF16ChainK + 1) * amax + kAttnF16ChainV + 1) * 0x1p-11;
       for (int i = 0; i < hd; ++i) {
         double o = 0, sa = 0;
         for (int32_t p = 0; p <= pos; ++p) {
