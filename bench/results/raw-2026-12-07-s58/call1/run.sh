@@ -8,7 +8,7 @@
 # (2) Session 57's thread-pool patch against main's pool (raw-2026-12-07-s57/
 #     next/run.sh's first part), four rounds.
 # (3) The GPU tests that hold the CPU backend and hybrid plans to the GPU's
-#     tokens, with LS_ATTN_F16=1 (the CPU's attention in f16; bin.txz, 7c73f9b).
+#     tokens, with LS_ATTN_F16=1 (the CPU's attention in f16; bin.txz, 4e7e746).
 # (4) On an H200 with time left: session 57's call 4 (issue 20's lines).
 # Run: OUT=$OUT LIMIT=560 bash bench/results/raw-2026-12-07-s58/call1/run.sh $PWD (timeout 590;
 # carry .gpubin/fp16.txz, .gpubin/old-attn.txz, .gpubin/pool-attn.txz, .gpubin/bin.txz,
