@@ -17,9 +17,6 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/cpu/attention_cpu_block.h"
 
@@ -98,26 +95,6 @@ int64_t attention_cpu_max_blocks(int64_t n_ctx) {
                   attention_cpu_blocks(n_ctx));
 }
 
-bool attention_cpu_f16_default() {
-  static const bool on = [] {
-    const char* e = std::getenv("LS_ATTN_F16");
-    if (!e || !*e) return kAttnF16Default;
-    if (std::strcmp(e, "0") == 0) return false;
-    if (std::strcmp(e, "1") == 0) return true;
-    std::fprintf(stderr, "LS_ATTN_F16=%s: not 0 or 1; using the default (%d)\n", e,
-                 kAttnF16Default ? 1 : 0);
-    return kAttnF16Default;
-  }();
-  return on;
-}
-
-bool attention_cpu_uses_f16(const AttnKv& kv, int head_dim, CpuIsa isa,
-                            const AttnCpuTuning& tune) {
-  const bool chosen = tune.f16 < 0 ? attention_cpu_f16_default() : tune.f16 > 0;
-  return chosen && isa == CpuIsa::Avx512 && kv.type == AttnKvType::F16 && kv.k_tiled &&
-         head_dim % 32 == 0 && cpu_has_avx512fp16();
-}
-
 CpuIsa attention_cpu_isa(CpuIsa isa, int head_dim) {
   if (isa == CpuIsa::Avx512 && head_dim % 16 == 0) return CpuIsa::Avx512;
   if ((isa == CpuIsa::Avx512 || isa == CpuIsa::Avx2) && head_dim % 8 == 0) return CpuIsa::Avx2;
@@ -134,7 +111,6 @@ struct Job {
   const AttnArgs* a;
   AttentionCpuScratch* s;
   BlockFn block;
-  bool prefetchw;    // the CPU has PREFETCHW (the AVX-512 variants: every such CPU does)
   int group;         // query heads a row computes (a GQA group, or a part of one)
   int n_kv;          // rows per token: the key/value heads times kv_div
   int kv_div;        // rows per key/value head (AttnCpuTuning::group_split)
@@ -480,9 +456,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   j.kv_bytes = a.kv.type == AttnKvType::F16 ? 2 : 4;
   switch (attention_cpu_isa(isa, a.head_dim)) {
     case CpuIsa::Avx512:
-      j.block = attention_cpu_uses_f16(a.kv, a.head_dim, isa, tune) ? attention_block_avx512fp16
-                                                                    : attention_block_avx512;
-      j.prefetchw = true;
+      j.block = attention_block_avx512;
       break;
     case CpuIsa::Avx2:
       j.block = attention_block_avx2;
@@ -598,7 +572,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       if (tr) tr[0] = thread, tr[1] = now_ns();
       prefetch_for_write(j->s->split_part(i),
                          int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)},
-                         j->prefetchw);
+                         j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i), cold);
       if (tr) tr[2] = now_ns();
       if (as_done) j->s->done()[i].v.store(stamp);
@@ -627,7 +601,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       // lock; the lock, then done), so one of the two always sees the other.
       AttentionCpuScratch::Done* done = j->s->done();
       auto is_done = [&](int c) { return done[task_of(t, h, c)].v.load() == stamp; };
-      const bool w = j->prefetchw;
+      const bool w = j->block == attention_block_avx512;
       auto fetch = [&](const Tri& x, bool write) {
         const int64_t ml = int64_t{G} * int64_t{sizeof(float)};
         const int64_t acc = ml * hd;

@@ -84,10 +84,7 @@
 // defines: kAttnBlock, kAttnBlockShort, kAttnShortRow, kAttnPf*, AttnCpuTuning,
 // AttentionCpuScratch,
 //          attention_cpu_block_len(), attention_cpu_blocks(), attention_cpu_max_blocks(),
-//          attention_cpu(), attention_cpu_isa(), kAttnF16ChainK, kAttnF16ChainV,
-//          kAttnF16Default,
-//          attention_cpu_f16_default(),
-//          attention_cpu_uses_f16()
+//          attention_cpu(), attention_cpu_isa()
 #pragma once
 
 #include <atomic>
@@ -226,33 +223,7 @@ struct AttnCpuTuning {
   // (each token reads its blocks alone); 0: the default, kAttnShareRows
   // query rows (at least one token).
   int share = 0;
-  // Half-precision arithmetic (attention_cpu_avx512fp16.cpp) for f16 caches
-  // with tiled keys and head_dim % 32 == 0, where the CPU has AVX512-FP16
-  // and the call's ISA is avx512: 1 on, 0 off, -1 the default
-  // (attention_cpu_f16_default: LS_ATTN_F16 if set, else kAttnF16Default).
-  // Its results differ from the f32 variants' within the tests' bound.
-  int f16 = -1;
 };
-
-// Products (scores: dims) and positions (values) an f16 lane of the
-// half-precision variant sums before it is widened to f32. 16 dims keep a
-// score's rounding near that of the f16 cache itself (relative 2^-11
-// each); the values' chains, of weights at most 1, can be longer: in an f16
-// emulation of the kernel, chains of 128 positions gave the same error as
-// 16 (session 58), and 32 halve the 16's widening. The tests' bound says
-// how much error they may add.
-inline constexpr int kAttnF16ChainK = 16;
-inline constexpr int kAttnF16ChainV = 32;
-// Whether half-precision arithmetic is the default where it can run (off
-// until it is measured on a CPU that has it: session 58).
-inline constexpr bool kAttnF16Default = false;
-// The default of AttnCpuTuning::f16: LS_ATTN_F16=0|1 in the environment
-// (read once; for A/B runs of the engine), else kAttnF16Default.
-bool attention_cpu_f16_default();
-// Whether a call with this cache and ISA would run the f16 variant under
-// tune (its CPU, type, layout and head_dim allow it, and it is chosen).
-bool attention_cpu_uses_f16(const AttnKv& kv, int head_dim, CpuIsa isa,
-                            const AttnCpuTuning& tune);
 
 // Buffers of attention_cpu, grown on demand (so size it once for the largest
 // call and nothing is allocated per call): per thread a scores block, two

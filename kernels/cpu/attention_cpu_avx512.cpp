@@ -2,7 +2,7 @@
 // lanes, f16 keys and values converted by _mm512_cvtph_ps as they are
 // loaded, up to 16 value accumulators (of 32 registers), exp as a
 // polynomial (below).
-// defines: attention_block_avx512, attention_softmax_avx512 (kernels/cpu/attention_cpu_block.h)
+// defines: attention_block_avx512 (kernels/cpu/attention_cpu_block.h)
 #include "kernels/cpu/attention_cpu_block.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,9 +107,6 @@ namespace ls {
 void attention_block_avx512(const AttnBlockArgs& a) {
   attn_block<VecAvx512>(a);
 }
-void attention_softmax_avx512(const AttnBlockArgs& a) {
-  block_softmax<VecAvx512>(a);
-}
 }  // namespace ls
 
 #else  // not x86: never called (cpu_isa_supported says no), but must link.
@@ -118,7 +115,6 @@ namespace ls {
 void attention_block_avx512(const AttnBlockArgs& a) {
   attention_block_portable(a);
 }
-void attention_softmax_avx512(const AttnBlockArgs&) {}
 }  // namespace ls
 
 #endif

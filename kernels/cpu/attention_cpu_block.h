@@ -18,8 +18,7 @@
 //   l:      W lanes over positions j, j+W, ..., then the tree;
 //   acc:    one chain per value, positions in order.
 // defines: kAttnMinRun, kAttnMaxRuns, AttnBlockArgs, kv_row(), attention_block_avx512(),
-//          attention_block_avx2(), attention_block_portable(), attention_block_avx512fp16(),
-//          attention_softmax_avx512()
+//          attention_block_avx2(), attention_block_portable()
 #pragma once
 
 #include <cstdint>
@@ -89,11 +88,5 @@ void attention_block_avx512(const AttnBlockArgs& a);
 void attention_block_avx2(const AttnBlockArgs& a);
 // Any head_dim.
 void attention_block_portable(const AttnBlockArgs& a);
-// Half-precision arithmetic (attention_cpu_avx512fp16.cpp): f16 keys in
-// tiles, head_dim % 32 == 0, a CPU with AVX512-FP16 (attention_cpu_f16_supported).
-void attention_block_avx512fp16(const AttnBlockArgs& a);
-// The AVX-512 variant's softmax of a block's scores (m, l and e in place),
-// for the half-precision one.
-void attention_softmax_avx512(const AttnBlockArgs& a);
 
 }  // namespace ls

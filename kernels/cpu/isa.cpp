@@ -2,7 +2,7 @@
 // reads CPUID once (libgcc initialises it before main) and also checks that
 // the OS saves the wide registers (XGETBV), which CPUID alone does not say.
 // defines: cpu_isa_name, cpu_isa_from_name, cpu_isa_supported, cpu_isa_best,
-//          cpu_isa_active, cpu_isa_override, cpu_has_avx512fp16 (kernels/cpu/isa.h)
+//          cpu_isa_active, cpu_isa_override (kernels/cpu/isa.h)
 #include "kernels/cpu/isa.h"
 
 #include <atomic>
@@ -54,20 +54,6 @@ bool cpu_has_f16c() {
 #endif
 
 }  // namespace
-
-bool cpu_has_avx512fp16() {
-#if defined(__x86_64__) || defined(__i386__)
-  // CPUID leaf 7, subleaf 0, EDX bit 23; AVX-512's OS state as avx512f's.
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return cpu_isa_supported(CpuIsa::Avx512) && __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
-           (d & (1u << 23)) != 0;
-  }();
-  return has;
-#else
-  return false;
-#endif
-}
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {

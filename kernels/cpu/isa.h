@@ -5,7 +5,7 @@
 // LS_CPU_ISA=portable|avx2|avx512 in the environment does the same for a
 // whole run, for A/B timing).
 // defines: CpuIsa, cpu_isa_name(), cpu_isa_supported(), cpu_isa_best(),
-//          cpu_isa_active(), cpu_isa_override(), cpu_has_avx512fp16()
+//          cpu_isa_active(), cpu_isa_override()
 #pragma once
 
 #include <optional>
@@ -32,10 +32,5 @@ CpuIsa cpu_isa_active();
 // Force a variant (nullopt: back to automatic). Returns false, changing
 // nothing, if the CPU cannot run it.
 bool cpu_isa_override(std::optional<CpuIsa> isa);
-
-// Whether this CPU runs AVX512-FP16 (half-precision arithmetic: Sapphire
-// Rapids and later), beside AVX-512: the CPU attention's f16 variant
-// (attention_cpu.h, AttnCpuTuning::f16), not a CpuIsa of the matmuls.
-bool cpu_has_avx512fp16();
 
 }  // namespace ls

@@ -53,10 +53,6 @@
 // alike once for all (AttnCpuTuning::share, the default) or each alone
 // ("/x" in the prefetch column).
 //
-// --f16 default,on,off: the half-precision arithmetic (AttnCpuTuning::f16;
-// where the CPU has AVX512-FP16 and the layout is tiles or paged: "avx512h"
-// in the isa column).
-//
 // --no-huge: the caches' memory without transparent huge pages (a
 // std::vector's, as the engine's KV cache is, may have them or not).
 //
@@ -87,7 +83,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
-//          [--group-split 1,2] [--tokens 1,8] [--share on,off] [--f16 default,on,off]
+//          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -334,7 +330,6 @@ int main(int argc, char** argv) {
   std::vector<bool> tapers = {true};
   std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true};  // the kernel's defaults
   std::vector<int> n_toks = {1};
-  std::vector<int> f16s = {-1};  // AttnCpuTuning::f16: -1 the default, 0 off, 1 on
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
   double host_gib = 2, kv_gib = 1;
@@ -410,15 +405,6 @@ int main(int argc, char** argv) {
           return 2;
         }
         v.push_back(x == yes);
-      }
-    } else if (a == "--f16") {
-      f16s.clear();
-      for (const auto& x : split(next())) {
-        if (x != "on" && x != "off" && x != "default") {
-          std::fprintf(stderr, "--f16: '%s' is not one of default, on, off\n", x.c_str());
-          return 2;
-        }
-        f16s.push_back(x == "on" ? 1 : x == "off" ? 0 : -1);
       }
     } else if (a == "--read") {
       read_only = true;
@@ -563,7 +549,6 @@ int main(int argc, char** argv) {
                             for (int gs : gsplits)
                               for (int nt : n_toks)
                               for (bool share : shares)
-                              for (int f16 : f16s)
                               for (const std::string& pf : prefetches) {
                                 if (nt > ctx) continue;
                                 AttnCpuTuning tune{blk, ahead, prefetch_bits(pf), hold,
@@ -574,7 +559,6 @@ int main(int argc, char** argv) {
                                 tune.static_start = stat;
                                 tune.group_split = gs;
                                 tune.share = share ? 0 : 1;
-                                tune.f16 = f16;
                                 // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                                 const std::string pf_name =
                                     (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
@@ -645,10 +629,8 @@ int main(int argc, char** argv) {
                                       attention_cpu(pool, a, scratch, isa, tt);
                                       if (timeline) tl.add(c0, now_ns());
                                     });
-                                // The variant that ran: avx512-fp16 for the f16 arithmetic.
-                                const bool h = attention_cpu_uses_f16(a.kv, kHeadDim, isa, tune);
-                                report(h ? "avx512h" : cpu_isa_name(attention_cpu_isa(isa, kHeadDim)),
-                                       blk, ahead, pf_name, st);
+                                report(cpu_isa_name(attention_cpu_isa(isa, kHeadDim)), blk, ahead,
+                                       pf_name, st);
                                 if (timeline) tl.print();
                               }
             if (read_only && (layout == "tiles" || layout == "heads")) {

@@ -1,7 +1,6 @@
 // Tests of the CPU tier's attention (kernels/cpu/attention_cpu.h) against a
 // float64 reference computed here from the same cache values (f16 ones
-// decoded exactly): every ISA variant this CPU runs (each forced in turn;
-// avx512 also with f16 arithmetic, AttnCpuTuning::f16, where the CPU has it),
+// decoded exactly): every ISA variant this CPU runs (each forced in turn),
 // f16 and f32 caches, GQA groups 1, 4, 8 (and 3, 64), head_dim 64 and 128
 // (and 40, 6: the fallbacks), key rows and tiled keys (AttnKv::k_tiled: the
 // KvCache's layout, another scores loop), contexts 1, 7, 33, 129 (one past a block) up
@@ -23,12 +22,6 @@
 // and 16 ulp for the SIMD exp (a few ulp, attention_cpu_exp.h) and the
 // final division. First order in u, which is far below any term here. The
 // largest ratio error/bound seen is printed.
-// The f16 arithmetic (avx512-fp16, kernels/cpu/attention_cpu_avx512fp16.cpp)
-// adds, with u16 = 2^-11, K = kAttnF16ChainK and V = kAttnF16ChainV:
-// q·scale rounded (u16·A) and f16 chains of K products (K·u16·A) in the
-// scores, so 2·(K + 1)·u16·A; e rounded (u16) and chains of V positions
-// (V·u16) in the values:
-//     + (2·(K + 1)·A + V + 1) · u16 · S_i
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -53,30 +46,16 @@ namespace {
 
 constexpr float kSentinel = 12345.0f;  // row padding of out: must survive
 
-// A variant of the kernel: an ISA, and for avx512 the f32 or the f16
-// arithmetic (AttnCpuTuning::f16; the f16 one only where the cache is f16
-// with tiled keys and head_dim % 32 == 0, else the call runs the f32 one,
-// and its results are checked against the f32 bound).
-struct Variant {
-  CpuIsa isa;
-  bool f16 = false;
-  std::string name() const { return std::string(cpu_isa_name(isa)) + (f16 ? "-fp16" : ""); }
-};
-
 // Said once per run: the variants this CPU cannot run are skipped.
-const std::vector<Variant>& supported_isas() {
-  static const std::vector<Variant> v = [] {
-    std::vector<Variant> r;
+const std::vector<CpuIsa>& supported_isas() {
+  static const std::vector<CpuIsa> v = [] {
+    std::vector<CpuIsa> r;
     for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
       if (cpu_isa_supported(i))
-        r.push_back({i});
+        r.push_back(i);
       else
         MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
     }
-    if (cpu_has_avx512fp16())
-      r.push_back({CpuIsa::Avx512, true});
-    else
-      MESSAGE("SKIPPED: avx512-fp16 attention (no AVX512-FP16 on this CPU)");
     return r;
   }();
   return v;
@@ -189,9 +168,8 @@ AttnArgs args(const Cache& c, int n_head, const Tokens& tk, const std::vector<fl
 }
 
 // The f64 reference and the bound of the header for each output value.
-// bound16: the f16 arithmetic's (the header), s: S_i.
 struct Ref {
-  std::vector<double> out, bound, bound16, s;  // (n_tok, n_head, hd)
+  std::vector<double> out, bound;  // (n_tok, n_head, hd)
 };
 
 // chain: the longest f32 summation chain over positions (L of the header).
@@ -202,8 +180,6 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool
   Ref r;
   r.out.assign(static_cast<size_t>(a.n_tok) * a.n_head * hd, 0.0);
   r.bound.assign(r.out.size(), 0.0);
-  r.bound16.assign(r.out.size(), 0.0);
-  r.s.assign(r.out.size(), 0.0);
   for (int64_t t = 0; t < a.n_tok; ++t) {
     const int32_t pos = a.pos[t];
     const int64_t base = a.seq[t] * a.kv.ld_seq;
@@ -229,7 +205,6 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool
       for (int32_t p = 0; p <= pos; ++p) l += (w[p] = std::exp(s[p] - mx));
       for (int32_t p = 0; p <= pos; ++p) w[p] /= l;
       const double k = (2 * (hd + 2) * amax + 2 * chain + 3 * nb + 16) * u;
-      const double k16 = (2 * (kAttnF16ChainK + 1) * amax + kAttnF16ChainV + 1) * 0x1p-11;
       for (int i = 0; i < hd; ++i) {
         double o = 0, sa = 0;
         for (int32_t p = 0; p <= pos; ++p) {
@@ -239,39 +214,28 @@ Ref reference(const Cache& c, const AttnArgs& a, bool ref_f32, int blk = 0, bool
         const size_t at = (static_cast<size_t>(t) * a.n_head + h) * hd + i;
         r.out[at] = o;
         r.bound[at] = k * sa;
-        r.bound16[at] = (k + k16) * sa;
-        r.s[at] = sa;
       }
     }
   }
   return r;
 }
 
-// Checks out against ref (and the padding), under the f16 arithmetic's
-// bound where f16, and then also the root mean square of error / S_i: at
-// most 2^-8. The bound is a worst case (the kernel's errors reach about 1 %
-// of it); typically the roundings give 3e-5 to 3e-4 of S_i with queries of
-// sd 1, and 1.8e-3 to 2.5e-3 with sd 8, a peaked softmax, where rounding
-// q · scale to f16 alone gives about 1e-3, as it does on the GPU (an f16
-// emulation of the kernel's arithmetic, session 58).
-// Returns the largest error/bound.
+// Checks out against ref (and the padding); returns the largest error/bound.
 double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
-             const std::string& what, bool f16 = false) {
-  double worst = 0, sq = 0;
-  int64_t bad = 0, n = 0;
-  const std::vector<double>& bound = f16 ? ref.bound16 : ref.bound;
+             const std::string& what) {
+  double worst = 0;
+  int64_t bad = 0;
   const int64_t w = int64_t{a.n_head} * a.head_dim;
   for (int64_t t = 0; t < a.n_tok; ++t) {
     for (int64_t i = 0; i < w; ++i) {
       const size_t at = static_cast<size_t>(t * w + i);
       const double got = out[t * a.ldo + i], err = std::fabs(got - ref.out[at]);
-      if (!(err <= bound[at])) {
+      if (!(err <= ref.bound[at])) {
         if (bad++ < 3)
           FAIL_CHECK(what << ": token " << t << " value " << i << ": " << got << " vs "
-                          << ref.out[at] << " (bound " << bound[at] << ")");
-      } else if (bound[at] > 0) {
-        worst = std::max(worst, err / bound[at]);
-        sq += (err / ref.s[at]) * (err / ref.s[at]), ++n;
+                          << ref.out[at] << " (bound " << ref.bound[at] << ")");
+      } else if (ref.bound[at] > 0) {
+        worst = std::max(worst, err / ref.bound[at]);
       }
     }
     for (int64_t i = w; i < a.ldo; ++i)
@@ -279,20 +243,11 @@ double check(const AttnArgs& a, const std::vector<float>& out, const Ref& ref,
         FAIL_CHECK(what << ": token " << t << " wrote its row padding at " << i);
   }
   CHECK_MESSAGE(bad == 0, what << ": " << bad << " values outside the bound");
-  if (f16 && n > 0)
-    CHECK_MESSAGE(std::sqrt(sq / n) <= 0x1p-8,
-                  what << ": rms of error / S_i " << std::sqrt(sq / n) << " > 2^-8");
   return worst;
 }
 
-// tune with the variant's arithmetic (where tune leaves it to the default).
-AttnCpuTuning with(const Variant& isa, AttnCpuTuning tune) {
-  if (tune.f16 < 0) tune.f16 = isa.f16 ? 1 : 0;
-  return tune;
-}
-
-std::string name(const Variant& isa, const Cache& c, int group, const std::string& shape) {
-  return isa.name() + (c.type == AttnKvType::F16 ? " f16" : " f32") +
+std::string name(CpuIsa isa, const Cache& c, int group, const std::string& shape) {
+  return std::string(cpu_isa_name(isa)) + (c.type == AttnKvType::F16 ? " f16" : " f32") +
          (c.tiled        ? " tiled"
           : c.head_major ? " head-major"
                          : " rows") +
@@ -302,14 +257,14 @@ std::string name(const Variant& isa, const Cache& c, int group, const std::strin
 // Runs attention_cpu on each pool; all must give the same bits; returns the
 // first result.
 std::vector<float> run_pools(const Cache& c, int n_head, const Tokens& tk,
-                             const std::vector<float>& q, const Variant& isa,
+                             const std::vector<float>& q, CpuIsa isa,
                              std::vector<ThreadPool*> pools, const std::string& what,
                              const AttnCpuTuning& tune = {}) {
   std::vector<float> first, out;
   for (ThreadPool* pool : pools) {
     AttentionCpuScratch scratch;
     const AttnArgs a = args(c, n_head, tk, q, out);
-    attention_cpu(*pool, a, scratch, isa.isa, with(isa, tune));
+    attention_cpu(*pool, a, scratch, isa, tune);
     if (first.empty()) {
       first = out;
     } else {
@@ -371,10 +326,10 @@ TEST_CASE("cpu_attention: one token at short and long contexts matches the f64 r
             std::vector<float> tmp;
             const AttnArgs a = args(c, n_head, tk, q, tmp);
             const Ref ref = reference(c, a, false);
-            for (const Variant& isa : supported_isas()) {
+            for (CpuIsa isa : supported_isas()) {
               const std::string what = name(isa, c, group, "ctx ") + std::to_string(ctx);
               const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what);
-              worst = std::max(worst, check(a, out, ref, what, isa.f16));
+              worst = std::max(worst, check(a, out, ref, what));
             }
           }
         }
@@ -417,10 +372,10 @@ TEST_CASE("cpu_attention: mixed batches and prefill-shaped batches match the f64
             std::vector<float> tmp;
             const AttnArgs a = args(c, n_head, *tk, q, tmp);
             const Ref ref = reference(c, a, false);
-            for (const Variant& isa : supported_isas()) {
+            for (CpuIsa isa : supported_isas()) {
               const std::string what = name(isa, c, group, shape);
               const auto out = run_pools(c, n_head, *tk, q, isa, {&p1, &p3, &p16}, what);
-              worst = std::max(worst, check(a, out, ref, what, isa.f16));
+              worst = std::max(worst, check(a, out, ref, what));
             }
           }
         }
@@ -454,11 +409,11 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
         for (int bi = 0; bi < 3; ++bi) {
           const int blk = blks[bi];
           const Ref ref = reference(c, a, false, blk);
-          for (const Variant& isa : supported_isas()) {
+          for (CpuIsa isa : supported_isas()) {
             const std::string what =
                 name(isa, c, group, "ctx ") + std::to_string(ctx) + " block " + std::to_string(blk);
             const auto out = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, {blk, 0});
-            worst = std::max(worst, check(a, out, ref, what, isa.f16));
+            worst = std::max(worst, check(a, out, ref, what));
             if (subset && bi != ci % 3) continue;
             ++knob_rounds;
             const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
@@ -514,7 +469,7 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               t.taper = false;
               const Ref uref = reference(c, a, false, blk, false);
               const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what + " uniform", t);
-              worst = std::max(worst, check(a, o, uref, what + " uniform", isa.f16));
+              worst = std::max(worst, check(a, o, uref, what + " uniform"));
             }
             // Nor whether a row's partials are folded as its blocks finish
             // (the default, which p16 ran above) or all by its last one.
@@ -555,8 +510,7 @@ TEST_CASE(
   AttentionCpuScratch scratch;
   std::vector<std::vector<float>> one;
   for (int32_t pos : {1000, 700, 1023})
-    one.push_back(
-        run_pools(c, n_head, Tokens{{pos}, {0}}, q, Variant{CpuIsa::Portable}, {&p1}, "one", t));
+    one.push_back(run_pools(c, n_head, Tokens{{pos}, {0}}, q, CpuIsa::Portable, {&p1}, "one", t));
   int differ = 0;
   for (int rep = 0; rep < kReps; ++rep) {
     const int which = rep % 3;
@@ -578,7 +532,7 @@ TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
   ThreadPool pool(4);
   const int n_kv = 2, hd = 64, n_head = 8;
   for (bool tiled : {false, true})
-    for (const Variant& isa : supported_isas()) {
+    for (CpuIsa isa : supported_isas()) {
       const Cache c = make_cache(2, 2048, n_kv, hd, AttnKvType::F16, rng, false, tiled);
       Tokens batch;
       for (int p = 1500; p < 1508; ++p) batch.seq.push_back(0), batch.pos.push_back(p);
@@ -592,7 +546,7 @@ TEST_CASE("cpu_attention: a token gives the same bits alone as in a batch") {
         const std::vector<float> q1(q.begin() + t * ld, q.begin() + (t + 1) * ld);
         const auto alone = run_pools(c, n_head, one, q1, isa, {&pool}, "alone");
         CHECK_MESSAGE(std::memcmp(alone.data(), all.data() + t * ld, ld * 4) == 0,
-                      isa.name() << (tiled ? " tiled" : " rows") << ": token " << t
+                      cpu_isa_name(isa) << (tiled ? " tiled" : " rows") << ": token " << t
                                         << " alone differs from the batch");
       }
     }
@@ -636,7 +590,7 @@ TEST_CASE(
           const int64_t ld = int64_t{n_head} * hd + 16;
           for (auto [blk, taper] : {std::pair{0, true}, {64, false}, {128, true}}) {
             if (subset && blk == 128) continue;
-            for (const Variant& isa : supported_isas()) {
+            for (CpuIsa isa : supported_isas()) {
               const std::string what = name(isa, c, group, "from ") + std::to_string(p0) +
                                        " block " + std::to_string(blk) +
                                        (taper ? "" : " uniform");
@@ -663,7 +617,7 @@ TEST_CASE(
                 AttentionCpuScratch scratch;
                 std::vector<float> out;
                 const AttnArgs a = args(c, n_head, tk, q, out);
-                attention_cpu(p16, a, scratch, isa.isa, with(isa, t));
+                attention_cpu(p16, a, scratch, isa, t);
                 int64_t k = 0;
                 while (k < 4096 && ns[4 * k] >= 0) ++k;
                 return k;
@@ -702,11 +656,10 @@ TEST_CASE("cpu_attention: the 70B shape (64 heads, 8 KV heads, head_dim 128) at 
       std::vector<float> tmp;
       const AttnArgs a = args(c, 64, tk, q, tmp);
       const Ref ref = reference(c, a, false);
-      for (const Variant& isa : supported_isas()) {
+      for (CpuIsa isa : supported_isas()) {
         const std::string what = name(isa, c, 8, "70b ctx ") + std::to_string(ctx);
         worst = std::max(worst,
-                         check(a, run_pools(c, 64, tk, q, isa, {&p1, &p3, &p16}, what), ref, what,
-                               isa.f16));
+                         check(a, run_pools(c, 64, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
       }
     }
   }
@@ -736,11 +689,10 @@ TEST_CASE("cpu_attention: odd groups and head dims, peaked softmax, take the fal
         std::vector<float> tmp;
         const AttnArgs a = args(c, n_head, tk, q, tmp);
         const Ref ref = reference(c, a, false);
-        for (const Variant& isa : supported_isas()) {
+        for (CpuIsa isa : supported_isas()) {
           const std::string what = name(isa, c, s.group, "odd shape");
           worst = std::max(
-              worst, check(a, run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what), ref, what,
-                         isa.f16));
+              worst, check(a, run_pools(c, n_head, tk, q, isa, {&p1, &p3, &p16}, what), ref, what));
         }
       }
   MESSAGE("largest error / bound: " << worst);

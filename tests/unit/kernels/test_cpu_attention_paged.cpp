@@ -210,13 +210,8 @@ TEST_CASE("cpu_attention paged: the same bits as over a contiguous cache, blocks
     };
     same(run(b.contiguous, [](const AttnArgs& x) { attention_ref_f32(x); }),
          run(b.paged, [](const AttnArgs& x) { attention_ref_f32(x); }), "attention_ref_f32");
-    // avx512 also with f16 arithmetic (AttnCpuTuning::f16) where the CPU has it.
-    for (int variant = 0; variant < 4; ++variant) {
-      const CpuIsa isa = variant == 0   ? CpuIsa::Portable
-                         : variant == 1 ? CpuIsa::Avx2
-                                        : CpuIsa::Avx512;
-      const bool f16 = variant == 3;
-      if (!cpu_isa_supported(isa) || (f16 && !cpu_has_avx512fp16())) continue;
+    for (CpuIsa isa : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
+      if (!cpu_isa_supported(isa)) continue;
       for (ThreadPool* pool : {&one, &three})
         for (int blk : {0, 16, 48}) {
           // Under the sanitizers, 1 thread with the default block and 3
@@ -224,14 +219,13 @@ TEST_CASE("cpu_attention paged: the same bits as over a contiguous cache, blocks
           if (test::sanitizer_subset() && (pool == &one) != (blk == 0)) continue;
           AttnCpuTuning tune;
           tune.block = blk;
-          tune.f16 = f16 ? 1 : 0;
           auto cpu = [&](const AttnArgs& x) {
             AttentionCpuScratch scratch;
             attention_cpu(*pool, x, scratch, isa, tune);
           };
           same(run(b.contiguous, cpu), run(b.paged, cpu),
-               std::string(cpu_isa_name(isa)) + (f16 ? "-fp16" : "") + ", " +
-                   std::to_string(pool->size()) + " threads, block " + std::to_string(blk));
+               std::string(cpu_isa_name(isa)) + ", " + std::to_string(pool->size()) +
+                   " threads, block " + std::to_string(blk));
         }
     }
   }

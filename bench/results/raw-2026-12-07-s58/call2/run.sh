@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 58, call 2: the half-precision CPU attention in the engine (issue
+# Session 58, call 2 (not run: the variant was dropped after call 1; bin.txz
+# then held 4e7e746, the f16 variant's tree, ../f16-attention.patch): the half-precision CPU attention in the engine (issue
 # 14's shape): the synthetic 70b Q4_K_M at 24 GiB, default flags otherwise,
 # decode after 4,096- and 1-token prompts with LS_ATTN_F16=0 and =1
 # alternated; the GPU tests that hold the CPU backend and hybrid plans to

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 58, call 3: the f16 CPU attention where the arithmetic weighs more:
+# Session 58, call 3 (not run: no machine came; fp16.txz holds binaries built
+# at 4e7e746, the f16 variant's tree, ../f16-attention.patch): the f16 CPU attention where the arithmetic weighs more:
 # a verify step's or a prompt chunk's tokens of one sequence (--tokens 8, 32:
 # their shared blocks read once for all), f32 against f16 alternated, three
 # rounds, 16 threads, from DRAM; then one token from the last-level cache
