@@ -9,7 +9,7 @@
 # model/weights/*.gguf moved aside)
 set -u
 R=$1; B=/tmp/b; mkdir -p $B; tar -xJf "$R/.gpubin/fp16.txz" -C $B || exit 2
-row() { grep -E "^ +[0-9]+ +16 " "$1" | awk '{printf "%s %s %s %s us %s; ", $1, $3, $8, $10, $NF}'; }
+row() { grep -E "^ +[0-9]+ +16 " "$1" | awk '{printf "%s %s %s %s us %s; ", $1, $3, $7, $10, $NF}'; }
 for r in 1 2 3; do
   timeout 60 $B/ls_bench_cpu_attention_fp16 --ctx 1024,4096,16384 --reps 21 --tokens 1,8,32 \
     --f16 off,on > $OUT/t-$r.txt 2>&1
