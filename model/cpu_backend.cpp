@@ -46,13 +46,6 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   // most (AttnCpuTuning::share; 1: each alone): an A/B switch, the same bits.
   if (const char* e = std::getenv("LS_ATTN_SHARE"); e && std::atoi(e) > 0)
     attn_tune_.share = std::atoi(e);
-  // LS_ATTN_SPANS=n: a split call's blocks in n spans a thread
-  // (AttnCpuTuning::spans; 0, the default: taken one at a time): an A/B
-  // switch, the same bits. Its room is taken here, not in a step.
-  if (const char* e = std::getenv("LS_ATTN_SPANS"); e && std::atoi(e) > 0) {
-    attn_tune_.spans = std::min(std::atoi(e), 64);
-    attn_scratch_.span_ints(c.n_head_kv * blocks + int64_t{attn_tune_.spans} * pool_->size() + 1);
-  }
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {

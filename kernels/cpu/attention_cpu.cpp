@@ -657,47 +657,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                  tasks,   hold,    n_first, n_next,
                  tune.fold_as_done, tune.fold_prefetch, stamp, tune.task_ns};
   const Split* spp = &sp;
-  if (tune.spans > 0) {
-    // The tasks in row order (segment by segment: head h's blocks, then
-    // h + 1's), each span the tasks whose middle position falls in its
-    // share of the positions (a shared block counts its positions once: it
-    // reads them once).
-    const int64_t n_spans = std::min<int64_t>(tasks, int64_t{tune.spans} * n_pool);
-    int64_t* order = scratch.span_ints(tasks + n_spans + 1);
-    int64_t* bound = order + tasks;
-    const int64_t* start = u.seg_start();
-    auto n_pos = [&](int64_t i) {
-      const BlockId b = sp.id(i);
-      return int64_t{attention_cpu_block(int64_t{a.pos[b.t]} + 1, b.b, j.blk, j.taper).n};
-    };
-    int64_t k = 0, total = 0;
-    for (int64_t s = 0; s < n_seg; ++s) {
-      const int64_t nb = (start[s + 1] - start[s]) / j.n_kv;
-      for (int h = 0; h < j.n_kv; ++h)
-        for (int64_t b = 0; b < nb; ++b) {
-          order[k] = start[s] + b * j.n_kv + h;
-          total += n_pos(order[k++]);
-        }
-    }
-    int64_t before = 0, r = 0;
-    bound[0] = 0;
-    for (k = 0; k < tasks; ++k) {
-      const int64_t n = n_pos(order[k]);
-      const int64_t span = std::min(n_spans - 1, (2 * before + n) * n_spans / (2 * total));
-      while (r < span) bound[++r] = k;
-      before += n;
-    }
-    while (r < n_spans) bound[++r] = tasks;
-    pool.run(n_spans, [spp, order, bound](int64_t r, int thread) {
-      const Split& s = *spp;
-      for (int64_t k = bound[r]; k < bound[r + 1]; ++k) {
-        const int64_t i = order[k];
-        s.one(i, k + 1 < bound[r + 1] ? s.id(order[k + 1]) : BlockId{}, thread, k == bound[r]);
-        if (s.times) s.times[4 * i + 3] = now_ns();
-      }
-    });
-    return;
-  }
   pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;
     int64_t i = r < s.n_first ? r : s.claim->fetch_add(1, std::memory_order_relaxed);

@@ -215,17 +215,6 @@ struct AttnCpuTuning {
   // last-level cache). A query head's arithmetic is the same in a row of 4
   // as in one of 8, so the bits are those of the whole-row fold.
   int group_split = 1;
-  // Split calls: the blocks in row order (a row's blocks, then the next
-  // row's), cut into spans * P runs of equal positions (P: the pool's
-  // size), each run one pool task whose thread runs its blocks in turn
-  // (fetching each next block's keys), rather than every thread taking
-  // blocks from the shared counter; 0: off. Each thread then reads a
-  // contiguous stretch of one or two rows, folds its own blocks of a row
-  // from its own cache, and the threads that start together end together,
-  // where taking blocks one at a time ends them up to a block apart (9.3
-  // us of a 62 us call at 1k on a 16-core Xeon, raw-2026-12-07-s58). The
-  // fold is the same (in block order, as blocks finish), so the bits are.
-  int spans = 0;
   // Diagnostics (the bench's --timeline): split calls write, per task i,
   // task_ns[4i..4i+3] = the thread, and steady_clock nanoseconds at its
   // start, at its block's end and after its part of the fold. Null: none.
@@ -283,12 +272,6 @@ class AttentionCpuScratch {
   };
   RowFold* fold() { return fold_.get(); }
   std::atomic<int64_t>* claim() { return &claim_->v; }  // split path: the next task
-  // n integers for a split call's spans (AttnCpuTuning::spans), grown on
-  // demand.
-  int64_t* span_ints(int64_t n) {
-    if (static_cast<int64_t>(spans_.size()) < n) spans_.resize(static_cast<size_t>(n));
-    return spans_.data();
-  }
   static constexpr int kUnitInts = 13;
   // Per token its unit and tasks, per run of tasks where it starts
   // (attention_cpu.cpp's layout, kUnitInts a token).
@@ -309,7 +292,6 @@ class AttentionCpuScratch {
   };
   std::unique_ptr<Counter> claim_ = std::make_unique<Counter>();
   std::vector<int64_t> units_;  // (kUnitInts · tokens + 1)
-  std::vector<int64_t> spans_;  // a split call's tasks in row order, then its spans' bounds
 };
 
 // Positions per block of a row of n_pos positions (1..n_ctx) under the

@@ -46,11 +46,6 @@
 // --group-split 1,2: each KV head's query heads as this many rows, run
 // whole (AttnCpuTuning::group_split; "/gN" in the prefetch column).
 //
-// --spans 0,1,2: a split call's blocks in row order, cut into this many
-// runs of equal positions a pool thread, each run one thread's in turn
-// (AttnCpuTuning::spans; 0: off, the default; "/nN" in the prefetch
-// column).
-//
 // --tokens 1,8: the call's tokens, of one sequence at the context's last
 // positions (a verify step of K + 1 tokens, a prompt chunk); "/tN" in the
 // prefetch column. The KV MB and GB/s count the cache once, as the distinct
@@ -88,7 +83,7 @@
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
 //          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
-//          [--group-split 1,2] [--spans 0,1,2] [--tokens 1,8] [--share on,off]
+//          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
 #include <chrono>
@@ -328,7 +323,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ctxs = {1024, 2048, 4096, 8192, 16384};
   std::vector<std::string> isa_names = {"best"};
   std::vector<std::string> layouts = {"tiles"};
-  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1}, colds = {0}, gsplits = {1}, spans = {0};
+  std::vector<int> blocks = {0}, aheads = {0}, holds = {-1}, colds = {0}, gsplits = {1};
   std::vector<std::string> prefetches = {"k1v2n"};
   std::vector<bool> folds = {true};
   std::vector<bool> pins = {false};
@@ -362,20 +357,19 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--block" || a == "--ahead" || a == "--hold" || a == "--cold-ahead" ||
-               a == "--group-split" || a == "--tokens" || a == "--spans") {
+               a == "--group-split" || a == "--tokens") {
       std::vector<int>& v = a == "--block"         ? blocks
                             : a == "--ahead"       ? aheads
                             : a == "--hold"        ? holds
                             : a == "--group-split" ? gsplits
                             : a == "--tokens"      ? n_toks
-                            : a == "--spans"       ? spans
                                                    : colds;
       v.clear();
       for (auto& x : split(next())) {
         const int n = std::atoi(x.c_str());
         if (n < (a == "--hold" ? -1 : 0) || (a == "--block" && (n % 16 != 0 || n > kAttnBlock)) ||
             (a == "--group-split" && (n < 1 || (kHead / kHeadKv) % n != 0)) ||
-            (a == "--tokens" && (n < 1 || n > 64)) || (a == "--spans" && n > 64)) {
+            (a == "--tokens" && (n < 1 || n > 64))) {
           std::fprintf(stderr, "%s: '%s' is not a valid value\n", a.c_str(), x.c_str());
           return 2;
         }
@@ -553,7 +547,6 @@ int main(int argc, char** argv) {
                         for (bool fold_pf : fold_pfs)
                           for (bool stat : statics)
                             for (int gs : gsplits)
-                            for (int spn : spans)
                               for (int nt : n_toks)
                               for (bool share : shares)
                               for (const std::string& pf : prefetches) {
@@ -565,7 +558,6 @@ int main(int argc, char** argv) {
                                 tune.fold_prefetch = fold_pf;
                                 tune.static_start = stat;
                                 tune.group_split = gs;
-                                tune.spans = spn;
                                 tune.share = share ? 0 : 1;
                                 // --hold and --fold end show in the prefetch column: k1v2n/h8/e.
                                 const std::string pf_name =
@@ -574,7 +566,6 @@ int main(int argc, char** argv) {
                                     (cold == 0 ? "" : "/c" + std::to_string(cold)) +
                                     (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
                                     (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
-                                    (spn > 0 ? "/n" + std::to_string(spn) : "") +
                                     (nt > 1 ? "/t" + std::to_string(nt) : "") +
                                     (share ? "" : "/x") + (pinned ? "/p" : "");
                                 AttentionCpuScratch scratch;

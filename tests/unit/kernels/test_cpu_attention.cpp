@@ -445,14 +445,6 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                             what << ": fold_prefetch " << (k & 1) << " static_start " << (k >> 1)
                                  << " changed the result");
             }
-            // Nor the blocks run in spans of a row's blocks a thread.
-            for (int spans : {1, 3}) {
-              AttnCpuTuning t{blk, 0};
-              t.spans = spans;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": spans " << spans << " changed the result");
-            }
             // Nor a group's query heads as rows of their own.
             for (int gs : {2, 4}) {
               AttnCpuTuning t{blk, 0};
@@ -526,11 +518,9 @@ TEST_CASE(
     std::vector<float> out;
     const AttnArgs a = args(c, n_head, tk, q, out);
     // Every other round of three with the first blocks given by pool task
-    // and the fold's lines fetched first; every third pair of rounds in
-    // spans of two a thread (a row's blocks on two or three threads).
+    // and the fold's lines fetched first.
     AttnCpuTuning tr = t;
     tr.static_start = tr.fold_prefetch = (rep / 3) % 2 == 1;
-    tr.spans = (rep / 6) % 3 == 2 ? 2 : 0;
     attention_cpu(p8, a, scratch, CpuIsa::Portable, tr);
     differ += std::memcmp(out.data(), one[which].data(), out.size() * 4) != 0;
   }
@@ -612,12 +602,6 @@ TEST_CASE(
               const auto alone_all = run_pools(c, n_head, tk, q, isa, {&p16}, what, off);
               CHECK_MESSAGE(std::memcmp(shared.data(), alone_all.data(), shared.size() * 4) == 0,
                             what << ": sharing changed the bits");
-              // Split calls run in spans (a shared block counted once).
-              AttnCpuTuning spans = on;
-              spans.spans = 1;
-              const auto in_spans = run_pools(c, n_head, tk, q, isa, {&p16}, what, spans);
-              CHECK_MESSAGE(std::memcmp(shared.data(), in_spans.data(), shared.size() * 4) == 0,
-                            what << ": spans changed the bits");
               for (int64_t t = 0; t < n; ++t) {
                 if (subset && t % 3 != 0) continue;
                 const Tokens one{{tk.pos[t]}, {tk.seq[t]}};
