@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 59, call 2: the CPU attention's spans in the engine (issue 14's
+# Session 59, call 2 (not run: spans were dropped after call 1; bin.txz at 4a91a12 has the switch): the CPU attention's spans in the engine (issue 14's
 # shape): the synthetic 70b Q4_K_M at 24 GiB, default flags otherwise,
 # decode after 1,024-, 4,096- and 1-token prompts with LS_ATTN_SPANS=0, 1, 2
 # alternated; the GPU tests that hold the CPU backend and the hybrid plans
