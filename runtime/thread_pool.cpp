@@ -12,11 +12,9 @@
 
 namespace ls {
 
-namespace {
-
-// The CPUs this process may run on, read once, before any pool pinned the
-// thread that asks (a pinned caller's own mask is one CPU).
-const std::vector<int>& allowed_cpus() {
+// Read once, before any pool pinned the thread that asks (a pinned caller's
+// own mask is one CPU).
+const std::vector<int>& process_cpus() {
   static const std::vector<int> cpus = [] {
     std::vector<int> v;
 #if defined(__linux__)
@@ -31,6 +29,8 @@ const std::vector<int>& allowed_cpus() {
   return cpus;
 }
 
+namespace {
+
 // Thread h on CPU `cpu` only, or (cpu < 0) on every allowed CPU again.
 bool pin_thread(std::thread::native_handle_type h, int cpu) {
 #if defined(__linux__)
@@ -39,7 +39,7 @@ bool pin_thread(std::thread::native_handle_type h, int cpu) {
   if (cpu >= 0)
     CPU_SET(cpu, &set);
   else
-    for (int c : allowed_cpus()) CPU_SET(c, &set);
+    for (int c : process_cpus()) CPU_SET(c, &set);
   return pthread_setaffinity_np(h, sizeof(set), &set) == 0;
 #else
   (void)h, (void)cpu;
@@ -47,7 +47,9 @@ bool pin_thread(std::thread::native_handle_type h, int cpu) {
 #endif
 }
 
-bool pin_self(int cpu) {
+}  // namespace
+
+bool pin_current_thread(int cpu) {
 #if defined(__linux__)
   return pin_thread(pthread_self(), cpu);
 #else
@@ -55,6 +57,8 @@ bool pin_self(int cpu) {
   return false;
 #endif
 }
+
+namespace {
 
 // LS_POOL_SPIN_US=n: an idle worker stops spinning n microseconds after
 // its last job, whatever the count (unset or 0: the count alone). For A/B
@@ -119,7 +123,7 @@ ThreadPool::~ThreadPool() {
   }
   cv_.notify_all();
   for (auto& t : threads_) t.join();
-  if (!cpus_.empty() && pinned_caller_ == std::this_thread::get_id()) pin_self(-1);
+  if (!cpus_.empty() && pinned_caller_ == std::this_thread::get_id()) pin_current_thread(-1);
 }
 
 // Take tasks until none is left; the one that finishes the last task wakes
@@ -135,7 +139,7 @@ void ThreadPool::work(Job& j, int index) {
 }
 
 bool ThreadPool::pin() {
-  const std::vector<int>& all = allowed_cpus();
+  const std::vector<int>& all = process_cpus();
   if (static_cast<int>(all.size()) < n_threads_) return false;
   std::vector<int> cpus(all.begin(), all.begin() + n_threads_);
   for (int i = 1; i < n_threads_; ++i)
@@ -155,7 +159,7 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
   // Pinned: the calling thread takes thread 0's CPU (a thread that called
   // before keeps it too; the engine calls from one thread).
   if (!cpus_.empty() && pinned_caller_ != std::this_thread::get_id()) {
-    pin_self(cpus_[0]);
+    pin_current_thread(cpus_[0]);
     pinned_caller_ = std::this_thread::get_id();
   }
   // One thread's job, or a second caller while a job runs: the caller's

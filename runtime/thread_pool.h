@@ -18,7 +18,7 @@
 // two-job build on the 2-core dev machine). A late worker finds the job's
 // tasks gone; two job slots, used in turn, each with a count of the workers
 // looking at it, keep such a worker from reading a job being set up.
-// defines: ThreadPool, default_thread_count()
+// defines: ThreadPool, default_thread_count(), process_cpus(), pin_current_thread()
 #pragma once
 
 #include <atomic>
@@ -33,6 +33,13 @@ namespace ls {
 
 // Physical-core-ish default: hardware_concurrency, at least 1.
 int default_thread_count();
+
+// The CPUs this process may run on (Linux: its affinity mask, read once,
+// before anything pinned a thread; elsewhere empty).
+const std::vector<int>& process_cpus();
+// The calling thread on CPU `cpu` alone, or (cpu < 0) on every one of
+// process_cpus() again; false where not supported.
+bool pin_current_thread(int cpu);
 
 class ThreadPool {
  public:

@@ -3,7 +3,8 @@
 // file at several queue depths (io/probe_storage). GPU: pinned and pageable
 // H2D, device memory bandwidth (runtime/probe_gpu.cu, CUDA builds). Host:
 // multi-threaded read bandwidth of RAM (runtime/probe_host), the ceiling of
-// the CPU compute tier, with all cores and any given thread counts.
+// the CPU compute tier, with all cores and any given thread counts. Cores
+// (--cores): which CPUs share a physical core, measured (runtime/probe_cores).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 
 #include "io/block_source.h"
 #include "io/probe_storage.h"
+#include "runtime/probe_cores.h"
 #include "runtime/probe_host.h"
 #ifdef LS_HAVE_CUDA
 #include "model/cuda_backend.h"
@@ -162,10 +164,64 @@ bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int pass
   return true;
 }
 
+// ---- CPUs sharing a core (runtime/probe_cores) -------------------------------
+// Prints the groups and their pairs' ratios; false with why_not set where the
+// CPUs cannot be pinned.
+bool probe_cores(nlohmann::json& j, std::string& why_not) {
+  auto r = probe_core_sharing();
+  if (!r) {
+    why_not = r.error().message;
+    return false;
+  }
+  // The ratios of pairs in one group and of pairs across groups.
+  auto group_of = [&](int cpu) {
+    for (size_t g = 0; g < r->cores.size(); ++g)
+      if (std::find(r->cores[g].begin(), r->cores[g].end(), cpu) != r->cores[g].end())
+        return static_cast<int>(g);
+    return -1;
+  };
+  double in_lo = 2, in_hi = 0, out_lo = 2, out_hi = 0;
+  for (const CoreSharing::Pair& p : r->pairs) {
+    const bool same = group_of(p.a) == group_of(p.b);
+    double& lo = same ? in_lo : out_lo;
+    double& hi = same ? in_hi : out_hi;
+    lo = std::min(lo, p.ratio), hi = std::max(hi, p.ratio);
+  }
+  std::string groups;
+  for (const auto& g : r->cores) {
+    groups += " [";
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (i) groups += ' ';
+      groups += std::to_string(g[i]);
+    }
+    groups += "]";
+  }
+  const size_t n = r->cpus.size();
+  if (r->cores.size() == n) {
+    std::printf("cores: %zu CPUs, no two sharing a core", n);
+    if (out_hi > 0) std::printf(" (a pair kept %.2f-%.2f of its rate alone)", out_lo, out_hi);
+    std::printf("\n");
+  } else {
+    std::printf("cores: %zu CPUs on %zu cores:%s\n", n, r->cores.size(), groups.c_str());
+    std::printf("       CPUs of one core kept %.2f-%.2f of their rate alone beside each other",
+                in_lo, in_hi);
+    if (out_hi > 0) std::printf(", CPUs of two cores %.2f-%.2f", out_lo, out_hi);
+    std::printf("\n");
+  }
+  j["cpus"] = r->cpus;
+  j["solo_msteps"] = r->solo;
+  j["cores"] = r->cores;
+  j["threshold"] = r->threshold;
+  j["pairs"] = nlohmann::json::array();
+  for (const CoreSharing::Pair& p : r->pairs)
+    j["pairs"].push_back({{"a", p.a}, {"b", p.b}, {"ratio", p.ratio}});
+  return true;
+}
+
 int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const std::string& chunk,
               const std::string& bytes, int passes, const std::string& source,
               const std::string& json_out, const std::string& host_bytes,
-              const std::vector<int>& host_threads, int host_passes) {
+              const std::vector<int>& host_threads, int host_passes, bool cores) {
   nlohmann::json j;
   if (!file.empty()) {
     ProbeOptions o;
@@ -246,6 +302,16 @@ int run_probe(const std::string& file, const std::vector<uint32_t>& qds, const s
     }
   }
 
+  if (cores) {
+    nlohmann::json c;
+    if (probe_cores(c, why_not)) {
+      j["cores"] = c;
+    } else {
+      std::fprintf(stderr, "probe: --cores: %s\n", why_not.c_str());
+      return 1;
+    }
+  }
+
   std::vector<GpuRow> gpu;
   if (probe_gpu(gpu, why_not)) {
     std::printf("%-34s  %12s  %8s  %8s\n", "gpu", "GB/s median", "min", "max");
@@ -284,6 +350,7 @@ Command add_probe(CLI::App& app) {
     std::vector<uint32_t> qd = {1, 4, 16, 32};
     std::vector<int> host_threads = {0};
     int passes = 3, host_passes = 5;
+    bool cores = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("-f,--file", a->file, "File to read (the model): O_DIRECT where allowed");
@@ -307,9 +374,12 @@ Command add_probe(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--host-passes", a->host_passes, "Host memory read: timed passes per count")
       ->capture_default_str();
+  sub->add_flag("--cores", a->cores,
+                "Which CPUs share a physical core, measured (a VM's topology may hide it): "
+                "pairs of CPUs running a multiply loop at once, a few seconds");
   return [a] {
     return run_probe(a->file, a->qd, a->chunk, a->bytes, a->passes, a->source, a->json,
-                     a->host_bytes, a->host_threads, a->host_passes);
+                     a->host_bytes, a->host_threads, a->host_passes, a->cores);
   };
 }
 

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Session 60, call 1: do the host's 16 CPUs share cores? A VM can show 16
+# cores of one thread that are 8 cores' two hardware threads; then two of
+# the attention's threads share a core's fill buffers, which would explain
+# why the CPU attention at 1k costs its read plus its arithmetic (session
+# 52: 8 and 12 threads read alone at 0.99 of the host, 16 at 0.83).
+# `layerstream probe --cores` measures it; then the attention at 1k and 4k
+# on all 16 CPUs and, where cores are shared, on one CPU a core (8 threads)
+# and on both CPUs of 4 cores (8 threads), each left to the OS and pinned.
+# s60.txz: layerstream (CUDA PTX only: the probe's GPU rows are not
+# the point) and ls_bench_cpu_attention built here at this commit's tree.
+# Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 200; carry .gpubin/s60.txz)
+set -u
+R=$1; B=/tmp/b; mkdir -p $B; tar -xJf "$R/.gpubin/s60.txz" -C $B || exit 2
+L=$B/layerstream; A=$B/ls_bench_cpu_attention
+row() { grep -E "^ +[0-9]+ +(8|16) " "$1" | awk '{printf "%s t%s %s %s %s us %s; ", $1, $2, $3, $7, $10, $NF}'; echo; }
+lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA node0|L2|L3"
+echo "siblings (OS): $(cat /sys/devices/system/cpu/cpu*/topology/thread_siblings_list | tr '\n' ' ')"
+timeout 40 $L probe --cores --host-threads 8,16 --json $OUT/probe.json > $OUT/probe.txt 2>&1
+cat $OUT/probe.txt
+read -r N ONE PAIRS < <(python3 - "$OUT/probe.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["cores"]["cores"]
+one = ",".join(str(g[0]) for g in c)
+two = [g for g in c if len(g) >= 2][:4]
+pairs = ",".join(str(x) for g in two for x in g[:2]) or "-"
+print(len(c), one, pairs)
+PY
+)
+echo "cores: $N; one CPU a core: $ONE; both CPUs of 4 cores: $PAIRS"
+for r in 1 2; do
+  timeout 45 $A --ctx 1024,4096 --reps 31 --threads 16 --pin off,on --read > $OUT/all-$r.txt 2>&1
+  echo "round $r, 16 CPUs: host $(awk '/^ +16 /{print $2}' $OUT/all-$r.txt | tr '\n' ' ')"; row $OUT/all-$r.txt
+  if [ "$N" -lt 16 ] && [ "$PAIRS" != "-" ]; then
+    taskset -c "$ONE" timeout 40 $A --ctx 1024,4096 --reps 31 --threads 8 --pin off,on --read > $OUT/one-$r.txt 2>&1
+    echo "round $r, one CPU a core ($ONE):"; row $OUT/one-$r.txt
+    taskset -c "$PAIRS" timeout 40 $A --ctx 1024,4096 --reps 31 --threads 8 --pin on --read > $OUT/pairs-$r.txt 2>&1
+    echo "round $r, both CPUs of 4 cores ($PAIRS):"; row $OUT/pairs-$r.txt
+  fi
+done
