@@ -229,6 +229,18 @@ void prefetch_for_write(void* p, int64_t bytes, bool w) {
   (void)w;
 }
 
+// The lines of [p, p + bytes) pushed towards the shared last-level cache
+// (AttnCpuTuning::demote). CLDEMOTE is encoded in the hint-NOP space, so
+// CPUs without it (and every AMD one) execute it as a NOP.
+void demote_lines(const void* p, int64_t bytes) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  const char* c = static_cast<const char*>(p);
+  for (int64_t o = 0; o < bytes; o += 64) asm volatile("cldemote %0" : : "m"(c[o]));
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // The lines of [p, p + bytes) fetched for reading.
 void prefetch_lines(const void* p, int64_t bytes) {
   const char* c = static_cast<const char*>(p);
@@ -541,7 +553,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
     int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
-    bool as_done, fold_pf;
+    bool as_done, fold_pf, demote;
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
@@ -574,6 +586,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                          int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)},
                          j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i), cold);
+      if (demote)
+        demote_lines(j->s->split_part(i), int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)});
       if (tr) tr[2] = now_ns();
       if (as_done) j->s->done()[i].v.store(stamp);
       for (int64_t t = b.t; t < b.t + b.n; ++t) fold_row(t, b.h);
@@ -626,6 +640,11 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
           finish(state, G, hd, out);
           return;  // the lock stays taken: nothing is left to fold
         }
+        if (demote) {
+          const int64_t ml = int64_t{G} * int64_t{sizeof(float)};
+          demote_lines(state.m, ml), demote_lines(state.l, ml);
+          demote_lines(state.acc, ml * hd);
+        }
         f.lock.store(0);
         if (!is_done(c)) return;
       }
@@ -655,7 +674,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   claim->store(n_first + n_next, std::memory_order_relaxed);
   const Split sp{&j,      &u,      n_seg,   claim,
                  tasks,   hold,    n_first, n_next,
-                 tune.fold_as_done, tune.fold_prefetch, stamp, tune.task_ns};
+                 tune.fold_as_done, tune.fold_prefetch, tune.demote, stamp, tune.task_ns};
   const Split* spp = &sp;
   pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;

@@ -197,6 +197,14 @@ struct AttnCpuTuning {
   // another core's cache one dependent step at a time (a thread's folding
   // took 6.4 us of its 50.8 busy in a 1k call, raw-2026-12-05-s32/call1).
   bool fold_prefetch = false;
+  // Split calls: each block's partial, once written, and a row's state,
+  // after each fold, pushed from the writing core's caches to the shared
+  // last-level cache (CLDEMOTE, a hint; a no-op where the CPU lacks it),
+  // so that the core that folds them next finds them there rather than
+  // snooping them out of another core's L2, a line at a time per fill
+  // buffer (a merge is about 130 lines; a 1k call's merges took 5.5 us of
+  // a thread's 51.5 busy, raw-2026-12-07-s58). The same bits either way.
+  bool demote = false;
   // Split calls: pool task r starts with block r and holds block P + r
   // (P: the pool's size) as its next, rather than claiming both from the
   // shared counter: 16 threads' first two claims are 32 read-modify-writes

@@ -39,6 +39,10 @@
 // --fold-pf off,on: a fold fetching the row's state and the partial before
 // merging (AttnCpuTuning::fold_prefetch; "/w" in the prefetch column: on).
 //
+// --demote off,on: each block's partial and a row's state after a fold
+// pushed to the last-level cache (AttnCpuTuning::demote; "/d" in the
+// prefetch column: on).
+//
 // --start static,claim: a split call's first blocks given by pool task
 // (the default) or claimed from the counter (AttnCpuTuning::static_start;
 // "/s" in the prefetch column: static).
@@ -82,7 +86,7 @@
 //          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
-//          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
+//          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--demote off,on] [--start claim,static]
 //          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
@@ -329,6 +333,7 @@ int main(int argc, char** argv) {
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
   std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true};  // the kernel's defaults
+  std::vector<bool> demotes = {false};
   std::vector<int> n_toks = {1};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
@@ -386,7 +391,7 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
-               a == "--start" || a == "--share") {
+               a == "--start" || a == "--share" || a == "--demote") {
       // Two-way lists: done,end (true: done), static,claim (true: static)
       // and off,on (true: on).
       const bool fold = a == "--fold", start = a == "--start";
@@ -397,6 +402,7 @@ int main(int argc, char** argv) {
                              : a == "--pin"     ? pins
                              : a == "--fold-pf" ? fold_pfs
                              : a == "--share"   ? shares
+                             : a == "--demote"  ? demotes
                                                 : tapers;
       v.clear();
       for (const auto& x : split(next())) {
@@ -545,6 +551,7 @@ int main(int argc, char** argv) {
                     for (int cold : colds)
                       for (bool taper : tapers)
                         for (bool fold_pf : fold_pfs)
+                          for (bool demote : demotes)
                           for (bool stat : statics)
                             for (int gs : gsplits)
                               for (int nt : n_toks)
@@ -556,6 +563,7 @@ int main(int argc, char** argv) {
                                 tune.cold_ahead = cold;
                                 tune.taper = taper;
                                 tune.fold_prefetch = fold_pf;
+                                tune.demote = demote;
                                 tune.static_start = stat;
                                 tune.group_split = gs;
                                 tune.share = share ? 0 : 1;
@@ -564,7 +572,7 @@ int main(int argc, char** argv) {
                                     (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
                                     (fold_as_done ? "" : "/e") +
                                     (cold == 0 ? "" : "/c" + std::to_string(cold)) +
-                                    (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
+                                    (taper ? "" : "/u") + (fold_pf ? "/w" : "") + (demote ? "/d" : "") +
                                     (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
                                     (nt > 1 ? "/t" + std::to_string(nt) : "") +
                                     (share ? "" : "/x") + (pinned ? "/p" : "");

@@ -435,14 +435,17 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                             what << ": claim-ahead hold " << hold << " changed the result");
             }
             // Nor the fold fetching its lines first, nor the first blocks
-            // given by pool task rather than claimed.
-            for (int k = 1; k < 4; ++k) {
+            // given by pool task rather than claimed, nor the partials and
+            // states pushed to the last-level cache.
+            for (int k : {1, 2, 3, 4, 7}) {
               AttnCpuTuning t{blk, 0};
               t.fold_prefetch = k & 1;
               t.static_start = k & 2;
+              t.demote = k & 4;
               const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
               CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": fold_prefetch " << (k & 1) << " static_start " << (k >> 1)
+                            what << ": fold_prefetch " << (k & 1) << " static_start "
+                                 << ((k >> 1) & 1) << " demote " << (k >> 2)
                                  << " changed the result");
             }
             // Nor a group's query heads as rows of their own.
@@ -517,10 +520,10 @@ TEST_CASE(
     const Tokens tk{{std::array<int32_t, 3>{1000, 700, 1023}[which]}, {0}};
     std::vector<float> out;
     const AttnArgs a = args(c, n_head, tk, q, out);
-    // Every other round of three with the first blocks given by pool task
-    // and the fold's lines fetched first.
+    // Every other round of three with the first blocks given by pool task,
+    // the fold's lines fetched first and partials pushed to the shared cache.
     AttnCpuTuning tr = t;
-    tr.static_start = tr.fold_prefetch = (rep / 3) % 2 == 1;
+    tr.static_start = tr.fold_prefetch = tr.demote = (rep / 3) % 2 == 1;
     attention_cpu(p8, a, scratch, CpuIsa::Portable, tr);
     differ += std::memcmp(out.data(), one[which].data(), out.size() * 4) != 0;
   }

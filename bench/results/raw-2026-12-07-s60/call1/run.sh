@@ -7,9 +7,13 @@
 # `layerstream probe --cores` measures it; then the attention at 1k and 4k
 # on all 16 CPUs and, where cores are shared, on one CPU a core (8 threads)
 # and on both CPUs of 4 cores (8 threads), each left to the OS and pinned.
+# Then AttnCpuTuning::demote (a block's partial and a row's state pushed to
+# the last-level cache, CLDEMOTE, so the next fold finds them there rather
+# than in another core's L2) against main's, alternated, three rounds at
+# 1k and 2k, and a timeline of each at 1k (its "folding" figure).
 # s60.txz: layerstream (CUDA PTX only: the probe's GPU rows are not
 # the point) and ls_bench_cpu_attention built here at this commit's tree.
-# Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 200; carry .gpubin/s60.txz)
+# Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 300; carry .gpubin/s60.txz)
 set -u
 R=$1; B=/tmp/b; mkdir -p $B; tar -xJf "$R/.gpubin/s60.txz" -C $B || exit 2
 L=$B/layerstream; A=$B/ls_bench_cpu_attention
@@ -38,3 +42,9 @@ for r in 1 2; do
     echo "round $r, both CPUs of 4 cores ($PAIRS):"; row $OUT/pairs-$r.txt
   fi
 done
+for r in 1 2 3; do
+  timeout 40 $A --ctx 1024,2048 --reps 41 --threads 16 --demote off,on,off,on > $OUT/demote-$r.txt 2>&1
+  echo "demote round $r: host $(awk '/^ +16 /{print $2}' $OUT/demote-$r.txt | tr '\n' ' ')"; row $OUT/demote-$r.txt
+done
+timeout 40 $A --ctx 1024 --reps 61 --threads 16 --demote off,on --timeline > $OUT/demote-tl.txt 2>&1
+grep -E "^ +1024 |timeline|calls where" $OUT/demote-tl.txt
