@@ -102,20 +102,32 @@ Expected<CoreSharing> probe_core_sharing(int ms, double threshold) {
   Error failed;
   bool ok = true;
   // A pair's ratio: the slower CPU's share of its rate alone. A pair that
-  // looks shared is run again and keeps the better of the two, so that a
-  // neighbour's burst on one CPU does not join two cores.
+  // looks shared is run twice more, each time after measuring both CPUs
+  // alone again, and keeps the best: other work on the machine (a build
+  // beside it, another VM on the host's cores) comes and goes, and only a
+  // pair that stays slow together shares a core.
   auto ratio = [&](int i, int j) -> double {
+    const int ci = r.cpus[static_cast<size_t>(i)], cj = r.cpus[static_cast<size_t>(j)];
+    double solo_i = r.solo[static_cast<size_t>(i)], solo_j = r.solo[static_cast<size_t>(j)];
     double best = 0;
-    for (int attempt = 0; attempt < 2 && ok; ++attempt) {
-      auto both = run_on({r.cpus[static_cast<size_t>(i)], r.cpus[static_cast<size_t>(j)]}, ms);
+    for (int attempt = 0; attempt < 3 && ok; ++attempt) {
+      if (attempt > 0) {
+        auto a = run_on({ci}, ms);
+        auto b = a ? run_on({cj}, ms) : a;
+        if (!a || !b) {
+          failed = a ? b.error() : a.error();
+          ok = false;
+          return 1.0;
+        }
+        solo_i = (*a)[0], solo_j = (*b)[0];
+      }
+      auto both = run_on({ci, cj}, ms);
       if (!both) {
         failed = both.error();
         ok = false;
         return 1.0;
       }
-      const double a = (*both)[0] / r.solo[static_cast<size_t>(i)];
-      const double b = (*both)[1] / r.solo[static_cast<size_t>(j)];
-      best = std::max(best, std::min(a, b));
+      best = std::max(best, std::min((*both)[0] / solo_i, (*both)[1] / solo_j));
       if (best >= threshold) break;
     }
     return best;

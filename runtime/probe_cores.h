@@ -41,7 +41,10 @@ std::vector<std::vector<int>> group_cores(int n, const std::function<double(int,
 
 // Runs the loop for `ms` milliseconds per measurement on this process's
 // CPUs (Linux: pinned threads; elsewhere an error). About
-// (n + n·(n-1)/2)·ms at most for n CPUs: 16 CPUs and 30 ms, 4 s.
+// (n + n·(n-1)/2)·ms for n CPUs (16 CPUs and 30 ms: 4 s), and 6·ms more
+// for each pair that looks shared (run again twice, each after both CPUs
+// alone again). Other work on the machine makes pairs look shared: run it
+// on an idle one.
 Expected<CoreSharing> probe_core_sharing(int ms = 30, double threshold = 0.75);
 
 }  // namespace ls

@@ -1,8 +1,10 @@
 // defines: ThreadPool, default_thread_count (runtime/thread_pool.h)
 #include "runtime/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
+#include "runtime/cpu_quota.h"
 #include "runtime/env.h"
 
 #if defined(__linux__)
@@ -107,8 +109,11 @@ bool pause_until(Done done, int64_t pause_ns) {
 }  // namespace
 
 int default_thread_count() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  int n = static_cast<int>(process_cpus().size());
+  if (n == 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  const int quota = cgroup_cpu_limit();
+  if (quota > 0) n = std::min(n, quota);
+  return std::max(1, n);
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {

@@ -31,7 +31,10 @@
 
 namespace ls {
 
-// Physical-core-ish default: hardware_concurrency, at least 1.
+// One thread per CPU this process may use: its affinity mask (taskset, a
+// container's cpuset), capped by its control group's CPU quota (`docker
+// run --cpus N`: runtime/cpu_quota.h); hardware_concurrency where the mask
+// cannot be read; at least 1.
 int default_thread_count();
 
 // The CPUs this process may run on (Linux: its affinity mask, read once,

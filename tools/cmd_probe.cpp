@@ -18,6 +18,7 @@
 #include "io/probe_storage.h"
 #include "runtime/probe_cores.h"
 #include "runtime/probe_host.h"
+#include "runtime/thread_pool.h"
 #ifdef LS_HAVE_CUDA
 #include "model/cuda_backend.h"
 #include "runtime/probe_gpu.h"
@@ -168,7 +169,10 @@ bool probe_host(const std::string& bytes_arg, std::vector<int> threads, int pass
 // Prints the groups and their pairs' ratios; false with why_not set where the
 // CPUs cannot be pinned.
 bool probe_cores(nlohmann::json& j, std::string& why_not) {
-  auto r = probe_core_sharing();
+  const size_t n = process_cpus().size();
+  std::fprintf(stderr, "probe: --cores: %zu CPUs, about %.1f s (more where cores are shared)\n",
+               n, (n + n * (n - 1) / 2.0) * 0.03);
+  auto r = probe_core_sharing(30);
   if (!r) {
     why_not = r.error().message;
     return false;
@@ -196,7 +200,6 @@ bool probe_cores(nlohmann::json& j, std::string& why_not) {
     }
     groups += "]";
   }
-  const size_t n = r->cpus.size();
   if (r->cores.size() == n) {
     std::printf("cores: %zu CPUs, no two sharing a core", n);
     if (out_hi > 0) std::printf(" (a pair kept %.2f-%.2f of its rate alone)", out_lo, out_hi);
@@ -376,7 +379,7 @@ Command add_probe(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--cores", a->cores,
                 "Which CPUs share a physical core, measured (a VM's topology may hide it): "
-                "pairs of CPUs running a multiply loop at once, a few seconds");
+                "pairs of CPUs running a multiply loop at once, a few seconds; run it on an idle machine");
   return [a] {
     return run_probe(a->file, a->qd, a->chunk, a->bytes, a->passes, a->source, a->json,
                      a->host_bytes, a->host_threads, a->host_passes, a->cores);
