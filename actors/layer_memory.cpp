@@ -5,6 +5,7 @@
 #include <thread>
 #include <cstring>
 
+#include "runtime/thread_pool.h"
 #include "runtime/units.h"
 
 namespace ls {
@@ -110,7 +111,7 @@ Expected<std::unique_ptr<LayerMemory>> LayerMemory::create(const LayerMap& map,
   // copying from the page cache runs at a few GB/s, and a 70B model's RAM
   // tier is tens of GB.
   const size_t n_threads = std::min<size_t>(
-      ram_layers.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+      ram_layers.size(), static_cast<size_t>(std::min(8, default_thread_count())));
   std::atomic<size_t> next{0};
   auto fill = [&] {
     for (size_t i; (i = next.fetch_add(1)) < ram_layers.size();) {

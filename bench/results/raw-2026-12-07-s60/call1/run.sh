@@ -11,11 +11,14 @@
 # the last-level cache, CLDEMOTE, so the next fold finds them there rather
 # than in another core's L2) against main's, alternated, three rounds at
 # 1k and 2k, and a timeline of each at 1k (its "folding" figure).
-# s60.txz: layerstream (CUDA PTX only: the probe's GPU rows are not
-# the point) and ls_bench_cpu_attention built here at this commit's tree.
+# s60.txz: layerstream (built without CUDA: only its probe runs here) and
+# ls_bench_cpu_attention, built here at this commit's tree. Output under
+# $OUT/c1/, packed as $OUT/c1.tgz at the end (the device returns 8 files).
 # Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 300; carry .gpubin/s60.txz)
 set -u
-R=$1; B=/tmp/b; mkdir -p $B; tar -xJf "$R/.gpubin/s60.txz" -C $B || exit 2
+R=$1; B=/tmp/s60; mkdir -p $B; tar -xJf "$R/.gpubin/s60.txz" -C $B || exit 2
+OUT0=$OUT; OUT=$OUT0/c1; mkdir -p $OUT
+trap '(cd $OUT0 && tar -czf c1.tgz c1 && rm -rf c1)' EXIT
 L=$B/layerstream; A=$B/ls_bench_cpu_attention
 row() { grep -E "^ +[0-9]+ +(8|16) " "$1" | awk '{printf "%s t%s %s %s %s us %s; ", $1, $2, $3, $7, $10, $NF}'; echo; }
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|NUMA node0|L2|L3"
