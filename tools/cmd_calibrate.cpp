@@ -202,7 +202,7 @@ Command add_calibrate(CLI::App& app) {
   sub->add_option("--chunks", a->chunks, "Windows at most")->capture_default_str();
   sub->add_option("--max-skip", a->max_skip, "Most layers skipped in the table (default: half)");
   sub->add_option("-o,--output", a->out, "The JSON file (default: MODEL.layerskip.json)");
-  sub->add_option("-t,--threads", a->threads, "CPU threads (0: all cores)");
+  sub->add_option("-t,--threads", a->threads, "CPU threads (0: the CPUs this process may use)");
   return [a] { return run_calibrate(*a); };
 }
 

@@ -20,7 +20,7 @@ Command add_convert(CLI::App& app) {
                   "Type: auto (the checkpoint's float type), f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 "
                   "q5_1 q2_k q3_k q4_k q5_k q6_k, or the mixtures q4_k_m q5_k_m")
       ->capture_default_str();
-  sub->add_option("-t,--threads", o->threads, "Threads (default: all cores)");
+  sub->add_option("-t,--threads", o->threads, "Threads (default: the CPUs this process may use)");
   sub->add_flag("-q,--quiet", o->quiet, "No summary line");
   return [o] {
     Status st = hf_convert(*o);

@@ -135,7 +135,7 @@ Command add_logits(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--kv-type", a->kv_type, "KV cache type: f32 (exact, the oracle) or f16")
       ->capture_default_str();
-  sub->add_option("-t,--threads", a->threads, "CPU threads (default: all cores)");
+  sub->add_option("-t,--threads", a->threads, "CPU threads (default: the CPUs this process may use: affinity, cgroup quota)");
   return [a] {
     Status st = run_logits(*a);
     if (!st.ok()) {

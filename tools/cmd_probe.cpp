@@ -372,7 +372,7 @@ Command add_probe(CLI::App& app) {
                   "Host memory read: buffer size, well past the caches (0: skip)")
       ->capture_default_str();
   sub->add_option("--host-threads", a->host_threads,
-                  "Host memory read: thread counts, comma-separated (0: all cores)")
+                  "Host memory read: thread counts, comma-separated (0: the CPUs this process may use)")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--host-passes", a->host_passes, "Host memory read: timed passes per count")

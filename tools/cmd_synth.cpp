@@ -32,7 +32,7 @@ Command add_synth(CLI::App& app) {
   sub->add_option("--ctx", a->ctx, "Override: training context length");
   sub->add_option("--vocab", a->vocab, "Copy the tokenizer from this GGUF (e.g. a vocab-only file)");
   sub->add_option("--seed", a->seed, "Random seed (same seed, same file)")->capture_default_str();
-  sub->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  sub->add_option("-t,--threads", a->threads, "Threads (default: the CPUs this process may use)");
   auto* tied = sub->add_flag(
       "--tied,!--untied", a->tied,
       "Override: the output head is the token embedding (as Llama 3.2 1B), or a matrix of its "

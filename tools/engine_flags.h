@@ -30,7 +30,7 @@ inline void add_engine_flags(CLI::App* sub, EngineOptions& o, EngineFlagText& te
                   "GGUF model (default: the trained KJV target beside the binary, "
                   "layerstream-default.gguf)");
   sub->add_option("--backend", o.backend, "cpu, cuda or auto")->capture_default_str();
-  sub->add_option("-t,--threads", o.threads, "CPU threads (default: all cores)");
+  sub->add_option("-t,--threads", o.threads, "CPU threads (default: the CPUs this process may use: affinity, cgroup quota)");
   sub->add_option("--act", text.cpu_act,
                   "Decode matmul activations, CPU and GPU: q8 (int8 dot products, fast) or f32 "
                   "(exact, the oracle)")
