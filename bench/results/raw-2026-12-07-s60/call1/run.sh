@@ -11,8 +11,9 @@
 # the last-level cache, CLDEMOTE, so the next fold finds them there rather
 # than in another core's L2) against main's, alternated, three rounds at
 # 1k and 2k, and a timeline of each at 1k (its "folding" figure).
-# s60.txz: layerstream (built without CUDA: only its probe runs here) and
-# ls_bench_cpu_attention, built here at this commit's tree. Output under
+# s60.txz: layerstream and ls_bench_cpu_attention built here without CUDA
+# (-DLS_ENABLE_CUDA=OFF: only the probe runs; 1.9 MB) at main's tree as of
+# the commit that wrote this line. Output under
 # $OUT/c1/, packed as $OUT/c1.tgz at the end (the device returns 8 files).
 # Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 300; carry .gpubin/s60.txz)
 set -u
