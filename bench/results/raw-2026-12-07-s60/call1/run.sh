@@ -46,6 +46,10 @@ for r in 1 2; do
     echo "round $r, both CPUs of 4 cores ($PAIRS):"; row $OUT/pairs-$r.txt
   fi
 done
+# Each pinned thread's blocks in the median call at 1k (thread i on CPU i):
+# do the CPUs that share a core run their blocks slower?
+timeout 40 $A --ctx 1024 --reps 61 --threads 16 --pin on --timeline-threads > $OUT/tl-threads.txt 2>&1
+grep -E "^ +1024 |timeline" $OUT/tl-threads.txt
 for r in 1 2 3; do
   timeout 40 $A --ctx 1024,2048 --reps 41 --threads 16 --demote off,on,off,on > $OUT/demote-$r.txt 2>&1
   echo "demote round $r: host $(awk '/^ +16 /{print $2}' $OUT/demote-$r.txt | tr '\n' ' ')"; row $OUT/demote-$r.txt
