@@ -211,6 +211,11 @@ bool probe_cores(nlohmann::json& j, std::string& why_not) {
     if (out_hi > 0) std::printf(", CPUs of two cores %.2f-%.2f", out_lo, out_hi);
     std::printf("\n");
   }
+  // The rates alone: a CPU much slower than the others shares its core with
+  // work outside this machine's view (a host's other guests, its own threads).
+  const auto [lo, hi] = std::minmax_element(r->solo.begin(), r->solo.end());
+  std::printf("       each CPU alone: %.0f-%.0f M steps/s (slowest CPU %d at %.2f of the fastest)\n",
+              *lo, *hi, r->cpus[static_cast<size_t>(lo - r->solo.begin())], *lo / *hi);
   j["cpus"] = r->cpus;
   j["solo_msteps"] = r->solo;
   j["cores"] = r->cores;
