@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <climits>
 #include <cmath>
 
 #include "kernels/cpu/attention_cpu_block.h"
@@ -554,6 +555,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     int64_t tasks, hold;
     int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
     bool as_done, fold_pf, demote;
+    double endgame;                    // AttnCpuTuning::endgame
+    std::atomic<int64_t>* best;        // the fastest block's ns a position, any thread
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
@@ -577,8 +580,11 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       if (c >= u->shared(t)) return tri(p, G, 0, G, hd);
       return tri(p, static_cast<int>(u->size(t)) * G, static_cast<int>(t - u->first(t)), G, hd);
     }
-    void one(int64_t i, BlockId next, int thread, bool cold) const {
+    // Runs task i; returns its block's nanoseconds a position (a position
+    // of a shared block's tokens counted once per token).
+    int64_t one(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
+      const int64_t t0 = endgame > 0 ? now_ns() : 0;
       const int G = j->group, hd = j->a->head_dim;
       int64_t* tr = times ? times + 4 * i : nullptr;
       if (tr) tr[0] = thread, tr[1] = now_ns();
@@ -589,8 +595,12 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       if (demote)
         demote_lines(j->s->split_part(i), int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)});
       if (tr) tr[2] = now_ns();
+      const int64_t t1 = endgame > 0 ? now_ns() : 0;
       if (as_done) j->s->done()[i].v.store(stamp);
       for (int64_t t = b.t; t < b.t + b.n; ++t) fold_row(t, b.h);
+      if (endgame <= 0) return 0;
+      const int64_t n = attention_cpu_block(int64_t{j->a->pos[b.t]} + 1, b.b, j->blk, j->taper).n;
+      return (t1 - t0) / std::max<int64_t>(1, n * b.n);
     }
     // Row (t, h) after one of its blocks is done.
     void fold_row(int64_t t, int h) const {
@@ -660,6 +670,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // claiming ahead to the end read 0.64-0.67 of the host bandwidth at 1k
   // and 0.62-0.75 at 2k, stopping 0.68-0.75 and 0.73-0.78
   // (bench/results/raw-2026-12-04-s25/call6).
+  std::atomic<int64_t> best{INT64_MAX};  // Split::best
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
   const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks
@@ -674,13 +685,16 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   claim->store(n_first + n_next, std::memory_order_relaxed);
   const Split sp{&j,      &u,      n_seg,   claim,
                  tasks,   hold,    n_first, n_next,
-                 tune.fold_as_done, tune.fold_prefetch, tune.demote, stamp, tune.task_ns};
+                 tune.fold_as_done, tune.fold_prefetch, tune.demote,
+                 tune.endgame > 0 ? std::max(1.0, tune.endgame) : 0.0, &best, stamp,
+                 tune.task_ns};
   const Split* spp = &sp;
-  pool.run(n_pool, [spp](int64_t r, int thread) {
+  pool.run(n_pool, [spp, n_pool](int64_t r, int thread) {
     const Split& s = *spp;
     int64_t i = r < s.n_first ? r : s.claim->fetch_add(1, std::memory_order_relaxed);
     int64_t held = r < s.n_next ? s.n_first + r : -1;  // a next block given, not claimed
     bool cold = true;                                  // the thread's first block
+    int64_t mine = INT64_MAX;                          // this thread's fastest ns a position
     while (i < s.tasks) {
       int64_t next = -1;
       if (held >= 0) {
@@ -690,10 +704,27 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }
-      s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
+      const bool was_cold = cold;
+      const int64_t ns = s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
       if (s.times) s.times[4 * i + 3] = now_ns();
       cold = next < 0;
-      i = next >= 0 ? next : s.claim->fetch_add(1, std::memory_order_relaxed);
+      if (next >= 0) {
+        i = next;
+        continue;
+      }
+      if (s.endgame > 0) {
+        // Only blocks that fetched their keys ahead count (a cold one waits
+        // for them with nothing to overlap). The holder of the fastest
+        // time never stops here: it claims until none is left.
+        if (!was_cold || mine == INT64_MAX) mine = std::min(mine, ns);
+        int64_t b = s.best->load(std::memory_order_relaxed);
+        while (mine < b && !s.best->compare_exchange_weak(b, mine, std::memory_order_relaxed)) {
+        }
+        if (s.tasks - s.claim->load(std::memory_order_relaxed) <= n_pool &&
+            static_cast<double>(mine) > s.endgame * static_cast<double>(std::min(b, mine)))
+          break;
+      }
+      i = s.claim->fetch_add(1, std::memory_order_relaxed);
     }
   });
 }

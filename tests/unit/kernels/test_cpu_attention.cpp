@@ -448,6 +448,15 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
                                  << ((k >> 1) & 1) << " demote " << (k >> 2)
                                  << " changed the result");
             }
+            // Nor slow threads leaving the last blocks to the fastest (at
+            // 1.0 every thread but the fastest's holder stops early).
+            for (double eg : {1.0, 1.5}) {
+              AttnCpuTuning t{blk, 0};
+              t.endgame = eg;
+              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
+              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                            what << ": endgame " << eg << " changed the result");
+            }
             // Nor a group's query heads as rows of their own.
             for (int gs : {2, 4}) {
               AttnCpuTuning t{blk, 0};
@@ -521,9 +530,12 @@ TEST_CASE(
     std::vector<float> out;
     const AttnArgs a = args(c, n_head, tk, q, out);
     // Every other round of three with the first blocks given by pool task,
-    // the fold's lines fetched first and partials pushed to the shared cache.
+    // the fold's lines fetched first and partials pushed to the shared cache;
+    // every other round of six with all threads but the fastest stopping
+    // before the last blocks.
     AttnCpuTuning tr = t;
     tr.static_start = tr.fold_prefetch = tr.demote = (rep / 3) % 2 == 1;
+    tr.endgame = (rep / 6) % 2 == 1 ? 1.0 : 0.0;
     attention_cpu(p8, a, scratch, CpuIsa::Portable, tr);
     differ += std::memcmp(out.data(), one[which].data(), out.size() * 4) != 0;
   }

@@ -9,8 +9,10 @@
 # and on both CPUs of 4 cores (8 threads), each left to the OS and pinned.
 # Then AttnCpuTuning::demote (a block's partial and a row's state pushed to
 # the last-level cache, CLDEMOTE, so the next fold finds them there rather
-# than in another core's L2) against main's, alternated, three rounds at
-# 1k and 2k, and a timeline of each at 1k (its "folding" figure).
+# than in another core's L2) and AttnCpuTuning::endgame 1.3 (a thread whose
+# fastest block is 1.3x slower than the fastest thread's starts none of the
+# last blocks) against main's, each of the four alternated, three rounds
+# at 1k and 2k, and a timeline of each at 1k ("folding", "ends spread").
 # s60.txz: layerstream and ls_bench_cpu_attention built here without CUDA
 # (-DLS_ENABLE_CUDA=OFF: only the probe runs; 1.9 MB) at main's tree as of
 # the commit that wrote this line. Output under
@@ -51,8 +53,8 @@ done
 timeout 40 $A --ctx 1024 --reps 61 --threads 16 --pin on --timeline-threads > $OUT/tl-threads.txt 2>&1
 grep -E "^ +1024 |timeline" $OUT/tl-threads.txt
 for r in 1 2 3; do
-  timeout 40 $A --ctx 1024,2048 --reps 41 --threads 16 --demote off,on,off,on > $OUT/demote-$r.txt 2>&1
+  timeout 40 $A --ctx 1024,2048 --reps 41 --threads 16 --demote off,on --endgame 0,1.3 > $OUT/demote-$r.txt 2>&1
   echo "demote round $r: host $(awk '/^ +16 /{print $2}' $OUT/demote-$r.txt | tr '\n' ' ')"; row $OUT/demote-$r.txt
 done
-timeout 40 $A --ctx 1024 --reps 61 --threads 16 --demote off,on --timeline > $OUT/demote-tl.txt 2>&1
+timeout 40 $A --ctx 1024 --reps 61 --threads 16 --demote off,on --endgame 0,1.3 --timeline > $OUT/demote-tl.txt 2>&1
 grep -E "^ +1024 |timeline|calls where" $OUT/demote-tl.txt
