@@ -704,26 +704,30 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }
-      const bool was_cold = cold;
       const int64_t ns = s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
       if (s.times) s.times[4 * i + 3] = now_ns();
+      int64_t fastest = INT64_MAX;  // any thread's, as this one last saw it
+      if (s.endgame > 0) {
+        // Every block counts but cold ones (a cold block waits for its keys
+        // with nothing to overlap), unless the thread has run no other.
+        if (!cold || mine == INT64_MAX) mine = std::min(mine, ns);
+        fastest = s.best->load(std::memory_order_relaxed);
+        while (mine < fastest &&
+               !s.best->compare_exchange_weak(fastest, mine, std::memory_order_relaxed)) {
+        }
+        fastest = std::min(fastest, mine);
+      }
       cold = next < 0;
       if (next >= 0) {
         i = next;
         continue;
       }
-      if (s.endgame > 0) {
-        // Only blocks that fetched their keys ahead count (a cold one waits
-        // for them with nothing to overlap). The holder of the fastest
-        // time never stops here: it claims until none is left.
-        if (!was_cold || mine == INT64_MAX) mine = std::min(mine, ns);
-        int64_t b = s.best->load(std::memory_order_relaxed);
-        while (mine < b && !s.best->compare_exchange_weak(b, mine, std::memory_order_relaxed)) {
-        }
-        if (s.tasks - s.claim->load(std::memory_order_relaxed) <= n_pool &&
-            static_cast<double>(mine) > s.endgame * static_cast<double>(std::min(b, mine)))
-          break;
-      }
+      // The end of the call: a slow thread leaves the last blocks to faster
+      // ones. The holder of the fastest time never stops here (its own time
+      // is the fastest it sees), so it claims until none is left.
+      if (s.endgame > 0 && s.tasks - s.claim->load(std::memory_order_relaxed) <= n_pool &&
+          static_cast<double>(mine) > s.endgame * static_cast<double>(fastest))
+        break;
       i = s.claim->fetch_add(1, std::memory_order_relaxed);
     }
   });
