@@ -14,8 +14,8 @@
 # last blocks) against main's, each of the four alternated, three rounds
 # at 1k and 2k, and a timeline of each at 1k ("folding", "ends spread").
 # s60.txz: layerstream and ls_bench_cpu_attention built here without CUDA
-# (-DLS_ENABLE_CUDA=OFF: only the probe runs; 1.9 MB) at main's tree as of
-# the commit that wrote this line. Output under
+# (-DLS_ENABLE_CUDA=OFF: only the probe runs; 1.9 MB) at a7c225f
+# (.gpubin/s60.commit). Output under
 # $OUT/c1/, packed as $OUT/c1.tgz at the end (the device returns 8 files).
 # Run: bash bench/results/raw-2026-12-07-s60/call1/run.sh $PWD (timeout 300; carry .gpubin/s60.txz)
 set -u
