@@ -416,23 +416,23 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
             worst = std::max(worst, check(a, out, ref, what));
             if (subset && bi != ci % 3) continue;
             ++knob_rounds;
-            const auto far = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 32});
-            CHECK_MESSAGE(std::memcmp(far.data(), out.data(), out.size() * 4) == 0,
-                          what << ": prefetch distance 32 changed the result");
+            // A knob's result on `pools` has the same bits as the default's.
+            auto same = [&](const AttnCpuTuning& t, std::initializer_list<ThreadPool*> pools,
+                            const std::string& knob) {
+              const auto o = run_pools(c, n_head, tk, q, isa, pools, what, t);
+              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
+                            what << ": " << knob << " changed the result");
+            };
+            same({blk, 32}, {&p16}, "prefetch distance 32");
             // What is prefetched, and where, changes nothing either.
             for (int pf : {0, kAttnPfKeysL1, kAttnPfValues, kAttnPfKeysL2 | kAttnPfValues,
-                           kAttnPfNextKeys, kAttnPfKeysL1 | kAttnPfValuesFirst}) {
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, {blk, 0, pf});
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": prefetch mode " << pf << " changed the result");
-            }
+                           kAttnPfNextKeys, kAttnPfKeysL1 | kAttnPfValuesFirst})
+              same({blk, 0, pf}, {&p16}, "prefetch mode " + std::to_string(pf));
             // Nor does when a thread claims its next block (split calls).
             for (int hold : {0, 3, 1000}) {
               AttnCpuTuning t{blk, 0};
               t.hold = hold;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": claim-ahead hold " << hold << " changed the result");
+              same(t, {&p16}, "claim-ahead hold " + std::to_string(hold));
             }
             // Nor the fold fetching its lines first, nor the first blocks
             // given by pool task rather than claimed, nor the partials and
@@ -442,36 +442,28 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               t.fold_prefetch = k & 1;
               t.static_start = k & 2;
               t.demote = k & 4;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": fold_prefetch " << (k & 1) << " static_start "
-                                 << ((k >> 1) & 1) << " demote " << (k >> 2)
-                                 << " changed the result");
+              same(t, {&p1, &p16},
+                   "fold_prefetch " + std::to_string(k & 1) + " static_start " +
+                       std::to_string((k >> 1) & 1) + " demote " + std::to_string(k >> 2));
             }
             // Nor slow threads leaving the last blocks to the fastest (at
             // 1.0 every thread but the fastest's holder stops early).
             for (double eg : {1.0, 1.5}) {
               AttnCpuTuning t{blk, 0};
               t.endgame = eg;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": endgame " << eg << " changed the result");
+              same(t, {&p1, &p16}, eg == 1.0 ? "endgame 1" : "endgame 1.5");
             }
             // Nor a group's query heads as rows of their own.
             for (int gs : {2, 4}) {
               AttnCpuTuning t{blk, 0};
               t.group_split = gs;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": group_split " << gs << " changed the result");
+              same(t, {&p1, &p16}, "group_split " + std::to_string(gs));
             }
             // Nor how far ahead a cold block fetches its keys.
             for (int cold : {16, 64}) {
               AttnCpuTuning t{blk, 0};
               t.cold_ahead = cold;
-              const auto o = run_pools(c, n_head, tk, q, isa, {&p1, &p16}, what, t);
-              CHECK_MESSAGE(std::memcmp(o.data(), out.data(), out.size() * 4) == 0,
-                            what << ": cold-block distance " << cold << " changed the result");
+              same(t, {&p1, &p16}, "cold-block distance " + std::to_string(cold));
             }
             // Uniform blocks (no halves at a row's ends): their own
             // reduction, so their own reference; still one result whatever
