@@ -46,14 +46,6 @@ CpuBackend::CpuBackend(const LlamaConfig& c, const GlobalView& g, uint32_t n_ctx
   // most (AttnCpuTuning::share; 1: each alone): an A/B switch, the same bits.
   if (const char* e = std::getenv("LS_ATTN_SHARE"); e && std::atoi(e) > 0)
     attn_tune_.share = std::atoi(e);
-  // LS_ATTN_DEMOTE=1: split calls push their partials to the last-level
-  // cache for the folds (AttnCpuTuning::demote): an A/B switch, the same bits.
-  if (const char* e = std::getenv("LS_ATTN_DEMOTE"); e && std::atoi(e) > 0)
-    attn_tune_.demote = true;
-  // LS_ATTN_ENDGAME=x (x >= 1): split calls' slow threads leave the last
-  // blocks to faster ones (AttnCpuTuning::endgame): an A/B switch, the same bits.
-  if (const char* e = std::getenv("LS_ATTN_ENDGAME"); e && std::atof(e) >= 1.0)
-    attn_tune_.endgame = std::atof(e);
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tok, float* y) {

@@ -95,7 +95,7 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> scratch_;  // per thread: dequantized rows (matmul_f32)
   CpuMatmulScratch mm_scratch_;              // per thread: unpacked rows for kernels/cpu/
   AttentionCpuScratch attn_scratch_;         // scores and partial triples of attention_cpu
-  AttnCpuTuning attn_tune_;                  // its defaults but for LS_ATTN_* switches
+  AttnCpuTuning attn_tune_;                  // its defaults but for LS_ATTN_SHARE
   CpuAct act_;
   CpuMatmulTuning tune_;
   Batch batch_;

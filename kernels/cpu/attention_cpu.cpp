@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
-#include <climits>
 #include <cmath>
 
 #include "kernels/cpu/attention_cpu_block.h"
@@ -228,18 +227,6 @@ void prefetch_for_write(void* p, int64_t bytes, bool w) {
     __builtin_prefetch(c + o, 0, 3);
   }
   (void)w;
-}
-
-// The lines of [p, p + bytes) pushed towards the shared last-level cache
-// (AttnCpuTuning::demote). CLDEMOTE is encoded in the hint-NOP space, so
-// CPUs without it (and every AMD one) execute it as a NOP.
-void demote_lines(const void* p, int64_t bytes) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  const char* c = static_cast<const char*>(p);
-  for (int64_t o = 0; o < bytes; o += 64) asm volatile("cldemote %0" : : "m"(c[o]));
-#else
-  (void)p, (void)bytes;
-#endif
 }
 
 // The lines of [p, p + bytes) fetched for reading.
@@ -554,9 +541,7 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
     std::atomic<int64_t>* claim;
     int64_t tasks, hold;
     int64_t n_first, n_next;  // static_start's given blocks (first, next) per pool task
-    bool as_done, fold_pf, demote;
-    double endgame;                    // AttnCpuTuning::endgame
-    std::atomic<int64_t>* best;        // the fastest block's ns a position, any thread
+    bool as_done, fold_pf;
     uint32_t stamp;  // this call's (AttentionCpuScratch::Done)
     int64_t* times;  // AttnCpuTuning::task_ns
     BlockId id(int64_t i) const {
@@ -580,11 +565,8 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
       if (c >= u->shared(t)) return tri(p, G, 0, G, hd);
       return tri(p, static_cast<int>(u->size(t)) * G, static_cast<int>(t - u->first(t)), G, hd);
     }
-    // Runs task i; returns its block's nanoseconds a position (a position
-    // of a shared block's tokens counted once per token).
-    int64_t one(int64_t i, BlockId next, int thread, bool cold) const {
+    void one(int64_t i, BlockId next, int thread, bool cold) const {
       const BlockId b = id(i);
-      const int64_t t0 = endgame > 0 ? now_ns() : 0;
       const int G = j->group, hd = j->a->head_dim;
       int64_t* tr = times ? times + 4 * i : nullptr;
       if (tr) tr[0] = thread, tr[1] = now_ns();
@@ -592,15 +574,9 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
                          int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)},
                          j->block == attention_block_avx512);
       run_block(*j, b, next, thread, j->s->split_part(i), cold);
-      if (demote)
-        demote_lines(j->s->split_part(i), int64_t{b.n} * G * (hd + 2) * int64_t{sizeof(float)});
       if (tr) tr[2] = now_ns();
-      const int64_t t1 = endgame > 0 ? now_ns() : 0;
       if (as_done) j->s->done()[i].v.store(stamp);
       for (int64_t t = b.t; t < b.t + b.n; ++t) fold_row(t, b.h);
-      if (endgame <= 0) return 0;
-      const int64_t n = attention_cpu_block(int64_t{j->a->pos[b.t]} + 1, b.b, j->blk, j->taper).n;
-      return (t1 - t0) / std::max<int64_t>(1, n * b.n);
     }
     // Row (t, h) after one of its blocks is done.
     void fold_row(int64_t t, int h) const {
@@ -650,11 +626,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
           finish(state, G, hd, out);
           return;  // the lock stays taken: nothing is left to fold
         }
-        if (demote) {
-          const int64_t ml = int64_t{G} * int64_t{sizeof(float)};
-          demote_lines(state.m, ml), demote_lines(state.l, ml);
-          demote_lines(state.acc, ml * hd);
-        }
         f.lock.store(0);
         if (!is_done(c)) return;
       }
@@ -670,7 +641,6 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   // claiming ahead to the end read 0.64-0.67 of the host bandwidth at 1k
   // and 0.62-0.75 at 2k, stopping 0.68-0.75 and 0.73-0.78
   // (bench/results/raw-2026-12-04-s25/call6).
-  std::atomic<int64_t> best{INT64_MAX};  // Split::best
   std::atomic<int64_t>* claim = scratch.claim();
   claim->store(0, std::memory_order_relaxed);
   const int64_t hold = !(j.prefetch & kAttnPfNextKeys) ? tasks
@@ -685,16 +655,13 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
   claim->store(n_first + n_next, std::memory_order_relaxed);
   const Split sp{&j,      &u,      n_seg,   claim,
                  tasks,   hold,    n_first, n_next,
-                 tune.fold_as_done, tune.fold_prefetch, tune.demote,
-                 tune.endgame > 0 ? std::max(1.0, tune.endgame) : 0.0, &best, stamp,
-                 tune.task_ns};
+                 tune.fold_as_done, tune.fold_prefetch, stamp, tune.task_ns};
   const Split* spp = &sp;
-  pool.run(n_pool, [spp, n_pool](int64_t r, int thread) {
+  pool.run(n_pool, [spp](int64_t r, int thread) {
     const Split& s = *spp;
     int64_t i = r < s.n_first ? r : s.claim->fetch_add(1, std::memory_order_relaxed);
     int64_t held = r < s.n_next ? s.n_first + r : -1;  // a next block given, not claimed
     bool cold = true;                                  // the thread's first block
-    int64_t mine = INT64_MAX;                          // this thread's fastest ns a position
     while (i < s.tasks) {
       int64_t next = -1;
       if (held >= 0) {
@@ -704,31 +671,10 @@ void attention_cpu(ThreadPool& pool, const AttnArgs& a, AttentionCpuScratch& scr
         next = s.claim->fetch_add(1, std::memory_order_relaxed);
         if (next >= s.tasks) next = -1;
       }
-      const int64_t ns = s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
+      s.one(i, next >= 0 ? s.id(next) : BlockId{}, thread, cold);
       if (s.times) s.times[4 * i + 3] = now_ns();
-      int64_t fastest = INT64_MAX;  // any thread's, as this one last saw it
-      if (s.endgame > 0) {
-        // Every block counts but cold ones (a cold block waits for its keys
-        // with nothing to overlap), unless the thread has run no other.
-        if (!cold || mine == INT64_MAX) mine = std::min(mine, ns);
-        fastest = s.best->load(std::memory_order_relaxed);
-        while (mine < fastest &&
-               !s.best->compare_exchange_weak(fastest, mine, std::memory_order_relaxed)) {
-        }
-        fastest = std::min(fastest, mine);
-      }
       cold = next < 0;
-      if (next >= 0) {
-        i = next;
-        continue;
-      }
-      // The end of the call: a slow thread leaves the last blocks to faster
-      // ones. The holder of the fastest time never stops here (its own time
-      // is the fastest it sees), so it claims until none is left.
-      if (s.endgame > 0 && s.tasks - s.claim->load(std::memory_order_relaxed) <= n_pool &&
-          static_cast<double>(mine) > s.endgame * static_cast<double>(fastest))
-        break;
-      i = s.claim->fetch_add(1, std::memory_order_relaxed);
+      i = next >= 0 ? next : s.claim->fetch_add(1, std::memory_order_relaxed);
     }
   });
 }

@@ -197,24 +197,6 @@ struct AttnCpuTuning {
   // another core's cache one dependent step at a time (a thread's folding
   // took 6.4 us of its 50.8 busy in a 1k call, raw-2026-12-05-s32/call1).
   bool fold_prefetch = false;
-  // Split calls: each block's partial, once written, and a row's state,
-  // after each fold, pushed from the writing core's caches to the shared
-  // last-level cache (CLDEMOTE, a hint; a no-op where the CPU lacks it),
-  // so that the core that folds them next finds them there rather than
-  // snooping them out of another core's L2, a line at a time per fill
-  // buffer (a merge is about 130 lines; a 1k call's merges took 5.5 us of
-  // a thread's 51.5 busy, raw-2026-12-07-s58). The same bits either way.
-  bool demote = false;
-  // Split calls: once at most a block per pool thread is left unclaimed, a
-  // thread whose fastest block (nanoseconds a position) is slower than
-  // `endgame` times the fastest any thread has run claims no more and
-  // leaves the rest to faster ones (0: off; at least 1). On the GPU hosts
-  // two to four of 16 threads ran every block of a 1k call at half speed,
-  // different threads from run to run (raw-2026-12-07-s54/call6): their
-  // last block ended up to 8 us after the others'. The thread holding the
-  // fastest time never stops early, so every block is still run; which
-  // thread runs a block changes no bit.
-  double endgame = 0;
   // Split calls: pool task r starts with block r and holds block P + r
   // (P: the pool's size) as its next, rather than claiming both from the
   // shared counter: 16 threads' first two claims are 32 read-modify-writes

@@ -39,15 +39,6 @@
 // --fold-pf off,on: a fold fetching the row's state and the partial before
 // merging (AttnCpuTuning::fold_prefetch; "/w" in the prefetch column: on).
 //
-// --demote off,on: each block's partial and a row's state after a fold
-// pushed to the last-level cache (AttnCpuTuning::demote; "/d" in the
-// prefetch column: on).
-//
-// --endgame 0,1.3: once at most a block per thread is left, a thread whose
-// fastest block is slower than this times the fastest thread's claims no
-// more (AttnCpuTuning::endgame; 0: off, the default; "/zX" in the prefetch
-// column).
-//
 // --start static,claim: a split call's first blocks given by pool task
 // (the default) or claimed from the counter (AttnCpuTuning::static_start;
 // "/s" in the prefetch column: static).
@@ -91,7 +82,7 @@
 //          [--isa best|all|avx512,...] [--layout tiles,paged,heads,rows] [--block 0,128,...]
 //          [--ahead 0,16,...] [--hold -1,0,16,...] [--fold done,end]
 //          [--prefetch k1v2n,none,...] [--read] [--timeline] [--pin off,on]
-//          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--demote off,on] [--endgame 0,1.3] [--start claim,static]
+//          [--cold-ahead 0,16,...] [--taper on,off] [--fold-pf off,on] [--start claim,static]
 //          [--group-split 1,2] [--tokens 1,8] [--share on,off]
 //          [--kv-gib 1] [--host-bytes-gib 2] [--no-huge] [--json out.json]
 #include <algorithm>
@@ -124,13 +115,6 @@
 using namespace ls;
 
 namespace {
-
-// 1.3 -> "1.3", 2 -> "2".
-std::string fmt_g(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
 
 constexpr int kHead = 64, kHeadKv = 8, kHeadDim = 128;
 constexpr int64_t kRow = int64_t{kHeadKv} * kHeadDim;  // elements per position
@@ -345,8 +329,6 @@ int main(int argc, char** argv) {
   std::vector<bool> pins = {false};
   std::vector<bool> tapers = {true};
   std::vector<bool> fold_pfs = {false}, statics = {true}, shares = {true};  // the kernel's defaults
-  std::vector<bool> demotes = {false};
-  std::vector<double> endgames = {0};
   std::vector<int> n_toks = {1};
   bool read_only = false, timeline = false, timeline_threads = false, huge = true;
   int reps = 15;
@@ -393,17 +375,6 @@ int main(int argc, char** argv) {
         }
         v.push_back(n);
       }
-    } else if (a == "--endgame") {
-      endgames.clear();
-      for (auto& x : split(next())) {
-        char* end = nullptr;
-        const double v = std::strtod(x.c_str(), &end);
-        if (end == x.c_str() || *end != '\0' || (v != 0 && v < 1)) {
-          std::fprintf(stderr, "--endgame: '%s' is not 0 or a number from 1 up\n", x.c_str());
-          return 2;
-        }
-        endgames.push_back(v);
-      }
     } else if (a == "--prefetch") {
       prefetches = split(next());
       for (const auto& x : prefetches)
@@ -415,7 +386,7 @@ int main(int argc, char** argv) {
           return 2;
         }
     } else if (a == "--fold" || a == "--pin" || a == "--taper" || a == "--fold-pf" ||
-               a == "--start" || a == "--share" || a == "--demote") {
+               a == "--start" || a == "--share") {
       // Two-way lists: done,end (true: done), static,claim (true: static)
       // and off,on (true: on).
       const bool fold = a == "--fold", start = a == "--start";
@@ -426,7 +397,6 @@ int main(int argc, char** argv) {
                              : a == "--pin"     ? pins
                              : a == "--fold-pf" ? fold_pfs
                              : a == "--share"   ? shares
-                             : a == "--demote"  ? demotes
                                                 : tapers;
       v.clear();
       for (const auto& x : split(next())) {
@@ -575,8 +545,6 @@ int main(int argc, char** argv) {
                     for (int cold : colds)
                       for (bool taper : tapers)
                         for (bool fold_pf : fold_pfs)
-                          for (bool demote : demotes)
-                          for (double endgame : endgames)
                           for (bool stat : statics)
                             for (int gs : gsplits)
                               for (int nt : n_toks)
@@ -588,8 +556,6 @@ int main(int argc, char** argv) {
                                 tune.cold_ahead = cold;
                                 tune.taper = taper;
                                 tune.fold_prefetch = fold_pf;
-                                tune.demote = demote;
-                                tune.endgame = endgame;
                                 tune.static_start = stat;
                                 tune.group_split = gs;
                                 tune.share = share ? 0 : 1;
@@ -598,8 +564,7 @@ int main(int argc, char** argv) {
                                     (hold < 0 ? pf : pf + "/h" + std::to_string(hold)) +
                                     (fold_as_done ? "" : "/e") +
                                     (cold == 0 ? "" : "/c" + std::to_string(cold)) +
-                                    (taper ? "" : "/u") + (fold_pf ? "/w" : "") + (demote ? "/d" : "") +
-                                    (endgame > 0 ? "/z" + fmt_g(endgame) : "") +
+                                    (taper ? "" : "/u") + (fold_pf ? "/w" : "") +
                                     (stat ? "/s" : "") + (gs > 1 ? "/g" + std::to_string(gs) : "") +
                                     (nt > 1 ? "/t" + std::to_string(nt) : "") +
                                     (share ? "" : "/x") + (pinned ? "/p" : "");

@@ -435,23 +435,14 @@ TEST_CASE("cpu_attention: shorter blocks and other prefetch distances match the 
               same(t, {&p16}, "claim-ahead hold " + std::to_string(hold));
             }
             // Nor the fold fetching its lines first, nor the first blocks
-            // given by pool task rather than claimed, nor the partials and
-            // states pushed to the last-level cache.
-            for (int k : {1, 2, 3, 4, 7}) {
+            // given by pool task rather than claimed.
+            for (int k = 1; k < 4; ++k) {
               AttnCpuTuning t{blk, 0};
               t.fold_prefetch = k & 1;
               t.static_start = k & 2;
-              t.demote = k & 4;
               same(t, {&p1, &p16},
                    "fold_prefetch " + std::to_string(k & 1) + " static_start " +
-                       std::to_string((k >> 1) & 1) + " demote " + std::to_string(k >> 2));
-            }
-            // Nor slow threads leaving the last blocks to the fastest (at
-            // 1.0 every thread but the fastest's holder stops early).
-            for (double eg : {1.0, 1.5}) {
-              AttnCpuTuning t{blk, 0};
-              t.endgame = eg;
-              same(t, {&p1, &p16}, eg == 1.0 ? "endgame 1" : "endgame 1.5");
+                       std::to_string(k >> 1));
             }
             // Nor a group's query heads as rows of their own.
             for (int gs : {2, 4}) {
@@ -521,13 +512,10 @@ TEST_CASE(
     const Tokens tk{{std::array<int32_t, 3>{1000, 700, 1023}[which]}, {0}};
     std::vector<float> out;
     const AttnArgs a = args(c, n_head, tk, q, out);
-    // Every other round of three with the first blocks given by pool task,
-    // the fold's lines fetched first and partials pushed to the shared cache;
-    // every other round of six with all threads but the fastest stopping
-    // before the last blocks.
+    // Every other round of three with the first blocks given by pool task
+    // and the fold's lines fetched first.
     AttnCpuTuning tr = t;
-    tr.static_start = tr.fold_prefetch = tr.demote = (rep / 3) % 2 == 1;
-    tr.endgame = (rep / 6) % 2 == 1 ? 1.0 : 0.0;
+    tr.static_start = tr.fold_prefetch = (rep / 3) % 2 == 1;
     attention_cpu(p8, a, scratch, CpuIsa::Portable, tr);
     differ += std::memcmp(out.data(), one[which].data(), out.size() * 4) != 0;
   }
