@@ -28,6 +28,12 @@
 //                                   only: each decode GEMV form as decode
 //                                   runs it: x already int8, PDL, in a CUDA
 //                                   graph; 70b: the Llama-3-70B shapes)
+//        ls_bench_matmul --graph [70b] --hold-sms N  (the same with N SMs held
+//                                   by waiting blocks while each form is
+//                                   timed (tests/bench/sm_hold.cuh): on an
+//                                   H100, 38 held leave each SM an H200's
+//                                   share of the bandwidth to bring; the
+//                                   bound is measured on all SMs)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,6 +54,7 @@
 #include "kernels/ref/quant.h"
 
 #include "tests/bench/bench_util.cuh"
+#include "tests/bench/sm_hold.cuh"
 
 using namespace ls;
 
@@ -55,6 +62,17 @@ int main(int argc, char** argv) {
   const bool graph_only = argc > 1 && std::string(argv[1]) == "--graph";
   const bool widths_only = argc > 1 && std::string(argv[1]) == "--widths";
   const bool shapes_70b = (graph_only || widths_only) && argc > 2 && std::string(argv[2]) == "70b";
+  int hold_sms = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--hold-sms") continue;
+    char* end = nullptr;
+    const long v = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : -1;
+    if (!graph_only || i + 1 >= argc || *end != '\0' || end == argv[i + 1] || v < 0) {
+      std::fprintf(stderr, "--hold-sms N: N a whole number of SMs, after --graph [70b]\n");
+      return 2;
+    }
+    hold_sms = static_cast<int>(v);
+  }
   std::mt19937_64 rng(1234);
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
@@ -64,6 +82,7 @@ int main(int argc, char** argv) {
               prop.l2CacheSize >> 20);
 
   const double bw = d2d_bound_gbs(s);  // bound 1
+  SmHold hold(hold_sms, s);           // after the bound: it is the device's, on every SM
 
   const int64_t max_elems = int64_t(128256) * (shapes_70b ? 8192 : 4096);
   auto ctx_or = MatmulContext::create(s, max_elems);
@@ -229,6 +248,7 @@ int main(int argc, char** argv) {
             const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;
+            hold.start();
             const double us = graph_us(s, 20, [&](int i) {
               if (ver == 2) {
                 GemvParams gp{static_cast<const uint8_t*>(dw[i % copies]),
@@ -258,6 +278,7 @@ int main(int argc, char** argv) {
                 ST(gemv_q8_launch(t, gp, s));
               }
             });
+            hold.stop();
             const double g = bytes / (us * 1e-6) / 1e9;
             glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d%s %6.1f us %5.0f GB/s %.2f |",
                                   ver, early ? "e" : "", us, g, g / bw);
