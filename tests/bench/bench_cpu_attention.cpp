@@ -119,23 +119,6 @@ namespace {
 constexpr int kHead = 64, kHeadKv = 8, kHeadDim = 128;
 constexpr int64_t kRow = int64_t{kHeadKv} * kHeadDim;  // elements per position
 
-struct Stats {
-  double med, min, max;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
 // Anonymous memory, huge pages asked for (as HostReadBuffer does; --no-huge:
 // refused, as a std::vector's memory may be without them), filled by
 // the pool's threads (first touch) with finite f16 values in [-1, 1).

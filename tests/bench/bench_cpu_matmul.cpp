@@ -94,23 +94,6 @@ using namespace ls;
 
 namespace {
 
-struct Stats {
-  double med, min, max;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
 // Offsets of the fp16 fields in a block (patched to finite values).
 std::vector<size_t> half_fields(GgmlType t) {
   switch (t) {

@@ -1,12 +1,14 @@
 // What the CPU kernel benchmarks share: the --isa list, and the bound every
 // row is a ratio to (the host memory read of the same thread count,
-// measured in the same run).
-// defines: bench_parse_isas(), bench_host_bounds()
+// measured in the same run); a comma list's items; the median and range of
+// timings.
+// defines: bench_parse_isas(), bench_host_bounds(), split(), Stats, stats()
 #pragma once
 
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,24 @@
 #include "runtime/thread_pool.h"
 
 namespace ls {
+
+// A comma list's items, empty ones left out.
+inline std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+struct Stats {
+  double med, min, max;
+};
+inline Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
+}
 
 // "best", "all" (every variant this CPU runs) or variant names; nullopt
 // (after saying which) for one this CPU does not run.
