@@ -86,6 +86,19 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kR = 4;  // rows per block
 
+// s + v . (a, b), one fmaf a term in order (the rounding every GEMV form
+// here shares).
+__device__ __forceinline__ float fma8(const float (&v)[8], float4 a, float4 b, float s) {
+  s = fmaf(v[0], a.x, s);
+  s = fmaf(v[1], a.y, s);
+  s = fmaf(v[2], a.z, s);
+  s = fmaf(v[3], a.w, s);
+  s = fmaf(v[4], b.x, s);
+  s = fmaf(v[5], b.y, s);
+  s = fmaf(v[6], b.z, s);
+  return fmaf(v[7], b.w, s);
+}
+
 __device__ __forceinline__ uint32_t byte_of(uint32_t w, int i) {
   return (w >> (8 * i)) & 0xFFu;
 }
@@ -288,16 +301,7 @@ __global__ void __launch_bounds__(kThreads) gemv_q_f32(GemvParams p) {
         U::piece(raw[r], k, v);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          float s = acc[r][t];
-          s = fmaf(v[0], xa[t].x, s);
-          s = fmaf(v[1], xa[t].y, s);
-          s = fmaf(v[2], xa[t].z, s);
-          s = fmaf(v[3], xa[t].w, s);
-          s = fmaf(v[4], xb[t].x, s);
-          s = fmaf(v[5], xb[t].y, s);
-          s = fmaf(v[6], xb[t].z, s);
-          s = fmaf(v[7], xb[t].w, s);
-          acc[r][t] = s;
+          acc[r][t] = fma8(v, xa[t], xb[t], acc[r][t]);
         }
       }
     }
@@ -361,16 +365,7 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], XL xl
           U::quants(raw[r], k, q);
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
-            float s = S[r][t];
-            s = fmaf(q[0], xa[t].x, s);
-            s = fmaf(q[1], xa[t].y, s);
-            s = fmaf(q[2], xa[t].z, s);
-            s = fmaf(q[3], xa[t].w, s);
-            s = fmaf(q[4], xb[t].x, s);
-            s = fmaf(q[5], xb[t].y, s);
-            s = fmaf(q[6], xb[t].z, s);
-            s = fmaf(q[7], xb[t].w, s);
-            S[r][t] = s;
+            S[r][t] = fma8(q, xa[t], xb[t], S[r][t]);
           }
         }
       }
@@ -399,16 +394,7 @@ __device__ __forceinline__ void unit_dot(const typename U::Raw (&raw)[kR], XL xl
         U::piece(raw[r], k, v);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          float s = acc[r][t];
-          s = fmaf(v[0], xa[t].x, s);
-          s = fmaf(v[1], xa[t].y, s);
-          s = fmaf(v[2], xa[t].z, s);
-          s = fmaf(v[3], xa[t].w, s);
-          s = fmaf(v[4], xb[t].x, s);
-          s = fmaf(v[5], xb[t].y, s);
-          s = fmaf(v[6], xb[t].z, s);
-          s = fmaf(v[7], xb[t].w, s);
-          acc[r][t] = s;
+          acc[r][t] = fma8(v, xa[t], xb[t], acc[r][t]);
         }
       }
     }
