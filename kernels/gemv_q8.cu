@@ -158,9 +158,20 @@ __device__ __forceinline__ int dot8(const int (&q)[8], const int (&x)[8]) {
 template <GgmlType T>
 struct V5;
 
+// The formats whose quants are the values' own (no offset taken from the
+// dot): a lane's idot is one dp4a chain, and x needs no offset sums.
+struct V5Plain {
+  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
+    return dot8(d.q, x);
+  }
+  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
+    return make_int2(0, 0);
+  }
+};
+
 // Q8_0: block l at 34 l: d, then 32 signed quants.
 template <>
-struct V5<GgmlType::Q8_0> {
+struct V5<GgmlType::Q8_0> : V5Plain {
   static constexpr int kBlockValues = 32, kBlockBytes = 34;
   static constexpr bool kHasB = false;
   static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
@@ -171,18 +182,12 @@ struct V5<GgmlType::Q8_0> {
 #pragma unroll
     for (int k = 0; k < 8; ++k) d.q[k] = static_cast<int>(w[k]);
   }
-  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
-    return dot8(d.q, x);
-  }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
-    return make_int2(0, 0);
-  }
 };
 
 // Q4_0: block l at 18 l: d, then qs[16]; value j < 16 is the low nibble of
 // qs[j], value j + 16 the high one; w = d (q - 8), applied as b = -8 d.
 template <>
-struct V5<GgmlType::Q4_0> {
+struct V5<GgmlType::Q4_0> : V5Plain {
   static constexpr int kBlockValues = 32, kBlockBytes = 18;
   static constexpr bool kHasB = true;
   static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
@@ -197,19 +202,13 @@ struct V5<GgmlType::Q4_0> {
       d.q[4 + k] = static_cast<int>((w[k] >> 4) & 0x0F0F0F0Fu);
     }
   }
-  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
-    return dot8(d.q, x);
-  }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
-    return make_int2(0, 0);
-  }
 };
 
 // Q4_K: lane l: super-block l >> 3 (144 bytes, 16-byte aligned), sub-block
 // s = l & 7 = values 32 s .. 32 s + 31, whose quants are nibble s & 1 of
 // qs[32 (s >> 1) .. + 31].
 template <>
-struct V5<GgmlType::Q4_K> {
+struct V5<GgmlType::Q4_K> : V5Plain {
   static constexpr int kBlockValues = 256, kBlockBytes = 144;
   static constexpr bool kHasB = true;
   static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
@@ -222,18 +221,12 @@ struct V5<GgmlType::Q4_K> {
 #pragma unroll
     for (int k = 0; k < 8; ++k) d.q[k] = static_cast<int>((w[k] >> sh) & 0x0F0F0F0Fu);
   }
-  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
-    return dot8(d.q, x);
-  }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
-    return make_int2(0, 0);
-  }
 };
 
 // Q5_K: Q4_K plus qh[32] at byte 16: bit s of qh[i] is the 5th bit of value
 // 32 s + i. qs at byte 48.
 template <>
-struct V5<GgmlType::Q5_K> {
+struct V5<GgmlType::Q5_K> : V5Plain {
   static constexpr int kBlockValues = 256, kBlockBytes = 176;
   static constexpr bool kHasB = true;
   static __device__ __forceinline__ void decode(const uint8_t* t, int lane, Dec& d) {
@@ -247,12 +240,6 @@ struct V5<GgmlType::Q5_K> {
 #pragma unroll
     for (int k = 0; k < 8; ++k)
       d.q[k] = static_cast<int>(((w[k] >> sh) & 0x0F0F0F0Fu) | (((h[k] >> s) & 0x01010101u) << 4));
-  }
-  static __device__ __forceinline__ int dot(const Dec& d, const int (&x)[8], int2) {
-    return dot8(d.q, x);
-  }
-  static __device__ __forceinline__ int2 xoff(const int (&)[8]) {
-    return make_int2(0, 0);
   }
 };
 
