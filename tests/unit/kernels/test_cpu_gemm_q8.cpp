@@ -29,31 +29,15 @@
 #include "kernels/ref/act_q8.h"
 #include "runtime/thread_pool.h"
 #include "tests/unit/kernels/q8_bound.h"
+#include "tests/unit/kernels/q8_variants.h"
 #include "tests/unit/kernels/random_quant.h"
 
 using namespace ls;
 
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                           GgmlType::Q6_K};
-
-// Each ISA this CPU supports, de-duplicated by the kernels it picks.
-std::vector<CpuIsa> isas() {
-  std::vector<CpuIsa> v;
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
-    if (!cpu_isa_supported(i)) {
-      MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
-      continue;
-    }
-    if (i == CpuIsa::Avx512 && !cpu_has_avx512_vnni()) {
-      MESSAGE("SKIPPED: avx512vnni (no AVX-512 VNNI on this CPU; avx2 covers it)");
-      continue;
-    }
-    v.push_back(i);
-  }
-  return v;
-}
+using test::kQ8Types;
+using test::q8_isas;
 
 std::vector<float> nan_vec(size_t n) {
   return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
@@ -145,11 +129,11 @@ std::vector<uint8_t> extreme_weight(GgmlType t, int64_t n_in, int64_t n_out, std
 TEST_CASE("cpu_gemm_q8: a token's bits are the same alone, in a batch, on every variant") {
   std::mt19937 rng(2024);
   ThreadPool pool1(1), pool3(3);
-  const auto vs = isas();
+  const auto vs = q8_isas();
   struct Shape {
     int64_t n_in, n_out, n_tok;
   };
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
     // Q4_0 / Q8_0: rows of 96 and 800 end inside a chunk.
     std::vector<Shape> shapes = {{512, 37, 19}, {1024, 5, 70}};
@@ -243,7 +227,7 @@ TEST_CASE("cpu_gemm_q8: the AVX2 dot with AVX-VNNI has the plain AVX2 dot's bits
   }
   if (!avx_vnni_here()) return;
   std::mt19937 rng(2026);
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
     for (int64_t n : legacy ? std::vector<int64_t>{96, 800, 1024} : std::vector<int64_t>{256, 1536})
       for (bool extreme : {false, true}) {
@@ -405,7 +389,7 @@ TEST_CASE("cpu_gemm_q8: a 512-token batch has each token's bits alone") {
     const WeightView w{t, wb.data(), n_in, n_out};
     const auto x = test::random_x(n_in * n_tok, rng);
     const std::vector<float> want = alone(w, x, n_tok, CpuIsa::Portable);
-    for (CpuIsa isa : isas()) {
+    for (CpuIsa isa : q8_isas()) {
       const std::string type = ggml_type_name(t), variant = gemm_q8_kernel(isa).name;
       CAPTURE(type);
       CAPTURE(variant);
@@ -423,7 +407,7 @@ TEST_CASE("cpu_gemm_q8: every type and variant matches matmul_act_q8_ref within 
   std::mt19937 rng(77);
   ThreadPool pool(2);
   double worst = 0;
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
     const int64_t n_in = legacy ? 800 : 768, n_out = 11, n_tok = 13;
     const auto wb = test::random_weight(t, n_in, n_out, rng);
@@ -437,7 +421,7 @@ TEST_CASE("cpu_gemm_q8: every type and variant matches matmul_act_q8_ref within 
     for (int64_t k = 0; k < n_tok; ++k)
       quantize_act_q8_ref(x.data() + k * n_in, n_in, q.data() + k * n_in,
                           d.data() + k * (n_in / 32));
-    for (CpuIsa isa : isas()) {
+    for (CpuIsa isa : q8_isas()) {
       const std::string type = ggml_type_name(t), variant = gemm_q8_kernel(isa).name;
       CAPTURE(type);
       CAPTURE(variant);
@@ -472,7 +456,7 @@ TEST_CASE("cpu_gemm_q8: parts sharing x are each the part alone") {
   std::vector<std::vector<uint8_t>> wb;
   for (int p = 0; p < 3; ++p) wb.push_back(test::random_weight(types[p], n_in, n_outs[p], rng));
   const auto x = test::random_x(n_in * n_tok, rng);
-  for (CpuIsa isa : isas()) {
+  for (CpuIsa isa : q8_isas()) {
     ActQ8Buffer buf;
     buf.reserve(n_tok, n_in);
     quantize_act_q8_cpu(x.data(), n_tok, n_in, buf, isa);
@@ -498,7 +482,7 @@ TEST_CASE("cpu_gemm_q8: the AVX2 packers give the portable packers' bytes") {
     return;
   }
   std::mt19937 rng(8);
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
     for (int64_t n : legacy ? std::vector<int64_t>{512, 800} : std::vector<int64_t>{768}) {
       const int64_t nc = gemm_q8_chunks(n), n_tok = 3;

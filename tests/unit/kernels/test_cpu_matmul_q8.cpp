@@ -27,32 +27,15 @@
 #include "kernels/ref/quant.h"
 #include "runtime/thread_pool.h"
 #include "tests/unit/kernels/q8_bound.h"
+#include "tests/unit/kernels/q8_variants.h"
 #include "tests/unit/kernels/random_quant.h"
 
 using namespace ls;
 
 namespace {
 
-const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
-                           GgmlType::Q6_K};
-
-// The variants to run: each ISA this CPU supports, de-duplicated by the
-// kernel it picks (Avx512 without VNNI runs the avx2 kernel).
-std::vector<CpuIsa> q8_isas() {
-  std::vector<CpuIsa> v;
-  for (CpuIsa i : {CpuIsa::Portable, CpuIsa::Avx2, CpuIsa::Avx512}) {
-    if (!cpu_isa_supported(i)) {
-      MESSAGE("SKIPPED: " << std::string(cpu_isa_name(i)) << " (not on this CPU)");
-      continue;
-    }
-    if (i == CpuIsa::Avx512 && !cpu_has_avx512_vnni()) {
-      MESSAGE("SKIPPED: avx512vnni (no AVX-512 VNNI on this CPU; avx2 covers it)");
-      continue;
-    }
-    v.push_back(i);
-  }
-  return v;
-}
+using test::kQ8Types;
+using test::q8_isas;
 
 using test::random_weight;
 using test::random_x;
@@ -118,7 +101,7 @@ TEST_CASE("cpu_matmul_q8: every type and variant matches matmul_act_q8_ref withi
   ThreadPool pool(3), pool1(1);
   const auto isas = q8_isas();
   double worst = 0;
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const bool legacy = t == GgmlType::Q4_0 || t == GgmlType::Q8_0;
     std::vector<int64_t> n_ins = {256, 768, 2048};
     if (legacy) n_ins = {32, 96, 288, 800};
@@ -181,7 +164,7 @@ TEST_CASE("cpu_matmul_q8: close to the f32 product (the rounding of x only)") {
   // exact f32 product <= 1e-4 for normal activations; here through the fast path.
   std::mt19937 rng(77);
   ThreadPool pool(2);
-  for (GgmlType t : kTypes) {
+  for (GgmlType t : kQ8Types) {
     const int64_t n_in = 1024, n_out = 64, n_tok = 2;
     const auto wbytes = random_weight(t, n_in, n_out, rng);
     const WeightView w{t, wbytes.data(), n_in, n_out};
