@@ -642,15 +642,7 @@ int main(int argc, char** argv) {
   if (!json_out.empty()) {
     nlohmann::json j;
     j["shape"] = {{"n_head", kHead}, {"n_head_kv", kHeadKv}, {"head_dim", kHeadDim}, {"kv", "f16"}};
-    j["host_gbps_by_threads"] = nlohmann::json::object();
-    for (int t : threads) j["host_gbps_by_threads"][std::to_string(t)] = host[t];
-    j["rows"] = rows;
-    std::ofstream f(json_out);
-    f << j.dump(2) << "\n";
-    if (!f) {
-      std::fprintf(stderr, "cannot write %s\n", json_out.c_str());
-      return 1;
-    }
+    if (!bench_write_json(json_out, j, threads, host, rows)) return 1;
   }
   return 0;
 }

@@ -539,17 +539,7 @@ int main(int argc, char** argv) {
       }
     }  // mem
   }
-  if (!json_out.empty()) {
-    nlohmann::json j;
-    j["host_gbps_by_threads"] = nlohmann::json::object();
-    for (int t : threads) j["host_gbps_by_threads"][std::to_string(t)] = host[t];
-    j["rows"] = rows;
-    std::ofstream f(json_out);
-    f << j.dump(2) << "\n";
-    if (!f) {
-      std::fprintf(stderr, "cannot write %s\n", json_out.c_str());
-      return 1;
-    }
-  }
+  if (!json_out.empty() && !bench_write_json(json_out, nlohmann::json::object(), threads, host, rows))
+    return 1;
   return 0;
 }

@@ -2,15 +2,19 @@
 // row is a ratio to (the host memory read of the same thread count,
 // measured in the same run); a comma list's items; the median and range of
 // timings.
-// defines: bench_parse_isas(), bench_host_bounds(), split(), Stats, stats()
+// defines: bench_parse_isas(), bench_host_bounds(), bench_write_json(), split(), Stats,
+//          stats()
 #pragma once
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kernels/cpu/isa.h"
 #include "runtime/probe_host.h"
@@ -92,6 +96,24 @@ inline std::optional<std::vector<double>> bench_host_bounds(const std::vector<in
                   pinned ? "  (pinned)" : "");
     }
   return host;
+}
+
+// The run as JSON into path: j (the bench's own keys) with the bound of
+// each thread count and the rows; false (after saying so) if it cannot be
+// written.
+inline bool bench_write_json(const std::string& path, nlohmann::json j,
+                             const std::vector<int>& threads, const std::vector<double>& host,
+                             const nlohmann::json& rows) {
+  j["host_gbps_by_threads"] = nlohmann::json::object();
+  for (int t : threads) j["host_gbps_by_threads"][std::to_string(t)] = host[t];
+  j["rows"] = rows;
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace ls
