@@ -21,6 +21,7 @@
 #include "kernels/cpu/q8_chunks.h"
 #include "model/cpu_backend.h"
 #include "model/model.h"
+#include "tests/unit/actors/seq_specs.h"
 #include "tests/unit/test_models.h"
 
 using namespace ls;
@@ -39,31 +40,8 @@ const Model& model(const std::string& quant = "q8_0") {
 }
 
 using test::argmax;
-
-struct SeqSpec {
-  std::vector<int32_t> prompt;
-  int n_out;              // greedy tokens to take
-  int cancel_after = -1;  // cancel the sequence from its callback after this many
-};
-
-// What one sequence saw: the last logits row of each of its steps.
-struct SeqSeen {
-  std::vector<float> rows;
-  std::vector<int32_t> tokens;
-  SeqEnd end;
-};
-
-std::vector<SeqSpec> specs() {
-  std::vector<SeqSpec> s;
-  s.push_back({{1, 17, 42, 99, 7, 300, 5}, 6});
-  s.push_back({{1, 3}, 9});
-  s.push_back({{1, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 260, 261, 262, 263}, 4});
-  s.push_back({{1, 5, 6}, 12, 3});  // cancelled after 3 tokens
-  s.push_back({{1, 77}, 1});
-  s.push_back({{1, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27}, 7});
-  s.push_back({{1, 400, 401}, 5});
-  return s;
-}
+using test::SeqSeen;
+using test::SeqSpec;
 
 // Runs the sequences on a pipeline of n_seq slots (1: each alone, in turn).
 // width_cpu_layers: CPU-tier layers a step of 2+ tokens keeps on the CPU
@@ -153,7 +131,7 @@ std::vector<SeqSeen> run(const std::vector<SeqSpec>& sp, uint32_t n_seq, const s
 }  // namespace
 
 TEST_CASE("pipeline batch: each sequence in a batch equals the sequence run alone, bit for bit") {
-  const auto sp = specs();
+  const auto sp = test::seq_specs();
   for (CpuAct act : {CpuAct::F32, CpuAct::Q8}) {
     const char* an = act == CpuAct::F32 ? "f32" : "q8";
     // Cancelling from the callback ends the sequence at the next step in
@@ -235,7 +213,7 @@ TEST_CASE("pipeline batch: bad requests are refused with a message, and the run 
 }
 
 TEST_CASE("pipeline batch: the chunk form on a Q4_K_M model, batch equal to alone") {
-  const auto sp = specs();
+  const auto sp = test::seq_specs();
   const auto lanes = run(sp, 1, "AAAA", CpuAct::Q8, 512, -1, "q4_k_m");
   struct Chunks {  // the form for this case only, whatever fails in it
     Chunks() { cpu_q8_chunks_override(true); }

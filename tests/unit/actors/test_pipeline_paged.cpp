@@ -26,6 +26,7 @@
 #include "actors/pipeline.h"
 #include "model/cpu_backend.h"
 #include "model/model.h"
+#include "tests/unit/actors/seq_specs.h"
 #include "tests/unit/test_models.h"
 
 using namespace ls;
@@ -37,18 +38,8 @@ const Model& model() {
 }
 
 using test::argmax;
-
-struct SeqSpec {
-  std::vector<int32_t> prompt;
-  int n_out;              // greedy tokens to take
-  int cancel_after = -1;  // cancel the sequence from its callback after this many
-};
-
-struct SeqSeen {
-  std::vector<float> rows;  // the last logits row of each step
-  std::vector<int32_t> tokens;
-  SeqEnd end;
-};
+using test::SeqSeen;
+using test::SeqSpec;
 
 struct RunSetup {
   uint32_t n_seq = 1;
@@ -148,19 +139,6 @@ RunResult run(const std::vector<SeqSpec>& sp, const RunSetup& su) {
   return res;
 }
 
-// Those of test_pipeline_batch.cpp: at most 2 blocks each over their lives
-// (25 positions), 6 for any 4 at once, 5 for any 3.
-std::vector<SeqSpec> specs() {
-  std::vector<SeqSpec> s;
-  s.push_back({{1, 17, 42, 99, 7, 300, 5}, 6});
-  s.push_back({{1, 3}, 9});
-  s.push_back({{1, 250, 251, 252, 253, 254, 255, 256, 257, 258, 259, 260, 261, 262, 263}, 4});
-  s.push_back({{1, 5, 6}, 12, 3});  // cancelled after 3 tokens
-  s.push_back({{1, 77}, 1});
-  s.push_back({{1, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27}, 7});
-  s.push_back({{1, 400, 401}, 5});
-  return s;
-}
 
 void check_same(const std::vector<SeqSpec>& sp, const RunResult& got, const RunResult& alone,
                 const std::string& what) {
@@ -181,7 +159,7 @@ void check_same(const std::vector<SeqSpec>& sp, const RunResult& got, const RunR
 
 TEST_CASE(
     "pipeline paged: a small shuffled pool gives each sequence its bits alone, then empties") {
-  const auto sp = specs();
+  const auto sp = test::seq_specs();
   const RunResult alone = run(sp, RunSetup{});
   CHECK(alone.after.total == 4);  // 64 positions: 4 blocks of 16, the default for one slot
   for (auto [n_seq, blocks, tiers, chunk] :
