@@ -241,10 +241,14 @@ int main(int argc, char** argv) {
           // stages (v53 the shape before session 20), v52 2 rows.
           // v7e: v7 with the first tile's loads before the PDL wait
           // (GemvQ8Params::early; in a graph of 20, each call's loads overlap
-          // the call before's end).
-          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 72, 78, 71}) {
+          // the call before's end). v7a: v7 with each block asking the L2
+          // for the rows 8 MiB after its own (GemvQ8Params::ahead); v7p: v7
+          // with plain loads, not streaming ones (::plain_loads).
+          for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 73, 74, 72, 78, 71}) {
+            const char* tag = ver == 70 ? "e" : ver == 73 ? "a" : ver == 74 ? "p" : "";
             const bool early = ver == 70;
-            if (ver == 70) ver = 7;
+            const int variant = ver;  // before the forms of v7 become 7
+            if (ver == 70 || ver == 73 || ver == 74) ver = 7;
             const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;
@@ -275,13 +279,15 @@ int main(int argc, char** argv) {
                 gp.version = ver == 7 || ver == 71 || ver == 72 || ver == 78 ? 7 : 0;
                 gp.stages = ver == 51 ? 1 : ver == 53 ? 2 : 0;
                 gp.early = early;
+                gp.ahead = variant == 73 ? int64_t{8} << 20 : 0;
+                gp.plain_loads = variant == 74;
                 ST(gemv_q8_launch(t, gp, s));
               }
             });
             hold.stop();
             const double g = bytes / (us * 1e-6) / 1e9;
             glen += std::snprintf(gl + glen, sizeof gl - glen, " v%d%s %6.1f us %5.0f GB/s %.2f |",
-                                  ver, early ? "e" : "", us, g, g / bw);
+                                  ver, tag, us, g, g / bw);
           }
           multi_rows.push_back(gl);
           std::printf("%s\n", gl);

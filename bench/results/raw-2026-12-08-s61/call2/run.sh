@@ -24,22 +24,22 @@ for r in 1 2; do
   done
 done; el; pack
 # Each form's GB/s per shape, all SMs against 38 held (the better of two rounds).
-python3 - $O <<'PY'
+(python3 - $O <<'PY'
 import glob, re, sys, collections
 best = collections.defaultdict(dict)
 for f in glob.glob(sys.argv[1] + "/graph-h*-*.txt"):
     h = re.search(r"graph-h(\d+)-", f).group(1)
     for line in open(f):
         if "graph x20" not in line: continue
-        head, *cells = line.split(":", 1)[0], line.split(":", 1)[1]
         key = " ".join(line.split(":", 1)[0].split()[3:])
-        for m in re.finditer(r"(v\d+e?)\s+([\d.]+) us\s+(\d+) GB/s", line):
+        for m in re.finditer(r"(v\d+[eap]?)\s+([\d.]+) us\s+(\d+) GB/s", line):
             k = (key, m.group(1)); g = int(m.group(3))
             best[k][h] = max(best[k].get(h, 0), g)
 for (key, v), d in sorted(best.items()):
-    if "0" in d and "38" in d:
+    if "0" in d and "38" in d and v in ("v5", "v6", "v7", "v7e", "v7a", "v7p", "v72", "v78"):
         print(f"{key:22s} {v:5s} all SMs {d['0']:5d} GB/s, 38 held {d['38']:5d} ({d['38']/d['0']:.2f})")
 PY
+) | tee $O/hold-summary.txt
 row() { grep -E "^ +[0-9]+ +1[26] " "$1" | awk '{printf "%s t%s %s %s us %s; ", $1, $2, $7, $10, $NF}'; echo; }
 for r in 1 2 3; do
   left 40 || break
