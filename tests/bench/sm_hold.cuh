@@ -8,7 +8,7 @@
 // bandwidth in proportion to the SMs held is bound by its bytes in flight
 // an SM, and a form that keeps its bandwidth there is the one to try on an
 // H200. Only the benches use it (ls_bench_matmul --hold-sms).
-// defines: SmHold
+// defines: SmHold, SmHoldCheck
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,6 +54,14 @@ static __global__ void where_kernel(int* sm_of) {
 
 }  // namespace sm_hold_detail
 
+// Where a grid on the work stream ran while SMs were held (SmHold::check).
+struct SmHoldCheck {
+  int held_distinct = 0;  // distinct SMs the holding blocks run on
+  int probe_blocks = 0;   // blocks of the probe grid
+  int probe_sms = 0;      // distinct SMs they ran on
+  int on_held = 0;        // of them on a held SM (must be 0)
+};
+
 class SmHold {
  public:
   // n = 0: start and stop do nothing.
@@ -94,9 +102,10 @@ class SmHold {
   SmHold(const SmHold&) = delete;
   SmHold& operator=(const SmHold&) = delete;
 
-  // Holds the SMs: returns once every holding block runs. The first time,
-  // checks that the work stream's blocks land on the other SMs only.
-  void start() {
+  // Holds the SMs: returns once every holding block runs. The first time
+  // (unless verify is false), checks that the work stream's blocks land
+  // on the other SMs only, and exits if not.
+  void start(bool verify = true) {
     if (n_ == 0) return;
     CK(cudaStreamSynchronize(work_));
     for (int i = 0; i < n_; ++i) reinterpret_cast<volatile int*>(sm_of_)[i] = -1;
@@ -117,7 +126,19 @@ class SmHold {
       }
       std::this_thread::yield();
     }
-    if (!checked_) check();
+    if (verify && !checked_) {
+      const SmHoldCheck c = check();
+      if (c.held_distinct != n_ || c.on_held > 0) {
+        std::fprintf(stderr,
+                     "SmHold: %d distinct SMs held of %d asked; %d of %d probe blocks ran on a "
+                     "held SM\n",
+                     c.held_distinct, n_, c.on_held, c.probe_blocks);
+        std::exit(1);
+      }
+      std::printf("held SMs checked: %d probe blocks ran on %d SMs, none of the %d held\n",
+                  c.probe_blocks, c.probe_sms, n_);
+      checked_ = true;
+    }
   }
 
   void stop() {
@@ -126,36 +147,30 @@ class SmHold {
     CK(cudaStreamSynchronize(hold_));
   }
 
- private:
-  // 8 blocks an SM's worth of blocks on the work stream: none may run on a
-  // held SM, and the held SMs must be n distinct ones.
-  void check() {
+  // While held: 8 blocks an SM's worth of blocks on the work stream, and
+  // the SMs they and the holding blocks ran on.
+  SmHoldCheck check() {
+    SmHoldCheck c;
+    if (n_ == 0) return c;
     std::set<int> held;
     for (int i = 0; i < n_; ++i) held.insert(sm_of_[i]);
-    const int blocks = 8 * sms_;
-    sm_hold_detail::where_kernel<<<blocks, 32, 0, work_>>>(probe_);
+    c.held_distinct = static_cast<int>(held.size());
+    c.probe_blocks = 8 * sms_;
+    sm_hold_detail::where_kernel<<<c.probe_blocks, 32, 0, work_>>>(probe_);
     CK(cudaGetLastError());
-    std::vector<int> h(blocks);
-    CK(cudaMemcpyAsync(h.data(), probe_, blocks * sizeof(int), cudaMemcpyDeviceToHost, work_));
+    std::vector<int> h(c.probe_blocks);
+    CK(cudaMemcpyAsync(h.data(), probe_, h.size() * sizeof(int), cudaMemcpyDeviceToHost, work_));
     CK(cudaStreamSynchronize(work_));
     std::set<int> ran;
-    int on_held = 0;
-    for (int s : h) {
-      ran.insert(s);
-      on_held += held.count(s) != 0;
+    for (int sm : h) {
+      ran.insert(sm);
+      c.on_held += held.count(sm) != 0;
     }
-    if (static_cast<int>(held.size()) != n_ || on_held > 0) {
-      std::fprintf(stderr,
-                   "SmHold: %zu distinct SMs held of %d asked; %d of %d probe blocks ran on a "
-                   "held SM\n",
-                   held.size(), n_, on_held, blocks);
-      std::exit(1);
-    }
-    std::printf("held SMs checked: %d probe blocks ran on %zu SMs, none of the %d held\n", blocks,
-                ran.size(), n_);
-    checked_ = true;
+    c.probe_sms = static_cast<int>(ran.size());
+    return c;
   }
 
+ private:
   int n_ = 0, sms_ = 0;
   size_t smem_ = 0;
   cudaStream_t work_ = nullptr, hold_ = nullptr, ctl_ = nullptr;

@@ -17,6 +17,8 @@ R=$1; O=$OUT/r; LIMIT=560
 . "$R/scripts/gpu_call_lib.sh"
 unpack_bins
 lscpu | grep -E "Model name|^CPU\(s\)"
+timeout 30 $B/ls_gpu_tests -tc="sm_hold*" > $O/sm-hold-test.txt 2>&1; echo "sm_hold test rc=$?"
+grep -E "test cases|assertions|ERROR" $O/sm-hold-test.txt
 for r in 1 2; do
   for h in 0 38; do
     timeout 90 $B/ls_bench_matmul --graph --hold-sms $h > $O/graph-h$h-$r.txt 2>&1
