@@ -245,10 +245,9 @@ int main(int argc, char** argv) {
           // for the rows 8 MiB after its own (GemvQ8Params::ahead); v7p: v7
           // with plain loads, not streaming ones (::plain_loads).
           for (int ver : {2, 5, 51, 52, 53, 6, 62, 68, 7, 70, 73, 74, 72, 78, 71}) {
-            const char* tag = ver == 70 ? "e" : ver == 73 ? "a" : ver == 74 ? "p" : "";
-            const bool early = ver == 70;
-            const int variant = ver;  // before the forms of v7 become 7
-            if (ver == 70 || ver == 73 || ver == 74) ver = 7;
+            const int variant = ver;  // v70, v73, v74: forms of v7 (tagged e, a, p)
+            const char* tag = variant == 70 ? "e" : variant == 73 ? "a" : variant == 74 ? "p" : "";
+            if (*tag) ver = 7;
             const bool staged = ver >= 51 && ver <= 53;
             if (ver >= 5 && !gemv_q8_supports(t)) continue;
             if (t == GgmlType::Q8_0 ? ver >= 6 && !staged : staged) continue;
@@ -278,7 +277,7 @@ int main(int argc, char** argv) {
                                 ver == 5 || ver == 71 || staged ? 1 : 2};
                 gp.version = ver == 7 || ver == 71 || ver == 72 || ver == 78 ? 7 : 0;
                 gp.stages = ver == 51 ? 1 : ver == 53 ? 2 : 0;
-                gp.early = early;
+                gp.early = variant == 70;
                 gp.ahead = variant == 73 ? int64_t{8} << 20 : 0;
                 gp.plain_loads = variant == 74;
                 ST(gemv_q8_launch(t, gp, s));
